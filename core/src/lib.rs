@@ -1,0 +1,22 @@
+//! The scheduling core of gridsched.
+//!
+//! Everything in this crate is plain, synchronous and deterministic: no I/O, no async runtime, no
+//! wall clock. The simulator (`gridsim`) drives it in virtual time and the live services drive it in
+//! real time, through the same [`policy::Policy`] trait, so a decision made live equals the one the
+//! simulator makes from the same state.
+//!
+//! * [`model`]: jobs, machines, clusters with licence pools, sites and the platform (spec
+//!   `two-level-grid-scheduler.md` D2, `self-tuning-and-multisite.md` §1).
+//! * [`policy`]: the policy interface and the classic local policies (FCFS, EASY and its variants,
+//!   conservative backfilling, SJF/LJF-ordered backfilling; `reference-semantics.md`).
+//! * [`metrics`]: per-job and aggregate metrics (`self-tuning-and-multisite.md` §3,
+//!   `gang-urgent-scaling.md` A.4 and C.4).
+//! * [`structures`]: the data structures the policies are built on (ordered queue with summaries,
+//!   running set, availability profile).
+
+pub mod metrics;
+pub mod model;
+pub mod policy;
+pub mod structures;
+
+pub use model::{Duration, Time};

@@ -1,0 +1,1 @@
+//! Metrics (placeholder, filled in next).

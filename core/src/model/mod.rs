@@ -1,0 +1,21 @@
+//! The resource and workload model: jobs, machines, clusters with floating licence pools, sites and
+//! the platform (spec `two-level-grid-scheduler.md` D1–D2, `self-tuning-and-multisite.md` §1.1).
+//!
+//! Time is integer seconds everywhere ([`Time`] for instants, [`Duration`] for lengths).
+
+mod ids;
+mod job;
+mod machine;
+mod platform;
+
+pub use ids::{ClusterId, JobId, LicenceId, MachineId, SiteId, UserId};
+pub use job::{InputRef, Job, JobError, UserClass};
+pub use machine::Machine;
+pub use platform::{Cluster, LicencePool, LicenceType, Platform, PlatformError, Site};
+
+/// An instant, in integer seconds since the epoch of the workload (a trace's start, or the Unix
+/// epoch for a live grid).
+pub type Time = i64;
+
+/// A length of time in integer seconds.
+pub type Duration = i64;

@@ -1,0 +1,275 @@
+//! Selecting and configuring a local policy by name, the same way in gridsim and in the services.
+//! Every knob of `reference-semantics.md` ("Knobs other simulators choose differently") that
+//! belongs to the policy lives here; the defaults are the reference mode.
+
+use super::{Conservative, Easy, Fcfs, Policy, QueueOrder};
+use crate::model::{ClusterId, MachineId, Platform};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The classic policies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// First come first served, no backfilling.
+    Fcfs,
+    /// EASY (aggressive) backfilling in arrival order.
+    #[default]
+    Easy,
+    /// Conservative backfilling: every waiting job holds a reservation.
+    Conservative,
+    /// EASY backfilling with the queue ordered shortest estimate first.
+    SjfBf,
+    /// EASY backfilling with the queue ordered longest estimate first.
+    LjfBf,
+}
+
+impl PolicyKind {
+    /// All kinds, in documentation order.
+    pub const ALL: [PolicyKind; 5] = [
+        PolicyKind::Fcfs,
+        PolicyKind::Easy,
+        PolicyKind::Conservative,
+        PolicyKind::SjfBf,
+        PolicyKind::LjfBf,
+    ];
+
+    /// The name used on command lines and in configuration files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyKind::Fcfs => "fcfs",
+            PolicyKind::Easy => "easy",
+            PolicyKind::Conservative => "conservative",
+            PolicyKind::SjfBf => "sjf-bf",
+            PolicyKind::LjfBf => "ljf-bf",
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PolicyKind {
+    type Err = PolicyConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PolicyKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| PolicyConfigError::UnknownPolicy(s.to_string()))
+    }
+}
+
+/// How the EASY head's reservation (shadow time) is maintained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ShadowMode {
+    /// Recomputed at every pass from the predicted ends of running jobs (reference).
+    #[default]
+    Fresh,
+    /// Computed once when the head first blocks and kept while it stays the head (and the time is
+    /// still feasible); the extra processors are still counted from the current state.
+    Stale,
+}
+
+/// When a backfill candidate counts as "ending before the shadow time".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShadowCmp {
+    /// `now + estimate <= shadow` (reference: the candidate's slot ends where the head's begins).
+    #[default]
+    AtOrBefore,
+    /// `now + estimate < shadow`.
+    Before,
+}
+
+/// Whether a submission triggers a scheduling pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubmitPass {
+    /// Every submission runs a full pass (reference).
+    #[default]
+    Always,
+    /// A submission runs a pass only when the new job fits in the processors free now (as some
+    /// versions of the reference simulator do); terminations always run one.
+    IfFits,
+}
+
+/// Options of the backfilling policies; the defaults are the reference mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackfillOptions {
+    /// Fresh or stale shadow time.
+    pub shadow: ShadowMode,
+    /// `<=` or `<` at the shadow time.
+    pub shadow_cmp: ShadowCmp,
+    /// Whether a candidate that does not end before the shadow time may still start when it only
+    /// uses processors the head will not need (the "extra processors"). Off gives the seed's
+    /// "conservative" variant of §2.2 (backfill only jobs ending before the shadow time).
+    pub extra_procs: bool,
+    /// Whether every submission runs a pass.
+    pub submit_pass: SubmitPass,
+}
+
+impl Default for BackfillOptions {
+    fn default() -> Self {
+        BackfillOptions {
+            shadow: ShadowMode::Fresh,
+            shadow_cmp: ShadowCmp::AtOrBefore,
+            extra_procs: true,
+            submit_pass: SubmitPass::Always,
+        }
+    }
+}
+
+impl BackfillOptions {
+    /// The options that differ from the reference, as `key=value` words.
+    pub fn non_default(&self) -> Vec<String> {
+        let d = BackfillOptions::default();
+        let mut v = Vec::new();
+        if self.shadow != d.shadow {
+            v.push("shadow=stale".to_string());
+        }
+        if self.shadow_cmp != d.shadow_cmp {
+            v.push("shadow-cmp=before".to_string());
+        }
+        if self.extra_procs != d.extra_procs {
+            v.push("extra-procs=off".to_string());
+        }
+        if self.submit_pass != d.submit_pass {
+            v.push("submit-pass=if-fits".to_string());
+        }
+        v
+    }
+}
+
+/// A policy and its options, as written in a configuration file or on a command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Which policy.
+    pub policy: PolicyKind,
+    /// Backfilling options (ignored by FCFS and conservative).
+    #[serde(default)]
+    pub backfill: BackfillOptions,
+}
+
+/// A policy configuration that cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyConfigError {
+    /// The name is not a known policy.
+    #[error("unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf)")]
+    UnknownPolicy(String),
+    /// The cluster does not exist.
+    #[error("unknown cluster {0}")]
+    UnknownCluster(ClusterId),
+    /// The classic policies schedule one space-shared machine.
+    #[error(
+        "policy `{policy}` schedules one space-shared machine, but cluster `{cluster}` has {machines}"
+    )]
+    NotSingleMachine {
+        /// The policy.
+        policy: PolicyKind,
+        /// The cluster.
+        cluster: String,
+        /// Its machine count.
+        machines: usize,
+    },
+}
+
+impl PolicyConfig {
+    /// A configuration with the reference options.
+    pub fn new(policy: PolicyKind) -> PolicyConfig {
+        PolicyConfig {
+            policy,
+            backfill: BackfillOptions::default(),
+        }
+    }
+
+    /// Builds the policy for a single machine of `procs` processors.
+    pub fn build_single(&self, machine: MachineId, procs: u32) -> Box<dyn Policy> {
+        match self.policy {
+            PolicyKind::Fcfs => Box::new(Fcfs::new(machine, procs)),
+            PolicyKind::Easy => {
+                Box::new(Easy::new(machine, procs, QueueOrder::Fcfs, self.backfill))
+            }
+            PolicyKind::SjfBf => {
+                Box::new(Easy::new(machine, procs, QueueOrder::Sjf, self.backfill))
+            }
+            PolicyKind::LjfBf => {
+                Box::new(Easy::new(machine, procs, QueueOrder::Ljf, self.backfill))
+            }
+            PolicyKind::Conservative => Box::new(Conservative::new(machine, procs)),
+        }
+    }
+
+    /// Builds the policy for a cluster of the platform.
+    pub fn build(
+        &self,
+        platform: &Platform,
+        cluster: ClusterId,
+    ) -> Result<Box<dyn Policy>, PolicyConfigError> {
+        let c = platform
+            .cluster(cluster)
+            .ok_or(PolicyConfigError::UnknownCluster(cluster))?;
+        match c.machines.as_slice() {
+            [m] => {
+                let procs = platform.machine(*m).map_or(0, |m| m.procs);
+                Ok(self.build_single(*m, procs))
+            }
+            ms => Err(PolicyConfigError::NotSingleMachine {
+                policy: self.policy,
+                cluster: c.name.clone(),
+                machines: ms.len(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in PolicyKind::ALL {
+            assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
+        }
+        let e = "edf".parse::<PolicyKind>().unwrap_err().to_string();
+        assert!(e.contains("`edf`") && e.contains("conservative"), "{e}");
+    }
+
+    #[test]
+    fn config_parses_from_json_and_rejects_unknown_keys() {
+        let c: PolicyConfig = serde_json::from_str(
+            r#"{"policy":"sjf-bf","backfill":{"shadow":"stale","extra_procs":false}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.policy, PolicyKind::SjfBf);
+        assert_eq!(c.backfill.shadow, ShadowMode::Stale);
+        assert!(!c.backfill.extra_procs);
+        assert_eq!(
+            c.backfill.non_default(),
+            vec!["shadow=stale", "extra-procs=off"]
+        );
+        let e =
+            serde_json::from_str::<PolicyConfig>(r#"{"policy":"easy","backfil":{}}"#).unwrap_err();
+        assert!(e.to_string().contains("backfil"), "{e}");
+    }
+
+    #[test]
+    fn build_requires_a_single_machine_cluster() {
+        let p = Platform::single_machine(64);
+        let pol = PolicyConfig::new(PolicyKind::Easy)
+            .build(&p, ClusterId(0))
+            .unwrap();
+        assert_eq!(pol.waiting_len(), 0);
+        assert!(matches!(
+            PolicyConfig::new(PolicyKind::Easy).build(&p, ClusterId(3)),
+            Err(PolicyConfigError::UnknownCluster(_))
+        ));
+    }
+}

@@ -1,0 +1,225 @@
+//! Conservative backfilling as a planning policy (`reference-semantics.md` "Conservative
+//! backfilling"; `self-tuning-and-multisite.md` §1.4, §2.4 and ambiguity 7).
+//!
+//! At submission a job is placed at its earliest start in the availability profile (running jobs
+//! until their predicted ends, plus every reservation made before) and it starts when that time
+//! comes. At every termination the unused tail of the ended job is freed and every job that has
+//! not started is, in arrival order, taken out of the profile and placed again at its earliest
+//! start (which can only move earlier); a changed start gets a new plan sequence number, which
+//! orders starts that fall on the same instant (the reference's start-event order).
+//!
+//! A re-placement round after a termination that freed nothing, following a round that moved
+//! nothing, cannot move anything either (only additions happened since), so it is skipped; results
+//! are identical to running it. An overrun (a job still running at its predicted end) can
+//! over-commit the profile: then every waiting job is re-planned from scratch, in arrival order.
+
+use super::fcfs::check_job;
+use super::{Policy, Rejection, Reservation, ReservationKind, Start};
+use crate::model::{Duration, Job, JobId, MachineId, Time};
+use crate::structures::{Profile, RunningSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+#[derive(Clone, Copy, Debug)]
+struct Planned {
+    id: JobId,
+    procs: u32,
+    estimate: Duration,
+    start: Time,
+    plan_seq: u64,
+}
+
+/// Conservative backfilling on one space-shared machine.
+#[derive(Debug)]
+pub struct Conservative {
+    machine: MachineId,
+    capacity: u32,
+    profile: Profile,
+    /// Waiting jobs by arrival sequence.
+    waiting: BTreeMap<u64, Planned>,
+    seq_of: HashMap<JobId, u64>,
+    /// Planned starts: (start, plan sequence, job).
+    due: BTreeSet<(Time, u64, JobId)>,
+    running: RunningSet,
+    next_seq: u64,
+    next_plan: u64,
+    /// A re-placement round could move a job.
+    dirty: bool,
+    /// A termination (or cancellation) happened since the last pass.
+    round_pending: bool,
+    /// An overrun over-committed the profile: re-plan everything.
+    replan_all: bool,
+}
+
+impl Conservative {
+    /// Conservative backfilling for `machine` of `capacity` processors.
+    pub fn new(machine: MachineId, capacity: u32) -> Conservative {
+        Conservative {
+            machine,
+            capacity,
+            profile: Profile::new(capacity),
+            waiting: BTreeMap::new(),
+            seq_of: HashMap::new(),
+            due: BTreeSet::new(),
+            running: RunningSet::new(),
+            next_seq: 0,
+            next_plan: 0,
+            dirty: false,
+            round_pending: false,
+            replan_all: false,
+        }
+    }
+
+    /// Takes each waiting job out and places it again at its earliest start, in arrival order.
+    /// With `from_scratch`, all reservations are removed first (after an overrun).
+    fn replan(&mut self, now: Time, from_scratch: bool) -> bool {
+        if from_scratch {
+            for p in self.waiting.values() {
+                self.profile.release(p.start, p.start + p.estimate, p.procs);
+            }
+        }
+        let mut moved = false;
+        for p in self.waiting.values_mut() {
+            if p.start <= now && !from_scratch {
+                continue; // due now: it starts in this pass
+            }
+            if !from_scratch {
+                self.profile.release(p.start, p.start + p.estimate, p.procs);
+            }
+            let s = self.profile.earliest(now, p.procs, p.estimate);
+            self.profile.reserve(s, s + p.estimate, p.procs);
+            if s != p.start {
+                self.due.remove(&(p.start, p.plan_seq, p.id));
+                p.start = s;
+                p.plan_seq = self.next_plan;
+                self.next_plan += 1;
+                self.due.insert((p.start, p.plan_seq, p.id));
+                moved = true;
+            }
+        }
+        moved
+    }
+}
+
+impl Policy for Conservative {
+    fn describe(&self) -> String {
+        "conservative".into()
+    }
+
+    fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
+        check_job(job, self.capacity)?;
+        if self.seq_of.contains_key(&job.id) || self.running.get(job.id).is_some() {
+            return Err(Rejection::Duplicate(job.id));
+        }
+        let start = self.profile.earliest(now, job.procs, job.estimate);
+        self.profile.reserve(start, start + job.estimate, job.procs);
+        let p = Planned {
+            id: job.id,
+            procs: job.procs,
+            estimate: job.estimate,
+            start,
+            plan_seq: self.next_plan,
+        };
+        self.next_plan += 1;
+        self.due.insert((start, p.plan_seq, p.id));
+        self.waiting.insert(self.next_seq, p);
+        self.seq_of.insert(job.id, self.next_seq);
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    fn terminate(&mut self, now: Time, job: JobId) {
+        let Some(e) = self.running.remove(job) else {
+            return;
+        };
+        if e.end > now {
+            self.profile.release(now, e.end, e.procs);
+            self.dirty = true;
+        }
+        self.round_pending = true;
+        self.profile.forget_before(now);
+    }
+
+    fn overrun(&mut self, now: Time, job: JobId, predicted_end: Time) {
+        let Some(old) = self.running.set_end(job, predicted_end) else {
+            return;
+        };
+        self.profile
+            .reserve(old.end.max(now), predicted_end, old.procs);
+        self.replan_all = true;
+    }
+
+    fn cancel(&mut self, _now: Time, job: JobId) -> bool {
+        let Some(seq) = self.seq_of.remove(&job) else {
+            return false;
+        };
+        let p = self.waiting.remove(&seq).expect("indexed waiting job");
+        self.profile.release(p.start, p.start + p.estimate, p.procs);
+        self.due.remove(&(p.start, p.plan_seq, p.id));
+        self.dirty = true;
+        self.round_pending = true;
+        true
+    }
+
+    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if self.replan_all {
+            self.replan_all = false;
+            self.replan(now, true);
+            self.dirty = true;
+        } else if self.round_pending && self.dirty {
+            self.dirty = self.replan(now, false);
+        }
+        self.round_pending = false;
+        while let Some(&(t, plan_seq, id)) = self.due.first() {
+            if t > now {
+                break;
+            }
+            self.due.remove(&(t, plan_seq, id));
+            let seq = self.seq_of.remove(&id).expect("due job is waiting");
+            let p = self.waiting.remove(&seq).expect("indexed waiting job");
+            if t < now {
+                // Woken late: move the reservation to the actual start.
+                self.profile.release(t, t + p.estimate, p.procs);
+                self.profile.reserve(now, now + p.estimate, p.procs);
+            }
+            self.running.insert(id, p.procs, now, p.estimate);
+            starts.push(Start {
+                job: id,
+                machine: self.machine,
+                procs: p.procs,
+            });
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Time> {
+        self.due.first().map(|&(t, _, _)| t)
+    }
+
+    fn waiting_len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    fn running_len(&self) -> usize {
+        self.running.len()
+    }
+
+    fn queue(&self) -> Vec<JobId> {
+        self.waiting.values().map(|p| p.id).collect()
+    }
+
+    fn reservations(&self) -> Vec<Reservation> {
+        let mut v: Vec<_> = self
+            .waiting
+            .values()
+            .map(|p| Reservation {
+                job: p.id,
+                start: p.start,
+                end: p.start + p.estimate,
+                procs: p.procs,
+                machine: Some(self.machine),
+                kind: ReservationKind::Planned,
+            })
+            .collect();
+        v.sort_by_key(|r| (r.start, r.job));
+        v
+    }
+}

@@ -1,0 +1,1 @@
+//! Workload input (being written).
