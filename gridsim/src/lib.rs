@@ -1,1 +1,10 @@
-//! The simulator (being written).
+//! gridsim: the discrete-event simulator of gridsched. It replays workload traces and synthetic
+//! streams through the same scheduling code ([`gridsched_core::policy`]) the live services run.
+//!
+//! * [`events`]: the event queue and the reference event order.
+//! * [`engine`]: the simulation loop, validating every start and accumulating metrics.
+
+pub mod engine;
+pub mod events;
+
+pub use engine::{Batching, EngineOptions, Hooks, RunReport, RunStats, SimError, simulate};

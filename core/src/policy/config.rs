@@ -9,7 +9,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The classic policies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum PolicyKind {
     /// First come first served, no backfilling.
