@@ -144,13 +144,16 @@ pub enum SimError<E> {
     },
 }
 
+/// Called after every pass with its time, its starts and the policy.
+pub type PassHook<'a> = &'a mut dyn FnMut(Time, &[Start], &dyn Policy);
+
 /// Callbacks a caller can attach to a run.
 #[derive(Default)]
 pub struct Hooks<'a> {
     /// Called for every finished job, in end order.
     pub record: Option<&'a mut dyn FnMut(&JobRecord)>,
     /// Called after every pass with its starts and the policy (for invariant checks).
-    pub pass: Option<&'a mut dyn FnMut(Time, &[Start], &dyn Policy)>,
+    pub pass: Option<PassHook<'a>>,
     /// Called every 4,096 submissions with the number submitted so far.
     pub progress: Option<&'a mut dyn FnMut(u64)>,
 }
