@@ -9,6 +9,7 @@
 //! * [`synthetic`]: a seeded, deterministic, streaming synthetic workload (§5.4 arrivals).
 //! * [`source`]: [`JobSource`], one iterator over any of the above, with the bad-line policy.
 //! * [`shrink`]: the shrinking factor of §5.5 as an iterator adapter.
+//! * [`traces`]: finding the shared traces (`GRIDSCHED_TRACES`) by path, name or prefix.
 //! * [`error`]: [`WorkloadError`], which always names the file, line and field.
 //!
 //! ```no_run
@@ -35,6 +36,7 @@ pub mod shrink;
 pub mod source;
 pub mod swf;
 pub mod synthetic;
+pub mod traces;
 
 pub use error::WorkloadError;
 pub use input::Progress;

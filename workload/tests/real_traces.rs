@@ -2,32 +2,16 @@
 //! `$GRIDSCHED_TRACES` (default: `shared/traces` beside the workspace). A missing trace skips the
 //! test, except under `CI=true`, where it fails.
 
-use gridsched_workload::{JobSource, NormalizeOptions, SwfReader};
-use std::path::PathBuf;
+use gridsched_workload::{JobSource, NormalizeOptions, SwfReader, traces};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-fn traces_dir() -> PathBuf {
-    std::env::var_os("GRIDSCHED_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces"))
-        })
-}
 
 /// The path of a trace, or `None` (after saying so) when it is absent outside CI.
 fn trace(name: &str) -> Option<PathBuf> {
-    let path = traces_dir().join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("trace {} is missing (CI=true)", path.display());
-    }
-    println!(
-        "SKIPPED: trace {} not found (set GRIDSCHED_TRACES)",
-        path.display()
-    );
-    None
+    traces::for_test(
+        name,
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")),
+    )
 }
 
 #[test]

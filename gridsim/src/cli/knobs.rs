@@ -1,0 +1,276 @@
+//! The command-line knobs of a replay: workload normalisation, policy options and engine options.
+//! Every knob of `reference-semantics.md` is here; all default to the reference (`pyss`) mode.
+
+use clap::{Args, ValueEnum};
+use gridsched_core::policy::{
+    BackfillOptions, PolicyConfig, PolicyKind, ShadowCmp, ShadowMode, SubmitPass,
+};
+use gridsched_workload::{
+    Estimates, NormalizeMode, NormalizeOptions, ProcsField, RuntimeLimit, WideJobs,
+};
+use gridsim::{Batching, EngineOptions};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    Fcfs,
+    Easy,
+    Conservative,
+    SjfBf,
+    LjfBf,
+}
+
+impl From<PolicyArg> for PolicyKind {
+    fn from(p: PolicyArg) -> PolicyKind {
+        match p {
+            PolicyArg::Fcfs => PolicyKind::Fcfs,
+            PolicyArg::Easy => PolicyKind::Easy,
+            PolicyArg::Conservative => PolicyKind::Conservative,
+            PolicyArg::SjfBf => PolicyKind::SjfBf,
+            PolicyArg::LjfBf => PolicyKind::LjfBf,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// The reference simulator's rules (problematic jobs kept as 1 s jobs).
+    Pyss,
+    /// Streit's pre-processing: bad jobs dropped.
+    Streit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProcsFieldArg {
+    /// Field 5, allocated processors.
+    Allocated,
+    /// Field 8, requested processors.
+    Requested,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShadowArg {
+    Fresh,
+    Stale,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShadowCmpArg {
+    /// A backfilled job may end exactly at the shadow time.
+    AtOrBefore,
+    /// It must end strictly before.
+    Before,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SubmitPassArg {
+    Always,
+    IfFits,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BatchingArg {
+    PerEvent,
+    PerTimestamp,
+}
+
+/// Knobs shared by `run` and `bench`.
+#[derive(Clone, Debug, Args)]
+pub struct Knobs {
+    /// Scheduling policy.
+    #[arg(long, value_enum, default_value = "easy")]
+    pub policy: PolicyArg,
+
+    /// Normalisation rules for SWF input.
+    #[arg(long, value_enum, default_value = "pyss", help_heading = "Workload")]
+    pub mode: ModeArg,
+    /// Which SWF field gives a job's width.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "allocated",
+        help_heading = "Workload"
+    )]
+    pub procs_field: ProcsFieldArg,
+    /// Estimates: `requested` (field 9), `perfect` (the actual run time) or a factor `F` (actual × F).
+    #[arg(long, default_value = "requested", value_parser = parse_estimates, help_heading = "Workload")]
+    pub estimates: EstimatesArg,
+    /// Drop jobs wider than the machine instead of capping their width.
+    #[arg(long, help_heading = "Workload")]
+    pub reject_wide: bool,
+    /// Processors per node: widths are rounded up to whole nodes (SDSC-BLUE: 8).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Workload")]
+    pub node_size: u32,
+    /// Let jobs run past their estimate instead of killing them at it (the policy is told when
+    /// a job overruns).
+    #[arg(long, help_heading = "Workload")]
+    pub run_to_completion: bool,
+    /// Multiply submission times (from the first job) by this factor (< 1 raises the load).
+    #[arg(long, value_parser = parse_factor, help_heading = "Workload")]
+    pub shrink: Option<f64>,
+
+    /// EASY head reservation: recomputed every pass (fresh) or kept from when the head blocked.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "fresh",
+        help_heading = "Backfilling"
+    )]
+    pub shadow: ShadowArg,
+    /// Whether a backfilled job may end exactly at the shadow time.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "at-or-before",
+        help_heading = "Backfilling"
+    )]
+    pub shadow_cmp: ShadowCmpArg,
+    /// Only backfill jobs that end by the shadow time (no extra-processors rule).
+    #[arg(long, help_heading = "Backfilling")]
+    pub no_extra_procs: bool,
+    /// Whether every submission runs a pass, or only one whose job fits now.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "always",
+        help_heading = "Backfilling"
+    )]
+    pub submit_pass: SubmitPassArg,
+
+    /// Run a pass after every event (reference) or once per time stamp.
+    #[arg(long, value_enum, default_value = "per-event", help_heading = "Engine")]
+    pub batching: BatchingArg,
+    /// With --run-to-completion: how far an overrunning job's predicted end moves each time it
+    /// is reached, in seconds (default: one more estimate).
+    #[arg(long, help_heading = "Engine")]
+    pub overrun_extension: Option<i64>,
+}
+
+/// Parsed `--estimates`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum EstimatesArg {
+    Requested,
+    Perfect,
+    Multiple(f64),
+}
+
+fn parse_estimates(s: &str) -> Result<EstimatesArg, String> {
+    match s {
+        "requested" => Ok(EstimatesArg::Requested),
+        "perfect" => Ok(EstimatesArg::Perfect),
+        f => match f.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 1.0 => Ok(EstimatesArg::Multiple(x)),
+            _ => Err(format!(
+                "expected `requested`, `perfect` or a factor >= 1, got `{f}`"
+            )),
+        },
+    }
+}
+
+fn parse_factor(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("expected a positive factor, got `{s}`")),
+    }
+}
+
+impl Knobs {
+    /// The normalisation options these knobs select.
+    pub fn normalize(&self) -> NormalizeOptions {
+        NormalizeOptions {
+            mode: match self.mode {
+                ModeArg::Pyss => NormalizeMode::Pyss,
+                ModeArg::Streit => NormalizeMode::Streit,
+            },
+            procs_field: match self.procs_field {
+                ProcsFieldArg::Allocated => ProcsField::Allocated,
+                ProcsFieldArg::Requested => ProcsField::Requested,
+            },
+            runtime_limit: if self.run_to_completion {
+                RuntimeLimit::RunToCompletion
+            } else {
+                RuntimeLimit::KillAtEstimate
+            },
+            estimates: match self.estimates {
+                EstimatesArg::Requested => Estimates::Requested,
+                EstimatesArg::Perfect => Estimates::Perfect,
+                EstimatesArg::Multiple(f) => Estimates::Multiple(f),
+            },
+            wide_jobs: if self.reject_wide {
+                WideJobs::Reject
+            } else {
+                WideJobs::Cap
+            },
+            node_size: self.node_size,
+        }
+    }
+
+    /// The policy configuration these knobs select.
+    pub fn policy(&self) -> PolicyConfig {
+        PolicyConfig {
+            policy: self.policy.into(),
+            backfill: BackfillOptions {
+                shadow: match self.shadow {
+                    ShadowArg::Fresh => ShadowMode::Fresh,
+                    ShadowArg::Stale => ShadowMode::Stale,
+                },
+                shadow_cmp: match self.shadow_cmp {
+                    ShadowCmpArg::AtOrBefore => ShadowCmp::AtOrBefore,
+                    ShadowCmpArg::Before => ShadowCmp::Before,
+                },
+                extra_procs: !self.no_extra_procs,
+                submit_pass: match self.submit_pass {
+                    SubmitPassArg::Always => SubmitPass::Always,
+                    SubmitPassArg::IfFits => SubmitPass::IfFits,
+                },
+            },
+        }
+    }
+
+    /// The engine options these knobs select.
+    pub fn engine(&self) -> EngineOptions {
+        EngineOptions {
+            batching: match self.batching {
+                BatchingArg::PerEvent => Batching::PerEvent,
+                BatchingArg::PerTimestamp => Batching::PerTimestamp,
+            },
+            kill_at_estimate: !self.run_to_completion,
+            overrun_extension: self.overrun_extension,
+        }
+    }
+
+    /// The knobs that differ from the reference mode, as words for reports.
+    pub fn non_reference(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.mode != ModeArg::Pyss {
+            v.push("mode=streit".into());
+        }
+        if self.procs_field != ProcsFieldArg::Allocated {
+            v.push("procs-field=requested".into());
+        }
+        match self.estimates {
+            EstimatesArg::Requested => {}
+            EstimatesArg::Perfect => v.push("estimates=perfect".into()),
+            EstimatesArg::Multiple(f) => v.push(format!("estimates=actual*{f}")),
+        }
+        if self.reject_wide {
+            v.push("reject-wide".into());
+        }
+        if self.node_size != 1 {
+            v.push(format!("node-size={}", self.node_size));
+        }
+        if self.run_to_completion {
+            v.push("run-to-completion".into());
+        }
+        if let Some(f) = self.shrink {
+            v.push(format!("shrink={f}"));
+        }
+        v.extend(self.policy().backfill.non_default());
+        if self.batching != BatchingArg::PerEvent {
+            v.push("batching=per-timestamp".into());
+        }
+        if let Some(x) = self.overrun_extension {
+            v.push(format!("overrun-extension={x}s"));
+        }
+        v
+    }
+}

@@ -1,0 +1,43 @@
+//! Command-line parsing and dispatch of `gridsim`.
+
+mod bench;
+mod knobs;
+mod output;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// gridsched's simulator: replays real workload traces and synthetic streams through the same
+/// scheduling code the live grid runs.
+#[derive(Debug, Parser)]
+#[command(name = "gridsim", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay a trace (SWF, plain or gzip; or native JSON Lines) or the built-in synthetic
+    /// workload through one policy and print the metrics.
+    Run(Box<run::RunArgs>),
+    /// Time the simulator on the shared traces and on rising loads (queue lengths).
+    Bench(bench::BenchArgs),
+}
+
+/// Runs the command line; errors are printed on stderr with exit code 1.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Bench(args) => bench::bench(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gridsim: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
