@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Arguments of `gridsim run`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct RunArgs {
     /// Workload: a path (SWF, plain or gzip, or JSON Lines), a file name in the traces directory
     /// ($GRIDSCHED_TRACES, default ../shared/traces) or a unique prefix of one (`KTH`). Without

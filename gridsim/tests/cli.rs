@@ -1,0 +1,279 @@
+//! The `gridsim` command as a user meets it: the built-in default, the JSON contract,
+//! determinism of per-job output, and clear errors (file, line, field; exit code) on bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gridsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args(args)
+        .env(
+            "GRIDSCHED_TRACES",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces"),
+        )
+        .output()
+        .expect("gridsim runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "gridsim failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("one JSON object on stdout")
+}
+
+const SWF_OK: &str = "; MaxProcs: 8\n\
+1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n\
+2 10 -1 50 8 -1 -1 8 60 -1 1 2 1 -1 1 -1 -1 -1\n\
+3 20 -1 30 2 -1 -1 2 40 -1 1 1 1 -1 1 -1 -1 -1\n";
+
+#[test]
+fn the_default_run_replays_the_builtin_synthetic_workload() {
+    let o = gridsim(&["run", "--synthetic-jobs", "2000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for key in [
+        "workload",
+        "synthetic",
+        "mean wait (s)",
+        "mean bounded slowdown (10 s)",
+        "utilization",
+        "wall time",
+    ] {
+        assert!(out.contains(key), "missing `{key}` in\n{out}");
+    }
+}
+
+#[test]
+fn json_has_the_documented_keys() {
+    let v = json(&gridsim(&[
+        "run",
+        "--synthetic-jobs",
+        "3000",
+        "--policy",
+        "conservative",
+        "--json",
+    ]));
+    for key in [
+        "jobs",
+        "mean_wait_s",
+        "mean_bsld10",
+        "max_wait_s",
+        "mean_response_s",
+        "utilization",
+        "makespan_s",
+        "awrt",
+        "awwt",
+        "sim_wall_s",
+        "jobs_per_s",
+        "loss_of_capacity",
+        "artww",
+        "sldwa",
+    ] {
+        assert!(v.get(key).is_some(), "missing key {key}");
+    }
+    assert_eq!(v["jobs"], 3000);
+    assert_eq!(v["policy"], "conservative");
+    let u = v["utilization"].as_f64().unwrap();
+    assert!(u > 0.3 && u <= 1.0, "utilization {u}");
+    assert!(v["mean_response_s"].as_f64().unwrap() >= v["mean_wait_s"].as_f64().unwrap());
+}
+
+#[test]
+fn per_job_output_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    for p in [&a, &b] {
+        let o = gridsim(&[
+            "run",
+            "--synthetic-jobs",
+            "2000",
+            "--seed",
+            "7",
+            "--jobs-out",
+            p.to_str().unwrap(),
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let (ta, tb) = (
+        std::fs::read_to_string(&a).unwrap(),
+        std::fs::read_to_string(&b).unwrap(),
+    );
+    assert_eq!(ta, tb, "two runs differ");
+    let lines: Vec<&str> = ta.lines().collect();
+    assert_eq!(lines.len(), 2001);
+    assert_eq!(
+        lines[0],
+        "job,user,submit,start,end,wait,run,procs,estimate,bsld10"
+    );
+    // A different seed gives a different workload.
+    let c = dir.path().join("c.csv");
+    gridsim(&[
+        "run",
+        "--synthetic-jobs",
+        "2000",
+        "--seed",
+        "8",
+        "--jobs-out",
+        c.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_ne!(std::fs::read_to_string(&c).unwrap(), ta);
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_bad_line_is_an_error_naming_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = SWF_OK.replace("2 10 -1 50 8 ", "2 10 -1 50 eight ");
+    let p = write(dir.path(), "bad.swf", &bad);
+    let o = gridsim(&["run", "--trace", &p]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("bad.swf:3: field 5 (allocated processors)"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+
+    let short = SWF_OK.replace(
+        "3 20 -1 30 2 -1 -1 2 40 -1 1 1 1 -1 1 -1 -1 -1",
+        "3 20 -1 30 2",
+    );
+    let p = write(dir.path(), "short.swf", &short);
+    let o = gridsim(&["run", "--trace", &p]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("short.swf:4: expected 18 fields, found 5"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn bad_lines_can_be_skipped_and_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = SWF_OK.replace("2 10 -1 50 8 ", "2 10 -1 50 eight ");
+    let p = write(dir.path(), "bad.swf", &bad);
+    let o = gridsim(&["run", "--trace", &p, "--skip-bad-lines", "--json"]);
+    let v = json(&o);
+    assert_eq!(v["jobs"], 2);
+    assert_eq!(v["workload"]["skipped_lines"], 1);
+    assert!(
+        stderr(&o).contains("skipped 1 unreadable lines"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("bad.swf:3"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_small_trace_gives_the_hand_computed_schedule() {
+    // 8 processors, EASY. Job 1 (4 procs, runs 100) starts at 0; job 2 (8 procs) waits for it
+    // (shadow 200 by the estimate, but job 1 ends at 100 and frees its tail); job 3 (2 procs,
+    // estimate 40) backfills at 20 and ends at 50. Job 2 starts at 100.
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "ok.swf", SWF_OK);
+    let csv = dir.path().join("jobs.csv");
+    let o = gridsim(&[
+        "run",
+        "--trace",
+        &p,
+        "--jobs-out",
+        csv.to_str().unwrap(),
+        "--json",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["workload"]["procs"], 8);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<i64>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').take(5).map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec![3, 1, 20, 20, 50],
+            vec![1, 1, 0, 0, 100],
+            vec![2, 2, 10, 100, 150]
+        ]
+    );
+    assert_eq!(v["max_wait_s"], 90);
+    assert_eq!(v["makespan_s"], 150);
+    // FCFS keeps job 3 behind job 2.
+    let v = json(&gridsim(&[
+        "run", "--trace", &p, "--policy", "fcfs", "--json",
+    ]));
+    assert_eq!(v["makespan_s"], 180);
+}
+
+#[test]
+fn jsonl_needs_a_machine_size_and_wide_jobs_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "jobs.jsonl",
+        "# native format\n\
+         {\"id\": 1, \"submit\": 0, \"procs\": 2, \"estimate\": 100, \"runtime\": 50, \"class\": \"gold\", \"deadline\": 500, \"licences\": [\"matlab\"]}\n\
+         {\"id\": 2, \"submit\": 5, \"procs\": 64, \"estimate\": 100, \"runtime\": 50}\n",
+    );
+    let o = gridsim(&["run", "--trace", &p]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--procs"), "{}", stderr(&o));
+    let o = gridsim(&["run", "--trace", &p, "--procs", "16", "--json"]);
+    let v = json(&o);
+    assert_eq!(v["jobs"], 1);
+    assert_eq!(v["rejected"], 1);
+    assert!(
+        stderr(&o).contains("refused 1 jobs") && stderr(&o).contains("needs 64 processors"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn usage_errors_are_clear() {
+    let o = gridsim(&["run", "--policy", "edf"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("conservative"), "{}", stderr(&o));
+    let o = gridsim(&["run", "--trace", "NO-SUCH-TRACE"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no trace `NO-SUCH-TRACE`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = gridsim(&["run", "--estimates", "0.5"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn kth_by_name_gives_the_golden_values() {
+    let Some(_) = gridsched_workload::traces::for_test(
+        "KTH-SP2-1996-2.1-cln.swf.gz",
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")),
+    ) else {
+        return;
+    };
+    let v = json(&gridsim(&[
+        "run", "--trace", "KTH", "--policy", "easy", "--mode", "pyss", "--json",
+    ]));
+    assert_eq!(v["jobs"], 27_992);
+    assert!((v["mean_wait_s"].as_f64().unwrap() - 6_412.24).abs() < 0.005);
+    assert!((v["mean_bsld10"].as_f64().unwrap() - 86.28).abs() < 0.005);
+    assert_eq!(v["max_wait_s"], 248_239);
+    assert_eq!(v["workload"]["header"]["max_procs"], 100);
+}
