@@ -8,6 +8,11 @@
 //! start (which can only move earlier); a changed start gets a new plan sequence number, which
 //! orders starts that fall on the same instant (the reference's start-event order).
 //!
+//! Two exact shortcuts spare most walks of the profile: free processors at any future instant are
+//! at least the capacity minus the processors of every running and planned job; and before the
+//! first planned start after `now` the free count can only rise (only running jobs end there), so
+//! a job that fits now and ends by then is placed now.
+//!
 //! A re-placement round after a termination that freed nothing, following a round that moved
 //! nothing, cannot move anything either (only additions happened since), so it is skipped; results
 //! are identical to running it. An overrun (a job still running at its predicted end) can
@@ -40,6 +45,8 @@ pub struct Conservative {
     /// Planned starts: (start, plan sequence, job).
     due: BTreeSet<(Time, u64, JobId)>,
     running: RunningSet,
+    /// Processors of all running and waiting jobs.
+    committed: u64,
     next_seq: u64,
     next_plan: u64,
     /// A re-placement round could move a job.
@@ -61,6 +68,7 @@ impl Conservative {
             seq_of: HashMap::new(),
             due: BTreeSet::new(),
             running: RunningSet::new(),
+            committed: 0,
             next_seq: 0,
             next_plan: 0,
             dirty: false,
@@ -78,6 +86,8 @@ impl Conservative {
             }
         }
         let mut moved = false;
+        let (capacity, committed) = (self.capacity, self.committed);
+        self.profile.forget_before(now);
         for p in self.waiting.values_mut() {
             if p.start <= now && !from_scratch {
                 continue; // due now: it starts in this pass
@@ -85,7 +95,16 @@ impl Conservative {
             if !from_scratch {
                 self.profile.release(p.start, p.start + p.estimate, p.procs);
             }
-            let s = self.profile.earliest(now, p.procs, p.estimate);
+            let others = committed - u64::from(p.procs);
+            let s = place(
+                &self.profile,
+                &self.due,
+                now,
+                p.procs,
+                p.estimate,
+                capacity,
+                others,
+            );
             self.profile.reserve(s, s + p.estimate, p.procs);
             if s != p.start {
                 self.due.remove(&(p.start, p.plan_seq, p.id));
@@ -100,6 +119,27 @@ impl Conservative {
     }
 }
 
+/// The earliest start of a job of `procs` processors for `estimate` from `now`, when `others`
+/// processors are committed to other jobs and `due` holds the planned starts.
+fn place(
+    profile: &Profile,
+    due: &BTreeSet<(Time, u64, JobId)>,
+    now: Time,
+    procs: u32,
+    estimate: Duration,
+    capacity: u32,
+    others: u64,
+) -> Time {
+    if u64::from(procs) + others <= u64::from(capacity) {
+        return now;
+    }
+    let rising_until = due
+        .range((now + 1, 0, JobId(0))..)
+        .next()
+        .map_or(Time::MAX, |&(t, _, _)| t);
+    profile.earliest_rising(now, procs, estimate, rising_until)
+}
+
 impl Policy for Conservative {
     fn describe(&self) -> String {
         "conservative".into()
@@ -110,8 +150,18 @@ impl Policy for Conservative {
         if self.seq_of.contains_key(&job.id) || self.running.get(job.id).is_some() {
             return Err(Rejection::Duplicate(job.id));
         }
-        let start = self.profile.earliest(now, job.procs, job.estimate);
+        self.profile.forget_before(now);
+        let start = place(
+            &self.profile,
+            &self.due,
+            now,
+            job.procs,
+            job.estimate,
+            self.capacity,
+            self.committed,
+        );
         self.profile.reserve(start, start + job.estimate, job.procs);
+        self.committed += u64::from(job.procs);
         let p = Planned {
             id: job.id,
             procs: job.procs,
@@ -155,6 +205,7 @@ impl Policy for Conservative {
         let p = self.waiting.remove(&seq).expect("indexed waiting job");
         self.profile.release(p.start, p.start + p.estimate, p.procs);
         self.due.remove(&(p.start, p.plan_seq, p.id));
+        self.committed -= u64::from(p.procs);
         self.dirty = true;
         self.round_pending = true;
         true
