@@ -6,9 +6,10 @@
 //!
 //! Each job gets, from a "shape" random stream (five uniforms u₁…u₅ per job, always drawn):
 //!
-//! * **width**: 1 (serial) if u₁ < 0.25; otherwise, if u₂ < 0.75, a power of two 2^k with k
-//!   uniform on {1, …, ⌊log₂ P⌋} (from u₃); otherwise a uniform integer on [2, P] (from u₃).
-//!   On a 1-processor machine every job is serial.
+//! * **width**: 1 (serial) if u₁ < 0.25; otherwise log₂(width) = 1 + u₃² (log₂ P − 1), so that
+//!   small jobs dominate as in real logs (the median parallel job on 128 processors has 5), and
+//!   the width is that power of two rounded (if u₂ < 0.75, real logs prefer powers of two) or
+//!   2^(log₂ width) rounded to an integer in [2, P]. On a 1-processor machine every job is serial.
 //! * **actual run time**: log-uniform on [10 s, 36 h]: round(exp(ln 10 + u₄ (ln 129600 − ln 10))).
 //! * **estimate**: actual × φ with φ = 1 if u₅ < Φ, else (1 − Φ)/(1 − u₅); rounded up, capped at
 //!   36 h and never below the actual run time.
@@ -127,12 +128,15 @@ impl ShapeStream {
         let u: [f64; 5] = std::array::from_fn(|_| uniform(&mut self.rng));
         let width = if u[0] < SERIAL_FRACTION || self.procs == 1 {
             1
-        } else if u[1] < POWER_OF_TWO_FRACTION {
-            let k = 1 + ((u[2] * f64::from(self.log2_procs)) as u32).min(self.log2_procs - 1);
-            1u32 << k
         } else {
-            let span = f64::from(self.procs - 1); // values 2..=P
-            2 + ((u[2] * span) as u32).min(self.procs - 2)
+            // log2(width) on [1, log2 P], squared uniform so that small jobs dominate.
+            let top = f64::from(self.procs).log2();
+            let lw = 1.0 + u[2] * u[2] * (top - 1.0);
+            if u[1] < POWER_OF_TWO_FRACTION {
+                1u32 << (lw.round() as u32).min(self.log2_procs)
+            } else {
+                (lw.exp2().round() as u32).clamp(2, self.procs)
+            }
         };
         let (lo, hi) = (MIN_RUNTIME.ln(), (MAX_RUNTIME as f64).ln());
         let actual = ((lo + u[3] * (hi - lo)).exp().round() as i64).clamp(10, MAX_RUNTIME);
