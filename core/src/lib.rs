@@ -9,11 +9,14 @@
 //!   `two-level-grid-scheduler.md` D2, `self-tuning-and-multisite.md` §1).
 //! * [`policy`]: the policy interface and the classic local policies (FCFS, EASY and its variants,
 //!   conservative backfilling, SJF/LJF-ordered backfilling; `reference-semantics.md`).
+//! * [`dispatch`]: the meta-scheduler's dispatch interface and strategies (spec
+//!   `two-level-grid-scheduler.md` D4.2).
 //! * [`metrics`]: per-job and aggregate metrics (`self-tuning-and-multisite.md` §3,
 //!   `gang-urgent-scaling.md` A.4 and C.4).
 //! * [`structures`]: the data structures the policies are built on (ordered queue with summaries,
 //!   running set, availability profile).
 
+pub mod dispatch;
 pub mod metrics;
 pub mod model;
 pub mod policy;

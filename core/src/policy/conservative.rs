@@ -233,11 +233,7 @@ impl Policy for Conservative {
                 self.profile.reserve(now, now + p.estimate, p.procs);
             }
             self.running.insert(id, p.procs, now, p.estimate);
-            starts.push(Start {
-                job: id,
-                machine: self.machine,
-                procs: p.procs,
-            });
+            starts.push(Start::on(id, self.machine, p.procs));
         }
     }
 

@@ -72,11 +72,7 @@ impl Easy {
         self.queue.remove(e.key);
         self.keys.remove(&e.id);
         self.running.insert(e.id, e.procs, now, e.estimate);
-        starts.push(Start {
-            job: e.id,
-            machine: self.machine,
-            procs: e.procs,
-        });
+        starts.push(Start::on(e.id, self.machine, e.procs));
     }
 
     /// The head's shadow time and the processors free then beyond the head's need.

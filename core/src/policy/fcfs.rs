@@ -77,11 +77,7 @@ impl Policy for Fcfs {
             self.queue.pop_front();
             free -= h.procs;
             self.running.insert(h.id, h.procs, now, h.estimate);
-            starts.push(Start {
-                job: h.id,
-                machine: self.machine,
-                procs: h.procs,
-            });
+            starts.push(Start::on(h.id, self.machine, h.procs));
         }
     }
 

@@ -29,6 +29,10 @@ use crate::model::{Duration, Job, JobId, MachineId, Time};
 use std::fmt;
 
 /// A decision: start `job` now on `machine`, using `procs` of its processors.
+///
+/// A job split over several machines (multi-site execution, `self-tuning-and-multisite.md` §6.3)
+/// is started by one `Start` per part, all in the same pass and with the same `overhead_pct`:
+/// its run time on every part is stretched to `⌈run × (100 + overhead_pct) / 100⌉`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Start {
     /// The job to start.
@@ -37,6 +41,20 @@ pub struct Start {
     pub machine: MachineId,
     /// Processors it occupies there.
     pub procs: u32,
+    /// Run-time overhead in percent of a job spread over several machines (0 for a whole job).
+    pub overhead_pct: u32,
+}
+
+impl Start {
+    /// A whole job on one machine.
+    pub fn on(job: JobId, machine: MachineId, procs: u32) -> Start {
+        Start {
+            job,
+            machine,
+            procs,
+            overhead_pct: 0,
+        }
+    }
 }
 
 /// What a reservation protects.
@@ -89,6 +107,21 @@ pub enum Rejection {
     /// The id is already known to the policy.
     #[error("job {0} was already submitted")]
     Duplicate(JobId),
+    /// No machine of the cluster can ever run the job (processors, memory or a licence that
+    /// cannot be activated anywhere); `reason` names the requirement.
+    #[error("job {job} can run on no machine of the cluster: {reason}")]
+    NoEligibleMachine {
+        /// The job.
+        job: JobId,
+        /// The requirement no machine meets, e.g. `licence 3`.
+        reason: String,
+    },
+    /// The machine is not one the policy manages.
+    #[error("machine {0} is not part of this cluster")]
+    UnknownMachine(MachineId),
+    /// The policy cannot take over a running job (restore after a restart).
+    #[error("policy `{0}` cannot restore running jobs")]
+    Unsupported(String),
 }
 
 /// A local scheduling policy.
@@ -116,6 +149,32 @@ pub trait Policy: Send + fmt::Debug {
     /// happens (a planned start), if any.
     fn next_wakeup(&self) -> Option<Time> {
         None
+    }
+
+    /// Running jobs that the last [`Policy::schedule`] call suspended (preemptive policies only,
+    /// e.g. Convergent Scheduling's `_p` variants), drained into `out`. A driver calls it right
+    /// after `schedule` and suspends these jobs before applying that pass's starts, which may
+    /// reuse their processors. A suspended job keeps its progress and is back in the waiting
+    /// queue; a later [`Start`] resumes it. The default: a policy that never preempts.
+    fn take_suspensions(&mut self, _out: &mut Vec<JobId>) {}
+
+    /// A machine of the cluster went down (`available == false`: it receives no new start; the
+    /// jobs running there are the driver's business, which reports them through
+    /// [`Policy::terminate`] or resubmits them) or came back / joined (`true`). Unknown machines
+    /// are ignored. The default: a policy whose machines never change.
+    fn set_machine_available(&mut self, _now: Time, _machine: MachineId, _available: bool) {}
+
+    /// Recovery after a restart of the driver: `job` is already running on `machine` since
+    /// `started` with `procs` processors. The policy accounts for it as if it had started it.
+    fn restore_running(
+        &mut self,
+        _now: Time,
+        _job: &Job,
+        _started: Time,
+        _machine: MachineId,
+        _procs: u32,
+    ) -> Result<(), Rejection> {
+        Err(Rejection::Unsupported(self.describe()))
     }
 
     /// Number of waiting jobs.

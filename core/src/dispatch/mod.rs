@@ -1,0 +1,117 @@
+//! The meta-scheduler's dispatch interface: given a classified job and what the strategy may see
+//! of the grid, choose the cluster (or clusters) that will run it (spec
+//! `two-level-grid-scheduler.md` D4.2, `self-tuning-and-multisite.md` §6,
+//! `gang-urgent-scaling.md` Part B).
+//!
+//! A [`Dispatcher`] is a deterministic state machine like a local [`crate::policy::Policy`]: the
+//! simulator and the live meta-scheduler feed it the same calls and get the same placements.
+//! Strategies that the seed restricts to their own bookkeeping (Load, Ordering) ignore the dynamic
+//! part of [`GridState`]; brokers that may query sites read it.
+
+mod round_robin;
+
+pub use round_robin::RoundRobin;
+
+use crate::model::{ClusterId, Job, JobId, LicenceId, Time};
+use std::fmt;
+
+/// A meta-scheduler priority, `1..=max` (higher = more important; D4.1).
+pub type Priority = u8;
+
+/// What every strategy may know of a cluster: its static capabilities, registered once (D12 #12),
+/// and whether it is reachable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterCaps {
+    /// The cluster.
+    pub cluster: ClusterId,
+    /// Whether the cluster is up (a down cluster receives no job).
+    pub up: bool,
+    /// Processors of all its machines.
+    pub total_procs: u64,
+    /// Processors of its largest machine (a job wider than this can never run there unless split).
+    pub max_machine_procs: u32,
+    /// Licence types that can be activated on at least one of its machines.
+    pub licences: Vec<LicenceId>,
+}
+
+impl ClusterCaps {
+    /// Whether the cluster can ever run `job` on one machine (processors and licences).
+    pub fn can_run(&self, job: &Job) -> bool {
+        self.up
+            && job.procs <= self.max_machine_procs
+            && job.licences.iter().all(|l| self.licences.contains(l))
+    }
+}
+
+/// Dynamic state of a cluster, for the strategies allowed to query sites (BestFit, least-loaded,
+/// minimum completion time, multi-site). `None` in [`GridState::load`] when not available.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterLoad {
+    /// Processors free now.
+    pub free_procs: u64,
+    /// Jobs waiting in the local queue.
+    pub waiting_jobs: u64,
+    /// Requested area (procs × estimate) of the waiting jobs.
+    pub waiting_area: i128,
+    /// Requested area still to run of the running jobs.
+    pub running_area: i128,
+}
+
+/// The grid as a strategy sees it at a decision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GridState {
+    /// Static capabilities of every cluster, indexed by [`ClusterId`].
+    pub caps: Vec<ClusterCaps>,
+    /// Dynamic load of every cluster, indexed by [`ClusterId`], when the driver provides it.
+    pub load: Option<Vec<ClusterLoad>>,
+}
+
+impl GridState {
+    /// The clusters that can ever run `job` on one machine, in id order.
+    pub fn eligible<'a>(&'a self, job: &'a Job) -> impl Iterator<Item = ClusterId> + 'a {
+        self.caps
+            .iter()
+            .filter(|c| c.can_run(job))
+            .map(|c| c.cluster)
+    }
+}
+
+/// One part of a job split over several clusters (multi-site execution).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// The cluster running this part.
+    pub cluster: ClusterId,
+    /// Processors of the part.
+    pub procs: u32,
+}
+
+/// A dispatch decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Send the whole job to one cluster.
+    Cluster(ClusterId),
+    /// Run the job split over several clusters at once (its run time grows by the WAN overhead).
+    Split(Vec<Part>),
+    /// Keep the job at the meta level and ask again at the next event (adaptive multi-site).
+    Hold,
+    /// No cluster can ever run the job; the text says why.
+    Refuse(String),
+}
+
+/// A meta-level dispatch strategy.
+pub trait Dispatcher: Send + fmt::Debug {
+    /// A short description including non-default options.
+    fn describe(&self) -> String;
+
+    /// Chooses where `job`, classified as `priority`, goes at `now`.
+    fn dispatch(&mut self, now: Time, job: &Job, priority: Priority, grid: &GridState)
+    -> Placement;
+
+    /// The cluster that ran `job` reported its termination (the only upward notice of the seed's
+    /// protocol, D3).
+    fn job_ended(&mut self, now: Time, job: JobId, cluster: ClusterId);
+
+    /// A job dispatched to `cluster` came back to the meta level (its cluster failed before
+    /// starting it); the strategy forgets its bookkeeping for it. The default does nothing.
+    fn job_returned(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}
+}
