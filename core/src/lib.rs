@@ -9,6 +9,9 @@
 //!   `two-level-grid-scheduler.md` D2, `self-tuning-and-multisite.md` §1).
 //! * [`policy`]: the policy interface and the classic local policies (FCFS, EASY and its variants,
 //!   conservative backfilling, SJF/LJF-ordered backfilling; `reference-semantics.md`).
+//! * [`cluster`]: the resource state of one heterogeneous cluster (machines, licence pools) shared
+//!   by the cluster policies (`two-level-grid-scheduler.md` D2).
+//! * [`heuristics`]: the local schedulers' heuristics and constants (D5, D6.4, D7.5).
 //! * [`dispatch`]: the meta-scheduler's dispatch interface and strategies (spec
 //!   `two-level-grid-scheduler.md` D4.2).
 //! * [`metrics`]: per-job and aggregate metrics (`self-tuning-and-multisite.md` §3,
@@ -16,7 +19,9 @@
 //! * [`structures`]: the data structures the policies are built on (ordered queue with summaries,
 //!   running set, availability profile).
 
+pub mod cluster;
 pub mod dispatch;
+pub mod heuristics;
 pub mod metrics;
 pub mod model;
 pub mod policy;

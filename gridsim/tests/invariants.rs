@@ -70,6 +70,7 @@ fn configs() -> Vec<PolicyConfig> {
     for b in variants {
         v.push(PolicyConfig {
             policy: PolicyKind::Easy,
+            heuristics: Default::default(),
             backfill: b,
         });
     }
@@ -252,6 +253,7 @@ fn stale_shadow_still_starts_the_head_by_its_first_reservation() {
         let jobs = workload(seed, 300, false);
         let cfg = PolicyConfig {
             policy: PolicyKind::Easy,
+            heuristics: Default::default(),
             backfill: BackfillOptions {
                 shadow: ShadowMode::Stale,
                 ..Default::default()

@@ -15,6 +15,7 @@ const EASY_MEAN_WAIT: f64 = 6_412.24;
 fn easy_with(b: BackfillOptions) -> PolicyConfig {
     PolicyConfig {
         policy: PolicyKind::Easy,
+        heuristics: Default::default(),
         backfill: b,
     }
 }

@@ -2,8 +2,10 @@
 //! Every knob of `reference-semantics.md` ("Knobs other simulators choose differently") that
 //! belongs to the policy lives here; the defaults are the reference mode.
 
-use super::{Conservative, Easy, Fcfs, Policy, QueueOrder};
-use crate::model::{ClusterId, MachineId, Platform};
+use super::{Conservative, Easy, FbVariant, Fcfs, FlexibleBackfilling, Policy, QueueOrder};
+use crate::cluster::{ClusterError, ClusterState};
+use crate::heuristics::HeuristicParams;
+use crate::model::{ClusterId, Machine, MachineId, Platform};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -25,16 +27,32 @@ pub enum PolicyKind {
     SjfBf,
     /// EASY backfilling with the queue ordered longest estimate first.
     LjfBf,
+    /// Flexible Backfilling, the reserved job keeps its reservation (D6.2 BF_UNMOD).
+    FbUnmod,
+    /// Flexible Backfilling, the reservation follows the highest priority (D6.2 BF_MOD).
+    FbMod,
+    /// Earliest deadline first on a heterogeneous cluster (D9.2 baseline).
+    Edf,
 }
 
 impl PolicyKind {
-    /// All kinds, in documentation order.
+    /// The classic single-machine kinds, in documentation order.
     pub const ALL: [PolicyKind; 5] = [
         PolicyKind::Fcfs,
         PolicyKind::Easy,
         PolicyKind::Conservative,
         PolicyKind::SjfBf,
         PolicyKind::LjfBf,
+    ];
+
+    /// The kinds that schedule a heterogeneous cluster with licences (`fcfs` and `easy` there are
+    /// the seed's FCFS and BF_FCFS).
+    pub const CLUSTER: [PolicyKind; 5] = [
+        PolicyKind::Fcfs,
+        PolicyKind::Easy,
+        PolicyKind::FbUnmod,
+        PolicyKind::FbMod,
+        PolicyKind::Edf,
     ];
 
     /// The name used on command lines and in configuration files.
@@ -45,6 +63,9 @@ impl PolicyKind {
             PolicyKind::Conservative => "conservative",
             PolicyKind::SjfBf => "sjf-bf",
             PolicyKind::LjfBf => "ljf-bf",
+            PolicyKind::FbUnmod => "fb-unmod",
+            PolicyKind::FbMod => "fb-mod",
+            PolicyKind::Edf => "edf",
         }
     }
 }
@@ -60,6 +81,7 @@ impl FromStr for PolicyKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         PolicyKind::ALL
             .into_iter()
+            .chain(PolicyKind::CLUSTER)
             .find(|k| k.as_str() == s)
             .ok_or_else(|| PolicyConfigError::UnknownPolicy(s.to_string()))
     }
@@ -149,21 +171,27 @@ impl BackfillOptions {
 }
 
 /// A policy and its options, as written in a configuration file or on a command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Which policy.
     pub policy: PolicyKind,
-    /// Backfilling options (ignored by FCFS and conservative).
+    /// Backfilling options of the classic single-machine policies (ignored by FCFS and
+    /// conservative).
     #[serde(default)]
     pub backfill: BackfillOptions,
+    /// Constants of the Flexible Backfilling heuristics (D6.4; default: the §4.1 set).
+    #[serde(default)]
+    pub heuristics: HeuristicParams,
 }
 
 /// A policy configuration that cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyConfigError {
     /// The name is not a known policy.
-    #[error("unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf)")]
+    #[error(
+        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf)"
+    )]
     UnknownPolicy(String),
     /// The cluster does not exist.
     #[error("unknown cluster {0}")]
@@ -180,6 +208,9 @@ pub enum PolicyConfigError {
         /// Its machine count.
         machines: usize,
     },
+    /// The cluster description is inconsistent.
+    #[error("cluster: {0}")]
+    Cluster(#[from] ClusterError),
 }
 
 impl PolicyConfig {
@@ -188,11 +219,54 @@ impl PolicyConfig {
         PolicyConfig {
             policy,
             backfill: BackfillOptions::default(),
+            heuristics: HeuristicParams::default(),
         }
+    }
+
+    /// Whether the kind needs the heterogeneous cluster scheduler even on one machine.
+    fn cluster_only(&self) -> bool {
+        matches!(
+            self.policy,
+            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf
+        )
+    }
+
+    /// Builds a cluster policy on `state` (the kinds of [`PolicyKind::CLUSTER`]).
+    pub fn build_cluster(&self, state: ClusterState) -> Result<Box<dyn Policy>, PolicyConfigError> {
+        Ok(match self.policy {
+            PolicyKind::Fcfs => Box::new(FlexibleBackfilling::fcfs(state)),
+            PolicyKind::Easy => Box::new(FlexibleBackfilling::bf_fcfs(state)),
+            PolicyKind::FbUnmod => Box::new(FlexibleBackfilling::fb(
+                state,
+                FbVariant::Unmod,
+                self.heuristics,
+            )),
+            PolicyKind::FbMod => Box::new(FlexibleBackfilling::fb(
+                state,
+                FbVariant::Mod,
+                self.heuristics,
+            )),
+            PolicyKind::Edf => Box::new(FlexibleBackfilling::edf(state)),
+            other => {
+                return Err(PolicyConfigError::NotSingleMachine {
+                    policy: other,
+                    cluster: "(heterogeneous cluster)".into(),
+                    machines: state.slots().len(),
+                });
+            }
+        })
     }
 
     /// Builds the policy for a single machine of `procs` processors.
     pub fn build_single(&self, machine: MachineId, procs: u32) -> Box<dyn Policy> {
+        if self.cluster_only() {
+            let m = Machine::new(machine, "machine", procs.max(1), 1);
+            let state = ClusterState::from_parts(vec![m], &[], true)
+                .expect("one machine is a valid cluster");
+            return self
+                .build_cluster(state)
+                .expect("cluster kinds build on any cluster");
+        }
         match self.policy {
             PolicyKind::Fcfs => Box::new(Fcfs::new(machine, procs)),
             PolicyKind::Easy => {
@@ -205,10 +279,16 @@ impl PolicyConfig {
                 Box::new(Easy::new(machine, procs, QueueOrder::Ljf, self.backfill))
             }
             PolicyKind::Conservative => Box::new(Conservative::new(machine, procs)),
+            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf => {
+                unreachable!("handled above")
+            }
         }
     }
 
-    /// Builds the policy for a cluster of the platform.
+    /// Builds the policy for a cluster of the platform. A cluster of one space-shared machine
+    /// without licence pools gets the classic (reference) implementation of `fcfs`, `easy`,
+    /// `conservative`, `sjf-bf` and `ljf-bf`; any other cluster gets the heterogeneous scheduler
+    /// for the kinds of [`PolicyKind::CLUSTER`].
     pub fn build(
         &self,
         platform: &Platform,
@@ -217,8 +297,12 @@ impl PolicyConfig {
         let c = platform
             .cluster(cluster)
             .ok_or(PolicyConfigError::UnknownCluster(cluster))?;
+        let classic = c.machines.len() == 1 && c.pools.is_empty() && c.space_sharing;
+        if self.cluster_only() || (!classic && PolicyKind::CLUSTER.contains(&self.policy)) {
+            return self.build_cluster(ClusterState::new(platform, cluster)?);
+        }
         match c.machines.as_slice() {
-            [m] => {
+            [m] if classic => {
                 let procs = platform.machine(*m).map_or(0, |m| m.procs);
                 Ok(self.build_single(*m, procs))
             }
@@ -240,8 +324,8 @@ mod tests {
         for k in PolicyKind::ALL {
             assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
         }
-        let e = "edf".parse::<PolicyKind>().unwrap_err().to_string();
-        assert!(e.contains("`edf`") && e.contains("conservative"), "{e}");
+        let e = "hrrn".parse::<PolicyKind>().unwrap_err().to_string();
+        assert!(e.contains("`hrrn`") && e.contains("conservative"), "{e}");
     }
 
     #[test]
@@ -273,5 +357,38 @@ mod tests {
             PolicyConfig::new(PolicyKind::Easy).build(&p, ClusterId(3)),
             Err(PolicyConfigError::UnknownCluster(_))
         ));
+    }
+
+    #[test]
+    fn cluster_kinds_build_on_heterogeneous_clusters() {
+        use crate::model::{Cluster, Machine, SiteId};
+        let mut p = Platform::single_machine(8);
+        let mut m1 = Machine::new(MachineId(1), "m1", 4, 200);
+        m1.cluster = ClusterId(0);
+        p.machines.push(m1);
+        p.clusters = vec![Cluster {
+            id: ClusterId(0),
+            name: "c".into(),
+            site: SiteId(0),
+            machines: vec![MachineId(0), MachineId(1)],
+            pools: vec![],
+            space_sharing: false,
+        }];
+        for k in PolicyKind::CLUSTER {
+            let pol = PolicyConfig::new(k).build(&p, ClusterId(0)).unwrap();
+            assert!(pol.describe().starts_with(match k {
+                PolicyKind::Easy => "bf-fcfs",
+                other => other.as_str(),
+            }));
+        }
+        let e = PolicyConfig::new(PolicyKind::Conservative)
+            .build(&p, ClusterId(0))
+            .unwrap_err();
+        assert!(e.to_string().contains("conservative"), "{e}");
+        let c: PolicyConfig =
+            serde_json::from_str(r#"{"policy":"fb-mod","heuristics":{"k":2.0,"age_factor":1.1}}"#)
+                .unwrap();
+        assert_eq!(c.heuristics, HeuristicParams::FB_4_3_2);
+        assert_eq!("edf".parse::<PolicyKind>().unwrap(), PolicyKind::Edf);
     }
 }

@@ -15,6 +15,7 @@ mod config;
 mod conservative;
 mod easy;
 mod fcfs;
+mod flexible_backfilling;
 mod order;
 
 pub use config::{
@@ -23,6 +24,7 @@ pub use config::{
 pub use conservative::Conservative;
 pub use easy::Easy;
 pub use fcfs::Fcfs;
+pub use flexible_backfilling::{Blocked, ClusterOrder, FbVariant, FlexibleBackfilling};
 pub use order::QueueOrder;
 
 use crate::model::{Duration, Job, JobId, MachineId, Time};

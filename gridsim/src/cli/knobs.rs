@@ -208,6 +208,7 @@ impl Knobs {
     pub fn policy(&self) -> PolicyConfig {
         PolicyConfig {
             policy: self.policy.into(),
+            heuristics: Default::default(),
             backfill: BackfillOptions {
                 shadow: match self.shadow {
                     ShadowArg::Fresh => ShadowMode::Fresh,
