@@ -3,8 +3,11 @@
 //!
 //! * [`events`]: the event queue and the reference event order.
 //! * [`engine`]: the simulation loop, validating every start and accumulating metrics.
+//! * [`platform`]: the platform engine for heterogeneous clusters with licences, one local policy
+//!   per cluster and a meta-scheduler (the seed's experiments).
 
 pub mod engine;
 pub mod events;
+pub mod platform;
 
 pub use engine::{Batching, EngineOptions, Hooks, RunReport, RunStats, SimError, simulate};

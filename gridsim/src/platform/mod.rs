@@ -1,0 +1,385 @@
+//! The platform engine: discrete-event simulation of heterogeneous clusters with licences, one
+//! local policy per cluster, and (for two-level runs) a meta-scheduler that classifies and
+//! dispatches every job (spec `two-level-grid-scheduler.md` D3, D8, D8.1; D12 #24, #41).
+//!
+//! Methodology of D8: at every instant, first the terminations, then the submissions (each job is
+//! classified and dispatched at once, then queued at its cluster's local scheduler), then one
+//! scheduling pass of every cluster that saw an event ("a new plan at every submission and
+//! termination", batched per instant so that simultaneous events give one plan). A job runs on one
+//! machine for its run time scaled by the benchmark ratio (`Nxtime`, rounded up), killed at its
+//! scaled estimate. A policy may suspend running jobs ([`Policy::take_suspensions`]): the job keeps
+//! the reference work it has done (rounded down, so it never gains progress) and resumes wherever
+//! its policy starts it next. Every start is checked by an independent [`Validator`]; a schedule
+//! that would oversubscribe a machine or a licence pool stops the run with an error.
+//!
+//! This engine is separate from [`crate::engine`], which reproduces the reference trace simulator's
+//! exact event order on space-shared machines.
+
+mod metrics;
+mod run;
+mod validator;
+
+#[cfg(test)]
+mod tests;
+
+pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
+pub use validator::{Held, Validator};
+
+use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Priority};
+use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
+use gridsched_core::policy::{Policy, Start};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+
+/// Why a platform run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError<E> {
+    /// The workload stream failed.
+    #[error(transparent)]
+    Workload(E),
+    /// Jobs must arrive in submission order.
+    #[error("job {job} is submitted at {submit}, before the clock ({clock})")]
+    Unsorted {
+        /// The job.
+        job: JobId,
+        /// Its submission.
+        submit: Time,
+        /// The clock.
+        clock: Time,
+    },
+    /// A job id is reused while the first job is in the system.
+    #[error("job id {0} is submitted twice")]
+    DuplicateJob(JobId),
+    /// The number of policies is not the number of clusters.
+    #[error("{policies} policies for {clusters} clusters")]
+    PolicyCount {
+        /// Policies given.
+        policies: usize,
+        /// Clusters of the platform.
+        clusters: usize,
+    },
+    /// A policy's decision breaks a rule.
+    #[error("at {time}: cluster {cluster}: job {job}: {why}")]
+    BadDecision {
+        /// When.
+        time: Time,
+        /// Which cluster's policy.
+        cluster: ClusterId,
+        /// The job.
+        job: JobId,
+        /// What is wrong.
+        why: String,
+    },
+    /// Events ran out with jobs still waiting.
+    #[error("at {time}: {waiting} jobs wait but nothing will ever start them")]
+    Stalled {
+        /// When.
+        time: Time,
+        /// Jobs left.
+        waiting: usize,
+    },
+}
+
+/// The outcome of one job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlatformRecord {
+    /// The job.
+    pub id: JobId,
+    /// Its cluster.
+    pub cluster: ClusterId,
+    /// Priority given by the meta-scheduler.
+    pub priority: Priority,
+    /// Submission.
+    pub submit: Time,
+    /// First start.
+    pub start: Time,
+    /// End.
+    pub end: Time,
+    /// Seconds spent running (over all its runs).
+    pub exec: Duration,
+    /// Deadline, if any.
+    pub deadline: Option<Time>,
+    /// Times it was suspended.
+    pub suspensions: u32,
+}
+
+/// Counters of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PlatformStats {
+    /// Jobs read.
+    pub submitted: u64,
+    /// Jobs refused by the meta-scheduler or a local scheduler.
+    pub rejected: u64,
+    /// The first rejection messages.
+    pub rejections: Vec<String>,
+    /// Starts (including resumptions).
+    pub starts: u64,
+    /// Suspensions.
+    pub suspensions: u64,
+    /// Scheduling passes.
+    pub passes: u64,
+    /// Mean wall-clock time of a pass, microseconds (not deterministic).
+    pub mean_pass_us: f64,
+}
+
+/// Figures of one cluster.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClusterReport {
+    /// Cluster name.
+    pub name: String,
+    /// Jobs dispatched to it.
+    pub dispatched: u64,
+    /// Its share of the dispatched workload (estimate × processors), percent.
+    pub workload_pct: f64,
+    /// Its share of the platform's machines (the seed's "optimal" share), percent.
+    pub optimal_pct: f64,
+    /// Per-job figures.
+    pub jobs: JobSummary,
+    /// Usage figures.
+    pub usage: Usage,
+}
+
+/// The outcome of a platform run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlatformReport {
+    /// Per-job figures over the platform.
+    pub jobs: JobSummary,
+    /// Usage over the platform.
+    pub usage: Usage,
+    /// Per cluster.
+    pub clusters: Vec<ClusterReport>,
+    /// Counters.
+    pub stats: PlatformStats,
+}
+
+/// Called after each pass with the time, the cluster, its starts and its policy.
+pub type PlatformPassHook<'a> = &'a mut dyn FnMut(Time, ClusterId, &[Start], &dyn Policy);
+
+/// Optional callbacks.
+#[derive(Default)]
+pub struct PlatformHooks<'a> {
+    /// Every finished job.
+    pub record: Option<&'a mut dyn FnMut(&PlatformRecord)>,
+    /// After every pass.
+    pub pass: Option<PlatformPassHook<'a>>,
+}
+
+impl std::fmt::Debug for PlatformHooks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlatformHooks").finish_non_exhaustive()
+    }
+}
+
+/// The meta-scheduler of a run: a classifier giving each job its priority and a dispatcher.
+pub struct Meta<'a> {
+    /// Priority of a job at its submission.
+    pub classify: &'a mut dyn FnMut(Time, &Job) -> Priority,
+    /// Chooses the cluster.
+    pub dispatcher: &'a mut dyn Dispatcher,
+}
+
+impl std::fmt::Debug for Meta<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meta")
+            .field("dispatcher", &self.dispatcher.describe())
+            .finish()
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Flight {
+    job: Job,
+    cluster: ClusterId,
+    priority: Priority,
+    /// Remaining reference work (actual run time, capped by the estimate), seconds.
+    remaining: Duration,
+    running: Option<(Time, Held, u64)>,
+    first_start: Option<Time>,
+    exec: Duration,
+    suspensions: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    End { job: JobId, generation: u64 },
+    Wake { cluster: ClusterId },
+}
+
+struct Sim<'p, 'h> {
+    platform: &'p Platform,
+    validator: Validator,
+    flights: HashMap<JobId, Flight>,
+    events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
+    seq: u64,
+    wakes: BTreeSet<(Time, ClusterId)>,
+    levels: Vec<Level>,
+    integrals: Vec<UsageIntegral>,
+    platform_integral: UsageIntegral,
+    job_stats: Vec<JobStats>,
+    platform_jobs: JobStats,
+    dispatched: Vec<u64>,
+    workload: Vec<f64>,
+    held: Vec<JobId>,
+    held_jobs: HashMap<JobId, (Job, Priority)>,
+    stats: PlatformStats,
+    pass_time: f64,
+    hooks: PlatformHooks<'h>,
+}
+
+/// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `meta`.
+pub fn simulate_platform<I, E>(
+    platform: &Platform,
+    policies: &mut [Box<dyn Policy>],
+    mut meta: Meta<'_>,
+    jobs: I,
+    hooks: PlatformHooks<'_>,
+) -> Result<PlatformReport, PlatformError<E>>
+where
+    I: IntoIterator<Item = Result<Job, E>>,
+{
+    if policies.len() != platform.clusters.len() {
+        return Err(PlatformError::PolicyCount {
+            policies: policies.len(),
+            clusters: platform.clusters.len(),
+        });
+    }
+    let n = platform.clusters.len();
+    let mut levels = vec![Level::default(); n];
+    for (c, l) in platform.clusters.iter().zip(levels.iter_mut()) {
+        for m in &c.machines {
+            l.total_procs += u64::from(platform.machines[m.index()].procs);
+            l.total_machines += 1;
+        }
+        l.total_copies = c.pools.iter().map(|p| u64::from(p.copies)).sum();
+    }
+    let mut sim = Sim {
+        platform,
+        validator: Validator::new(platform),
+        flights: HashMap::new(),
+        events: BinaryHeap::new(),
+        seq: 0,
+        wakes: BTreeSet::new(),
+        levels,
+        integrals: vec![UsageIntegral::default(); n],
+        platform_integral: UsageIntegral::default(),
+        job_stats: vec![JobStats::default(); n],
+        platform_jobs: JobStats::default(),
+        dispatched: vec![0; n],
+        workload: vec![0.0; n],
+        held: Vec::new(),
+        held_jobs: HashMap::new(),
+        stats: PlatformStats::default(),
+        pass_time: 0.0,
+        hooks,
+    };
+    let caps = caps_of(platform);
+    let mut jobs = jobs.into_iter();
+    let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
+    let mut clock = Time::MIN;
+    let mut dirty = vec![false; n];
+    loop {
+        let t_job = next.as_ref().map(|j| j.submit);
+        let t_ev = sim.events.peek().map(|Reverse((t, _, _))| *t);
+        let t = match (t_job, t_ev) {
+            (None, None) => break,
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (Some(a), Some(b)) => a.min(b),
+        };
+        if t < clock {
+            let j = next.as_ref().expect("only submissions lie in the past");
+            return Err(PlatformError::Unsorted {
+                job: j.id,
+                submit: j.submit,
+                clock,
+            });
+        }
+        if clock != Time::MIN {
+            sim.integrate(clock, t);
+        }
+        clock = t;
+        let mut ended = false;
+        while let Some(Reverse((te, _, ev))) = sim.events.peek().copied() {
+            if te != t {
+                break;
+            }
+            sim.events.pop();
+            match ev {
+                Ev::End { job, generation } => {
+                    if let Some(c) = sim.end(t, job, generation) {
+                        policies[c.index()].terminate(t, job);
+                        meta.dispatcher.job_ended(t, job, c);
+                        dirty[c.index()] = true;
+                        ended = true;
+                    }
+                }
+                Ev::Wake { cluster } => {
+                    sim.wakes.remove(&(t, cluster));
+                    dirty[cluster.index()] = true;
+                }
+            }
+        }
+        if ended && !sim.held.is_empty() {
+            let held = std::mem::take(&mut sim.held);
+            for id in held {
+                let (job, prio) = sim.held_jobs.remove(&id).expect("held job is kept");
+                sim.dispatch(t, job, Some(prio), &caps, policies, &mut meta, &mut dirty);
+            }
+        }
+        while next.as_ref().is_some_and(|j| j.submit == t) {
+            let job = next.take().expect("peeked");
+            sim.stats.submitted += 1;
+            if sim.flights.contains_key(&job.id) || sim.held_jobs.contains_key(&job.id) {
+                return Err(PlatformError::DuplicateJob(job.id));
+            }
+            sim.dispatch(t, job, None, &caps, policies, &mut meta, &mut dirty);
+            next = jobs.next().transpose().map_err(PlatformError::Workload)?;
+        }
+        for c in 0..n {
+            if std::mem::take(&mut dirty[c]) {
+                sim.pass(t, ClusterId(c as u32), policies[c].as_mut())?;
+            }
+        }
+    }
+    let waiting = sim.flights.len() + sim.held.len();
+    if waiting > 0 {
+        return Err(PlatformError::Stalled {
+            time: clock,
+            waiting,
+        });
+    }
+    Ok(sim.report())
+}
+
+/// The static capabilities of every cluster (D12 #12).
+pub fn caps_of(platform: &Platform) -> Vec<ClusterCaps> {
+    platform
+        .clusters
+        .iter()
+        .map(|c| {
+            let mut licences: Vec<_> = c.pools.iter().map(|p| p.licence).collect();
+            for m in &c.machines {
+                licences.extend(platform.machines[m.index()].node_locked.iter().copied());
+            }
+            licences.sort_unstable();
+            licences.dedup();
+            ClusterCaps {
+                cluster: c.id,
+                up: true,
+                total_procs: c
+                    .machines
+                    .iter()
+                    .map(|m| u64::from(platform.machines[m.index()].procs))
+                    .sum(),
+                max_machine_procs: c
+                    .machines
+                    .iter()
+                    .map(|m| platform.machines[m.index()].procs)
+                    .max()
+                    .unwrap_or(0),
+                licences,
+            }
+        })
+        .collect()
+}
