@@ -7,6 +7,8 @@
 //! * [`jsonl`]: the native JSON Lines format (reader and writer), which carries what SWF cannot
 //!   (classes, deadlines, licences, input data, benchmark scores).
 //! * [`synthetic`]: a seeded, deterministic, streaming synthetic workload (§5.4 arrivals).
+//! * [`seed_setups`]: the synthetic platforms and job streams of the two-level scheduler's
+//!   experiments (Tables 1, 4, 6/7 and the MKP set-up).
 //! * [`source`]: [`JobSource`], one iterator over any of the above, with the bad-line policy.
 //! * [`shrink`]: the shrinking factor of §5.5 as an iterator adapter.
 //! * [`traces`]: finding the shared traces (`GRIDSCHED_TRACES`) by path, name or prefix.
@@ -32,6 +34,7 @@ pub mod error;
 pub mod input;
 pub mod jsonl;
 mod prefetch;
+pub mod seed_setups;
 pub mod shrink;
 pub mod source;
 pub mod swf;

@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch of `gridsim`.
 
 mod bench;
+mod experiment;
 mod knobs;
 mod output;
 mod run;
@@ -24,6 +25,9 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Time the simulator on the shared traces and on rising loads (queue lengths).
     Bench(bench::BenchArgs),
+    /// Run a published experiment in parallel and write runs.csv, summary.json, SVG figures
+    /// and report.md to --out.
+    Experiment(experiment::ExperimentArgs),
 }
 
 /// Runs the command line; errors are printed on stderr with exit code 1.
@@ -32,6 +36,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Experiment(args) => experiment::experiment(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

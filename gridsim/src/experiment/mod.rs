@@ -1,0 +1,178 @@
+//! The experiment framework of `gridsim experiment <name>`: an experiment is a list of runs
+//! (algorithm × variant × inter-arrival time × repetition), executed in parallel over the cores
+//! with a progress bar, then written to `--out DIR` as `runs.csv` (one row per run, every metric),
+//! `summary.json` (means per algorithm, variant and inter-arrival time), one SVG plot per figure of
+//! the paper and `report.md` (our numbers beside the published ones, and a verdict per published
+//! claim). Results are independent of the number of threads: each run has its own seed and is
+//! stored at its index (spec `two-level-grid-scheduler.md` D8, D9).
+//!
+//! * [`runner`]: parallel execution.
+//! * [`output`]: CSV, JSON and the summary.
+//! * [`plot`]: SVG line charts (plotters, SVG backend, no system fonts).
+//! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
+
+pub mod fb;
+pub mod output;
+pub mod plot;
+pub mod runner;
+
+use anyhow::Result;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One run of an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunKey {
+    /// Algorithm name.
+    pub algorithm: String,
+    /// A set-up variant (e.g. a licence ratio range), or empty.
+    pub variant: String,
+    /// Mean inter-arrival time.
+    pub ta: f64,
+    /// Repetition number (0-based).
+    pub rep: u32,
+    /// The seed of its platform and workload.
+    pub seed: u64,
+}
+
+/// The metrics of one run, by name, in a fixed order.
+pub type Metrics = Vec<(&'static str, f64)>;
+
+/// A finished run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunResult {
+    /// Which run.
+    pub key: RunKey,
+    /// Its metrics.
+    pub metrics: Metrics,
+}
+
+/// One figure: a metric against the inter-arrival time, one line per algorithm.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// File name without extension (`fig16-deadline-misses`).
+    pub file: &'static str,
+    /// Title.
+    pub title: &'static str,
+    /// The metric plotted.
+    pub metric: &'static str,
+    /// Y axis label.
+    pub y_label: &'static str,
+    /// The variant whose runs are plotted.
+    pub variant: String,
+}
+
+/// Common options of every experiment.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Reduced sizes for tests.
+    pub quick: bool,
+    /// Repetitions (default: the paper's 20, 2 with `quick`).
+    pub reps: Option<u32>,
+    /// Base seed.
+    pub seed: u64,
+}
+
+/// An experiment.
+pub trait Experiment: Sync {
+    /// Its name (`fb`).
+    fn name(&self) -> &'static str;
+    /// The runs, in a fixed order.
+    fn runs(&self) -> Vec<RunKey>;
+    /// Executes one run.
+    fn run(&self, key: &RunKey) -> Result<Metrics>;
+    /// The figures to plot.
+    fn figures(&self) -> Vec<Figure>;
+    /// The report (Markdown) from the summary.
+    fn report(&self, summary: &Summary) -> String;
+}
+
+/// Mean metrics per (algorithm, variant, inter-arrival time).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Experiment name.
+    pub experiment: String,
+    /// Rows.
+    pub rows: Vec<SummaryRow>,
+}
+
+/// One row of the summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRow {
+    /// Algorithm.
+    pub algorithm: String,
+    /// Variant.
+    pub variant: String,
+    /// Mean inter-arrival time.
+    pub ta: f64,
+    /// Repetitions averaged.
+    pub runs: u32,
+    /// Mean of each metric.
+    pub mean: BTreeMap<String, f64>,
+}
+
+impl Summary {
+    /// Averages the results over repetitions, keeping the runs' order of first appearance.
+    pub fn of(experiment: &str, results: &[RunResult]) -> Summary {
+        let mut rows: Vec<SummaryRow> = Vec::new();
+        for r in results {
+            let k = &r.key;
+            let pos = rows
+                .iter()
+                .position(|x| x.algorithm == k.algorithm && x.variant == k.variant && x.ta == k.ta);
+            let row = match pos {
+                Some(i) => &mut rows[i],
+                None => {
+                    rows.push(SummaryRow {
+                        algorithm: k.algorithm.clone(),
+                        variant: k.variant.clone(),
+                        ta: k.ta,
+                        runs: 0,
+                        mean: BTreeMap::new(),
+                    });
+                    rows.last_mut().expect("just pushed")
+                }
+            };
+            row.runs += 1;
+            for (name, v) in &r.metrics {
+                *row.mean.entry((*name).to_string()).or_insert(0.0) += v;
+            }
+        }
+        for row in &mut rows {
+            for v in row.mean.values_mut() {
+                *v /= f64::from(row.runs);
+            }
+        }
+        Summary {
+            experiment: experiment.to_string(),
+            rows,
+        }
+    }
+
+    /// The mean of `metric` for an algorithm, variant and inter-arrival time.
+    pub fn get(&self, algorithm: &str, variant: &str, ta: f64, metric: &str) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|r| r.algorithm == algorithm && r.variant == variant && r.ta == ta)
+            .and_then(|r| r.mean.get(metric).copied())
+    }
+
+    /// The inter-arrival times present, ascending.
+    pub fn tas(&self) -> Vec<f64> {
+        let mut v: Vec<f64> = self.rows.iter().map(|r| r.ta).collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v
+    }
+
+    /// The algorithms present, in order of first appearance.
+    pub fn algorithms(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for r in &self.rows {
+            if !v.contains(&r.algorithm) {
+                v.push(r.algorithm.clone());
+            }
+        }
+        v
+    }
+}

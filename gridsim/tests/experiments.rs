@@ -1,0 +1,109 @@
+//! `gridsim experiment` end to end in its reduced (`--quick`) form: every output file exists and
+//! parses, the report carries a verdict per claim, and results do not depend on the thread count.
+
+use std::path::Path;
+use std::process::Command;
+
+fn experiment(name: &str, dir: &Path, extra: &[&str]) {
+    let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args(["experiment", name, "--quick", "--quiet", "--out"])
+        .arg(dir)
+        .args(extra)
+        .output()
+        .expect("gridsim runs");
+    assert!(
+        o.status.success(),
+        "experiment {name} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The CSV without its timing column (wall clock, not deterministic).
+fn deterministic_csv(dir: &Path) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(dir.join("runs.csv")).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    let skip = header.iter().position(|h| h == "mean_pass_us");
+    let mut rows = vec![header.clone()];
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        rows.push(
+            rec.iter()
+                .enumerate()
+                .filter(|(i, _)| Some(*i) != skip)
+                .map(|(_, v)| v.to_string())
+                .collect(),
+        );
+    }
+    rows
+}
+
+#[test]
+fn fb_quick_writes_every_output_and_is_deterministic() {
+    let a = tempfile::tempdir().unwrap();
+    experiment("fb", a.path(), &["--threads", "2"]);
+    let rows = deterministic_csv(a.path());
+    // 3 licence ratios × 2 inter-arrival times × 2 repetitions × 4 algorithms.
+    assert_eq!(rows.len(), 1 + 48);
+    assert_eq!(
+        &rows[0][..5],
+        &["algorithm", "variant", "ta", "rep", "seed"].map(String::from)
+    );
+    assert!(rows[0].contains(&"missed_pct".to_string()));
+    let finished = rows[0].iter().position(|h| h == "finished").unwrap();
+    assert!(
+        rows[1..].iter().all(|r| r[finished] == "150.000000"),
+        "every job of every run ends"
+    );
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.path().join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["experiment"], "fb");
+    let srows = summary["rows"].as_array().unwrap();
+    assert_eq!(srows.len(), 24);
+    assert!(srows.iter().all(|r| r["runs"] == 2));
+    assert!(srows[0]["mean"]["missed_pct"].as_f64().is_some());
+
+    for fig in [
+        "fig16-deadline-misses",
+        "fig17-system-usage",
+        "fig18-slowdown",
+        "licence-usage",
+    ] {
+        let svg = std::fs::read_to_string(a.path().join(format!("{fig}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{fig}"
+        );
+        for alg in ["FCFS", "BF_FCFS", "BF_UNMOD", "BF_MOD"] {
+            assert!(svg.lines().any(|l| l.trim() == alg), "{fig}: legend {alg}");
+        }
+        let series = svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains("stroke-width=\"2\""))
+            .count();
+        assert_eq!(series, 4, "{fig}: one line per algorithm");
+    }
+
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(report.contains("Table 3"));
+    assert!(report.contains("| ratio 50-70% | paper | 95.5 | 74.6 | 66.2 | 66.2 |"));
+    let verdicts =
+        report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
+    assert_eq!(verdicts, 5, "{report}");
+
+    let b = tempfile::tempdir().unwrap();
+    experiment("fb", b.path(), &["--threads", "1"]);
+    assert_eq!(
+        rows,
+        deterministic_csv(b.path()),
+        "same seed, other thread count"
+    );
+    let c = tempfile::tempdir().unwrap();
+    experiment("fb", c.path(), &["--seed", "5"]);
+    assert_ne!(
+        rows,
+        deterministic_csv(c.path()),
+        "another seed changes the workloads"
+    );
+}
