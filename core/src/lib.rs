@@ -9,6 +9,7 @@
 //!   `two-level-grid-scheduler.md` D2, `self-tuning-and-multisite.md` §1).
 //! * [`policy`]: the policy interface and the classic local policies (FCFS, EASY and its variants,
 //!   conservative backfilling, SJF/LJF-ordered backfilling; `reference-semantics.md`).
+//! * [`classify`]: the meta-scheduler's classification of jobs into priorities (D4.1).
 //! * [`cluster`]: the resource state of one heterogeneous cluster (machines, licence pools) shared
 //!   by the cluster policies (`two-level-grid-scheduler.md` D2).
 //! * [`heuristics`]: the local schedulers' heuristics and constants (D5, D6.4, D7.5).
@@ -19,6 +20,7 @@
 //! * [`structures`]: the data structures the policies are built on (ordered queue with summaries,
 //!   running set, availability profile).
 
+pub mod classify;
 pub mod cluster;
 pub mod dispatch;
 pub mod heuristics;

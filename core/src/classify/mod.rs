@@ -1,0 +1,261 @@
+//! The meta-scheduler's classification phase: one priority in `1..=max` per job, computed once at
+//! submission from the job's attributes only (spec `two-level-grid-scheduler.md` D4.1; D12 #1–#8,
+//! #32).
+//!
+//! Three heuristics — [`deadline`] (margin against the recent mean margin), [`licence`] (number of
+//! licence types asked for) and [`user`] (class and owner priority) — each give a contribution in
+//! `0..=max`; the priority is their weighted mean, rounded half up and clamped to `[1, max]`
+//! (D4.1.4, D12 #2). A weight of 0 switches a heuristic off. Every parameter lives in
+//! [`ClassifierConfig`], with the recommended defaults.
+
+pub mod deadline;
+pub mod licence;
+pub mod user;
+
+pub use deadline::{DeadlineDetail, DeadlineHeuristic, Infeasible};
+pub use licence::licence_priority;
+pub use user::{UserValues, user_priority};
+
+use crate::dispatch::Priority;
+use crate::model::Job;
+use serde::{Deserialize, Serialize};
+
+/// The weights of the three heuristics.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Weights {
+    /// Deadline heuristic.
+    pub deadline: f64,
+    /// Licence heuristic.
+    pub licence: f64,
+    /// User heuristic.
+    pub user: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            deadline: 1.0,
+            licence: 1.0,
+            user: 1.0,
+        }
+    }
+}
+
+/// Every parameter of the classification.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClassifierConfig {
+    /// Highest priority (`max`, default 10).
+    pub max: u8,
+    /// Jobs in the Deadline heuristic's window (default 100, D12 #3).
+    pub window: usize,
+    /// Weights of the heuristics (default 1, 1, 1).
+    pub weights: Weights,
+    /// Licence types of the grid's catalogue, `|L|` (0: every job gets Licence priority 1).
+    pub licence_types: usize,
+    /// Values of the user classes (default Gold 7, Silver 4, Regular 1).
+    pub user_values: UserValues,
+    /// Negative margins: top interval (default) or lowest.
+    pub infeasible: Infeasible,
+}
+
+impl Default for ClassifierConfig {
+    fn default() -> Self {
+        ClassifierConfig {
+            max: 10,
+            window: 100,
+            weights: Weights::default(),
+            licence_types: 0,
+            user_values: UserValues::default(),
+            infeasible: Infeasible::Highest,
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClassifierError {
+    /// `max` is 0.
+    #[error("classifier key `max`: must be at least 1")]
+    Max,
+    /// `window` is 0.
+    #[error("classifier key `window`: must be at least 1")]
+    Window,
+    /// A weight is negative or not finite, or all are 0.
+    #[error("classifier key `weights`: {0}")]
+    Weights(&'static str),
+}
+
+impl ClassifierConfig {
+    /// Checks the values, naming the wrong key.
+    pub fn validate(&self) -> Result<(), ClassifierError> {
+        if self.max == 0 {
+            return Err(ClassifierError::Max);
+        }
+        if self.window == 0 {
+            return Err(ClassifierError::Window);
+        }
+        let w = [
+            self.weights.deadline,
+            self.weights.licence,
+            self.weights.user,
+        ];
+        if w.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(ClassifierError::Weights("must be finite and non-negative"));
+        }
+        if w.iter().sum::<f64>() <= 0.0 {
+            return Err(ClassifierError::Weights("at least one must be positive"));
+        }
+        Ok(())
+    }
+}
+
+/// How a priority was reached (the live meta-scheduler's `explain`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Classification {
+    /// The priority.
+    pub priority: Priority,
+    /// Deadline heuristic.
+    pub deadline: DeadlineDetail,
+    /// Licence heuristic.
+    pub licence: u8,
+    /// User heuristic.
+    pub user: u8,
+}
+
+/// The classifier: a deterministic state machine over the stream of submitted jobs.
+#[derive(Clone, Debug)]
+pub struct Classifier {
+    cfg: ClassifierConfig,
+    deadline: DeadlineHeuristic,
+}
+
+impl Classifier {
+    /// A classifier with the given (validated) configuration.
+    pub fn new(cfg: ClassifierConfig) -> Result<Classifier, ClassifierError> {
+        cfg.validate()?;
+        Ok(Classifier {
+            deadline: DeadlineHeuristic::new(cfg.max, cfg.window, cfg.infeasible),
+            cfg,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ClassifierConfig {
+        &self.cfg
+    }
+
+    /// Classifies the next submitted job, with the details.
+    pub fn classify_explained(&mut self, job: &Job) -> Classification {
+        let max = self.cfg.max;
+        let deadline = self.deadline.evaluate(job);
+        let licence = licence_priority(job.licences.len(), self.cfg.licence_types, max);
+        let user = user_priority(job, &self.cfg.user_values).min(max);
+        let w = &self.cfg.weights;
+        let mean = (w.deadline * f64::from(deadline.value)
+            + w.licence * f64::from(licence)
+            + w.user * f64::from(user))
+            / (w.deadline + w.licence + w.user);
+        let priority = ((mean + 0.5).floor() as i64).clamp(1, i64::from(max)) as Priority;
+        Classification {
+            priority,
+            deadline,
+            licence,
+            user,
+        }
+    }
+
+    /// Classifies the next submitted job.
+    pub fn classify(&mut self, job: &Job) -> Priority {
+        self.classify_explained(job).priority
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LicenceId, UserClass};
+
+    #[test]
+    fn weighted_mean_rounded_half_up_and_clamped() {
+        let cfg = ClassifierConfig {
+            licence_types: 20,
+            ..Default::default()
+        };
+        let mut c = Classifier::new(cfg).unwrap();
+        let mut j = Job::new(1, 0, 1, 1_000, 1_000);
+        j.deadline = Some(1_100);
+        j.licences = (0..5).map(LicenceId).collect();
+        j.user_class = UserClass::Silver;
+        j.owner_priority = 1;
+        // Deadline 4 (first job: own margin, R = 0.1), licence 3, user 5: mean 4.
+        let e = c.classify_explained(&j);
+        assert_eq!(
+            (e.deadline.value, e.licence, e.user, e.priority),
+            (4, 3, 5, 4)
+        );
+        // Only the user heuristic: Gold + 3 = 10.
+        let mut only_user = Classifier::new(ClassifierConfig {
+            weights: Weights {
+                deadline: 0.0,
+                licence: 0.0,
+                user: 1.0,
+            },
+            ..Default::default()
+        })
+        .unwrap();
+        j.user_class = UserClass::Gold;
+        j.owner_priority = 3;
+        assert_eq!(only_user.classify(&j), 10);
+        // No deadline, no licence, Regular: (0 + 1 + 1) / 3 = 0.67 -> 1.
+        let mut c = Classifier::new(ClassifierConfig::default()).unwrap();
+        let plain = Job::new(2, 0, 1, 100, 100);
+        assert_eq!(c.classify(&plain), 1);
+        // Half up: licence 1 and user 2 (Regular + 1) average 1.5 -> 2.
+        let mut halves = Classifier::new(ClassifierConfig {
+            weights: Weights {
+                deadline: 0.0,
+                licence: 1.0,
+                user: 1.0,
+            },
+            ..Default::default()
+        })
+        .unwrap();
+        let mut one = Job::new(3, 0, 1, 100, 100);
+        one.owner_priority = 1;
+        assert_eq!(halves.classify(&one), 2);
+    }
+
+    #[test]
+    fn bad_configurations_name_the_key() {
+        let bad = ClassifierConfig {
+            max: 0,
+            ..Default::default()
+        };
+        assert!(
+            Classifier::new(bad)
+                .unwrap_err()
+                .to_string()
+                .contains("`max`")
+        );
+        let bad = ClassifierConfig {
+            weights: Weights {
+                deadline: 0.0,
+                licence: 0.0,
+                user: 0.0,
+            },
+            ..Default::default()
+        };
+        assert!(
+            Classifier::new(bad)
+                .unwrap_err()
+                .to_string()
+                .contains("`weights`")
+        );
+        let e = serde_json::from_str::<ClassifierConfig>(r#"{"windw": 5}"#).unwrap_err();
+        assert!(e.to_string().contains("windw"), "{e}");
+        let c: ClassifierConfig = serde_json::from_str(r#"{"window": 5, "max": 4}"#).unwrap();
+        assert_eq!((c.window, c.max, c.weights.user), (5, 4, 1.0));
+    }
+}
