@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch of `gridsim`.
 
 mod bench;
+mod cluster;
 mod experiment;
 mod knobs;
 mod output;
@@ -25,6 +26,9 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Time the simulator on the shared traces and on rising loads (queue lengths).
     Bench(bench::BenchArgs),
+    /// Run a cluster policy (FB, EASY, FCFS, EDF) on heterogeneous clusters with licences: a
+    /// synthetic set-up of the paper or your own platform and workload.
+    Cluster(Box<cluster::ClusterArgs>),
     /// Run a published experiment in parallel and write runs.csv, summary.json, SVG figures
     /// and report.md to --out.
     Experiment(experiment::ExperimentArgs),
@@ -36,6 +40,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Cluster(args) => cluster::cluster(&args),
         Command::Experiment(args) => experiment::experiment(&args),
     };
     match result {

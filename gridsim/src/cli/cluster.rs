@@ -1,0 +1,214 @@
+//! `gridsim cluster`: one run of a cluster policy on heterogeneous clusters with licences — the
+//! seed's synthetic set-ups (Tables 1, 4, 6/7), or a platform file and a JSON Lines workload of
+//! one's own — printing the metrics of D8.1 per cluster and for the platform ("what if my cluster
+//! ran Flexible Backfilling instead of EASY?").
+
+use super::output::group;
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use gridsched_core::classify::{Classifier, ClassifierConfig};
+use gridsched_core::dispatch::RoundRobin;
+use gridsched_core::heuristics::HeuristicParams;
+use gridsched_core::model::{ClusterId, Job, Platform, Time};
+use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
+use gridsched_workload::JsonlReader;
+use gridsched_workload::seed_setups::SetupParams;
+use gridsim::platform::{Meta, PlatformHooks, PlatformReport, simulate_platform};
+use std::convert::Infallible;
+use std::path::PathBuf;
+
+/// Arguments of `gridsim cluster`.
+#[derive(Clone, Debug, Args)]
+pub struct ClusterArgs {
+    /// Local policy of every cluster: fcfs, easy (BF_FCFS), fb-unmod, fb-mod, edf.
+    #[arg(long, default_value = "fb-unmod")]
+    pub policy: String,
+    /// Constants of the Flexible Backfilling heuristics: fb-4.1, fb-4.3.1, fb-4.3.2, cs.
+    #[arg(long, default_value = "fb-4.1")]
+    pub heuristics: String,
+    /// Synthetic set-up of the paper: table1 (§4.1), table4 (§4.2), mkp, table6 (§4.3, 4 clusters).
+    #[arg(long, default_value = "table1")]
+    pub setup: String,
+    /// Mean inter-arrival time of the synthetic stream (default: the set-up's first).
+    #[arg(long)]
+    pub ta: Option<f64>,
+    /// Jobs of the synthetic stream (default: the set-up's).
+    #[arg(long)]
+    pub jobs: Option<u64>,
+    /// Seed of the synthetic platform and stream.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A platform file (JSON, the `Platform` model) instead of the set-up's.
+    #[arg(long)]
+    pub platform: Option<PathBuf>,
+    /// A JSON Lines workload instead of the synthetic stream (licence names are looked up in the
+    /// platform's catalogue).
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn platform_and_jobs(args: &ClusterArgs) -> Result<(Platform, Vec<Job>)> {
+    let mut setup = SetupParams::preset(&args.setup).ok_or_else(|| {
+        anyhow!(
+            "--setup {}: unknown (expected table1, table4, mkp, table6)",
+            args.setup
+        )
+    })?;
+    if let Some(n) = args.jobs {
+        setup.jobs = n;
+    }
+    let platform = match &args.platform {
+        None => setup.platform(args.seed),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let de = &mut serde_json::Deserializer::from_str(&text);
+            let p: Platform = serde_path_to_error::deserialize(de)
+                .map_err(|e| anyhow!("{}: at `{}`: {}", path.display(), e.path(), e.inner()))?;
+            p.validate()
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            p
+        }
+    };
+    let jobs = match &args.workload {
+        None => {
+            let ta = args
+                .ta
+                .unwrap_or_else(|| setup.inter_arrivals.first().copied().unwrap_or(0.0));
+            if ta < 0.0 || !ta.is_finite() {
+                bail!("--ta {ta}: must be a non-negative number");
+            }
+            setup.jobs(&platform, ta, args.seed)
+        }
+        Some(path) => {
+            let names: Vec<String> = platform.licences.iter().map(|l| l.name.clone()).collect();
+            let mut r = JsonlReader::open(path)?.with_licence_names(&names)?;
+            let mut v = Vec::new();
+            while let Some(j) = r.next_job() {
+                v.push(j?);
+            }
+            if r.licence_names().len() > names.len() {
+                bail!(
+                    "{}: licence `{}` is not in the platform's catalogue",
+                    path.display(),
+                    r.licence_names()[names.len()]
+                );
+            }
+            v
+        }
+    };
+    Ok((platform, jobs))
+}
+
+/// Runs the command.
+pub fn cluster(args: &ClusterArgs) -> Result<()> {
+    let kind: PolicyKind = args.policy.parse()?;
+    if !PolicyKind::CLUSTER.contains(&kind) {
+        bail!(
+            "--policy {}: schedules one space-shared machine; on clusters use fcfs, easy, fb-unmod, fb-mod or edf",
+            args.policy
+        );
+    }
+    let heuristics = HeuristicParams::preset(&args.heuristics).ok_or_else(|| {
+        anyhow!(
+            "--heuristics {}: unknown (expected fb-4.1, fb-4.3.1, fb-4.3.2, cs)",
+            args.heuristics
+        )
+    })?;
+    let cfg = PolicyConfig {
+        heuristics,
+        ..PolicyConfig::new(kind)
+    };
+    let (platform, jobs) = platform_and_jobs(args)?;
+    let mut policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
+        .map(|c| cfg.build(&platform, ClusterId(c as u32)))
+        .collect::<Result<_, _>>()?;
+    let mut classifier = Classifier::new(ClassifierConfig {
+        licence_types: platform.licences.len(),
+        ..Default::default()
+    })?;
+    let mut classify = |_: Time, j: &Job| classifier.classify(j);
+    let mut rr = RoundRobin::default();
+    let n = jobs.len();
+    let report = simulate_platform::<_, Infallible>(
+        &platform,
+        &mut policies,
+        Meta {
+            classify: &mut classify,
+            dispatcher: &mut rr,
+        },
+        jobs.into_iter().map(Ok),
+        PlatformHooks::default(),
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "{} on {} cluster(s), {} machines; {} jobs",
+            policies[0].describe(),
+            platform.clusters.len(),
+            platform.machines.len(),
+            group(n as i64)
+        );
+        println!("{}", table(&report));
+    }
+    Ok(())
+}
+
+fn table(r: &PlatformReport) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "cluster",
+        "jobs",
+        "workload %",
+        "optimal %",
+        "deadline missed %",
+        "slowdown",
+        "slowdown (no deadline)",
+        "CPU usage %",
+        "licence usage %",
+    ]);
+    let row = |name: &str,
+               jobs: u64,
+               w: String,
+               o: String,
+               s: &gridsim::platform::JobSummary,
+               u: &gridsim::platform::Usage| {
+        vec![
+            name.to_string(),
+            group(jobs as i64),
+            w,
+            o,
+            format!("{:.2}", s.missed_pct),
+            format!("{:.2}", s.slowdown),
+            format!("{:.2}", s.slowdown_no_deadline),
+            format!("{:.1}", u.processor_pct),
+            format!("{:.1}", u.licence_pct),
+        ]
+    };
+    for c in &r.clusters {
+        t.add_row(row(
+            &c.name,
+            c.jobs.finished,
+            format!("{:.2}", c.workload_pct),
+            format!("{:.2}", c.optimal_pct),
+            &c.jobs,
+            &c.usage,
+        ));
+    }
+    t.add_row(row(
+        "all",
+        r.jobs.finished,
+        "100".into(),
+        "100".into(),
+        &r.jobs,
+        &r.usage,
+    ));
+    t
+}
