@@ -14,8 +14,7 @@ use gridsched_core::model::{ClusterId, Job, Platform, Time};
 use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
 use gridsched_workload::JsonlReader;
 use gridsched_workload::seed_setups::SetupParams;
-use gridsim::platform::{Meta, PlatformHooks, PlatformReport, simulate_platform};
-use std::convert::Infallible;
+use gridsim::platform::{Meta, PlatformReport, simulate_jobs};
 use std::path::PathBuf;
 
 /// Arguments of `gridsim cluster`.
@@ -134,15 +133,14 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
     let mut classify = |_: Time, j: &Job| classifier.classify(j);
     let mut rr = RoundRobin::default();
     let n = jobs.len();
-    let report = simulate_platform::<_, Infallible>(
+    let report = simulate_jobs(
         &platform,
         &mut policies,
         Meta {
             classify: &mut classify,
             dispatcher: &mut rr,
         },
-        jobs.into_iter().map(Ok),
-        PlatformHooks::default(),
+        jobs,
     )
     .map_err(|e| anyhow!("{e}"))?;
     if args.json {

@@ -9,13 +9,12 @@
 //! same platform and jobs for a given repetition (common random numbers).
 
 use super::{Experiment, Figure, Metrics, Options, RunKey, Summary};
-use crate::platform::{Meta, PlatformHooks, simulate_platform};
+use crate::platform::{Meta, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
 use gridsched_core::model::{ClusterId, Job, Time};
 use gridsched_core::policy::{PolicyConfig, PolicyKind};
 use gridsched_workload::seed_setups::SetupParams;
-use std::convert::Infallible;
 use std::fmt::Write as _;
 
 /// The algorithms, as (report name, policy kind).
@@ -93,15 +92,14 @@ pub fn single_cluster_metrics(
     let mut policies = vec![cfg.build(platform, ClusterId(0))?];
     let mut rr = RoundRobin::default();
     let mut classify = |_: Time, _: &Job| 1;
-    let rep = simulate_platform::<_, Infallible>(
+    let rep = simulate_jobs(
         platform,
         &mut policies,
         Meta {
             classify: &mut classify,
             dispatcher: &mut rr,
         },
-        jobs.into_iter().map(Ok),
-        PlatformHooks::default(),
+        jobs,
     )
     .map_err(|e| anyhow!("{e}"))?;
     Ok(vec![

@@ -352,6 +352,22 @@ where
     Ok(sim.report())
 }
 
+/// [`simulate_platform`] over an in-memory job list, without hooks.
+pub fn simulate_jobs(
+    platform: &Platform,
+    policies: &mut [Box<dyn Policy>],
+    meta: Meta<'_>,
+    jobs: Vec<Job>,
+) -> Result<PlatformReport, PlatformError<std::convert::Infallible>> {
+    simulate_platform(
+        platform,
+        policies,
+        meta,
+        jobs.into_iter().map(Ok),
+        PlatformHooks::default(),
+    )
+}
+
 /// The static capabilities of every cluster (D12 #12).
 pub fn caps_of(platform: &Platform) -> Vec<ClusterCaps> {
     platform
