@@ -1,0 +1,171 @@
+//! Grid configurations and scheduler settings of the multi-site study (spec
+//! `self-tuning-and-multisite.md` §6.2–§6.5, Tab. 7.1 and Tab. 7.5; §8 #14, #15, #18, #19).
+
+use serde::{Deserialize, Serialize};
+
+/// The three scenarios of §6.2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Each site schedules its own jobs (FCFS + EASY), no exchange.
+    Local,
+    /// One grid scheduler, BestFit machine selection, a job on one machine.
+    JobSharing,
+    /// As job sharing, but a job may span machines, its run time extended by (1 + p).
+    MultiSite,
+}
+
+impl Scenario {
+    /// Name used on command lines and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scenario::Local => "local",
+            Scenario::JobSharing => "job-sharing",
+            Scenario::MultiSite => "multi-site",
+        }
+    }
+}
+
+/// The maximal number of fragments of a multi-site job (Tab. 7.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fragments {
+    /// Bounded only by the width and by 18 machines.
+    #[default]
+    Unlimited,
+    /// Only the fragmentation a width needs (1 up to 64 nodes, 2 up to 128, 8 above).
+    Limited,
+}
+
+impl Fragments {
+    /// The most fragments a job of `width` may have.
+    pub fn max_for(self, width: u32) -> usize {
+        let (limited, unlimited) = match width {
+            0..=4 => (1, 4),
+            5..=8 => (1, 8),
+            9..=16 => (1, 16),
+            17..=64 => (1, 18),
+            65..=128 => (2, 18),
+            _ => (8, 18),
+        };
+        match self {
+            Fragments::Limited => limited,
+            Fragments::Unlimited => unlimited,
+        }
+    }
+}
+
+/// The grid scheduler's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GridConfig {
+    /// Scenario.
+    pub scenario: Scenario,
+    /// WAN overhead p in percent: a multi-site job's estimate and run time are multiplied by
+    /// (100 + p) / 100, rounded up (§8 #14).
+    pub overhead_pct: u32,
+    /// Only jobs wider than this may be split (0: any); jobs wider than the largest machine are
+    /// exempt (§8 #19).
+    pub lower_bound: u32,
+    /// Fragment limit.
+    pub fragments: Fragments,
+    /// The adaptive wait-or-split rule (§6.4 step 5).
+    pub adaptive: bool,
+}
+
+impl Default for GridConfig {
+    fn default() -> Self {
+        GridConfig {
+            scenario: Scenario::MultiSite,
+            overhead_pct: 0,
+            lower_bound: 0,
+            fragments: Fragments::Unlimited,
+            adaptive: false,
+        }
+    }
+}
+
+/// A machine configuration of Tab. 7.1 (all total 512 nodes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MachineConfig {
+    /// Its name.
+    pub name: &'static str,
+    /// Node counts, one per site, in the table's order.
+    pub sizes: Vec<u32>,
+}
+
+impl MachineConfig {
+    /// The seven configurations of Tab. 7.1.
+    pub fn presets() -> Vec<MachineConfig> {
+        let rep = |n: usize, s: u32| std::iter::repeat_n(s, n);
+        vec![
+            MachineConfig {
+                name: "m64",
+                sizes: rep(4, 64).chain(rep(6, 32)).chain(rep(8, 8)).collect(),
+            },
+            MachineConfig {
+                name: "m64-8",
+                sizes: rep(8, 64).collect(),
+            },
+            MachineConfig {
+                name: "m128",
+                sizes: rep(4, 128).collect(),
+            },
+            MachineConfig {
+                name: "m256",
+                sizes: rep(2, 256).collect(),
+            },
+            MachineConfig {
+                name: "m256-5",
+                sizes: rep(1, 256).chain(rep(4, 64)).collect(),
+            },
+            MachineConfig {
+                name: "m384",
+                sizes: rep(1, 384).chain(rep(1, 64)).chain(rep(4, 16)).collect(),
+            },
+            MachineConfig {
+                name: "m512",
+                sizes: vec![512],
+            },
+        ]
+    }
+
+    /// A preset by name.
+    pub fn preset(name: &str) -> Option<MachineConfig> {
+        MachineConfig::presets()
+            .into_iter()
+            .find(|c| c.name == name)
+    }
+
+    /// The largest machine.
+    pub fn largest(&self) -> u32 {
+        self.sizes.iter().copied().max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_7_1_configurations_total_512() {
+        let p = MachineConfig::presets();
+        assert_eq!(p.len(), 7);
+        for c in &p {
+            assert_eq!(c.sizes.iter().sum::<u32>(), 512, "{}", c.name);
+        }
+        let counts: Vec<usize> = p.iter().map(|c| c.sizes.len()).collect();
+        assert_eq!(counts, vec![18, 8, 4, 2, 5, 6, 1]);
+        assert_eq!(MachineConfig::preset("m384").unwrap().largest(), 384);
+    }
+
+    #[test]
+    fn table_7_5_fragment_limits() {
+        assert_eq!(Fragments::Limited.max_for(64), 1);
+        assert_eq!(Fragments::Limited.max_for(100), 2);
+        assert_eq!(Fragments::Limited.max_for(336), 8);
+        assert_eq!(Fragments::Unlimited.max_for(3), 4);
+        assert_eq!(Fragments::Unlimited.max_for(12), 16);
+        assert_eq!(Fragments::Unlimited.max_for(500), 18);
+    }
+}

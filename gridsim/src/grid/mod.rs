@@ -1,0 +1,268 @@
+//! Grid simulation of the multi-site study (spec `self-tuning-and-multisite.md` §6; metrics §3.4;
+//! readings §8 #14–#23): sites with one machine each, a workload submitted round robin to the
+//! sites, and the three scenarios — local processing (each site its own FCFS + EASY), job sharing
+//! (one grid scheduler, BestFit, one machine per job) and multi-site (a job may span machines at a
+//! (1 + p) run-time overhead; optionally constrained or adaptive). See [`scheduler`].
+//!
+//! Jobs wider than what a scenario can run are split first (§6.6, §8 #22): to the home site's
+//! machine under local processing (modification 1), to the largest machine under job sharing
+//! (modification 2), and only beyond the grid's total size under multi-site (modification 4:
+//! wide jobs unchanged). A split job becomes ⌈w/M⌉ independent jobs of widths M, …, remainder with
+//! the same submission, estimate and run time.
+//!
+//! The event loop handles, at each instant, the ends, then the submissions, then one pass.
+
+pub mod config;
+pub mod scheduler;
+#[cfg(test)]
+mod tests;
+
+pub use config::{Fragments, GridConfig, MachineConfig, Scenario};
+pub use scheduler::{Alloc, GJob, Grid, Started};
+
+use gridsched_core::model::{Job, Time};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The outcome of one job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GridRecord {
+    /// Index of the (possibly split) job in the run's workload.
+    pub idx: usize,
+    /// Home site.
+    pub site: usize,
+    /// Nodes.
+    pub width: u32,
+    /// Submission.
+    pub submit: Time,
+    /// Start.
+    pub start: Time,
+    /// End.
+    pub end: Time,
+    /// Its run time before any overhead.
+    pub run: i64,
+    /// Machines it ran on.
+    pub fragments: usize,
+    /// Its fragments: (machine, nodes).
+    pub parts: Alloc,
+}
+
+/// Metrics of a grid run (§3.4).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GridReport {
+    /// Jobs run (after splitting).
+    pub jobs: u64,
+    /// Jobs refused because no allocation could ever hold them (e.g. a fragment limit).
+    pub refused: u64,
+    /// AWRT weighted by requested nodes (Eq. 7.1), seconds.
+    pub awrt: f64,
+    /// AWWT weighted by requested nodes (Eq. 7.2), seconds.
+    pub awwt: f64,
+    /// AWRT weighted by resource consumption `w·(end − start)` (§7.3.3), seconds.
+    pub awrt_rc: f64,
+    /// Jobs that ran on more than one machine.
+    pub multi_site_jobs: u64,
+    /// Their squashed area `w·run` (before the overhead) as a percentage of the whole workload's.
+    pub multi_site_area_pct: f64,
+    /// Last end − first submission.
+    pub makespan: i64,
+}
+
+/// Splits jobs wider than `max` into ⌈w/max⌉ parts (§8 #22).
+pub fn split_wide(jobs: &[(Job, usize)], max: impl Fn(usize) -> u32) -> Vec<(Job, usize)> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for (j, site) in jobs {
+        let m = max(*site).max(1);
+        let mut left = j.procs;
+        while left > 0 {
+            let mut part = j.clone();
+            part.procs = left.min(m);
+            left -= part.procs;
+            out.push((part, *site));
+        }
+    }
+    out
+}
+
+/// Runs `jobs` (sorted by submission) on machines of `sizes` under `cfg`; job k's home site is
+/// k mod S (§8 #23), or its SWF partition when `by_partition` is set.
+pub fn simulate_grid(
+    sizes: &[u32],
+    cfg: &GridConfig,
+    jobs: &[Job],
+    by_partition: bool,
+) -> (GridReport, Vec<GridRecord>) {
+    let s = sizes.len().max(1);
+    let homed: Vec<(Job, usize)> = jobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| {
+            let site = match (by_partition, j.partition) {
+                (true, Some(p)) => p as usize % s,
+                _ => k % s,
+            };
+            (j.clone(), site)
+        })
+        .collect();
+    let total: u32 = sizes.iter().sum();
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let mut records = Vec::new();
+    let mut refused = 0;
+    match cfg.scenario {
+        Scenario::Local => {
+            let work = split_wide(&homed, |site| sizes[site]);
+            let single = GridConfig {
+                scenario: Scenario::JobSharing,
+                ..*cfg
+            };
+            for (site, &size) in sizes.iter().enumerate() {
+                let mine: Vec<(Job, usize)> =
+                    work.iter().filter(|(_, h)| *h == site).cloned().collect();
+                let (recs, r) = run_central(&[size], &single, &mine);
+                refused += r;
+                records.extend(recs.into_iter().map(|mut x| {
+                    x.site = site;
+                    for part in &mut x.parts {
+                        part.0 = site;
+                    }
+                    x
+                }));
+            }
+        }
+        Scenario::JobSharing => {
+            let work = split_wide(&homed, |_| largest);
+            let (recs, r) = run_central(sizes, cfg, &work);
+            records = recs;
+            refused = r;
+        }
+        Scenario::MultiSite => {
+            let work = split_wide(&homed, |_| total);
+            let (recs, r) = run_central(sizes, cfg, &work);
+            records = recs;
+            refused = r;
+        }
+    }
+    (report(&records, refused), records)
+}
+
+fn feasible_when_idle(sizes: &[u32], cfg: &GridConfig, width: u32) -> bool {
+    let grid = Grid::new(sizes, *cfg);
+    let probe = GJob {
+        idx: 0,
+        width,
+        estimate: 1,
+        run: 1,
+    };
+    let mut out = Vec::new();
+    let mut g = grid;
+    g.submit(probe);
+    g.schedule(0, &mut out);
+    !out.is_empty()
+}
+
+/// The central scheduler's event loop over `work` (sorted by submission).
+fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[(Job, usize)]) -> (Vec<GridRecord>, u64) {
+    let mut grid = Grid::new(sizes, *cfg);
+    let mut ends: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
+    let mut records: Vec<Option<GridRecord>> = vec![None; work.len()];
+    let mut feasible: std::collections::HashMap<u32, bool> = std::collections::HashMap::new();
+    let mut refused = 0;
+    let mut next = 0;
+    let mut out = Vec::new();
+    loop {
+        let t_sub = work.get(next).map(|(j, _)| j.submit);
+        let t_end = ends.peek().map(|Reverse((t, _))| *t);
+        let now = match (t_sub, t_end) {
+            (None, None) => break,
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (Some(a), Some(b)) => a.min(b),
+        };
+        while let Some(Reverse((t, idx))) = ends.peek().copied() {
+            if t != now {
+                break;
+            }
+            ends.pop();
+            grid.finish(idx);
+        }
+        while work.get(next).is_some_and(|(j, _)| j.submit == now) {
+            let (j, _) = &work[next];
+            let ok = *feasible
+                .entry(j.procs)
+                .or_insert_with(|| feasible_when_idle(sizes, cfg, j.procs));
+            if ok {
+                grid.submit(GJob {
+                    idx: next,
+                    width: j.procs,
+                    estimate: j.estimate.max(1),
+                    run: j.runtime.unwrap_or(j.estimate).clamp(0, j.estimate.max(1)),
+                });
+            } else {
+                refused += 1;
+            }
+            next += 1;
+        }
+        out.clear();
+        grid.schedule(now, &mut out);
+        for s in &out {
+            let (j, site) = &work[s.job.idx];
+            records[s.job.idx] = Some(GridRecord {
+                idx: s.job.idx,
+                site: *site,
+                width: j.procs,
+                submit: j.submit,
+                start: now,
+                end: s.end,
+                run: s.job.run,
+                fragments: s.parts.len(),
+                parts: s.parts.clone(),
+            });
+            ends.push(Reverse((s.end, s.job.idx)));
+        }
+    }
+    debug_assert_eq!(grid.waiting(), 0, "every feasible job ends");
+    (records.into_iter().flatten().collect(), refused)
+}
+
+/// The §3.4 metrics of a set of records.
+pub fn report(records: &[GridRecord], refused: u64) -> GridReport {
+    let mut w = 0.0;
+    let mut wr = 0.0;
+    let mut ww = 0.0;
+    let mut rc = 0.0;
+    let mut rcr = 0.0;
+    let mut area = 0.0;
+    let mut multi_area = 0.0;
+    let mut multi = 0;
+    let mut first = Time::MAX;
+    let mut last = Time::MIN;
+    for r in records {
+        let width = f64::from(r.width);
+        w += width;
+        wr += width * (r.end - r.submit) as f64;
+        ww += width * (r.start - r.submit) as f64;
+        let c = width * (r.end - r.start) as f64;
+        rc += c;
+        rcr += c * (r.end - r.submit) as f64;
+        let a = width * r.run as f64;
+        area += a;
+        if r.fragments > 1 {
+            multi += 1;
+            multi_area += a;
+        }
+        first = first.min(r.submit);
+        last = last.max(r.end);
+    }
+    let div = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    GridReport {
+        jobs: records.len() as u64,
+        refused,
+        awrt: div(wr, w),
+        awwt: div(ww, w),
+        awrt_rc: div(rcr, rc),
+        multi_site_jobs: multi,
+        multi_site_area_pct: 100.0 * div(multi_area, area),
+        makespan: if records.is_empty() { 0 } else { last - first },
+    }
+}
