@@ -107,3 +107,35 @@ fn fb_quick_writes_every_output_and_is_deterministic() {
         "another seed changes the workloads"
     );
 }
+
+#[test]
+fn multisite_quick_runs_every_scenario() {
+    let a = tempfile::tempdir().unwrap();
+    experiment("multisite", a.path(), &[]);
+    let rows = deterministic_csv(a.path());
+    // Per workload: m128 and m384 each local + job sharing + 4 multi-site variants × 3 overheads,
+    // m512 one reference run.
+    let per_workload = 2 * (2 + 4 * 3) + 1;
+    let workloads = (rows.len() - 1) / per_workload;
+    assert_eq!(rows.len() - 1, workloads * per_workload);
+    assert!(workloads >= 1, "at least the synthetic workload");
+    let refused = rows[0].iter().position(|h| h == "refused").unwrap();
+    assert!(
+        rows[1..].iter().all(|r| r[refused] == "0.000000"),
+        "no job is refused"
+    );
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(report.contains("## synthetic"));
+    assert!(report.contains("job sharing beats local processing"));
+    for f in [
+        "awrt-synthetic-m128",
+        "multi-site-configs-synthetic",
+        "adaptive-configs-synthetic",
+    ] {
+        let svg = std::fs::read_to_string(a.path().join(format!("{f}.svg"))).unwrap();
+        assert!(svg.contains("overhead p (%)"), "{f}");
+    }
+    let b = tempfile::tempdir().unwrap();
+    experiment("multisite", b.path(), &["--threads", "1"]);
+    assert_eq!(rows, deterministic_csv(b.path()));
+}

@@ -3,7 +3,9 @@
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use gridsim::experiment::{Experiment, Options, fb::FbExperiment, output, runner};
+use gridsim::experiment::{
+    Experiment, Options, fb::FbExperiment, multisite::MultisiteExperiment, output, runner,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -13,6 +15,8 @@ use std::time::Instant;
 pub enum Name {
     /// D9.1: Flexible Backfilling on one cluster (FCFS, BF_FCFS, BF_UNMOD, BF_MOD).
     Fb,
+    /// Streit §6: local / job sharing / multi-site (constrained, adaptive) on Tab. 7.1's grids.
+    Multisite,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -50,6 +54,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
     };
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
+        Name::Multisite => Box::new(MultisiteExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(

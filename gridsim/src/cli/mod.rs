@@ -3,6 +3,7 @@
 mod bench;
 mod cluster;
 mod experiment;
+mod grid;
 mod knobs;
 mod output;
 mod run;
@@ -29,6 +30,9 @@ enum Command {
     /// Run a cluster policy (FB, EASY, FCFS, EDF) on heterogeneous clusters with licences: a
     /// synthetic set-up of the paper or your own platform and workload.
     Cluster(Box<cluster::ClusterArgs>),
+    /// Run the multi-site grid study once: a workload on a machine configuration (Tab. 7.1)
+    /// under local processing, job sharing or multi-site scheduling.
+    Grid(Box<grid::GridArgs>),
     /// Run a published experiment in parallel and write runs.csv, summary.json, SVG figures
     /// and report.md to --out.
     Experiment(experiment::ExperimentArgs),
@@ -41,6 +45,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Cluster(args) => cluster::cluster(&args),
+        Command::Grid(args) => grid::grid(&args),
         Command::Experiment(args) => experiment::experiment(&args),
     };
     match result {

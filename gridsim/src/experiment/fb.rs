@@ -8,7 +8,7 @@
 //! Table 1's own range is 50–70 %, used for Figs. 16–18), 20 repetitions. Every algorithm sees the
 //! same platform and jobs for a given repetition (common random numbers).
 
-use super::{Experiment, Figure, Metrics, Options, RunKey, Summary};
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
 use crate::platform::{Meta, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
@@ -164,32 +164,36 @@ impl Experiment for FbExperiment {
         let v = RATIOS[2].0.to_string();
         vec![
             Figure {
-                file: "fig16-deadline-misses",
-                title: "Fig. 16: executed jobs missing their deadline",
+                file: "fig16-deadline-misses".into(),
+                title: "Fig. 16: executed jobs missing their deadline".into(),
                 metric: "missed_pct",
                 y_label: "% of jobs with a deadline",
-                variant: v.clone(),
+                x_label: "mean inter-arrival time",
+                series: Series::Algorithms(v.clone()),
             },
             Figure {
-                file: "fig17-system-usage",
-                title: "Fig. 17: used hardware",
+                file: "fig17-system-usage".into(),
+                title: "Fig. 17: used hardware".into(),
                 metric: "processor_pct",
                 y_label: "% busy CPUs / min(CPUs, CPUs requested)",
-                variant: v.clone(),
+                x_label: "mean inter-arrival time",
+                series: Series::Algorithms(v.clone()),
             },
             Figure {
-                file: "fig18-slowdown",
-                title: "Fig. 18: slowdown",
+                file: "fig18-slowdown".into(),
+                title: "Fig. 18: slowdown".into(),
                 metric: "slowdown",
                 y_label: "mean slowdown",
-                variant: v.clone(),
+                x_label: "mean inter-arrival time",
+                series: Series::Algorithms(v.clone()),
             },
             Figure {
-                file: "licence-usage",
-                title: "Licence usage",
+                file: "licence-usage".into(),
+                title: "Licence usage".into(),
                 metric: "licence_pct",
                 y_label: "% licence usage (D8.1 §4.3)",
-                variant: v,
+                x_label: "mean inter-arrival time",
+                series: Series::Algorithms(v),
             },
         ]
     }

@@ -10,8 +10,10 @@
 //! * [`output`]: CSV, JSON and the summary.
 //! * [`plot`]: SVG line charts (plotters, SVG backend, no system fonts).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
+//! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
 
 pub mod fb;
+pub mod multisite;
 pub mod output;
 pub mod plot;
 pub mod runner;
@@ -47,19 +49,31 @@ pub struct RunResult {
     pub metrics: Metrics,
 }
 
-/// One figure: a metric against the inter-arrival time, one line per algorithm.
+/// One figure: a metric against the x value of the runs (the inter-arrival time, or the overhead).
 #[derive(Clone, Debug)]
 pub struct Figure {
     /// File name without extension (`fig16-deadline-misses`).
-    pub file: &'static str,
+    pub file: String,
     /// Title.
-    pub title: &'static str,
+    pub title: String,
     /// The metric plotted.
     pub metric: &'static str,
     /// Y axis label.
     pub y_label: &'static str,
-    /// The variant whose runs are plotted.
-    pub variant: String,
+    /// X axis label.
+    pub x_label: &'static str,
+    /// The lines.
+    pub series: Series,
+}
+
+/// Which rows make the lines of a figure. A line with a single point (a configuration that does
+/// not depend on x) is drawn as a horizontal line across the figure.
+#[derive(Clone, Debug)]
+pub enum Series {
+    /// One line per algorithm, for one variant.
+    Algorithms(String),
+    /// One line per variant, for one algorithm.
+    Variants(String, Vec<String>),
 }
 
 /// Common options of every experiment.

@@ -1,7 +1,7 @@
 //! SVG line charts of a summary metric against the inter-arrival time, one line per algorithm
 //! (plotters' SVG backend: text is written as SVG text, no font files are needed).
 
-use super::{Figure, Summary};
+use super::{Figure, Series, Summary};
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
@@ -19,19 +19,33 @@ const COLOURS: [RGBColor; 8] = [
 /// The chart of `fig` as an SVG document.
 pub fn line_chart(summary: &Summary, fig: &Figure) -> Result<String> {
     let tas = summary.tas();
-    let series: Vec<(String, Vec<(f64, f64)>)> = summary
-        .algorithms()
-        .into_iter()
-        .map(|a| {
-            let pts = tas
-                .iter()
-                .filter_map(|&t| summary.get(&a, &fig.variant, t, fig.metric).map(|v| (t, v)))
-                .collect();
-            (a, pts)
-        })
-        .filter(|(_, p): &(String, Vec<(f64, f64)>)| !p.is_empty())
-        .collect();
+    let x_min = tas.first().copied().unwrap_or(0.0);
     let x_max = tas.iter().copied().fold(1.0f64, f64::max);
+    let lines: Vec<(String, String, String)> = match &fig.series {
+        Series::Algorithms(v) => summary
+            .algorithms()
+            .into_iter()
+            .map(|a| (a.clone(), a, v.clone()))
+            .collect(),
+        Series::Variants(a, vs) => vs
+            .iter()
+            .map(|v| (v.clone(), a.clone(), v.clone()))
+            .collect(),
+    };
+    let series: Vec<(String, Vec<(f64, f64)>)> = lines
+        .into_iter()
+        .map(|(name, a, v)| {
+            let mut pts: Vec<(f64, f64)> = tas
+                .iter()
+                .filter_map(|&t| summary.get(&a, &v, t, fig.metric).map(|y| (t, y)))
+                .collect();
+            if pts.len() == 1 && tas.len() > 1 {
+                pts = vec![(x_min, pts[0].1), (x_max, pts[0].1)];
+            }
+            (name, pts)
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
     let y_max = series
         .iter()
         .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
@@ -45,7 +59,7 @@ pub fn line_chart(summary: &Summary, fig: &Figure) -> Result<String> {
         let err = |e: &dyn std::fmt::Display| anyhow!("plot {}: {e}", fig.file);
         root.fill(&WHITE).map_err(|e| err(&e))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(fig.title, ("sans-serif", 20))
+            .caption(fig.title.as_str(), ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
@@ -53,7 +67,7 @@ pub fn line_chart(summary: &Summary, fig: &Figure) -> Result<String> {
             .map_err(|e| err(&e))?;
         chart
             .configure_mesh()
-            .x_desc("mean inter-arrival time")
+            .x_desc(fig.x_label)
             .y_desc(fig.y_label)
             .draw()
             .map_err(|e| err(&e))?;

@@ -55,6 +55,21 @@ impl Fragments {
     }
 }
 
+/// How wide jobs are split before a run (§6.6 workload modifications).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Modification {
+    /// The scenario's own: 1 (site size) for local, 2 (largest machine) for job sharing, 4
+    /// (unchanged, up to the grid's size) for multi-site.
+    #[default]
+    ScenarioDefault,
+    /// Modification 2: split to the largest machine (the paper's job sharing vs multi-site
+    /// comparison uses it for both).
+    Largest,
+    /// Modification 3: parts of at most 64 nodes (the `_max64` workloads).
+    Max64,
+}
+
 /// The grid scheduler's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -71,6 +86,8 @@ pub struct GridConfig {
     pub fragments: Fragments,
     /// The adaptive wait-or-split rule (§6.4 step 5).
     pub adaptive: bool,
+    /// How wide jobs are split first.
+    pub modification: Modification,
 }
 
 impl Default for GridConfig {
@@ -81,6 +98,7 @@ impl Default for GridConfig {
             lower_bound: 0,
             fragments: Fragments::Unlimited,
             adaptive: false,
+            modification: Modification::ScenarioDefault,
         }
     }
 }

@@ -17,7 +17,7 @@ pub mod scheduler;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Fragments, GridConfig, MachineConfig, Scenario};
+pub use config::{Fragments, GridConfig, MachineConfig, Modification, Scenario};
 pub use scheduler::{Alloc, GJob, Grid, Started};
 
 use gridsched_core::model::{Job, Time};
@@ -131,13 +131,22 @@ pub fn simulate_grid(
             }
         }
         Scenario::JobSharing => {
-            let work = split_wide(&homed, |_| largest);
+            let cap = match cfg.modification {
+                Modification::Max64 => 64.min(largest),
+                _ => largest,
+            };
+            let work = split_wide(&homed, |_| cap);
             let (recs, r) = run_central(sizes, cfg, &work);
             records = recs;
             refused = r;
         }
         Scenario::MultiSite => {
-            let work = split_wide(&homed, |_| total);
+            let cap = match cfg.modification {
+                Modification::ScenarioDefault => total,
+                Modification::Largest => largest,
+                Modification::Max64 => 64,
+            };
+            let work = split_wide(&homed, |_| cap);
             let (recs, r) = run_central(sizes, cfg, &work);
             records = recs;
             refused = r;

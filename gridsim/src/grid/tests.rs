@@ -203,6 +203,7 @@ fn capacity_holds_and_every_job_ends_in_every_scenario() {
                     lower_bound: lb,
                     fragments: frag,
                     adaptive,
+                    ..Default::default()
                 };
                 let (rep, recs) = simulate_grid(&c.sizes, &g, &jobs, false);
                 check_capacity(&c.sizes, &recs);
