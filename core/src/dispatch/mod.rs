@@ -8,8 +8,18 @@
 //! Strategies that the seed restricts to their own bookkeeping (Load, Ordering) ignore the dynamic
 //! part of [`GridState`]; brokers that may query sites read it.
 
+mod arrays;
+mod brokers;
+mod config;
+mod load_ordering;
 mod round_robin;
+#[cfg(test)]
+mod tests;
 
+pub use arrays::{ClusterArrays, LoadMeasure, PriorityArrays};
+pub use brokers::{Broker, BrokerKind};
+pub use config::{DispatchConfig, DispatchKind};
+pub use load_ordering::{Function, LoadOrdering};
 pub use round_robin::RoundRobin;
 
 use crate::model::{ClusterId, Job, JobId, LicenceId, Time};
@@ -114,4 +124,18 @@ pub trait Dispatcher: Send + fmt::Debug {
     /// A job dispatched to `cluster` came back to the meta level (its cluster failed before
     /// starting it); the strategy forgets its bookkeeping for it. The default does nothing.
     fn job_returned(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}
+
+    /// The Load / Ordering bookkeeping arrays of `clusters` clusters, for inspection (`sites`,
+    /// `explain`); empty for strategies without them.
+    fn arrays(&self, _clusters: usize) -> Vec<ClusterArrays> {
+        Vec::new()
+    }
+}
+
+/// The refusal of a job no eligible cluster can run.
+pub(crate) fn refuse(job: &Job) -> Placement {
+    Placement::Refuse(format!(
+        "no cluster that is up offers {} processors on one machine and licences {:?}",
+        job.procs, job.licences
+    ))
 }

@@ -1,7 +1,7 @@
 //! Round robin over the clusters that can run a job: the simplest dispatch strategy, a baseline
 //! and the live grid's default until a configuration names another.
 
-use super::{Dispatcher, GridState, Placement, Priority};
+use super::{Dispatcher, GridState, Placement, Priority, refuse};
 use crate::model::{ClusterId, Job, JobId, Time};
 
 /// Sends each job to the next eligible cluster after the previous choice, in id order.
@@ -31,10 +31,7 @@ impl Dispatcher for RoundRobin {
                 return Placement::Cluster(c);
             }
         }
-        Placement::Refuse(format!(
-            "no cluster that is up offers {} processors on one machine and licences {:?}",
-            job.procs, job.licences
-        ))
+        refuse(job)
     }
 
     fn job_ended(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}

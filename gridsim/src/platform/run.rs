@@ -21,8 +21,8 @@ impl Sim<'_, '_> {
         }
     }
 
-    fn grid_state(&self, caps: &[ClusterCaps], policies: &[Box<dyn Policy>]) -> GridState {
-        let load = self
+    fn grid_state(&self, t: Time, caps: &[ClusterCaps], policies: &[Box<dyn Policy>]) -> GridState {
+        let mut load: Vec<ClusterLoad> = self
             .levels
             .iter()
             .zip(policies)
@@ -33,6 +33,16 @@ impl Sim<'_, '_> {
                 running_area: 0,
             })
             .collect();
+        for f in self.flights.values() {
+            let l = &mut load[f.cluster.index()];
+            match &f.running {
+                None => l.waiting_area += f.job.requested_area(),
+                Some((since, _, _)) => {
+                    let left = (f.job.estimate - (t - since)).max(0);
+                    l.running_area += i128::from(f.job.procs) * i128::from(left);
+                }
+            }
+        }
         GridState {
             caps: caps.to_vec(),
             load: Some(load),
@@ -56,7 +66,7 @@ impl Sim<'_, '_> {
             return;
         }
         let priority = priority.unwrap_or_else(|| (meta.classify)(t, &job));
-        let grid = self.grid_state(caps, policies);
+        let grid = self.grid_state(t, caps, policies);
         let cluster = match meta.dispatcher.dispatch(t, &job, priority, &grid) {
             Placement::Cluster(c) if c.index() < policies.len() => c,
             Placement::Cluster(c) => {
