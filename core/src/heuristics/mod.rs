@@ -94,6 +94,13 @@ impl HeuristicParams {
         })
     }
 
+    /// The name of the preset these constants equal, if any.
+    pub fn preset_name(&self) -> Option<&'static str> {
+        ["fb-4.1", "fb-4.3.1", "fb-4.3.2", "cs"]
+            .into_iter()
+            .find(|n| HeuristicParams::preset(n).as_ref() == Some(self))
+    }
+
     /// The deadline curve of these constants.
     pub fn curve(&self) -> DeadlineCurve {
         DeadlineCurve {

@@ -6,6 +6,7 @@
 use super::knobs::Knobs;
 use super::output::group;
 use super::run::{RunArgs, execute};
+use super::say;
 use anyhow::{Result, bail};
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -185,7 +186,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        say!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     let mut t = Table::new();
@@ -210,11 +211,12 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             format!("{:.1} / {}", r.mean_queue, group(r.max_queue as i64)),
         ]);
     }
-    println!(
+    say!(
         "{} — wall time including decompression and parsing, best of {}",
-        report.policy, args.repeat
+        report.policy,
+        args.repeat
     );
-    println!("{t}");
+    say!("{t}");
     if let Some(g) = &report.growth_trace {
         let mut t = Table::new();
         t.load_style(UTF8_FULL_CONDENSED);
@@ -236,8 +238,8 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
                 format!("{:.2}", p.us_per_pass),
             ]);
         }
-        println!("queue length growth on {g} (arrivals compressed by the shrinking factor)");
-        println!("{t}");
+        say!("queue length growth on {g} (arrivals compressed by the shrinking factor)");
+        say!("{t}");
     }
     Ok(())
 }

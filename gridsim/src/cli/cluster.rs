@@ -4,11 +4,12 @@
 //! ran Flexible Backfilling instead of EASY?").
 
 use super::output::group;
+use super::say;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gridsched_core::classify::{Classifier, ClassifierConfig};
-use gridsched_core::dispatch::RoundRobin;
+use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
 use gridsched_core::heuristics::HeuristicParams;
 use gridsched_core::model::{ClusterId, Job, Platform, Time};
 use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
@@ -45,6 +46,10 @@ pub struct ClusterArgs {
     /// platform's catalogue).
     #[arg(long)]
     pub workload: Option<PathBuf>,
+    /// Meta-scheduler dispatch over the clusters: round-robin, load, ordering, load-ordering,
+    /// best-fit, least-loaded, min-completion.
+    #[arg(long, default_value = "load-ordering")]
+    pub dispatch: String,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -131,29 +136,38 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
         ..Default::default()
     })?;
     let mut classify = |_: Time, j: &Job| classifier.classify(j);
-    let mut rr = RoundRobin::default();
+    let kind: DispatchKind = args
+        .dispatch
+        .parse()
+        .map_err(|e: String| anyhow!("--dispatch: {e}"))?;
+    let mut dispatcher = DispatchConfig {
+        seed: args.seed,
+        ..DispatchConfig::new(kind)
+    }
+    .build();
     let n = jobs.len();
     let report = simulate_jobs(
         &platform,
         &mut policies,
         Meta {
             classify: &mut classify,
-            dispatcher: &mut rr,
+            dispatcher: dispatcher.as_mut(),
         },
         jobs,
     )
     .map_err(|e| anyhow!("{e}"))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
-            "{} on {} cluster(s), {} machines; {} jobs",
+        say!(
+            "{} on {} cluster(s), {} machines, dispatched by {}; {} jobs",
             policies[0].describe(),
             platform.clusters.len(),
             platform.machines.len(),
+            dispatcher.describe(),
             group(n as i64)
         );
-        println!("{}", table(&report));
+        say!("{}", table(&report));
     }
     Ok(())
 }

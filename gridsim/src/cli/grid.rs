@@ -1,6 +1,7 @@
 //! `gridsim grid`: one run of the multi-site grid study — a workload on a machine configuration of
 //! Tab. 7.1 (or any list of machine sizes) under one scenario — printing the §3.4 metrics.
 
+use super::say;
 use anyhow::{Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -106,13 +107,13 @@ pub fn grid(args: &GridArgs) -> Result<()> {
     }
     let (r, _) = simulate_grid(&sizes, &cfg, &w.jobs, args.by_partition);
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::json!({"workload": w.name, "config": name, "sizes": sizes, "settings": cfg, "report": r})
         );
         return Ok(());
     }
-    println!(
+    say!(
         "{} ({} jobs) on {name} ({} machines, {total} nodes), {}",
         w.name,
         w.jobs.len(),
@@ -146,6 +147,6 @@ pub fn grid(args: &GridArgs) -> Result<()> {
     ] {
         t.add_row(vec![k.to_string(), v]);
     }
-    println!("{t}");
+    say!("{t}");
     Ok(())
 }

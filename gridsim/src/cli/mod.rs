@@ -9,7 +9,29 @@ mod output;
 mod run;
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::process::ExitCode;
+
+/// `println!` that ends the program quietly when stdout is closed (`gridsim ... | head`) instead of
+/// panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use say;
+
+/// Writes one line to stdout; a closed pipe ends the process with success, any other error with 1.
+pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("gridsim: error: writing to stdout: {e}");
+        std::process::exit(1);
+    }
+}
 
 /// gridsched's simulator: replays real workload traces and synthetic streams through the same
 /// scheduling code the live grid runs.

@@ -3,6 +3,7 @@
 
 use super::knobs::Knobs;
 use super::output;
+use super::say;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use gridsched_core::metrics::JobRecord;
@@ -290,12 +291,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
     }
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&output::RunJson::new(&outcome))?
         );
     } else {
-        println!("{}", output::table(&outcome));
+        say!("{}", output::table(&outcome));
     }
     Ok(())
 }

@@ -303,9 +303,21 @@ impl FlexibleBackfilling {
 impl Policy for FlexibleBackfilling {
     fn describe(&self) -> String {
         match self.order {
-            ClusterOrder::Priority(p) if p != HeuristicParams::default() => {
-                format!("{} ({p:?})", self.name)
-            }
+            ClusterOrder::Priority(p) if p != HeuristicParams::default() => match p.preset_name() {
+                Some(n) => format!("{} ({n})", self.name),
+                None => format!(
+                    "{} (max {}, min {}, k {}, age {}, W {}, boost {}, d {:?}, rho {:?})",
+                    self.name,
+                    p.max,
+                    p.min,
+                    p.k,
+                    p.age_factor,
+                    p.licence_weight,
+                    p.priority_boost,
+                    p.licence_d,
+                    p.rho_jobs
+                ),
+            },
             _ => self.name.to_string(),
         }
     }
