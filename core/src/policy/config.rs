@@ -33,6 +33,9 @@ pub enum PolicyKind {
     FbMod,
     /// Earliest deadline first on a heterogeneous cluster (D9.2 baseline).
     Edf,
+    /// Flexible Backfilling ordering its queue by the meta-scheduler's priority (D9.3 "MS
+    /// Heuristics").
+    FbMeta,
 }
 
 impl PolicyKind {
@@ -47,12 +50,13 @@ impl PolicyKind {
 
     /// The kinds that schedule a heterogeneous cluster with licences (`fcfs` and `easy` there are
     /// the seed's FCFS and BF_FCFS).
-    pub const CLUSTER: [PolicyKind; 5] = [
+    pub const CLUSTER: [PolicyKind; 6] = [
         PolicyKind::Fcfs,
         PolicyKind::Easy,
         PolicyKind::FbUnmod,
         PolicyKind::FbMod,
         PolicyKind::Edf,
+        PolicyKind::FbMeta,
     ];
 
     /// The name used on command lines and in configuration files.
@@ -66,6 +70,7 @@ impl PolicyKind {
             PolicyKind::FbUnmod => "fb-unmod",
             PolicyKind::FbMod => "fb-mod",
             PolicyKind::Edf => "edf",
+            PolicyKind::FbMeta => "fb-meta",
         }
     }
 }
@@ -190,7 +195,7 @@ pub struct PolicyConfig {
 pub enum PolicyConfigError {
     /// The name is not a known policy.
     #[error(
-        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf)"
+        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf, fb-meta)"
     )]
     UnknownPolicy(String),
     /// The cluster does not exist.
@@ -227,7 +232,7 @@ impl PolicyConfig {
     fn cluster_only(&self) -> bool {
         matches!(
             self.policy,
-            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf
+            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf | PolicyKind::FbMeta
         )
     }
 
@@ -247,6 +252,7 @@ impl PolicyConfig {
                 self.heuristics,
             )),
             PolicyKind::Edf => Box::new(FlexibleBackfilling::edf(state)),
+            PolicyKind::FbMeta => Box::new(FlexibleBackfilling::fb_meta(state)),
             other => {
                 return Err(PolicyConfigError::NotSingleMachine {
                     policy: other,
@@ -279,7 +285,7 @@ impl PolicyConfig {
                 Box::new(Easy::new(machine, procs, QueueOrder::Ljf, self.backfill))
             }
             PolicyKind::Conservative => Box::new(Conservative::new(machine, procs)),
-            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf => {
+            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf | PolicyKind::FbMeta => {
                 unreachable!("handled above")
             }
         }
@@ -390,5 +396,6 @@ mod tests {
                 .unwrap();
         assert_eq!(c.heuristics, HeuristicParams::FB_4_3_2);
         assert_eq!("edf".parse::<PolicyKind>().unwrap(), PolicyKind::Edf);
+        assert_eq!("fb-meta".parse::<PolicyKind>().unwrap(), PolicyKind::FbMeta);
     }
 }
