@@ -11,12 +11,16 @@
 //! * [`plot`]: SVG line charts (plotters, SVG backend, no system fonts).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
+//! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters.
 
 pub mod fb;
+pub mod ms_cs;
+pub mod ms_fb;
 pub mod multisite;
 pub mod output;
 pub mod plot;
 pub mod runner;
+pub mod two_level;
 
 use anyhow::Result;
 use serde::Serialize;
