@@ -4,8 +4,8 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, cs::CsExperiment, fb::FbExperiment, mkp::MkpExperiment,
-    multisite::MultisiteExperiment, output, runner,
+    Experiment, Options, cs::CsExperiment, fb::FbExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
+    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -22,6 +22,10 @@ pub enum Name {
     Cs,
     /// D9.2: the greedy knapsack pre-matching against branch and bound (Table 5).
     Mkp,
+    /// D9.3: meta-scheduler + Flexible Backfilling on 4 clusters (MS / LS / NO heuristics).
+    MsFb,
+    /// D9.4: meta-scheduler + local CS, FCFS, EASY, Flexible Backfilling on 4 clusters.
+    MsCs,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -62,6 +66,8 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::Multisite => Box::new(MultisiteExperiment::new(&opts)?),
         Name::Cs => Box::new(CsExperiment::new(&opts)),
         Name::Mkp => Box::new(MkpExperiment::new(&opts)),
+        Name::MsFb => Box::new(TwoLevelExperiment::new(&opts, &ms_fb::SPEC)),
+        Name::MsCs => Box::new(TwoLevelExperiment::new(&opts, &ms_cs::SPEC)),
     };
     if args.out.is_file() {
         bail!(

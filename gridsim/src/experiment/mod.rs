@@ -13,14 +13,18 @@
 //! * [`mkp`]: D9.2 greedy knapsack pre-matching against branch and bound (Table 5).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
+//! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters.
 
 pub mod cs;
 pub mod fb;
 pub mod mkp;
+pub mod ms_cs;
+pub mod ms_fb;
 pub mod multisite;
 pub mod output;
 pub mod plot;
 pub mod runner;
+pub mod two_level;
 
 use anyhow::Result;
 use serde::Serialize;
