@@ -38,25 +38,21 @@ fn read(path: &Path) -> Vec<(i64, u32, Option<i64>)> {
         .collect()
 }
 
+/// `trace scale --trace input --to to --method method --out out --json`.
+fn scale_json(input: &Path, to: &str, method: &str, out: &Path) -> serde_json::Value {
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    json(&gridsim(&[
+        "trace", "scale", "--trace", i, "--to", to, "--method", method, "--out", o, "--json",
+    ]))
+}
+
 #[test]
 fn widths_and_copies_on_a_small_trace() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.swf");
     std::fs::write(&input, SWF).unwrap();
     let out = dir.path().join("w.jsonl");
-    let v = json(&gridsim(&[
-        "trace",
-        "scale",
-        "--trace",
-        input.to_str().unwrap(),
-        "--to",
-        "20",
-        "--method",
-        "widths",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]));
+    let v = scale_json(&input, "20", "widths", &out);
     // f* = 2.5: 4 → 10, 8 → 20, 3 → 7.5 → 8.
     assert_eq!(v["before"]["jobs"], 3);
     assert_eq!(v["before"]["area"], 400 + 400 + 90);
@@ -70,19 +66,7 @@ fn widths_and_copies_on_a_small_trace() {
     );
 
     let swf = dir.path().join("c.swf");
-    let v = json(&gridsim(&[
-        "trace",
-        "scale",
-        "--trace",
-        input.to_str().unwrap(),
-        "--to",
-        "24",
-        "--method",
-        "copies",
-        "--out",
-        swf.to_str().unwrap(),
-        "--json",
-    ]));
+    let v = scale_json(&input, "24", "copies", &swf);
     assert_eq!(v["after"]["jobs"], 9);
     assert_eq!(v["after"]["area"], 3 * (400 + 400 + 90));
     let jobs = read(&swf);
