@@ -7,6 +7,7 @@ mod grid;
 mod knobs;
 mod output;
 mod run;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -58,6 +59,8 @@ enum Command {
     /// Run a published experiment in parallel and write runs.csv, summary.json, SVG figures
     /// and report.md to --out.
     Experiment(experiment::ExperimentArgs),
+    /// Transform workload traces: `trace scale` (Ernemann's scaling to a larger machine).
+    Trace(trace::TraceArgs),
 }
 
 /// Runs the command line; errors are printed on stderr with exit code 1.
@@ -69,6 +72,7 @@ pub fn main() -> ExitCode {
         Command::Cluster(args) => cluster::cluster(&args),
         Command::Grid(args) => grid::grid(&args),
         Command::Experiment(args) => experiment::experiment(&args),
+        Command::Trace(args) => trace::trace(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -297,3 +297,33 @@ fn total_work_on_real_traces() {
         }
     }
 }
+
+/// Load increase of §5.5 on a real trace (Tab. 5.10 factors 0.9 … 0.6): shrinking keeps every
+/// job's shape and the total work, multiplies the submission span by f (rounding down loses
+/// < 1 s per job), so the offered load area / (procs × span) grows by 1/f.
+#[test]
+fn shrinking_raises_the_offered_load_of_kth() {
+    use crate::shrink::ShrinkExt;
+    let Some((jobs, procs)) = load("KTH-SP2-1996-2.1-cln.swf.gz") else {
+        return;
+    };
+    let span = |js: &[Job]| (js.last().unwrap().submit - js[0].submit) as f64;
+    let base = Summary::of(&jobs);
+    let load0 = base.area as f64 / (f64::from(procs) * span(&jobs));
+    for f in [0.9, 0.8, 0.7, 0.6] {
+        let out: Vec<Job> = jobs.clone().into_iter().shrink(f).unwrap().collect();
+        assert_eq!(
+            Summary::of(&out),
+            base,
+            "f = {f}: shapes and work unchanged"
+        );
+        assert!((span(&out) - f * span(&jobs)).abs() <= 1.0, "f = {f}");
+        assert!(out.windows(2).all(|w| w[0].submit <= w[1].submit));
+        let load = base.area as f64 / (f64::from(procs) * span(&out));
+        assert!(
+            (load / load0 - 1.0 / f).abs() < 1e-6,
+            "f = {f}: load ×{}",
+            load / load0
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! `gridsim trace scale`: Ernemann's scaling of a trace to a larger machine
+//! (`gang-urgent-scaling.md` Part C, C.6; see `gridsched_workload::scale`), written as JSON Lines
+//! or SWF, with an optional JSON summary (jobs, total work, widest job before and after).
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use gridsched_core::model::Job;
+use gridsched_workload::scale::{
+    Calibration, Method, Scale, ScaleOptions, Stage, Summary, adjusted_factor, precise_factor,
+    round_half_up, table1_integer_factor,
+};
+use gridsched_workload::{JobSource, JsonlWriter, NormalizeOptions, traces};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+/// Subcommands of `gridsim trace`.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Scale a trace to a larger machine (Part C): job copies, enlarged widths or per job by
+    /// the decision value d.
+    Scale(ScaleArgs),
+}
+
+/// Arguments of `gridsim trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    command: TraceCommand,
+}
+
+/// How each job is transformed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MethodArg {
+    /// Duplicate every job.
+    Copies,
+    /// Enlarge every job.
+    Widths,
+    /// Duplicate with probability d/100, else enlarge.
+    Decision,
+}
+
+/// Which stage of C.6 gives the factors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StageArg {
+    /// Stage 1: integer factor for size and copies (default: Table 1's, else round(f*)).
+    Integer,
+    /// Stage 2: precise size factor, integer copies (--copies, default as stage 1).
+    PreciseSize,
+    /// Stages 3–4: one factor (default f*; `--factor` or `--adjusted` for stage 4).
+    Precise,
+}
+
+/// Arguments of `gridsim trace scale`.
+#[derive(Clone, Debug, Args)]
+pub struct ScaleArgs {
+    /// Trace: name, prefix or path (SWF, plain or gzip, or JSON Lines).
+    #[arg(long)]
+    pub trace: String,
+    /// Original machine size (default: the trace header's).
+    #[arg(long)]
+    pub from: Option<u32>,
+    /// Target machine size.
+    #[arg(long, default_value_t = 1024)]
+    pub to: u32,
+    /// Copies, widths or decision.
+    #[arg(long, value_enum, default_value = "decision")]
+    pub method: MethodArg,
+    /// Decision value d in [0, 100] (method decision).
+    #[arg(long, default_value_t = 50.0)]
+    pub d: f64,
+    /// Stage of C.6.
+    #[arg(long, value_enum, default_value = "precise")]
+    pub stage: StageArg,
+    /// Factor (precise: size and mean copies; precise-size: size; integer: both, an integer).
+    #[arg(long, conflicts_with = "adjusted")]
+    pub factor: Option<f64>,
+    /// Copy count of stage 2.
+    #[arg(long)]
+    pub copies: Option<u32>,
+    /// Use Table 4's adjusted factor for the trace (CTC, KTH, NASA, SDSC00, SDSC95, SDSC96).
+    #[arg(long)]
+    pub adjusted: bool,
+    /// With --adjusted: the FCFS-calibrated factor (differs only for SDSC00).
+    #[arg(long)]
+    pub fcfs: bool,
+    /// Seed of the random stream.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output file: `.jsonl` (JSON Lines) or `.swf`.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Print a JSON summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `gridsim trace ...`.
+pub fn trace(args: &TraceArgs) -> Result<()> {
+    match &args.command {
+        TraceCommand::Scale(a) => scale(a),
+    }
+}
+
+fn stage(a: &ScaleArgs, original: u32) -> Result<Stage> {
+    let fstar = precise_factor(original, a.to)?;
+    let int_default = || {
+        table1_integer_factor(&a.trace)
+            .filter(|_| a.to == 1024)
+            .unwrap_or(round_half_up(fstar).max(1) as u32)
+    };
+    let as_int = |f: f64| -> Result<u32> {
+        if f.fract() != 0.0 || !(1.0..=f64::from(u32::MAX)).contains(&f) {
+            bail!("--factor {f}: the integer stage needs a positive integer factor");
+        }
+        Ok(f as u32)
+    };
+    Ok(match a.stage {
+        StageArg::Integer => Stage::Integer(
+            a.factor
+                .map(as_int)
+                .transpose()?
+                .unwrap_or_else(int_default),
+        ),
+        StageArg::PreciseSize => Stage::PreciseSize {
+            size: a.factor.unwrap_or(fstar),
+            copies: a.copies.unwrap_or_else(int_default),
+        },
+        StageArg::Precise => {
+            let f = if a.adjusted {
+                let by = if a.fcfs {
+                    Calibration::Fcfs
+                } else {
+                    Calibration::Easy
+                };
+                adjusted_factor(&a.trace, by).ok_or_else(|| {
+                    anyhow!("--adjusted: Table 4 has no factor for trace `{}`", a.trace)
+                })?
+            } else {
+                a.factor.unwrap_or(fstar)
+            };
+            Stage::Precise(f)
+        }
+    })
+}
+
+/// One SWF line (18 fields; unknown ones −1, status 1 = completed).
+fn swf_line(j: &Job) -> String {
+    format!(
+        "{} {} -1 {} {} -1 {} {} {} -1 1 {} -1 -1 -1 {} -1 -1",
+        j.id.0,
+        j.submit,
+        j.runtime.unwrap_or(j.estimate),
+        j.procs,
+        j.memory_kb.map_or(-1, |m| m as i64),
+        j.procs,
+        j.estimate,
+        j.user.0,
+        j.partition.map_or(-1, i64::from),
+    )
+}
+
+fn scale(a: &ScaleArgs) -> Result<()> {
+    let path = traces::resolve(&a.trace, &traces::cli_traces_dir()).map_err(|e| anyhow!(e))?;
+    let mut src = JobSource::open(&path, None, NormalizeOptions::default())?;
+    let original = match a.from.or(src.normalized_procs()) {
+        Some(n) => n,
+        None => bail!(
+            "{}: the header gives no machine size; pass --from",
+            path.display()
+        ),
+    };
+    let mut jobs = Vec::new();
+    for j in src.by_ref() {
+        jobs.push(j?);
+    }
+    let before = Summary::of(&jobs);
+    let opts = ScaleOptions {
+        target: a.to,
+        stage: stage(a, original)?,
+        method: match a.method {
+            MethodArg::Copies => Method::Copies,
+            MethodArg::Widths => Method::Widths,
+            MethodArg::Decision => Method::Decision(a.d),
+        },
+        seed: a.seed,
+    };
+    let swf = a
+        .out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("swf"));
+    if !swf
+        && !a
+            .out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
+    {
+        bail!("--out {}: expected a .jsonl or .swf file", a.out.display());
+    }
+    let file = std::fs::File::create(&a.out)
+        .with_context(|| format!("--out {}: cannot create", a.out.display()))?;
+    let header = format!(
+        "scaled from {} ({original} processors) to {} by gridsched trace scale: {:?}, {:?}, seed {}",
+        path.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        a.to,
+        opts.stage,
+        opts.method,
+        a.seed
+    );
+    let mut after = Summary::default();
+    let scaled = Scale::new(jobs.into_iter(), opts)?;
+    if swf {
+        let mut w = BufWriter::new(file);
+        writeln!(w, "; {header}")?;
+        writeln!(w, "; MaxProcs: {}", a.to)?;
+        for s in scaled {
+            after.add(&s.job);
+            writeln!(w, "{}", swf_line(&s.job))?;
+        }
+        w.flush()?;
+    } else {
+        let mut w = JsonlWriter::new(BufWriter::new(file), src.licence_names().to_vec());
+        w.write_comment(&header)?;
+        for s in scaled {
+            after.add(&s.job);
+            w.write_job(&s.job)?;
+        }
+        w.flush()?;
+    }
+    if a.json {
+        let v = serde_json::json!({
+            "trace": path.display().to_string(),
+            "from": original,
+            "to": a.to,
+            "stage": format!("{:?}", opts.stage),
+            "method": format!("{:?}", opts.method),
+            "seed": a.seed,
+            "expected_jobs": opts.expected_jobs(before.jobs),
+            "before": before,
+            "after": after,
+            "out": a.out.display().to_string(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "{} jobs, area {}, max width {} → {} jobs, area {}, max width {} ({})",
+            before.jobs,
+            before.area,
+            before.max_procs,
+            after.jobs,
+            after.area,
+            after.max_procs,
+            a.out.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swf_line_has_18_fields() {
+        let j = Job::new(3, 10, 64, 600, 300);
+        let l = swf_line(&j);
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 18);
+        assert_eq!(
+            (f[0], f[1], f[3], f[4], f[7], f[8]),
+            ("3", "10", "300", "64", "64", "600")
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! `gridsim trace scale` as a user meets it: JSON summary, both output formats read back,
+//! determinism with a seed, clear errors, and a real trace when present.
+
+use gridsched_workload::{JobSource, NormalizeOptions};
+use std::path::Path;
+use std::process::{Command, Output};
+
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces");
+
+fn gridsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args(args)
+        .env("GRIDSCHED_TRACES", TRACES)
+        .output()
+        .expect("gridsim runs")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "gridsim failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON object on stdout")
+}
+
+const SWF: &str = "; MaxProcs: 8\n\
+1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n\
+2 10 -1 50 8 -1 -1 8 60 -1 1 2 1 -1 1 -1 -1 -1\n\
+3 20 -1 30 3 -1 -1 3 40 -1 1 1 1 -1 1 -1 -1 -1\n";
+
+fn read(path: &Path) -> Vec<(i64, u32, Option<i64>)> {
+    let mut src =
+        JobSource::open(path, None, NormalizeOptions::default()).expect("readable output");
+    src.by_ref()
+        .map(|j| j.expect("job"))
+        .map(|j| (j.submit, j.procs, j.runtime))
+        .collect()
+}
+
+/// `trace scale --trace input --to to --method method --out out --json`.
+fn scale_json(input: &Path, to: &str, method: &str, out: &Path) -> serde_json::Value {
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    json(&gridsim(&[
+        "trace", "scale", "--trace", i, "--to", to, "--method", method, "--out", o, "--json",
+    ]))
+}
+
+#[test]
+fn widths_and_copies_on_a_small_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.swf");
+    std::fs::write(&input, SWF).unwrap();
+    let out = dir.path().join("w.jsonl");
+    let v = scale_json(&input, "20", "widths", &out);
+    // f* = 2.5: 4 → 10, 8 → 20, 3 → 7.5 → 8.
+    assert_eq!(v["before"]["jobs"], 3);
+    assert_eq!(v["before"]["area"], 400 + 400 + 90);
+    assert_eq!(v["after"]["jobs"], 3);
+    assert_eq!(v["after"]["area"], 1000 + 1000 + 240);
+    assert_eq!(v["before"]["max_procs"], 8);
+    assert_eq!(v["after"]["max_procs"], 20);
+    assert_eq!(
+        read(&out),
+        vec![(0, 10, Some(100)), (10, 20, Some(50)), (20, 8, Some(30))]
+    );
+
+    let swf = dir.path().join("c.swf");
+    let v = scale_json(&input, "24", "copies", &swf);
+    assert_eq!(v["after"]["jobs"], 9);
+    assert_eq!(v["after"]["area"], 3 * (400 + 400 + 90));
+    let jobs = read(&swf);
+    assert_eq!(jobs.len(), 9);
+    assert_eq!(jobs[..3], [(0, 4, Some(100)); 3]);
+}
+
+#[test]
+fn seeded_output_is_reproducible_and_errors_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.swf");
+    let mut text = String::from("; MaxProcs: 8\n");
+    for i in 0..200 {
+        text += &format!(
+            "{} {} -1 100 {} -1 -1 {} 200 -1 1 1 1 -1 1 -1 -1 -1\n",
+            i + 1,
+            i * 10,
+            1 + i % 8,
+            1 + i % 8
+        );
+    }
+    std::fs::write(&input, text).unwrap();
+    let run = |name: &str, seed: &str| {
+        let out = dir.path().join(name);
+        let o = gridsim(&[
+            "trace",
+            "scale",
+            "--trace",
+            input.to_str().unwrap(),
+            "--to",
+            "19",
+            "--d",
+            "50",
+            "--seed",
+            seed,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(out).unwrap()
+    };
+    assert_eq!(run("a.jsonl", "5"), run("b.jsonl", "5"));
+    assert_ne!(run("a.jsonl", "5"), run("c.jsonl", "6"));
+
+    for (args, needle) in [
+        (vec!["--to", "4"], "smaller"),
+        (vec!["--d", "150"], "decision value"),
+        (vec!["--stage", "integer", "--factor", "2.5"], "integer"),
+        (vec!["--adjusted"], "Table 4"),
+    ] {
+        let out = dir.path().join("e.jsonl");
+        let mut a = vec![
+            "trace",
+            "scale",
+            "--trace",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        a.extend(args);
+        let o = gridsim(&a);
+        assert!(!o.status.success());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(needle), "{e}");
+    }
+}
+
+#[test]
+fn kth_scaled_to_1024_keeps_the_work_per_processor() {
+    let Some(_) =
+        gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz", Path::new(TRACES))
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kth.jsonl");
+    let v = json(&gridsim(&[
+        "trace",
+        "scale",
+        "--trace",
+        "KTH",
+        "--to",
+        "1024",
+        "--method",
+        "decision",
+        "--adjusted",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]));
+    let before = v["before"]["area"].as_f64().unwrap();
+    let after = v["after"]["area"].as_f64().unwrap();
+    assert!(
+        (after / before / 10.71 - 1.0).abs() < 0.01,
+        "area ×{}",
+        after / before
+    );
+    assert_eq!(v["after"]["max_procs"], 1024);
+    let jobs = v["after"]["jobs"].as_f64().unwrap();
+    let expected = v["expected_jobs"].as_f64().unwrap();
+    assert!((jobs / expected - 1.0).abs() < 0.01, "{jobs} vs {expected}");
+}
