@@ -4,7 +4,8 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, fb::FbExperiment, multisite::MultisiteExperiment, output, runner,
+    Experiment, Options, cs::CsExperiment, fb::FbExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
+    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,6 +18,14 @@ pub enum Name {
     Fb,
     /// Streit §6: local / job sharing / multi-site (constrained, adaptive) on Tab. 7.1's grids.
     Multisite,
+    /// D9.2: Convergent Scheduling variants against BF-easy, Flexible Backfilling and EDF.
+    Cs,
+    /// D9.2: the greedy knapsack pre-matching against branch and bound (Table 5).
+    Mkp,
+    /// D9.3: meta-scheduler + Flexible Backfilling on 4 clusters (MS / LS / NO heuristics).
+    MsFb,
+    /// D9.4: meta-scheduler + local CS, FCFS, EASY, Flexible Backfilling on 4 clusters.
+    MsCs,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -55,6 +64,10 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
         Name::Multisite => Box::new(MultisiteExperiment::new(&opts)?),
+        Name::Cs => Box::new(CsExperiment::new(&opts)),
+        Name::Mkp => Box::new(MkpExperiment::new(&opts)),
+        Name::MsFb => Box::new(TwoLevelExperiment::new(&opts, &ms_fb::SPEC)),
+        Name::MsCs => Box::new(TwoLevelExperiment::new(&opts, &ms_cs::SPEC)),
     };
     if args.out.is_file() {
         bail!(

@@ -8,7 +8,7 @@
 //! Table 1's own range is 50–70 %, used for Figs. 16–18), 20 repetitions. Every algorithm sees the
 //! same platform and jobs for a given repetition (common random numbers).
 
-use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup};
 use crate::platform::{Meta, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
@@ -141,16 +141,8 @@ impl Experiment for FbExperiment {
     }
 
     fn run(&self, key: &RunKey) -> Result<Metrics> {
-        let ratio = RATIOS
-            .iter()
-            .find(|(n, _)| *n == key.variant)
-            .ok_or_else(|| anyhow!("unknown variant {}", key.variant))?
-            .1;
-        let kind = ALGORITHMS
-            .iter()
-            .find(|(n, _)| *n == key.algorithm)
-            .ok_or_else(|| anyhow!("unknown algorithm {}", key.algorithm))?
-            .1;
+        let ratio = *lookup(&RATIOS, &key.variant, "variant")?;
+        let kind = *lookup(&ALGORITHMS, &key.algorithm, "algorithm")?;
         let setup = SetupParams {
             licence_ratio: ratio,
             ..self.setup.clone()
