@@ -21,6 +21,8 @@ struct Setup {
     machines: Vec<Machine>,
     pools: Vec<LicencePool>,
     space_sharing: bool,
+    /// A machine (index modulo the machine count) down from the first time to the second.
+    outage: Option<(usize, Time, Time)>,
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
@@ -34,8 +36,9 @@ fn setup() -> impl Strategy<Value = Setup> {
         prop::collection::vec(machine, 1..=5),
         prop::collection::vec(prop::option::of(pool), 3),
         any::<bool>(),
+        prop::option::of((0usize..5, 0i64..150, 1i64..150)),
     )
-        .prop_map(|(ms, pools, space_sharing)| {
+        .prop_map(|(ms, pools, space_sharing, outage)| {
             let machines = ms
                 .iter()
                 .enumerate()
@@ -63,10 +66,12 @@ fn setup() -> impl Strategy<Value = Setup> {
                     })
                 })
                 .collect();
+            let outage = outage.map(|(m, down, len)| (m % machines.len(), down, down + len));
             Setup {
                 machines,
                 pools,
                 space_sharing,
+                outage,
             }
         })
 }
@@ -107,6 +112,7 @@ struct Validator<'a> {
     setup: &'a Setup,
     used: Vec<u32>,
     jobs_on: Vec<u32>,
+    up: Vec<bool>,
     copies: HashMap<LicenceId, u32>,
     /// Per running job: machine index and the pools it draws from.
     holds: HashMap<JobId, (usize, Vec<LicenceId>)>,
@@ -119,6 +125,7 @@ impl<'a> Validator<'a> {
             setup,
             used: vec![0; n],
             jobs_on: vec![0; n],
+            up: vec![true; n],
             copies: HashMap::new(),
             holds: HashMap::new(),
         }
@@ -155,7 +162,7 @@ impl<'a> Validator<'a> {
 
     fn fits_now(&self, job: &Job, m: usize) -> bool {
         let free = self.setup.machines[m].procs - self.used[m];
-        if job.procs > free || (!self.setup.space_sharing && self.jobs_on[m] > 0) {
+        if !self.up[m] || job.procs > free || (!self.setup.space_sharing && self.jobs_on[m] > 0) {
             return false;
         }
         self.sources(job, m).is_ok_and(|pooled| {
@@ -177,8 +184,9 @@ impl<'a> Validator<'a> {
         }
         if !self.fits_now(job, m) {
             return Err(format!(
-                "{} does not fit on m{m}: used {}/{}, jobs {}, copies {:?}, sources {:?}",
+                "{} does not fit on m{m}: up {}, used {}/{}, jobs {}, copies {:?}, sources {:?}",
                 job.id,
+                self.up[m],
                 self.used[m],
                 self.setup.machines[m].procs,
                 self.jobs_on[m],
@@ -231,13 +239,29 @@ fn run(name: &str, setup: &Setup, jobs: &[Job]) -> Result<Run, TestCaseError> {
     let mut out = Run { starts: Vec::new() };
     let mut next_submit = 0usize;
     let mut buf = Vec::new();
+    let mut last = Time::MIN;
     loop {
         let t_sub = jobs.get(next_submit).map(|j| j.submit);
         let t_end = ends.keys().next().copied();
-        let now = match (t_sub, t_end) {
-            (None, None) => break,
-            (a, b) => a.into_iter().chain(b).min().expect("one is set"),
+        // The outage's instants count only while work remains.
+        let t_out = setup
+            .outage
+            .into_iter()
+            .flat_map(|(_, d, u)| [d, u])
+            .filter(|&t| t > last && (t_sub.is_some() || t_end.is_some() || p.waiting_len() > 0))
+            .min();
+        let now = match [t_sub, t_end, t_out].into_iter().flatten().min() {
+            None => break,
+            Some(t) => t,
         };
+        last = now;
+        if let Some((m, down, up)) = setup.outage
+            && (now == down || now == up)
+        {
+            // At `down == up` the machine stays up (an empty outage).
+            v.up[m] = now != down || down == up;
+            p.set_machine_available(now, setup.machines[m].id, v.up[m]);
+        }
         for id in ends.remove(&now).unwrap_or_default() {
             v.end(by_id[&id]);
             p.terminate(now, id);
@@ -276,7 +300,8 @@ fn run(name: &str, setup: &Setup, jobs: &[Job]) -> Result<Run, TestCaseError> {
             ends.entry(now + run.max(0)).or_default().push(j.id);
             out.starts.push((j.id, now, m));
         }
-        if matches!(name, "fb-unmod" | "easy") {
+        // An outage may legitimately push a reservation back.
+        if matches!(name, "fb-unmod" | "easy") && setup.outage.is_none() {
             for r in p.reservations() {
                 first_res.entry(r.job).or_insert(r.start);
             }
@@ -324,6 +349,7 @@ fn a_pool_without_copies_makes_nothing_eligible() {
             machines: vec![MachineId(0)],
         }],
         space_sharing: true,
+        outage: None,
     };
     let mut j = Job::new(0, 0, 1, 10, 10);
     j.licences = vec![LicenceId(0)];

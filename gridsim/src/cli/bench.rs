@@ -1,8 +1,10 @@
 //! `gridsim bench`: the simulator's speed, measured the way a user meets it — wall time of a whole
 //! run including decompression and parsing — on every shared trace, and its growth with the
 //! queue length when the same trace's arrivals are compressed (shrinking factor, §5.5) to raise
-//! the load. Figures go to the README; no test asserts a timing.
+//! the load. With `--fb`, the cost of one Flexible Backfilling pass instead (see `bench_fb`).
+//! Figures go to the README; no test asserts a timing.
 
+use super::bench_fb::{fb_pass, parse_size};
 use super::knobs::Knobs;
 use super::output::group;
 use super::run::{RunArgs, execute};
@@ -36,6 +38,57 @@ pub struct BenchArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Time one Flexible Backfilling pass on a filled heterogeneous cluster with licences instead
+    /// of the traces.
+    #[arg(long)]
+    pub fb: bool,
+    /// Sizes of the `--fb` study, `QUEUEDxMACHINES`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "100x50,1000x200,10000x800"
+    )]
+    pub fb_sizes: Vec<String>,
+}
+
+/// `gridsim bench --fb`.
+fn bench_fb(args: &BenchArgs) -> Result<()> {
+    let sizes = args
+        .fb_sizes
+        .iter()
+        .map(|s| parse_size(s))
+        .collect::<Result<Vec<_>>>()?;
+    let rows = fb_pass(&sizes, args.repeat);
+    if args.json {
+        say!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "queued",
+        "machines",
+        "running",
+        "started",
+        "best (µs)",
+        "median (µs)",
+    ]);
+    for r in &rows {
+        t.add_row(vec![
+            group(r.queued as i64),
+            group(r.machines as i64),
+            group(r.running as i64),
+            group(r.started as i64),
+            format!("{:.1}", r.best_us),
+            format!("{:.1}", r.median_us),
+        ]);
+    }
+    say!(
+        "fb-unmod (fb-4.1): one scheduling pass on a filled cluster with 20 licences, {} runs",
+        args.repeat
+    );
+    say!("{t}");
+    Ok(())
 }
 
 #[derive(Debug, Serialize)]
@@ -98,6 +151,9 @@ fn best<T>(repeat: u32, mut f: impl FnMut() -> Result<(f64, T)>) -> Result<(f64,
 
 /// `gridsim bench`.
 pub fn bench(args: &BenchArgs) -> Result<()> {
+    if args.fb {
+        return bench_fb(args);
+    }
     let dir = traces::cli_traces_dir();
     let names: Vec<PathBuf> = if args.traces.is_empty() {
         traces::list(&dir)
