@@ -139,3 +139,43 @@ fn multisite_quick_runs_every_scenario() {
     experiment("multisite", b.path(), &["--threads", "1"]);
     assert_eq!(rows, deterministic_csv(b.path()));
 }
+
+#[test]
+fn cs_quick_writes_every_output_every_job_ends_and_claims_get_verdicts() {
+    let a = tempfile::tempdir().unwrap();
+    experiment("cs", a.path(), &["--threads", "2"]);
+    let rows = deterministic_csv(a.path());
+    // 2 inter-arrival times × 2 repetitions × 8 algorithms.
+    assert_eq!(rows.len(), 1 + 32);
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let (finished, alg, susp) = (col("finished"), col("algorithm"), col("suspensions"));
+    assert!(
+        rows[1..].iter().all(|r| r[finished] == "150.000000"),
+        "every job of every run ends"
+    );
+    // Only the preemptive CS variants suspend jobs.
+    for r in &rows[1..] {
+        if !r[alg].ends_with("_p") {
+            assert_eq!(r[susp], "0.000000", "{r:?}");
+        }
+    }
+    for fig in [
+        "fig20-deadline-misses",
+        "fig21-slowdown-no-deadline",
+        "fig22-machine-usage",
+        "fig23-scheduling-time",
+    ] {
+        assert!(a.path().join(format!("{fig}.svg")).is_file(), "{fig}");
+    }
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(report.contains("Fig. 20"));
+    let verdicts = report
+        .lines()
+        .filter(|l| l.starts_with("- **holds**") || l.starts_with("- **does not hold**"))
+        .count();
+    assert_eq!(verdicts, 6, "{report}");
+    // Same results with one thread (the timing column aside).
+    let b = tempfile::tempdir().unwrap();
+    experiment("cs", b.path(), &["--threads", "1"]);
+    assert_eq!(rows, deterministic_csv(b.path()));
+}

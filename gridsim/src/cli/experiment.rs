@@ -4,7 +4,8 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, fb::FbExperiment, multisite::MultisiteExperiment, output, runner,
+    Experiment, Options, cs::CsExperiment, fb::FbExperiment, multisite::MultisiteExperiment,
+    output, runner,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -15,6 +16,8 @@ use std::time::Instant;
 pub enum Name {
     /// D9.1: Flexible Backfilling on one cluster (FCFS, BF_FCFS, BF_UNMOD, BF_MOD).
     Fb,
+    /// D9.2: Convergent Scheduling on one cluster (CS variants, BF-easy, FB, EDF).
+    Cs,
     /// Streit §6: local / job sharing / multi-site (constrained, adaptive) on Tab. 7.1's grids.
     Multisite,
 }
@@ -54,6 +57,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
     };
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
+        Name::Cs => Box::new(CsExperiment::new(&opts)),
         Name::Multisite => Box::new(MultisiteExperiment::new(&opts)?),
     };
     if args.out.is_file() {

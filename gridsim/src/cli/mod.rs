@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch of `gridsim`.
 
 mod bench;
+mod bench_cs;
 mod cluster;
 mod experiment;
 mod grid;

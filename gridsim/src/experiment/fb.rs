@@ -9,7 +9,7 @@
 //! same platform and jobs for a given repetition (common random numbers).
 
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
-use crate::platform::{Meta, simulate_jobs};
+use crate::platform::{Meta, PlatformReport, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
 use gridsched_core::model::{ClusterId, Job, Time};
@@ -89,19 +89,7 @@ pub fn single_cluster_metrics(
     cfg: PolicyConfig,
     jobs: Vec<Job>,
 ) -> Result<Metrics> {
-    let mut policies = vec![cfg.build(platform, ClusterId(0))?];
-    let mut rr = RoundRobin::default();
-    let mut classify = |_: Time, _: &Job| 1;
-    let rep = simulate_jobs(
-        platform,
-        &mut policies,
-        Meta {
-            classify: &mut classify,
-            dispatcher: &mut rr,
-        },
-        jobs,
-    )
-    .map_err(|e| anyhow!("{e}"))?;
+    let rep = single_cluster_report(platform, cfg, jobs)?;
     Ok(vec![
         ("missed_pct", rep.jobs.missed_pct),
         ("slowdown", rep.jobs.slowdown),
@@ -113,6 +101,27 @@ pub fn single_cluster_metrics(
         ("finished", rep.jobs.finished as f64),
         ("mean_pass_us", rep.stats.mean_pass_us),
     ])
+}
+
+/// Runs `jobs` on the one-cluster `platform` with `cfg` and returns the engine's report.
+pub fn single_cluster_report(
+    platform: &gridsched_core::model::Platform,
+    cfg: PolicyConfig,
+    jobs: Vec<Job>,
+) -> Result<PlatformReport> {
+    let mut policies = vec![cfg.build(platform, ClusterId(0))?];
+    let mut rr = RoundRobin::default();
+    let mut classify = |_: Time, _: &Job| 1;
+    simulate_jobs(
+        platform,
+        &mut policies,
+        Meta {
+            classify: &mut classify,
+            dispatcher: &mut rr,
+        },
+        jobs,
+    )
+    .map_err(|e| anyhow!("{e}"))
 }
 
 impl Experiment for FbExperiment {

@@ -9,9 +9,11 @@
 //! * [`runner`]: parallel execution.
 //! * [`output`]: CSV, JSON and the summary.
 //! * [`plot`]: SVG line charts (plotters, SVG backend, no system fonts).
+//! * [`cs`]: D9.2 Convergent Scheduling on one cluster (Figs. 20–23).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
 
+pub mod cs;
 pub mod fb;
 pub mod multisite;
 pub mod output;
