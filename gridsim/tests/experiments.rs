@@ -22,14 +22,20 @@ fn experiment(name: &str, dir: &Path, extra: &[&str]) {
 fn deterministic_csv(dir: &Path) -> Vec<Vec<String>> {
     let mut r = csv::Reader::from_path(dir.join("runs.csv")).unwrap();
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    let skip = header.iter().position(|h| h == "mean_pass_us");
-    let mut rows = vec![header.clone()];
+    let timing = |h: &str| h == "mean_pass_us" || h.ends_with("_ms");
+    let mut rows = vec![
+        header
+            .iter()
+            .filter(|h| !timing(h))
+            .cloned()
+            .collect::<Vec<_>>(),
+    ];
     for rec in r.records() {
         let rec = rec.unwrap();
         rows.push(
             rec.iter()
                 .enumerate()
-                .filter(|(i, _)| Some(*i) != skip)
+                .filter(|(i, _)| !timing(&header[*i]))
                 .map(|(_, v)| v.to_string())
                 .collect(),
         );
@@ -141,41 +147,111 @@ fn multisite_quick_runs_every_scenario() {
 }
 
 #[test]
-fn cs_quick_writes_every_output_every_job_ends_and_claims_get_verdicts() {
+fn cs_and_mkp_quick_run_end_to_end() {
     let a = tempfile::tempdir().unwrap();
-    experiment("cs", a.path(), &["--threads", "2"]);
+    experiment("cs", a.path(), &[]);
     let rows = deterministic_csv(a.path());
     // 2 inter-arrival times × 2 repetitions × 8 algorithms.
-    assert_eq!(rows.len(), 1 + 32);
-    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
-    let (finished, alg, susp) = (col("finished"), col("algorithm"), col("suspensions"));
+    assert_eq!(rows.len() - 1, 32);
+    let finished = rows[0].iter().position(|h| h == "finished").unwrap();
     assert!(
-        rows[1..].iter().all(|r| r[finished] == "150.000000"),
-        "every job of every run ends"
+        rows[1..].iter().all(|r| r[finished] == "120.000000"),
+        "every job ends"
     );
-    // Only the preemptive CS variants suspend jobs.
-    for r in &rows[1..] {
-        if !r[alg].ends_with("_p") {
-            assert_eq!(r[susp], "0.000000", "{r:?}");
-        }
-    }
-    for fig in [
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    let verdicts =
+        report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
+    assert_eq!(verdicts, 4, "{report}");
+    for f in [
         "fig20-deadline-misses",
-        "fig21-slowdown-no-deadline",
         "fig22-machine-usage",
         "fig23-scheduling-time",
     ] {
-        assert!(a.path().join(format!("{fig}.svg")).is_file(), "{fig}");
+        let svg = std::fs::read_to_string(a.path().join(format!("{f}.svg"))).unwrap();
+        assert!(svg.lines().any(|l| l.trim() == "CS_i_p"), "{f}");
     }
-    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
-    assert!(report.contains("Fig. 20"));
-    let verdicts = report
-        .lines()
-        .filter(|l| l.starts_with("- **holds**") || l.starts_with("- **does not hold**"))
-        .count();
-    assert_eq!(verdicts, 6, "{report}");
-    // Same results with one thread (the timing column aside).
+
     let b = tempfile::tempdir().unwrap();
-    experiment("cs", b.path(), &["--threads", "1"]);
-    assert_eq!(rows, deterministic_csv(b.path()));
+    experiment("mkp", b.path(), &["--reps", "1"]);
+    let rows = deterministic_csv(b.path());
+    assert_eq!(rows.len() - 1, 4, "one run per licence-ratio range");
+    let report = std::fs::read_to_string(b.path().join("report.md")).unwrap();
+    assert!(report.contains("| [40-45] | paper | 496.53 |"));
+    assert!(report.contains("| [55-60] | ours |"));
+}
+
+/// `ms-fb` and `ms-cs` quick: 4 Ta × 2 repetitions × 3 configurations, every job ends, the optimal
+/// shares of Table 6, one SVG per figure and cluster with one line per configuration, a verdict
+/// per claim, and the same numbers whatever the thread count.
+#[test]
+fn two_level_quick_runs_every_configuration_deterministically() {
+    for (name, algs, figs, verdicts) in [
+        (
+            "ms-fb",
+            ["MS Heuristics", "LS Heuristics", "NO Heuristics"],
+            [
+                "fig25-share",
+                "fig26-slowdown",
+                "fig27-deadline-misses",
+                "fig28-processor-usage",
+                "fig29-licence-usage",
+            ],
+            11,
+        ),
+        (
+            "ms-cs",
+            ["FCFS", "EASY", "FB"],
+            [
+                "fig30-share",
+                "fig32-slowdown",
+                "fig31-deadline-misses",
+                "processor-usage",
+                "licence-usage",
+            ],
+            5,
+        ),
+    ] {
+        let a = tempfile::tempdir().unwrap();
+        experiment(name, a.path(), &["--threads", "2"]);
+        let rows = deterministic_csv(a.path());
+        assert_eq!(rows.len(), 1 + 24, "{name}");
+        // `deterministic_csv` keeps the whole header but drops the timing column of each row.
+        let header: Vec<&String> = rows[0].iter().filter(|h| *h != "mean_pass_us").collect();
+        let col = |h: &str| header.iter().position(|x| *x == h).unwrap();
+        for r in &rows[1..] {
+            assert_eq!(r[col("finished")], "300.000000", "{name}: every job ends");
+            assert_eq!(r[col("rejected")], "0.000000");
+            let opt: Vec<f64> = (1..=4)
+                .map(|c| r[col(&format!("optimal_c{c}"))].parse().unwrap())
+                .collect();
+            for (o, want) in opt.iter().zip([53.33, 26.67, 13.33, 6.67]) {
+                assert!((o - want).abs() < 0.005, "{name}: optimal {opt:?}");
+            }
+            let share: f64 = (1..=4)
+                .map(|c| r[col(&format!("share_c{c}"))].parse::<f64>().unwrap())
+                .sum();
+            assert!(
+                (share - 100.0).abs() < 1e-3,
+                "{name}: shares sum to {share}"
+            );
+        }
+        let seen: Vec<&str> = rows[1..4].iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(seen, algs, "{name}");
+        for fig in figs {
+            for c in 1..=4 {
+                let svg =
+                    std::fs::read_to_string(a.path().join(format!("{fig}-c{c}.svg"))).unwrap();
+                for alg in algs {
+                    assert!(svg.lines().any(|l| l.trim() == alg), "{fig}: legend {alg}");
+                }
+            }
+        }
+        let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+        let n =
+            report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
+        assert_eq!(n, verdicts, "{name}: {report}");
+        let b = tempfile::tempdir().unwrap();
+        experiment(name, b.path(), &["--threads", "1"]);
+        assert_eq!(rows, deterministic_csv(b.path()), "{name}: thread count");
+    }
 }

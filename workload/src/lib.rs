@@ -10,6 +10,8 @@
 //! * [`seed_setups`]: the synthetic platforms and job streams of the two-level scheduler's
 //!   experiments (Tables 1, 4, 6/7 and the MKP set-up).
 //! * [`source`]: [`JobSource`], one iterator over any of the above, with the bad-line policy.
+//! * [`scale`]: Ernemann's trace scaling to a larger machine (Part C) and the wide-job
+//!   splitting of the grid workloads (§6.6, modifications 1–4).
 //! * [`shrink`]: the shrinking factor of §5.5 as an iterator adapter.
 //! * [`traces`]: finding the shared traces (`GRIDSCHED_TRACES`) by path, name or prefix.
 //! * [`error`]: [`WorkloadError`], which always names the file, line and field.
@@ -34,6 +36,7 @@ pub mod error;
 pub mod input;
 pub mod jsonl;
 mod prefetch;
+pub mod scale;
 pub mod seed_setups;
 pub mod shrink;
 pub mod source;

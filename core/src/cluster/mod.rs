@@ -240,7 +240,8 @@ impl ClusterState {
             return Some(Source::NodeLocked);
         }
         match self.pool(licence) {
-            Some(p) if p.suitable[slot] => Some(Source::Pool),
+            // A pool without copies can activate nothing (else a job would wait forever).
+            Some(p) if p.suitable[slot] && p.copies > 0 => Some(Source::Pool),
             _ => None,
         }
     }

@@ -137,9 +137,17 @@ pub fn greedy(items: &[Item], caps: &[u32], readmit: bool) -> Vec<bool> {
     keep
 }
 
-/// The exact optimum (maximum total value of kept items, pinned items always kept); `None` when the
-/// pinned items alone do not fit. Exponential: for small instances.
+/// The optimum (maximum total value of kept items, pinned items always kept); `None` when the
+/// pinned items alone do not fit. Depth-first with two bounds (remaining value; remaining licence
+/// copies times the best value per copy); exact unless [`NODE_LIMIT`] nodes are explored, after
+/// which it returns the best plan found.
 pub fn branch_and_bound(items: &[Item], caps: &[u32]) -> Option<Vec<bool>> {
+    branch_and_bound_proved(items, caps).map(|(plan, _)| plan)
+}
+
+/// [`branch_and_bound`], also saying whether the plan is proved optimal (the node limit was not
+/// reached).
+pub fn branch_and_bound_proved(items: &[Item], caps: &[u32]) -> Option<(Vec<bool>, bool)> {
     let mut keep: Vec<bool> = items.iter().map(|i| i.pinned).collect();
     if !feasible(items, &keep, caps) {
         return None;
@@ -154,36 +162,81 @@ pub fn branch_and_bound(items: &[Item], caps: &[u32]) -> Option<Vec<bool>> {
         }
         s
     };
+    // Licence-unit bound: the licensed items still to decide can add at most `rate` per licence
+    // copy, and no licence more copies than it has free or is still asked for.
+    let nlic = caps.len();
+    let mut rest_demand = vec![vec![0u32; nlic]; order.len() + 1];
+    let mut free_value = vec![0.0; order.len() + 1];
+    let mut rate = vec![0.0f64; order.len() + 1];
+    for k in (0..order.len()).rev() {
+        let it = &items[order[k]];
+        rest_demand[k] = rest_demand[k + 1].clone();
+        free_value[k] = free_value[k + 1];
+        rate[k] = rate[k + 1];
+        if it.licences.is_empty() {
+            free_value[k] += it.value.max(0.0);
+        } else {
+            for &l in &it.licences {
+                rest_demand[k][l] += 1;
+            }
+            rate[k] = rate[k].max(it.value / it.licences.len() as f64);
+        }
+    }
     let used = demand(items, &keep, caps.len());
     let base: f64 = items.iter().filter(|i| i.pinned).map(|i| i.value).sum();
     let mut search = Search {
         order: &order,
         suffix: &suffix,
+        rest_demand: &rest_demand,
+        free_value: &free_value,
+        rate: &rate,
         items,
         caps,
         used,
         best_val: f64::NEG_INFINITY,
         best: keep.clone(),
+        nodes: 0,
     };
     search.dfs(0, base, &mut keep);
-    let best = search.best;
-    Some(best)
+    let proved = search.nodes <= NODE_LIMIT;
+    Some((search.best, proved))
 }
 
 /// The state of the depth-first search of [`branch_and_bound`].
 struct Search<'a> {
     order: &'a [usize],
     suffix: &'a [f64],
+    rest_demand: &'a [Vec<u32>],
+    free_value: &'a [f64],
+    rate: &'a [f64],
     items: &'a [Item],
     caps: &'a [u32],
     used: Vec<u32>,
     best_val: f64,
     best: Vec<bool>,
+    nodes: u64,
 }
 
+/// Nodes explored before the search settles for its best plan so far (bounded run time).
+pub const NODE_LIMIT: u64 = 2_000_000;
+
 impl Search<'_> {
+    fn bound(&self, k: usize) -> f64 {
+        let units: u32 = (0..self.caps.len())
+            .map(|l| {
+                self.caps[l]
+                    .saturating_sub(self.used[l])
+                    .min(self.rest_demand[k][l])
+            })
+            .sum();
+        self.suffix[k].min(self.free_value[k] + self.rate[k] * f64::from(units))
+    }
+
     fn dfs(&mut self, k: usize, val: f64, keep: &mut [bool]) {
-        if val + self.suffix[k] <= self.best_val {
+        self.nodes += 1;
+        if val + self.bound(k) <= self.best_val + 1e-12
+            || (self.nodes > NODE_LIMIT && self.best_val > f64::NEG_INFINITY)
+        {
             return;
         }
         if k == self.order.len() {

@@ -42,6 +42,9 @@ pub enum PolicyKind {
     CsNiP,
     /// Convergent Scheduling, non-incremental matching, non-preemptive.
     CsNiNp,
+    /// Flexible Backfilling ordering its queue by the meta-scheduler's priority (D9.3 "MS
+    /// Heuristics").
+    FbMeta,
 }
 
 impl PolicyKind {
@@ -56,7 +59,7 @@ impl PolicyKind {
 
     /// The kinds that schedule a heterogeneous cluster with licences (`fcfs` and `easy` there are
     /// the seed's FCFS and BF_FCFS).
-    pub const CLUSTER: [PolicyKind; 9] = [
+    pub const CLUSTER: [PolicyKind; 10] = [
         PolicyKind::Fcfs,
         PolicyKind::Easy,
         PolicyKind::FbUnmod,
@@ -66,6 +69,7 @@ impl PolicyKind {
         PolicyKind::CsINp,
         PolicyKind::CsNiP,
         PolicyKind::CsNiNp,
+        PolicyKind::FbMeta,
     ];
 
     /// The name used on command lines and in configuration files.
@@ -83,6 +87,7 @@ impl PolicyKind {
             PolicyKind::CsINp => "cs-i-np",
             PolicyKind::CsNiP => "cs-ni-p",
             PolicyKind::CsNiNp => "cs-ni-np",
+            PolicyKind::FbMeta => "fb-meta",
         }
     }
 }
@@ -213,7 +218,7 @@ pub struct PolicyConfig {
 pub enum PolicyConfigError {
     /// The name is not a known policy.
     #[error(
-        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np)"
+        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np, fb-meta)"
     )]
     UnknownPolicy(String),
     /// The cluster does not exist.
@@ -287,6 +292,7 @@ impl PolicyConfig {
                     self.cs,
                 ))
             }
+            PolicyKind::FbMeta => Box::new(FlexibleBackfilling::fb_meta(state)),
             other => {
                 return Err(PolicyConfigError::NotSingleMachine {
                     policy: other,
@@ -428,5 +434,6 @@ mod tests {
                 .unwrap();
         assert_eq!(c.heuristics, HeuristicParams::FB_4_3_2);
         assert_eq!("edf".parse::<PolicyKind>().unwrap(), PolicyKind::Edf);
+        assert_eq!("fb-meta".parse::<PolicyKind>().unwrap(), PolicyKind::FbMeta);
     }
 }

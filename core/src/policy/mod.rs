@@ -166,6 +166,12 @@ pub trait Policy: Send + fmt::Debug {
         None
     }
 
+    /// The meta-scheduler's priority of a job this policy has just accepted (spec
+    /// `two-level-grid-scheduler.md` D3: the MS → LS descriptor may carry it; D9.3 "MS
+    /// Heuristics"). A driver calls it right after a successful [`Policy::submit`]. Unknown ids
+    /// are ignored. The default: a policy that orders its queue by its own rules.
+    fn meta_priority(&mut self, _job: JobId, _priority: u8) {}
+
     /// Running jobs that the last [`Policy::schedule`] call suspended (preemptive policies only,
     /// e.g. Convergent Scheduling's `_p` variants), drained into `out`. A driver calls it right
     /// after `schedule` and suspends these jobs before applying that pass's starts, which may

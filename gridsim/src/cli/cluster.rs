@@ -21,7 +21,8 @@ use std::path::PathBuf;
 /// Arguments of `gridsim cluster`.
 #[derive(Clone, Debug, Args)]
 pub struct ClusterArgs {
-    /// Local policy of every cluster: fcfs, easy (BF_FCFS), fb-unmod, fb-mod, edf.
+    /// Local policy of every cluster: fcfs, easy (BF_FCFS), fb-unmod, fb-mod, edf,
+    /// fb-meta (ordered by the meta-scheduler's priority).
     #[arg(long, default_value = "fb-unmod")]
     pub policy: String,
     /// Constants of the Flexible Backfilling heuristics: fb-4.1, fb-4.3.1, fb-4.3.2, cs.

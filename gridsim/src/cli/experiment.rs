@@ -4,8 +4,8 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, cs::CsExperiment, fb::FbExperiment, multisite::MultisiteExperiment,
-    output, runner,
+    Experiment, Options, cs::CsExperiment, fb::FbExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
+    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -16,10 +16,16 @@ use std::time::Instant;
 pub enum Name {
     /// D9.1: Flexible Backfilling on one cluster (FCFS, BF_FCFS, BF_UNMOD, BF_MOD).
     Fb,
-    /// D9.2: Convergent Scheduling on one cluster (CS variants, BF-easy, FB, EDF).
-    Cs,
     /// Streit §6: local / job sharing / multi-site (constrained, adaptive) on Tab. 7.1's grids.
     Multisite,
+    /// D9.2: Convergent Scheduling variants against BF-easy, Flexible Backfilling and EDF.
+    Cs,
+    /// D9.2: the greedy knapsack pre-matching against branch and bound (Table 5).
+    Mkp,
+    /// D9.3: meta-scheduler + Flexible Backfilling on 4 clusters (MS / LS / NO heuristics).
+    MsFb,
+    /// D9.4: meta-scheduler + local CS, FCFS, EASY, Flexible Backfilling on 4 clusters.
+    MsCs,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -57,8 +63,11 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
     };
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
-        Name::Cs => Box::new(CsExperiment::new(&opts)),
         Name::Multisite => Box::new(MultisiteExperiment::new(&opts)?),
+        Name::Cs => Box::new(CsExperiment::new(&opts)),
+        Name::Mkp => Box::new(MkpExperiment::new(&opts)),
+        Name::MsFb => Box::new(TwoLevelExperiment::new(&opts, &ms_fb::SPEC)),
+        Name::MsCs => Box::new(TwoLevelExperiment::new(&opts, &ms_cs::SPEC)),
     };
     if args.out.is_file() {
         bail!(

@@ -8,8 +8,8 @@
 //! Table 1's own range is 50–70 %, used for Figs. 16–18), 20 repetitions. Every algorithm sees the
 //! same platform and jobs for a given repetition (common random numbers).
 
-use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
-use crate::platform::{Meta, PlatformReport, simulate_jobs};
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup};
+use crate::platform::{Meta, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
 use gridsched_core::model::{ClusterId, Job, Time};
@@ -89,7 +89,19 @@ pub fn single_cluster_metrics(
     cfg: PolicyConfig,
     jobs: Vec<Job>,
 ) -> Result<Metrics> {
-    let rep = single_cluster_report(platform, cfg, jobs)?;
+    let mut policies = vec![cfg.build(platform, ClusterId(0))?];
+    let mut rr = RoundRobin::default();
+    let mut classify = |_: Time, _: &Job| 1;
+    let rep = simulate_jobs(
+        platform,
+        &mut policies,
+        Meta {
+            classify: &mut classify,
+            dispatcher: &mut rr,
+        },
+        jobs,
+    )
+    .map_err(|e| anyhow!("{e}"))?;
     Ok(vec![
         ("missed_pct", rep.jobs.missed_pct),
         ("slowdown", rep.jobs.slowdown),
@@ -101,27 +113,6 @@ pub fn single_cluster_metrics(
         ("finished", rep.jobs.finished as f64),
         ("mean_pass_us", rep.stats.mean_pass_us),
     ])
-}
-
-/// Runs `jobs` on the one-cluster `platform` with `cfg` and returns the engine's report.
-pub fn single_cluster_report(
-    platform: &gridsched_core::model::Platform,
-    cfg: PolicyConfig,
-    jobs: Vec<Job>,
-) -> Result<PlatformReport> {
-    let mut policies = vec![cfg.build(platform, ClusterId(0))?];
-    let mut rr = RoundRobin::default();
-    let mut classify = |_: Time, _: &Job| 1;
-    simulate_jobs(
-        platform,
-        &mut policies,
-        Meta {
-            classify: &mut classify,
-            dispatcher: &mut rr,
-        },
-        jobs,
-    )
-    .map_err(|e| anyhow!("{e}"))
 }
 
 impl Experiment for FbExperiment {
@@ -150,16 +141,8 @@ impl Experiment for FbExperiment {
     }
 
     fn run(&self, key: &RunKey) -> Result<Metrics> {
-        let ratio = RATIOS
-            .iter()
-            .find(|(n, _)| *n == key.variant)
-            .ok_or_else(|| anyhow!("unknown variant {}", key.variant))?
-            .1;
-        let kind = ALGORITHMS
-            .iter()
-            .find(|(n, _)| *n == key.algorithm)
-            .ok_or_else(|| anyhow!("unknown algorithm {}", key.algorithm))?
-            .1;
+        let ratio = *lookup(&RATIOS, &key.variant, "variant")?;
+        let kind = *lookup(&ALGORITHMS, &key.algorithm, "algorithm")?;
         let setup = SetupParams {
             licence_ratio: ratio,
             ..self.setup.clone()

@@ -9,16 +9,22 @@
 //! * [`runner`]: parallel execution.
 //! * [`output`]: CSV, JSON and the summary.
 //! * [`plot`]: SVG line charts (plotters, SVG backend, no system fonts).
-//! * [`cs`]: D9.2 Convergent Scheduling on one cluster (Figs. 20–23).
+//! * [`cs`]: D9.2 Convergent Scheduling on one cluster (Figs. 19–23).
+//! * [`mkp`]: D9.2 greedy knapsack pre-matching against branch and bound (Table 5).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
+//! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters.
 
 pub mod cs;
 pub mod fb;
+pub mod mkp;
+pub mod ms_cs;
+pub mod ms_fb;
 pub mod multisite;
 pub mod output;
 pub mod plot;
 pub mod runner;
+pub mod two_level;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -101,6 +107,15 @@ pub trait Experiment: Sync {
     fn figures(&self) -> Vec<Figure>;
     /// The report (Markdown) from the summary.
     fn report(&self, summary: &Summary) -> String;
+}
+
+/// The value named `name` in a table of (name, value) pairs, or an error naming `what`.
+pub fn lookup<'a, T>(table: &'a [(&str, T)], name: &str, what: &str) -> Result<&'a T> {
+    table
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+        .ok_or_else(|| anyhow::anyhow!("unknown {what} `{name}`"))
 }
 
 /// Mean metrics per (algorithm, variant, inter-arrival time).

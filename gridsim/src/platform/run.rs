@@ -95,6 +95,7 @@ impl Sim<'_, '_> {
             self.reject(e.to_string());
             return;
         }
+        policies[cluster.index()].meta_priority(job.id, priority);
         let l = &mut self.levels[cluster.index()];
         l.jobs += 1;
         l.req_procs += u64::from(job.procs);

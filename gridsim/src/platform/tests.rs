@@ -318,3 +318,44 @@ fn every_cluster_policy_keeps_the_invariants_on_random_platforms() {
         "some reserved jobs start earlier than planned"
     );
 }
+
+/// The engine hands the meta-scheduler's priority to the local policy right after `submit`:
+/// under `fb-meta` the waiting jobs start highest MS priority first, except that job 2, reserved
+/// while it was alone in the queue, keeps its reservation (BF_UNMOD semantics).
+#[test]
+fn the_ms_priority_reaches_the_local_queue() {
+    let p = platform(&[(&[(4, 100)], true, &[])]);
+    let jobs: Vec<Job> = (1..=4)
+        .map(|i| Job::new(i, i as i64 - 1, 4, 100, 100))
+        .collect();
+    let order = |prio: &dyn Fn(&Job) -> u8| {
+        let mut recs = Vec::new();
+        let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.priority));
+        let mut rr = RoundRobin::default();
+        let mut classify = |_: Time, j: &Job| prio(j);
+        simulate_platform::<_, Infallible>(
+            &p,
+            &mut build(&p, PolicyKind::FbMeta),
+            Meta {
+                classify: &mut classify,
+                dispatcher: &mut rr,
+            },
+            jobs.iter().cloned().map(Ok),
+            PlatformHooks {
+                record: Some(&mut rec),
+                pass: None,
+            },
+        )
+        .unwrap();
+        recs.sort_by_key(|r| r.1);
+        recs
+    };
+    assert_eq!(
+        order(&|j| j.id.0 as u8),
+        vec![(1, 0, 1), (2, 100, 2), (4, 200, 4), (3, 300, 3)]
+    );
+    assert_eq!(
+        order(&|_| 1),
+        vec![(1, 0, 1), (2, 100, 1), (3, 200, 1), (4, 300, 1)]
+    );
+}

@@ -5,7 +5,9 @@
 //! One list scheduler over a [`ClusterState`], parameterised by
 //! * the queue order — [`ClusterOrder::Priority`] (the FB priority `P(i) = Δ_AA + Δ_D + Δ_L + Δ_WM`,
 //!   recomputed at every pass, i.e. at every submission and termination), arrival order, or
-//!   earliest deadline first (no-deadline jobs last, in arrival order; D12 #30);
+//!   earliest deadline first (no-deadline jobs last, in arrival order; D12 #30), or the
+//!   meta-scheduler's priority ([`ClusterOrder::Meta`], D9.3 "MS Heuristics": higher MS priority
+//!   first, then arrival, then job id; a job whose MS priority never arrived counts as 0);
 //! * what happens to a job that cannot start now — [`Blocked::Stop`] (FCFS: the head blocks the
 //!   queue), [`Blocked::Reserve`] (EASY-style backfilling with one reservation, BF_UNMOD or BF_MOD),
 //!   [`Blocked::Skip`] (EDF as in D9.2: the job waits for the next step, the others go on).
@@ -51,6 +53,9 @@ pub enum ClusterOrder {
     Arrival,
     /// Earliest deadline first; jobs without a deadline last.
     Deadline,
+    /// The priority the meta-scheduler attached to the job ([`Policy::meta_priority`]), highest
+    /// first; the local scheduler computes no priority of its own (D9.3 "MS Heuristics").
+    Meta,
 }
 
 /// What the pass does with a job that cannot start now.
@@ -69,6 +74,7 @@ struct Waiting {
     job: Job,
     arrived: Time,
     priority: f64,
+    ms: u8,
 }
 
 #[derive(Clone, Debug)]
@@ -150,6 +156,17 @@ impl FlexibleBackfilling {
         Self::new("fcfs", state, ClusterOrder::Arrival, Blocked::Stop)
     }
 
+    /// Flexible Backfilling (BF_UNMOD reservation semantics) ordering its queue by the
+    /// meta-scheduler's priority (`fb-meta`, D9.3 "MS Heuristics").
+    pub fn fb_meta(state: ClusterState) -> Self {
+        Self::new(
+            "fb-meta",
+            state,
+            ClusterOrder::Meta,
+            Blocked::Reserve(FbVariant::Unmod),
+        )
+    }
+
     /// Earliest deadline first, each job to the fastest machine where it fits, else it waits.
     pub fn edf(state: ClusterState) -> Self {
         Self::new("edf", state, ClusterOrder::Deadline, Blocked::Skip)
@@ -176,6 +193,13 @@ impl FlexibleBackfilling {
                     w.job.id,
                 )
             }),
+            ClusterOrder::Meta => {
+                for w in &mut self.queue {
+                    w.priority = f64::from(w.ms);
+                }
+                self.queue
+                    .sort_by_key(|w| (std::cmp::Reverse(w.ms), w.arrived, w.job.id));
+            }
             ClusterOrder::Priority(p) => {
                 self.compute_priorities(now, &p);
                 self.queue.sort_by(|a, b| {
@@ -332,8 +356,15 @@ impl Policy for FlexibleBackfilling {
             job: job.clone(),
             arrived: now,
             priority: 0.0,
+            ms: 0,
         });
         Ok(())
+    }
+
+    fn meta_priority(&mut self, job: JobId, priority: u8) {
+        if let Some(w) = self.queue.iter_mut().rev().find(|w| w.job.id == job) {
+            w.ms = priority;
+        }
     }
 
     fn terminate(&mut self, _now: Time, job: JobId) {

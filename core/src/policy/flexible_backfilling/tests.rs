@@ -219,3 +219,40 @@ fn restore_and_machine_availability() {
     p.terminate(100, JobId(9));
     assert_eq!(p.running_len(), 1);
 }
+
+/// D9.3 "MS Heuristics": the queue follows the meta-scheduler's priority (higher first, ties by
+/// arrival), the reservation goes to the first blocked job in that order and later jobs backfill
+/// around it; a job whose MS priority never arrived counts as 0.
+#[test]
+fn fb_meta_orders_by_the_ms_priority() {
+    let mut p = FlexibleBackfilling::fb_meta(one_smp(8));
+    p.submit(0, &job(1, 0, 8, 100)).unwrap();
+    p.meta_priority(JobId(1), 5);
+    assert_eq!(pass(&mut p, 0), vec![1]);
+    for (id, at, procs, est, ms) in [
+        (2, 1, 4, 100, Some(3)),
+        (3, 2, 6, 100, Some(7)),
+        (4, 3, 4, 100, Some(7)),
+        (5, 4, 2, 50, None),
+    ] {
+        p.submit(at, &job(id, at, procs, est)).unwrap();
+        if let Some(ms) = ms {
+            p.meta_priority(JobId(id), ms);
+        }
+    }
+    p.meta_priority(JobId(99), 9); // unknown: ignored
+    assert!(pass(&mut p, 10).is_empty());
+    assert_eq!(p.queue(), vec![JobId(3), JobId(4), JobId(2), JobId(5)]);
+    let pr: Vec<f64> = p.priorities().iter().map(|(_, v)| *v).collect();
+    assert_eq!(pr, vec![7.0, 7.0, 3.0, 0.0]);
+    assert_eq!(p.reservations()[0].job, JobId(3));
+    assert_eq!(p.reservations()[0].start, 100);
+    p.terminate(100, JobId(1));
+    // J3 (6 procs) starts; J4 (4) blocks and is reserved at 200; J2 (4) does not fit either;
+    // J5 (2 procs, ends 150 <= 200) backfills.
+    assert_eq!(pass(&mut p, 100), vec![3, 5]);
+    let r = p.reservations();
+    assert_eq!((r[0].job, r[0].start), (JobId(4), 200));
+    assert_eq!(p.queue(), vec![JobId(4), JobId(2)]);
+    assert_eq!(p.describe(), "fb-meta");
+}

@@ -1,0 +1,506 @@
+//! The shared part of the two-level experiments `ms-fb` and `ms-cs` (spec
+//! `two-level-grid-scheduler.md` D9.3, D9.4; platform and stream of Tables 6/7 from
+//! [`SetupParams::table6`]; metrics D8.1 per cluster; architecture D3, dispatch D4).
+//!
+//! A run is one platform (4 clusters of 120/60/30/15 machines, space sharing, 20 licence types with
+//! per-cluster pools) and one 5,000-job stream for a mean inter-arrival time Ta, both drawn from the
+//! run's seed, scheduled by a meta-scheduler (classification on or off, a [`DispatchKind`]) above
+//! one local policy per cluster. Every configuration of a repetition sees the same platform and
+//! jobs (common random numbers). The metrics are the platform totals and, per cluster `cN`
+//! (N = 1..4, largest first), the workload share and its optimal value (the cluster's share of the
+//! machines: 53.33/26.67/13.33/6.67 %), the % and number of deadline misses, the slowdown of the
+//! jobs without a deadline, and the processor and licence usage.
+
+use super::fb::Claim;
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
+use crate::platform::{Meta, PlatformReport, simulate_jobs};
+use anyhow::{Result, anyhow};
+use gridsched_core::classify::{Classifier, ClassifierConfig};
+use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
+use gridsched_core::model::{ClusterId, Job, Platform, Time};
+use gridsched_core::policy::{Policy, PolicyConfig};
+use gridsched_workload::seed_setups::SetupParams;
+use std::fmt::Write as _;
+
+/// Clusters of the set-up.
+pub const CLUSTERS: usize = 4;
+
+/// Per-cluster metric names, as `[[c1, c2, c3, c4]; 7]`, in CSV order.
+pub const PER_CLUSTER: [[&str; CLUSTERS]; 7] = [
+    ["share_c1", "share_c2", "share_c3", "share_c4"],
+    ["optimal_c1", "optimal_c2", "optimal_c3", "optimal_c4"],
+    ["missed_c1", "missed_c2", "missed_c3", "missed_c4"],
+    ["missed_n_c1", "missed_n_c2", "missed_n_c3", "missed_n_c4"],
+    ["slowdown_c1", "slowdown_c2", "slowdown_c3", "slowdown_c4"],
+    ["proc_c1", "proc_c2", "proc_c3", "proc_c4"],
+    ["lic_c1", "lic_c2", "lic_c3", "lic_c4"],
+];
+
+/// Index of each per-cluster metric in [`PER_CLUSTER`].
+pub const SHARE: usize = 0;
+/// Optimal share.
+pub const OPTIMAL: usize = 1;
+/// % deadline misses.
+pub const MISSED: usize = 2;
+/// Number of deadline misses.
+pub const MISSED_N: usize = 3;
+/// Slowdown of no-deadline jobs.
+pub const SLOWDOWN: usize = 4;
+/// Processor usage.
+pub const PROC: usize = 5;
+/// Licence usage.
+pub const LIC: usize = 6;
+
+/// How the meta-scheduler and the local schedulers of one configuration work.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Whether the MS classifies jobs (D4.1); otherwise every job has priority 1.
+    pub classify: bool,
+    /// The dispatch strategy (D4.2).
+    pub dispatch: DispatchKind,
+    /// The local policy of every cluster.
+    pub policy: PolicyConfig,
+}
+
+/// The set-up and repetitions of a two-level experiment.
+#[derive(Clone, Debug)]
+pub struct TwoLevelSetup {
+    /// Generator parameters (Table 6).
+    pub params: SetupParams,
+    /// Repetitions.
+    pub reps: u32,
+    /// Base seed; repetition r uses seed + r.
+    pub seed: u64,
+}
+
+impl TwoLevelSetup {
+    /// The paper's set-up (5,000 jobs, Ta ∈ {0, 5, 10, 15}, 20 repetitions), or with `quick` 300
+    /// jobs and 2 repetitions on the same platform and inter-arrival times.
+    pub fn new(opts: &Options) -> TwoLevelSetup {
+        let mut params = SetupParams::table6();
+        if opts.quick {
+            params.jobs = 300;
+        }
+        TwoLevelSetup {
+            params,
+            reps: opts.reps.unwrap_or(if opts.quick { 2 } else { 20 }),
+            seed: opts.seed,
+        }
+    }
+
+    /// The set-up in words, for reports.
+    pub fn describe(&self) -> String {
+        let p = &self.params;
+        format!(
+            "clusters of {:?} machines, space sharing, {} licence types, {} jobs per stream ({} % \
+             without deadline), Ta ∈ {:?}, {} repetitions (seeds {}..{})",
+            p.clusters,
+            p.licences,
+            p.jobs,
+            p.no_deadline * 100.0,
+            p.inter_arrivals,
+            self.reps,
+            self.seed,
+            self.seed + u64::from(self.reps) - 1
+        )
+    }
+
+    /// The platform and jobs of one run.
+    pub fn draw(&self, ta: f64, seed: u64) -> (Platform, Vec<Job>) {
+        let platform = self.params.platform(seed);
+        let jobs = self.params.jobs(&platform, ta, seed);
+        (platform, jobs)
+    }
+}
+
+/// What distinguishes `ms-fb` from `ms-cs`.
+#[derive(Debug)]
+pub struct Spec {
+    /// Experiment name.
+    pub name: &'static str,
+    /// The configurations, in run and legend order.
+    pub configs: &'static [&'static str],
+    /// The configuration of a name.
+    pub config: fn(&str) -> Option<Config>,
+    /// File prefixes of the share, slowdown, misses, processor and licence figures.
+    pub figures: [&'static str; 5],
+    /// Report title and set-up paragraph.
+    pub header: fn(&TwoLevelSetup) -> String,
+    /// The paper's number of the share figure.
+    pub share_fig: &'static str,
+    /// The claims our numbers can check.
+    pub claims: fn(&Summary, &TwoLevelSetup) -> Vec<Claim>,
+    /// Claims that cannot be checked yet, with the reason.
+    pub not_evaluated: &'static [&'static str],
+}
+
+/// A two-level experiment: every configuration of `spec` × Ta × repetition.
+#[derive(Debug)]
+pub struct TwoLevelExperiment {
+    /// The set-up.
+    pub setup: TwoLevelSetup,
+    /// The configurations and report.
+    pub spec: &'static Spec,
+}
+
+impl TwoLevelExperiment {
+    /// The full experiment of `spec`, or the reduced one with `quick`.
+    pub fn new(opts: &Options, spec: &'static Spec) -> TwoLevelExperiment {
+        TwoLevelExperiment {
+            setup: TwoLevelSetup::new(opts),
+            spec,
+        }
+    }
+}
+
+impl Experiment for TwoLevelExperiment {
+    fn name(&self) -> &'static str {
+        self.spec.name
+    }
+
+    fn runs(&self) -> Vec<RunKey> {
+        let mut v = Vec::new();
+        for &ta in &self.setup.params.inter_arrivals {
+            for rep in 0..self.setup.reps {
+                for n in self.spec.configs {
+                    v.push(RunKey {
+                        algorithm: (*n).to_string(),
+                        variant: String::new(),
+                        ta,
+                        rep,
+                        seed: self.setup.seed + u64::from(rep),
+                    });
+                }
+            }
+        }
+        v
+    }
+
+    fn run(&self, key: &RunKey) -> Result<Metrics> {
+        let cfg = (self.spec.config)(&key.algorithm)
+            .ok_or_else(|| anyhow!("unknown configuration {}", key.algorithm))?;
+        let (platform, jobs) = self.setup.draw(key.ta, key.seed);
+        metrics(&simulate(&platform, jobs, &cfg, key.seed)?)
+    }
+
+    fn figures(&self) -> Vec<Figure> {
+        let o = optimal_shares(&self.setup.params);
+        let n = self.spec.figures;
+        [
+            (n[0], "workload share", SHARE, "% of the workload", true),
+            (
+                n[1],
+                "slowdown of jobs without deadline",
+                SLOWDOWN,
+                "mean slowdown",
+                false,
+            ),
+            (
+                n[2],
+                "jobs missing their deadline",
+                MISSED,
+                "% of jobs with a deadline",
+                false,
+            ),
+            (n[3], "processor usage", PROC, "% processor usage", false),
+            (n[4], "licence usage", LIC, "% licence usage", false),
+        ]
+        .into_iter()
+        .flat_map(|(n, what, k, y, opt)| cluster_figures(n, what, k, y, opt.then_some(&o)))
+        .collect()
+    }
+
+    fn report(&self, s: &Summary) -> String {
+        let mut r = (self.spec.header)(&self.setup);
+        body(
+            &mut r,
+            s,
+            &self.setup,
+            self.spec.configs,
+            self.spec.share_fig,
+            5.0,
+        );
+        write_claims(
+            &mut r,
+            &(self.spec.claims)(s, &self.setup),
+            self.spec.not_evaluated,
+        );
+        r
+    }
+}
+
+/// The report tables: shares per Ta per configuration, then per-cluster tables at `ta`.
+pub fn body(r: &mut String, s: &Summary, setup: &TwoLevelSetup, algs: &[&str], fig: &str, ta: f64) {
+    let o = optimal_shares(&setup.params);
+    for a in algs {
+        let _ = writeln!(r, "## Fig. {fig} — workload share per cluster, {a}\n");
+        share_table(r, s, a, &o);
+    }
+    for (k, title) in [
+        (MISSED, "% jobs missing their deadline"),
+        (MISSED_N, "jobs missing their deadline (count)"),
+        (SLOWDOWN, "slowdown of jobs without deadline"),
+        (PROC, "% processor usage"),
+        (LIC, "% licence usage"),
+    ] {
+        let _ = writeln!(r, "## {title} per cluster, Ta = {ta}\n");
+        cluster_table(r, s, algs, ta, k);
+    }
+    let _ = writeln!(r, "## Platform totals, Ta = {ta}\n");
+    let _ = writeln!(
+        r,
+        "| configuration | % missed | slowdown (no deadline) | % processors | % licences | mean pass µs |"
+    );
+    let _ = writeln!(r, "|---|---|---|---|---|---|");
+    for a in algs {
+        let g = |m: &str| {
+            s.get(a, "", ta, m)
+                .map_or("–".into(), |v| format!("{v:.2}"))
+        };
+        let _ = writeln!(
+            r,
+            "| {a} | {} | {} | {} | {} | {} |",
+            g("missed_pct"),
+            g("slowdown_nd"),
+            g("processor_pct"),
+            g("licence_pct"),
+            g("mean_pass_us")
+        );
+    }
+    r.push('\n');
+}
+
+/// Runs `jobs` on `platform` under `cfg` (dispatch tie-breaks seeded with `seed`).
+pub fn simulate(
+    platform: &Platform,
+    jobs: Vec<Job>,
+    cfg: &Config,
+    seed: u64,
+) -> Result<PlatformReport> {
+    let mut policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
+        .map(|c| cfg.policy.build(platform, ClusterId(c as u32)))
+        .collect::<Result<_, _>>()?;
+    let mut classifier = Classifier::new(ClassifierConfig {
+        licence_types: platform.licences.len(),
+        ..Default::default()
+    })?;
+    let on = cfg.classify;
+    let mut classify = |_: Time, j: &Job| if on { classifier.classify(j) } else { 1 };
+    let mut dispatcher = DispatchConfig {
+        seed,
+        ..DispatchConfig::new(cfg.dispatch)
+    }
+    .build();
+    simulate_jobs(
+        platform,
+        &mut policies,
+        Meta {
+            classify: &mut classify,
+            dispatcher: dispatcher.as_mut(),
+        },
+        jobs,
+    )
+    .map_err(|e| anyhow!("{e}"))
+}
+
+/// The metrics of a run: platform totals, then [`PER_CLUSTER`].
+pub fn metrics(rep: &PlatformReport) -> Result<Metrics> {
+    if rep.clusters.len() != CLUSTERS {
+        return Err(anyhow!(
+            "expected {CLUSTERS} clusters, the platform has {}",
+            rep.clusters.len()
+        ));
+    }
+    let mut m: Metrics = vec![
+        ("missed_pct", rep.jobs.missed_pct),
+        ("missed_n", rep.jobs.missed_deadline as f64),
+        ("slowdown_nd", rep.jobs.slowdown_no_deadline),
+        ("processor_pct", rep.usage.processor_pct),
+        ("licence_pct", rep.usage.licence_pct),
+        ("finished", rep.jobs.finished as f64),
+        ("rejected", rep.stats.rejected as f64),
+        ("mean_pass_us", rep.stats.mean_pass_us),
+    ];
+    for (k, names) in PER_CLUSTER.iter().enumerate() {
+        for (c, name) in rep.clusters.iter().zip(names) {
+            let v = match k {
+                SHARE => c.workload_pct,
+                OPTIMAL => c.optimal_pct,
+                MISSED => c.jobs.missed_pct,
+                MISSED_N => c.jobs.missed_deadline as f64,
+                SLOWDOWN => c.jobs.slowdown_no_deadline,
+                PROC => c.usage.processor_pct,
+                _ => c.usage.licence_pct,
+            };
+            m.push((name, v));
+        }
+    }
+    Ok(m)
+}
+
+/// One figure per cluster for the per-cluster metric `k`, one line per configuration against Ta.
+pub fn cluster_figures(
+    fig: &str,
+    what: &str,
+    k: usize,
+    y_label: &'static str,
+    optimal: Option<&[f64; CLUSTERS]>,
+) -> Vec<Figure> {
+    (0..CLUSTERS)
+        .map(|c| Figure {
+            file: format!("{fig}-c{}", c + 1),
+            title: match optimal {
+                Some(o) => format!("{what}, cluster {} (optimal {:.2} %)", c + 1, o[c]),
+                None => format!("{what}, cluster {}", c + 1),
+            },
+            metric: PER_CLUSTER[k][c],
+            y_label,
+            x_label: "mean inter-arrival time Ta",
+            series: Series::Algorithms(String::new()),
+        })
+        .collect()
+}
+
+/// The optimal shares of the set-up's clusters (their shares of the machines), percent.
+pub fn optimal_shares(params: &SetupParams) -> [f64; CLUSTERS] {
+    let total: u32 = params.clusters.iter().sum();
+    let mut o = [0.0; CLUSTERS];
+    for (x, n) in o.iter_mut().zip(&params.clusters) {
+        *x = 100.0 * f64::from(*n) / f64::from(total.max(1));
+    }
+    o
+}
+
+/// A Markdown table of the per-cluster metric `k` at `ta`: one row per configuration.
+pub fn cluster_table(r: &mut String, s: &Summary, algs: &[&str], ta: f64, k: usize) {
+    let _ = writeln!(r, "| configuration | c1 | c2 | c3 | c4 |");
+    let _ = writeln!(r, "|---|---|---|---|---|");
+    for a in algs {
+        let cells: Vec<String> = PER_CLUSTER[k]
+            .iter()
+            .map(|m| {
+                s.get(a, "", ta, m)
+                    .map_or("–".into(), |v| format!("{v:.2}"))
+            })
+            .collect();
+        let _ = writeln!(r, "| {a} | {} |", cells.join(" | "));
+    }
+    r.push('\n');
+}
+
+/// A Markdown table of the workload shares per Ta for one configuration, with the optimal row and
+/// the distance `Σ |share − optimal|`.
+pub fn share_table(r: &mut String, s: &Summary, alg: &str, optimal: &[f64; CLUSTERS]) {
+    let _ = writeln!(r, "| Ta | c1 | c2 | c3 | c4 | Σ abs(share − optimal) |");
+    let _ = writeln!(r, "|---|---|---|---|---|---|");
+    let o: Vec<String> = optimal.iter().map(|v| format!("{v:.2}")).collect();
+    let _ = writeln!(r, "| optimal | {} | 0 |", o.join(" | "));
+    for ta in s.tas() {
+        let sh = shares(s, alg, ta);
+        let cells: Vec<String> = sh.iter().map(|v| format!("{v:.2}")).collect();
+        let _ = writeln!(
+            r,
+            "| {ta} | {} | {:.2} |",
+            cells.join(" | "),
+            distance(&sh, optimal)
+        );
+    }
+    r.push('\n');
+}
+
+/// The mean per-cluster values of metric `k` for a configuration and Ta (NaN when absent).
+pub fn per_cluster(s: &Summary, alg: &str, ta: f64, k: usize) -> [f64; CLUSTERS] {
+    PER_CLUSTER[k].map(|m| s.get(alg, "", ta, m).unwrap_or(f64::NAN))
+}
+
+/// The mean workload shares of a configuration at Ta.
+pub fn shares(s: &Summary, alg: &str, ta: f64) -> [f64; CLUSTERS] {
+    per_cluster(s, alg, ta, SHARE)
+}
+
+/// `Σ |share − optimal|` in points.
+pub fn distance(share: &[f64; CLUSTERS], optimal: &[f64; CLUSTERS]) -> f64 {
+    share.iter().zip(optimal).map(|(a, b)| (a - b).abs()).sum()
+}
+
+/// The Ta whose shares are closest to optimal for a configuration.
+pub fn best_ta(s: &Summary, alg: &str, optimal: &[f64; CLUSTERS]) -> Option<f64> {
+    s.tas().into_iter().min_by(|a, b| {
+        distance(&shares(s, alg, *a), optimal).total_cmp(&distance(&shares(s, alg, *b), optimal))
+    })
+}
+
+/// A claim with its verdict and evidence.
+pub fn claim(claim: &str, holds: bool, evidence: String) -> Claim {
+    Claim {
+        claim: claim.to_string(),
+        holds,
+        evidence,
+    }
+}
+
+/// Writes the claims as a Markdown list with their verdicts.
+pub fn write_claims(r: &mut String, claims: &[Claim], not_evaluated: &[&str]) {
+    let _ = writeln!(r, "## The paper's claims\n");
+    for c in claims {
+        let _ = writeln!(
+            r,
+            "- **{}** — {}: {}",
+            if c.holds { "holds" } else { "does not hold" },
+            c.claim,
+            c.evidence
+        );
+    }
+    for c in not_evaluated {
+        let _ = writeln!(r, "- **not evaluated** — {c}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optimal_shares_of_table6() {
+        let o = optimal_shares(&SetupParams::table6());
+        let want = [53.33, 26.67, 13.33, 6.67];
+        for (a, b) in o.iter().zip(want) {
+            assert!((a - b).abs() < 0.005, "{o:?}");
+        }
+        assert!((o.iter().sum::<f64>() - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_engine_reports_the_same_optimal_shares_and_every_job_ends() {
+        let opts = Options {
+            quick: true,
+            reps: None,
+            seed: 3,
+        };
+        let setup = TwoLevelSetup::new(&opts);
+        let (platform, jobs) = setup.draw(5.0, 3);
+        assert_eq!(
+            platform
+                .clusters
+                .iter()
+                .map(|c| c.machines.len())
+                .collect::<Vec<_>>(),
+            vec![120, 60, 30, 15]
+        );
+        let cfg = Config {
+            classify: true,
+            dispatch: DispatchKind::LoadOrdering,
+            policy: PolicyConfig::new(gridsched_core::policy::PolicyKind::FbMeta),
+        };
+        let m = metrics(&simulate(&platform, jobs, &cfg, 3).unwrap()).unwrap();
+        let get = |n: &str| m.iter().find(|(k, _)| *k == n).unwrap().1;
+        assert_eq!(get("finished"), 300.0);
+        assert_eq!(get("rejected"), 0.0);
+        let o = optimal_shares(&setup.params);
+        for c in 0..CLUSTERS {
+            assert!((get(PER_CLUSTER[OPTIMAL][c]) - o[c]).abs() < 1e-9);
+        }
+        let total: f64 = PER_CLUSTER[SHARE].iter().map(|n| get(n)).sum();
+        assert!((total - 100.0).abs() < 1e-6, "shares sum to 100: {total}");
+    }
+}
