@@ -49,6 +49,16 @@ pub struct BenchArgs {
         default_value = "100x50,1000x200,10000x800"
     )]
     pub fb_sizes: Vec<String>,
+    /// Time one Convergent Scheduling plan (IMFS, MFS, MIS) instead of the traces.
+    #[arg(long)]
+    pub cs: bool,
+    /// With --cs: the (jobs x machines) points, e.g. `1000x200,5000x200` (default: 1,000 x 200,
+    /// then 100 / 5,000 jobs and 50 / 800 machines).
+    #[arg(long, value_delimiter = ',', value_parser = parse_point)]
+    pub cs_points: Vec<(u64, u32)>,
+    /// With --cs: licence types.
+    #[arg(long, default_value_t = 20)]
+    pub cs_licences: u16,
 }
 
 /// `gridsim bench --fb`.
@@ -89,6 +99,21 @@ fn bench_fb(args: &BenchArgs) -> Result<()> {
     );
     say!("{t}");
     Ok(())
+}
+
+fn parse_point(s: &str) -> Result<(u64, u32), String> {
+    let (j, m) = s
+        .split_once('x')
+        .ok_or_else(|| format!("`{s}`: expected JOBSxMACHINES, e.g. 1000x200"))?;
+    let j = j.trim().parse().map_err(|e| format!("`{s}`: jobs: {e}"))?;
+    let m: u32 = m
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}`: machines: {e}"))?;
+    if m == 0 {
+        return Err(format!("`{s}`: at least one machine"));
+    }
+    Ok((j, m))
 }
 
 #[derive(Debug, Serialize)]
@@ -153,6 +178,14 @@ fn best<T>(repeat: u32, mut f: impl FnMut() -> Result<(f64, T)>) -> Result<(f64,
 pub fn bench(args: &BenchArgs) -> Result<()> {
     if args.fb {
         return bench_fb(args);
+    }
+    if args.cs {
+        let points = if args.cs_points.is_empty() {
+            super::bench_cs::default_points()
+        } else {
+            args.cs_points.clone()
+        };
+        return super::bench_cs::bench_cs(&points, args.cs_licences, args.repeat, args.json);
     }
     let dir = traces::cli_traces_dir();
     let names: Vec<PathBuf> = if args.traces.is_empty() {

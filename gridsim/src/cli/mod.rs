@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch of `gridsim`.
 
 mod bench;
+mod bench_cs;
 mod bench_fb;
 mod cluster;
 mod experiment;
