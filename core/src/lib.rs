@@ -22,6 +22,7 @@
 
 pub mod classify;
 pub mod cluster;
+pub mod convergent;
 pub mod dispatch;
 pub mod heuristics;
 pub mod metrics;

@@ -71,6 +71,8 @@ fn configs() -> Vec<PolicyConfig> {
         v.push(PolicyConfig {
             policy: PolicyKind::Easy,
             heuristics: Default::default(),
+            cs: Default::default(),
+            matching: None,
             backfill: b,
         });
     }
@@ -254,6 +256,8 @@ fn stale_shadow_still_starts_the_head_by_its_first_reservation() {
         let cfg = PolicyConfig {
             policy: PolicyKind::Easy,
             heuristics: Default::default(),
+            cs: Default::default(),
+            matching: None,
             backfill: BackfillOptions {
                 shadow: ShadowMode::Stale,
                 ..Default::default()

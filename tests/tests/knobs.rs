@@ -16,6 +16,8 @@ fn easy_with(b: BackfillOptions) -> PolicyConfig {
     PolicyConfig {
         policy: PolicyKind::Easy,
         heuristics: Default::default(),
+        cs: Default::default(),
+        matching: None,
         backfill: b,
     }
 }

@@ -193,6 +193,36 @@ impl ClusterState {
             .sum()
     }
 
+    /// One more than the largest licence index the cluster knows (pools and node-locked).
+    pub fn licence_slots(&self) -> usize {
+        self.pools()
+            .map(|p| p.licence.index() + 1)
+            .chain(
+                self.slots
+                    .iter()
+                    .flat_map(|s| s.machine.node_locked.iter().map(|l| l.index() + 1)),
+            )
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Re-accounts a job found running on `machine` since `started` (a driver's restart), predicted
+    /// to run `duration(slot)`; returns its slot.
+    pub fn restore(
+        &mut self,
+        job: &Job,
+        machine: MachineId,
+        started: Time,
+        duration: impl Fn(&ClusterState, usize) -> Duration,
+    ) -> Result<usize, ClusterError> {
+        let slot = self
+            .slot_of(machine)
+            .ok_or(ClusterError::UnknownMachine(machine))?;
+        let end = started + duration(self, slot);
+        self.start(job, slot, started, end)?;
+        Ok(slot)
+    }
+
     /// How many copies of `licence` can be active at once on this cluster: the pool's copies plus
     /// one per machine where the licence is node-locked (the "offer" of D2.4).
     pub fn offer(&self, licence: LicenceId) -> u32 {

@@ -4,6 +4,7 @@
 
 use super::{Conservative, Easy, FbVariant, Fcfs, FlexibleBackfilling, Policy, QueueOrder};
 use crate::cluster::{ClusterError, ClusterState};
+use crate::convergent::{ConvergentScheduling, CsParams, MatchingKind};
 use crate::heuristics::HeuristicParams;
 use crate::model::{ClusterId, Machine, MachineId, Platform};
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,14 @@ pub enum PolicyKind {
     FbMod,
     /// Earliest deadline first on a heterogeneous cluster (D9.2 baseline).
     Edf,
+    /// Convergent Scheduling, incremental matching, preemptive (D7.5).
+    CsIP,
+    /// Convergent Scheduling, incremental matching, non-preemptive.
+    CsINp,
+    /// Convergent Scheduling, non-incremental matching, preemptive.
+    CsNiP,
+    /// Convergent Scheduling, non-incremental matching, non-preemptive.
+    CsNiNp,
     /// Flexible Backfilling ordering its queue by the meta-scheduler's priority (D9.3 "MS
     /// Heuristics").
     FbMeta,
@@ -50,12 +59,16 @@ impl PolicyKind {
 
     /// The kinds that schedule a heterogeneous cluster with licences (`fcfs` and `easy` there are
     /// the seed's FCFS and BF_FCFS).
-    pub const CLUSTER: [PolicyKind; 6] = [
+    pub const CLUSTER: [PolicyKind; 10] = [
         PolicyKind::Fcfs,
         PolicyKind::Easy,
         PolicyKind::FbUnmod,
         PolicyKind::FbMod,
         PolicyKind::Edf,
+        PolicyKind::CsIP,
+        PolicyKind::CsINp,
+        PolicyKind::CsNiP,
+        PolicyKind::CsNiNp,
         PolicyKind::FbMeta,
     ];
 
@@ -70,6 +83,10 @@ impl PolicyKind {
             PolicyKind::FbUnmod => "fb-unmod",
             PolicyKind::FbMod => "fb-mod",
             PolicyKind::Edf => "edf",
+            PolicyKind::CsIP => "cs-i-p",
+            PolicyKind::CsINp => "cs-i-np",
+            PolicyKind::CsNiP => "cs-ni-p",
+            PolicyKind::CsNiNp => "cs-ni-np",
             PolicyKind::FbMeta => "fb-meta",
         }
     }
@@ -188,6 +205,12 @@ pub struct PolicyConfig {
     /// Constants of the Flexible Backfilling heuristics (D6.4; default: the §4.1 set).
     #[serde(default)]
     pub heuristics: HeuristicParams,
+    /// Constants of Convergent Scheduling (D7.5 defaults).
+    #[serde(default)]
+    pub cs: CsParams,
+    /// Matching algorithm of Convergent Scheduling, overriding the variant's (mis, mfs, imfs).
+    #[serde(default)]
+    pub matching: Option<MatchingKind>,
 }
 
 /// A policy configuration that cannot be built.
@@ -195,7 +218,7 @@ pub struct PolicyConfig {
 pub enum PolicyConfigError {
     /// The name is not a known policy.
     #[error(
-        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf, fb-meta)"
+        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np, fb-meta)"
     )]
     UnknownPolicy(String),
     /// The cluster does not exist.
@@ -225,14 +248,20 @@ impl PolicyConfig {
             policy,
             backfill: BackfillOptions::default(),
             heuristics: HeuristicParams::default(),
+            cs: CsParams::default(),
+            matching: None,
         }
     }
 
     /// Whether the kind needs the heterogeneous cluster scheduler even on one machine.
     fn cluster_only(&self) -> bool {
-        matches!(
+        !matches!(
             self.policy,
-            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf | PolicyKind::FbMeta
+            PolicyKind::Fcfs
+                | PolicyKind::Easy
+                | PolicyKind::Conservative
+                | PolicyKind::SjfBf
+                | PolicyKind::LjfBf
         )
     }
 
@@ -253,6 +282,17 @@ impl PolicyConfig {
             )),
             PolicyKind::Edf => Box::new(FlexibleBackfilling::edf(state)),
             PolicyKind::FbMeta => Box::new(FlexibleBackfilling::fb_meta(state)),
+            PolicyKind::CsIP | PolicyKind::CsINp | PolicyKind::CsNiP | PolicyKind::CsNiNp => {
+                let incremental = matches!(self.policy, PolicyKind::CsIP | PolicyKind::CsINp);
+                let preemptive = matches!(self.policy, PolicyKind::CsIP | PolicyKind::CsNiP);
+                Box::new(ConvergentScheduling::new(
+                    state,
+                    incremental,
+                    preemptive,
+                    self.matching,
+                    self.cs,
+                ))
+            }
             other => {
                 return Err(PolicyConfigError::NotSingleMachine {
                     policy: other,
@@ -285,9 +325,7 @@ impl PolicyConfig {
                 Box::new(Easy::new(machine, procs, QueueOrder::Ljf, self.backfill))
             }
             PolicyKind::Conservative => Box::new(Conservative::new(machine, procs)),
-            PolicyKind::FbUnmod | PolicyKind::FbMod | PolicyKind::Edf | PolicyKind::FbMeta => {
-                unreachable!("handled above")
-            }
+            _ => unreachable!("cluster kinds are handled above"),
         }
     }
 

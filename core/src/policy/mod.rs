@@ -126,6 +126,19 @@ pub enum Rejection {
     Unsupported(String),
 }
 
+impl From<crate::cluster::ClusterError> for Rejection {
+    fn from(e: crate::cluster::ClusterError) -> Rejection {
+        match e {
+            crate::cluster::ClusterError::UnknownMachine(m) => Rejection::UnknownMachine(m),
+            crate::cluster::ClusterError::DoesNotFit { job, .. } => Rejection::NoEligibleMachine {
+                job,
+                reason: e.to_string(),
+            },
+            other => Rejection::Unsupported(other.to_string()),
+        }
+    }
+}
+
 /// A local scheduling policy.
 pub trait Policy: Send + fmt::Debug {
     /// A short description including the options that differ from the defaults.

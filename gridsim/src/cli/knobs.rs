@@ -209,6 +209,8 @@ impl Knobs {
         PolicyConfig {
             policy: self.policy.into(),
             heuristics: Default::default(),
+            cs: Default::default(),
+            matching: None,
             backfill: BackfillOptions {
                 shadow: match self.shadow {
                     ShadowArg::Fresh => ShadowMode::Fresh,

@@ -110,17 +110,7 @@ impl FlexibleBackfilling {
         order: ClusterOrder,
         blocked: Blocked,
     ) -> FlexibleBackfilling {
-        let nlic = state
-            .pools()
-            .map(|p| p.licence.index() + 1)
-            .chain(
-                state
-                    .slots()
-                    .iter()
-                    .flat_map(|s| s.machine.node_locked.iter().map(|l| l.index() + 1)),
-            )
-            .max()
-            .unwrap_or(0);
+        let nlic = state.licence_slots();
         let offer = (0..nlic)
             .map(|i| state.offer(LicenceId(i as u16)))
             .collect();
@@ -470,17 +460,9 @@ impl Policy for FlexibleBackfilling {
         machine: MachineId,
         _procs: u32,
     ) -> Result<(), Rejection> {
-        let slot = self
-            .state
-            .slot_of(machine)
-            .ok_or(Rejection::UnknownMachine(machine))?;
-        let end = started + self.state.duration_on(job, job.estimate, slot);
-        self.state
-            .start(job, slot, started, end)
-            .map_err(|e| Rejection::NoEligibleMachine {
-                job: job.id,
-                reason: e.to_string(),
-            })?;
+        self.state.restore(job, machine, started, |st, slot| {
+            st.duration_on(job, job.estimate, slot)
+        })?;
         self.note_start(job.clone());
         Ok(())
     }

@@ -1,0 +1,446 @@
+//! The Convergent Scheduling local policy: at every pass, the matrix of the queued and running
+//! jobs, the licence pre-matching, the matching, then the plan is applied — matched queued jobs
+//! start, and in the preemptive variants running jobs that lost their machine are suspended
+//! keeping their progress (spec `two-level-grid-scheduler.md` D7, D7.5; D12 #20, #21, #23).
+//!
+//! Variants: `cs-i-p` (IMFS, preemptive, Δ = 8), `cs-i-np` (IMFS, non-preemptive, Δ = 800),
+//! `cs-ni-p` (MFS, preemptive), `cs-ni-np` (MFS, non-preemptive); the matching algorithm can be
+//! overridden (MIS, MFS, IMFS). In the non-preemptive variants running jobs are also pinned to their
+//! machines (never discarded by the pre-matching, never moved), as D7.2 #6 recommends. With space
+//! sharing the matching is repeated in rounds over the machines' remaining processors until no job
+//! fits (D12 #23); running jobs are then always pinned.
+
+use super::knapsack::{Item, greedy};
+use super::matching::{Assignment, imfs, mfs, mis};
+use super::matrix::{CsParams, RowJob, build, nxtime, rho};
+use crate::cluster::ClusterState;
+use crate::model::{Job, JobId, LicenceId, MachineId, Time};
+use crate::policy::{Policy, Rejection, Reservation, Start};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// The matching algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchingKind {
+    /// Greedy.
+    Mis,
+    /// Exact.
+    Mfs,
+    /// Incremental.
+    Imfs,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    job: Job,
+    arrived: Time,
+    progress: f64,
+    last_slot: Option<usize>,
+    running: Option<(usize, Time)>,
+}
+
+/// A Convergent Scheduling policy.
+#[derive(Clone, Debug)]
+pub struct ConvergentScheduling {
+    name: String,
+    state: ClusterState,
+    params: CsParams,
+    preemptive: bool,
+    matching: MatchingKind,
+    jobs: Vec<Entry>,
+    index: HashMap<JobId, usize>,
+    previous: HashMap<JobId, usize>,
+    suspended: Vec<JobId>,
+    nlic: usize,
+}
+
+impl ConvergentScheduling {
+    /// A policy of the given variant; `params.overhead` defaults to 8 (preemptive) or 800.
+    pub fn new(
+        state: ClusterState,
+        incremental: bool,
+        preemptive: bool,
+        matching: Option<MatchingKind>,
+        mut params: CsParams,
+    ) -> ConvergentScheduling {
+        params
+            .overhead
+            .get_or_insert(if preemptive { 8.0 } else { 800.0 });
+        let matching = matching.unwrap_or(if incremental {
+            MatchingKind::Imfs
+        } else {
+            MatchingKind::Mfs
+        });
+        let name = format!(
+            "cs-{}-{}{}",
+            if incremental { "i" } else { "ni" },
+            if preemptive { "p" } else { "np" },
+            match (incremental, matching) {
+                (true, MatchingKind::Imfs) | (false, MatchingKind::Mfs) => String::new(),
+                (_, m) => format!(" ({m:?} matching)").to_lowercase(),
+            }
+        );
+        let nlic = state.licence_slots();
+        ConvergentScheduling {
+            name,
+            state,
+            params,
+            preemptive,
+            matching,
+            jobs: Vec::new(),
+            index: HashMap::new(),
+            previous: HashMap::new(),
+            suspended: Vec::new(),
+            nlic,
+        }
+    }
+
+    /// The cluster state.
+    pub fn state(&self) -> &ClusterState {
+        &self.state
+    }
+
+    /// A known job's progress (fraction executed) and the slot of its partial results, if any.
+    pub fn progress(&self, job: JobId) -> Option<(f64, Option<usize>)> {
+        self.index
+            .get(&job)
+            .map(|&i| (self.jobs[i].progress, self.jobs[i].last_slot))
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.job.id, i))
+            .collect();
+    }
+
+    fn remaining(&self, e: &Entry, slot: usize) -> i64 {
+        let r = RowJob {
+            job: &e.job,
+            arrived: e.arrived,
+            progress: e.progress,
+            running_on: None,
+            results_on: None,
+        };
+        (nxtime(&self.state, &r, slot).ceil() as i64).max(1)
+    }
+
+    fn suspend(&mut self, i: usize, now: Time) {
+        let e = &mut self.jobs[i];
+        if let Some((slot, since)) = e.running.take() {
+            let bm = f64::from(self.state.slots()[slot].machine.benchmark.max(1));
+            let done = match e.job.benchmark {
+                None => (now - since) as f64,
+                Some(b) => (now - since) as f64 * bm / f64::from(b.max(1)),
+            };
+            e.progress = (e.progress + done / e.job.estimate.max(1) as f64).min(0.999_999);
+            e.last_slot = Some(slot);
+            self.state.finish(e.job.id);
+            self.suspended.push(e.job.id);
+        }
+    }
+
+    /// One matching round over the current jobs; returns the assignment and the row → job index map.
+    fn plan(&self, now: Time, pin_running: bool) -> (Assignment, Vec<usize>) {
+        let order: Vec<usize> = (0..self.jobs.len()).collect();
+        let rows: Vec<RowJob<'_>> = order
+            .iter()
+            .map(|&i| {
+                let e = &self.jobs[i];
+                RowJob {
+                    job: &e.job,
+                    arrived: e.arrived,
+                    progress: e.progress,
+                    running_on: e.running.map(|r| r.0),
+                    results_on: e.last_slot,
+                }
+            })
+            .collect();
+        let rh = rho(&self.state, &rows, self.nlic);
+        let mut p = build(&self.state, &rows, now, &self.params, &rh);
+        let ss = self.state.space_sharing();
+        // Pinned running jobs keep their machine: no other row may take it (without space
+        // sharing), and they are not matched again.
+        for (i, r) in rows.iter().enumerate() {
+            if let Some(m) = r.running_on
+                && pin_running
+            {
+                for k in 0..p.cols {
+                    *p.at_mut(i, k) = 0.0;
+                }
+                if !ss {
+                    for k in 0..p.rows {
+                        *p.at_mut(k, m) = 0.0;
+                    }
+                }
+            }
+        }
+        // Queued jobs only where they fit now (processors; whole machine without space sharing,
+        // unless its runner may be preempted).
+        for (i, r) in rows.iter().enumerate() {
+            if r.running_on.is_some() {
+                continue;
+            }
+            for m in 0..p.cols {
+                let s = &self.state.slots()[m];
+                let fits = if ss {
+                    s.free >= r.job.procs
+                } else {
+                    s.jobs.is_empty() || !pin_running
+                };
+                if !fits {
+                    *p.at_mut(i, m) = 0.0;
+                }
+            }
+        }
+        // Pre-matching: licence copies (critical licences only).
+        let caps: Vec<u32> = (0..self.nlic)
+            .map(|l| {
+                self.state
+                    .pool(LicenceId(l as u16))
+                    .map_or(u32::MAX, |pl| pl.copies)
+            })
+            .collect();
+        let items: Vec<Item> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let positives: Vec<f64> = (0..p.cols)
+                    .map(|m| p.at(i, m))
+                    .filter(|v| *v > 0.0)
+                    .collect();
+                let cbar = if positives.is_empty() {
+                    0.0
+                } else {
+                    positives.iter().sum::<f64>() / positives.len() as f64
+                };
+                Item {
+                    value: cbar,
+                    licences: r
+                        .job
+                        .licences
+                        .iter()
+                        .map(|l| l.index())
+                        .filter(|&l| l < caps.len() && caps[l] != u32::MAX)
+                        .collect(),
+                    pinned: r.running_on.is_some() && (pin_running || !self.preemptive),
+                    order: r.arrived.max(0) as u64 * 1_000_000 + (r.job.id.0 % 1_000_000),
+                }
+            })
+            .collect();
+        let keep = greedy(&items, &caps, true);
+        for (i, k) in keep.iter().enumerate() {
+            if !k {
+                for m in 0..p.cols {
+                    *p.at_mut(i, m) = 0.0;
+                }
+            }
+        }
+        let a = match self.matching {
+            MatchingKind::Mis => mis(&p),
+            MatchingKind::Mfs => mfs(&p),
+            MatchingKind::Imfs => {
+                let mut prev: Assignment = vec![None; p.cols];
+                for (row, &i) in order.iter().enumerate() {
+                    if let Some(&m) = self.previous.get(&self.jobs[i].job.id)
+                        && m < p.cols
+                        && prev[m].is_none()
+                    {
+                        prev[m] = Some(row);
+                    }
+                }
+                imfs(&p, &prev)
+            }
+        };
+        (a, order)
+    }
+
+    fn apply(
+        &mut self,
+        now: Time,
+        a: &Assignment,
+        order: &[usize],
+        starts: &mut Vec<Start>,
+    ) -> usize {
+        let mut target: HashMap<usize, usize> = HashMap::new();
+        for (m, row) in a.iter().enumerate() {
+            if let Some(r) = row {
+                target.insert(order[*r], m);
+            }
+        }
+        // Suspensions first: running jobs not matched to their own machine (preemptive only).
+        if self.preemptive && !self.state.space_sharing() {
+            for i in 0..self.jobs.len() {
+                if let Some((slot, _)) = self.jobs[i].running
+                    && target.get(&i) != Some(&slot)
+                {
+                    self.suspend(i, now);
+                }
+            }
+        }
+        let mut started = 0;
+        let mut pairs: Vec<(usize, usize)> = target.into_iter().collect();
+        pairs.sort_unstable_by_key(|&(i, m)| (m, i));
+        for (i, m) in pairs {
+            if self.jobs[i].running.is_some() {
+                continue;
+            }
+            if !self.state.fits_now(&self.jobs[i].job, m) {
+                continue;
+            }
+            let end = now + self.remaining(&self.jobs[i], m);
+            let job = self.jobs[i].job.clone();
+            if self.state.start(&job, m, now, end).is_ok() {
+                self.jobs[i].running = Some((m, now));
+                starts.push(Start::on(
+                    job.id,
+                    self.state.slots()[m].machine.id,
+                    job.procs,
+                ));
+                started += 1;
+            }
+        }
+        self.previous = self
+            .jobs
+            .iter()
+            .filter_map(|e| e.running.map(|(m, _)| (e.job.id, m)))
+            .collect();
+        started
+    }
+}
+
+impl Policy for ConvergentScheduling {
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+
+    fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
+        if job.estimate <= 0 {
+            return Err(Rejection::BadEstimate {
+                job: job.id,
+                estimate: job.estimate,
+            });
+        }
+        if self.index.contains_key(&job.id) {
+            return Err(Rejection::Duplicate(job.id));
+        }
+        if let Some(reason) = self.state.ineligibility(job) {
+            return Err(Rejection::NoEligibleMachine {
+                job: job.id,
+                reason,
+            });
+        }
+        self.index.insert(job.id, self.jobs.len());
+        self.jobs.push(Entry {
+            job: job.clone(),
+            arrived: now,
+            progress: 0.0,
+            last_slot: None,
+            running: None,
+        });
+        Ok(())
+    }
+
+    fn terminate(&mut self, _now: Time, job: JobId) {
+        if let Some(&i) = self.index.get(&job)
+            && self.jobs[i].running.is_some()
+        {
+            self.state.finish(job);
+            self.jobs.remove(i);
+            self.previous.remove(&job);
+            self.reindex();
+        }
+    }
+
+    fn overrun(&mut self, _now: Time, job: JobId, predicted_end: Time) {
+        self.state.set_end(job, predicted_end);
+    }
+
+    fn cancel(&mut self, _now: Time, job: JobId) -> bool {
+        match self.index.get(&job) {
+            Some(&i) if self.jobs[i].running.is_none() => {
+                self.jobs.remove(i);
+                self.reindex();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if !self.jobs.iter().any(|e| e.running.is_none()) {
+            return;
+        }
+        let pin = !self.preemptive || self.state.space_sharing();
+        let rounds = if self.state.space_sharing() { 16 } else { 1 };
+        for _ in 0..rounds {
+            let (a, order) = self.plan(now, pin);
+            if self.apply(now, &a, &order, starts) == 0 {
+                break;
+            }
+        }
+    }
+
+    fn take_suspensions(&mut self, out: &mut Vec<JobId>) {
+        out.append(&mut self.suspended);
+    }
+
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        self.state.set_up(machine, available);
+    }
+
+    fn restore_running(
+        &mut self,
+        _now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        _procs: u32,
+    ) -> Result<(), Rejection> {
+        let mut entry = Entry {
+            job: job.clone(),
+            arrived: started,
+            progress: 0.0,
+            last_slot: None,
+            running: None,
+        };
+        let probe = entry.clone();
+        let slot = self.state.restore(job, machine, started, |st, slot| {
+            let r = RowJob {
+                job: &probe.job,
+                arrived: probe.arrived,
+                progress: 0.0,
+                running_on: None,
+                results_on: None,
+            };
+            (nxtime(st, &r, slot).ceil() as i64).max(1)
+        })?;
+        entry.running = Some((slot, started));
+        self.index.insert(job.id, self.jobs.len());
+        self.jobs.push(entry);
+        Ok(())
+    }
+
+    fn waiting_len(&self) -> usize {
+        self.jobs.iter().filter(|e| e.running.is_none()).count()
+    }
+
+    fn running_len(&self) -> usize {
+        self.jobs.iter().filter(|e| e.running.is_some()).count()
+    }
+
+    fn queue(&self) -> Vec<JobId> {
+        self.jobs
+            .iter()
+            .filter(|e| e.running.is_none())
+            .map(|e| e.job.id)
+            .collect()
+    }
+
+    fn reservations(&self) -> Vec<Reservation> {
+        Vec::new()
+    }
+}
