@@ -281,6 +281,7 @@ impl PolicyConfig {
                 self.heuristics,
             )),
             PolicyKind::Edf => Box::new(FlexibleBackfilling::edf(state)),
+            PolicyKind::FbMeta => Box::new(FlexibleBackfilling::fb_meta(state)),
             PolicyKind::CsIP | PolicyKind::CsINp | PolicyKind::CsNiP | PolicyKind::CsNiNp => {
                 let incremental = matches!(self.policy, PolicyKind::CsIP | PolicyKind::CsINp);
                 let preemptive = matches!(self.policy, PolicyKind::CsIP | PolicyKind::CsNiP);
@@ -292,7 +293,6 @@ impl PolicyConfig {
                     self.cs,
                 ))
             }
-            PolicyKind::FbMeta => Box::new(FlexibleBackfilling::fb_meta(state)),
             other => {
                 return Err(PolicyConfigError::NotSingleMachine {
                     policy: other,

@@ -470,6 +470,57 @@ mod tests {
         assert!((o.iter().sum::<f64>() - 100.0).abs() < 1e-9);
     }
 
+    /// The Table 6 stream and platform as one run draws them: deterministic per seed, every value
+    /// in its range, the D8 shares (30 % without deadline, 30 % per licence need, exponential
+    /// inter-arrival of mean Ta) and the per-cluster pools (50–70 % of the suitable machines).
+    #[test]
+    fn table6_draws_are_deterministic_and_in_range() {
+        let setup = TwoLevelSetup::new(&Options {
+            quick: false,
+            reps: None,
+            seed: 7,
+        });
+        assert_eq!(setup.reps, 20);
+        let (p, jobs) = setup.draw(5.0, 7);
+        let (p2, jobs2) = setup.draw(5.0, 7);
+        assert_eq!((&p, &jobs), (&p2, &jobs2));
+        assert_ne!(jobs, setup.draw(5.0, 8).1);
+        assert_eq!(jobs.len(), 5_000);
+        for m in &p.machines {
+            assert!((4..=32).contains(&m.procs) && (100..=500).contains(&m.benchmark));
+        }
+        for c in &p.clusters {
+            assert_eq!(c.pools.len(), 20);
+            for pl in &c.pools {
+                let n = pl.machines.len() as f64;
+                assert_eq!(pl.machines.len(), c.machines.len(), "suitability 100 %");
+                let copies = f64::from(pl.copies);
+                assert!(copies >= (0.5 * n).round() && copies <= (0.7 * n).round());
+            }
+        }
+        let mut no_deadline = 0;
+        let mut needs = 0;
+        for j in &jobs {
+            assert!((8_000..=10_000).contains(&j.estimate));
+            assert!((1..=8).contains(&j.procs));
+            assert!(j.benchmark.is_some_and(|b| (100..=500).contains(&b)));
+            match j.deadline {
+                Some(d) => assert!((1_500..=5_500).contains(&(d - j.submit - j.estimate))),
+                None => no_deadline += 1,
+            }
+            needs += j.licences.len();
+        }
+        let share = f64::from(no_deadline) / 5_000.0;
+        assert!((0.27..=0.33).contains(&share), "no deadline {share}");
+        let per_job = needs as f64 / 5_000.0;
+        assert!((5.6..=6.4).contains(&per_job), "licences per job {per_job}");
+        let mean_gap = jobs.last().unwrap().submit as f64 / 4_999.0;
+        assert!(
+            (4.7..=5.3).contains(&mean_gap),
+            "mean inter-arrival {mean_gap}"
+        );
+    }
+
     #[test]
     fn the_engine_reports_the_same_optimal_shares_and_every_job_ends() {
         let opts = Options {
