@@ -4,7 +4,8 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, fb::FbExperiment, multisite::MultisiteExperiment, output, runner,
+    Experiment, Options, fb::FbExperiment, lcg::LcgExperiment, multisite::MultisiteExperiment,
+    output, runner,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,6 +18,8 @@ pub enum Name {
     Fb,
     /// Streit §6: local / job sharing / multi-site (constrained, adaptive) on Tab. 7.1's grids.
     Multisite,
+    /// Every dispatch strategy and a home-site baseline on the LCG grid trace (one cluster per site).
+    Lcg,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -55,6 +58,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
         Name::Multisite => Box::new(MultisiteExperiment::new(&opts)?),
+        Name::Lcg => Box::new(LcgExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(

@@ -11,8 +11,10 @@
 //! * [`plot`]: SVG line charts (plotters, SVG backend, no system fonts).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
+//! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
 pub mod fb;
+pub mod lcg;
 pub mod multisite;
 pub mod output;
 pub mod plot;
