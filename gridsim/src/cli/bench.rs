@@ -3,6 +3,7 @@
 //! queue length when the same trace's arrivals are compressed (shrinking factor, §5.5) to raise
 //! the load. Figures go to the README; no test asserts a timing.
 
+use super::dispatch_bench;
 use super::knobs::Knobs;
 use super::output::group;
 use super::run::{RunArgs, execute};
@@ -35,6 +36,15 @@ pub struct BenchArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Time one dispatch decision of every strategy instead (see [`dispatch_bench`]).
+    #[arg(long)]
+    pub dispatch: bool,
+    /// Clusters of the dispatch benchmark.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub clusters: u32,
+    /// Jobs dispatched (and left unfinished) before timing the dispatch benchmark.
+    #[arg(long, default_value_t = 10_000)]
+    pub warm_jobs: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,6 +107,9 @@ fn best<T>(repeat: u32, mut f: impl FnMut() -> Result<(f64, T)>) -> Result<(f64,
 
 /// `gridsim bench`.
 pub fn bench(args: &BenchArgs) -> Result<()> {
+    if args.dispatch {
+        return dispatch_bench::run(args.clusters, args.warm_jobs, args.repeat, args.json);
+    }
     let dir = traces::cli_traces_dir();
     let names: Vec<PathBuf> = if args.traces.is_empty() {
         traces::list(&dir)

@@ -2,6 +2,7 @@
 
 mod bench;
 mod cluster;
+mod dispatch_bench;
 mod experiment;
 mod grid;
 mod knobs;
