@@ -255,3 +255,83 @@ fn two_level_quick_runs_every_configuration_deterministically() {
         assert_eq!(rows, deterministic_csv(b.path()), "{name}: thread count");
     }
 }
+
+/// `experiment lcg --quick` with the shared traces directory.
+fn lcg_quick(dir: &Path, extra: &[&str]) {
+    let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args(["experiment", "lcg", "--quick", "--quiet", "--out"])
+        .arg(dir)
+        .args(extra)
+        .env(
+            "GRIDSCHED_TRACES",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces"),
+        )
+        .output()
+        .expect("gridsim runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn lcg_quick_runs_every_strategy_and_the_home_site_baseline() {
+    let Some(_) = gridsched_workload::traces::for_test(
+        "LCG-2005-1.swf.gz",
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")),
+    ) else {
+        return;
+    };
+    let a = tempfile::tempdir().unwrap();
+    lcg_quick(a.path(), &[]);
+    let rows = deterministic_csv(a.path());
+    // Two capacity factors × (home site + 7 strategies).
+    assert_eq!(rows.len() - 1, 2 * 8);
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let (alg, ta, wait, moved, fin, rej) = (
+        col("algorithm"),
+        col("ta"),
+        col("mean_wait"),
+        col("moved_pct"),
+        col("finished"),
+        col("rejected"),
+    );
+    for r in &rows[1..] {
+        assert_eq!(r[fin], "3000.000000", "{r:?}");
+        assert_eq!(r[rej], "0.000000", "{r:?}");
+        if r[alg] == "home-site" {
+            assert_eq!(r[moved], "0.000000", "home site moves nothing");
+            if r[ta] == "1" {
+                assert_eq!(r[wait], "0.000000", "sites of their peak size never queue");
+            }
+        }
+    }
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(report.contains("3000 jobs"), "{report}");
+    assert!(report.contains("## What the data shows"));
+    for f in ["lcg-awrt", "lcg-wait", "lcg-slowdown", "lcg-imbalance"] {
+        let svg = std::fs::read_to_string(a.path().join(format!("{f}.svg"))).unwrap();
+        assert!(svg.contains("best-fit"), "{f}");
+    }
+    let b = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args([
+            "experiment",
+            "lcg",
+            "--quick",
+            "--quiet",
+            "--threads",
+            "1",
+            "--out",
+        ])
+        .arg(b.path())
+        .env(
+            "GRIDSCHED_TRACES",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces"),
+        )
+        .output()
+        .expect("gridsim runs");
+    assert!(o.status.success());
+    assert_eq!(
+        rows,
+        deterministic_csv(b.path()),
+        "thread count changes nothing"
+    );
+}

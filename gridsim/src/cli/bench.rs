@@ -5,6 +5,7 @@
 //! Figures go to the README; no test asserts a timing.
 
 use super::bench_fb::{fb_pass, parse_size};
+use super::dispatch_bench;
 use super::knobs::Knobs;
 use super::output::group;
 use super::run::{RunArgs, execute};
@@ -59,6 +60,15 @@ pub struct BenchArgs {
     /// With --cs: licence types.
     #[arg(long, default_value_t = 20)]
     pub cs_licences: u16,
+    /// Time one dispatch decision of every strategy instead (see [`dispatch_bench`]).
+    #[arg(long)]
+    pub dispatch: bool,
+    /// Clusters of the dispatch benchmark.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub clusters: u32,
+    /// Jobs dispatched (and left unfinished) before timing the dispatch benchmark.
+    #[arg(long, default_value_t = 10_000)]
+    pub warm_jobs: u64,
 }
 
 /// `gridsim bench --fb`.
@@ -186,6 +196,9 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             args.cs_points.clone()
         };
         return super::bench_cs::bench_cs(&points, args.cs_licences, args.repeat, args.json);
+    }
+    if args.dispatch {
+        return dispatch_bench::run(args.clusters, args.warm_jobs, args.repeat, args.json);
     }
     let dir = traces::cli_traces_dir();
     let names: Vec<PathBuf> = if args.traces.is_empty() {

@@ -4,8 +4,9 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, cs::CsExperiment, fb::FbExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
-    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
+    Experiment, Options, cs::CsExperiment, fb::FbExperiment, lcg::LcgExperiment,
+    mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output, runner,
+    two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -26,6 +27,8 @@ pub enum Name {
     MsFb,
     /// D9.4: meta-scheduler + local CS, FCFS, EASY, Flexible Backfilling on 4 clusters.
     MsCs,
+    /// Every dispatch strategy and a home-site baseline on the LCG grid trace (one cluster per site).
+    Lcg,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -68,6 +71,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::Mkp => Box::new(MkpExperiment::new(&opts)),
         Name::MsFb => Box::new(TwoLevelExperiment::new(&opts, &ms_fb::SPEC)),
         Name::MsCs => Box::new(TwoLevelExperiment::new(&opts, &ms_cs::SPEC)),
+        Name::Lcg => Box::new(LcgExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(

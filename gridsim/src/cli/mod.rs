@@ -4,6 +4,7 @@ mod bench;
 mod bench_cs;
 mod bench_fb;
 mod cluster;
+mod dispatch_bench;
 mod experiment;
 mod grid;
 mod knobs;

@@ -14,9 +14,11 @@
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
 //! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters.
+//! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
 pub mod cs;
 pub mod fb;
+pub mod lcg;
 pub mod mkp;
 pub mod ms_cs;
 pub mod ms_fb;

@@ -120,10 +120,12 @@ impl JobStats {
     pub fn add(&mut self, submit: Time, end: Time, exec: Duration, deadline: Option<Time>) {
         self.finished += 1;
         let response = (end - submit) as f64;
+        // The 1-second floor guards the slowdown's division only: a zero-length job waited its
+        // whole response time, not one second less.
+        self.wait += response - exec as f64;
         let exec = exec.max(1) as f64;
         let sd = response / exec;
         self.slowdown += sd;
-        self.wait += response - exec;
         self.response += response;
         match deadline {
             Some(d) => {
