@@ -1,13 +1,14 @@
-//! Random heterogeneous clusters (space sharing on/off, floating pools, node-locked licences) and
-//! random workloads through every list scheduler of a cluster (`fb-unmod`, `fb-mod`, `easy` =
-//! BF_FCFS, `fcfs`, `edf`; spec `two-level-grid-scheduler.md` D2.2–D2.3, D6.2–D6.3, D9.2), driven
-//! by a small event loop of this file. An independent validator — its own counters, not
-//! `ClusterState` — checks every start: the machine's processors and each pool's copies are never
-//! oversubscribed, a machine without space sharing runs one job, a licence is only used where it
-//! can be activated (node-locked there or a pool suitable for that machine). On top: every accepted
-//! job ends, a job is rejected iff no machine can ever run it, the reserved job of BF_UNMOD and
-//! BF_FCFS never starts later than its first reservation (run time == estimate), EDF leaves no job
-//! waiting while a machine that fits it is free, FCFS starts jobs in arrival order.
+//! Random heterogeneous clusters (space sharing on/off, floating pools, node-locked licences, a
+//! machine outage) and random workloads through every list scheduler of a cluster (`fb-unmod`,
+//! `fb-mod`, `fb-meta`, `easy` = BF_FCFS, `fcfs`, `edf`; spec `two-level-grid-scheduler.md`
+//! D2.2–D2.3, D6.2–D6.3, D9.2), driven by a small event loop of this file. An independent
+//! validator — its own counters, not `ClusterState` — checks every start: the machine is up, its
+//! processors and each pool's copies are never oversubscribed, a machine without space sharing runs
+//! one job, a licence is only used where it can be activated (node-locked there or a pool suitable
+//! for that machine). On top: every accepted job ends, a job is rejected iff no machine can ever
+//! run it, the reserved job of BF_UNMOD (also `fb-meta`) and BF_FCFS never starts later than its
+//! first reservation (run time == estimate, no outage), EDF leaves no job waiting while a machine
+//! that fits it is free, FCFS starts jobs in arrival order.
 
 use gridsched_core::cluster::ClusterState;
 use gridsched_core::model::{Job, JobId, LicenceId, LicencePool, Machine, MachineId, Time};
@@ -301,7 +302,7 @@ fn run(name: &str, setup: &Setup, jobs: &[Job]) -> Result<Run, TestCaseError> {
             out.starts.push((j.id, now, m));
         }
         // An outage may legitimately push a reservation back.
-        if matches!(name, "fb-unmod" | "easy") && setup.outage.is_none() {
+        if matches!(name, "fb-unmod" | "fb-meta" | "easy") && setup.outage.is_none() {
             for r in p.reservations() {
                 first_res.entry(r.job).or_insert(r.start);
             }
@@ -325,7 +326,7 @@ proptest! {
 
     #[test]
     fn every_cluster_policy_respects_machines_and_licences(s in setup(), jobs in workload()) {
-        for name in ["fb-unmod", "fb-mod", "easy", "fcfs", "edf"] {
+        for name in ["fb-unmod", "fb-mod", "fb-meta", "easy", "fcfs", "edf"] {
             let r = run(name, &s, &jobs)?;
             if name == "fcfs" {
                 // Arrival order = (submit, id) here; a start list in that order.
