@@ -90,47 +90,65 @@ pub fn clusters(items: &[Item], caps: &[u32]) -> Vec<Vec<usize>> {
     groups.into_iter().map(|g| g.1).collect()
 }
 
-/// The greedy pre-matching; returns which items are kept.
+/// The next item to discard: among kept, unpinned items using a critical licence, the smallest
+/// `cbar / abar` (ties: the later submission); with that ratio.
+fn victim(items: &[Item], keep: &[bool], critical: &[bool], caps: &[u32]) -> Option<(usize, f64)> {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(i, it)| keep[*i] && !it.pinned && it.licences.iter().any(|&l| critical[l]))
+        .map(|(i, it)| {
+            let abar: f64 = it
+                .licences
+                .iter()
+                .filter(|&&l| critical[l])
+                .map(|&l| 1.0 / f64::from(caps[l].max(1)))
+                .sum();
+            (i, it.value / abar)
+        })
+        .min_by(|a, b| {
+            a.1.total_cmp(&b.1)
+                .then(items[b.0].order.cmp(&items[a.0].order))
+        })
+}
+
+/// The greedy pre-matching; returns which items are kept. The demand per licence is kept up to date
+/// on every discard and re-admission (`O(L)` each) instead of being recounted over all items.
 pub fn greedy(items: &[Item], caps: &[u32], readmit: bool) -> Vec<bool> {
     let mut keep = vec![true; items.len()];
     let mut discarded: Vec<(usize, f64)> = Vec::new();
+    let mut d = demand(items, &keep, caps.len());
     loop {
-        let d = demand(items, &keep, caps.len());
         let critical: Vec<bool> = d.iter().zip(caps).map(|(d, c)| d > c).collect();
         if !critical.iter().any(|c| *c) {
             break;
         }
-        let victim = items
-            .iter()
-            .enumerate()
-            .filter(|(i, it)| keep[*i] && !it.pinned && it.licences.iter().any(|&l| critical[l]))
-            .map(|(i, it)| {
-                let abar: f64 = it
-                    .licences
-                    .iter()
-                    .filter(|&&l| critical[l])
-                    .map(|&l| 1.0 / f64::from(caps[l].max(1)))
-                    .sum();
-                (i, it.value / abar)
-            })
-            .min_by(|a, b| {
-                a.1.total_cmp(&b.1)
-                    .then(items[b.0].order.cmp(&items[a.0].order))
-            });
+        let victim = victim(items, &keep, &critical, caps);
         match victim {
             Some((i, ratio)) => {
                 keep[i] = false;
+                for &l in &items[i].licences {
+                    d[l] -= 1;
+                }
                 discarded.push((i, ratio));
             }
             None => break,
         }
     }
-    if readmit {
+    // Re-admission only when the kept set fits (pinned items alone may not).
+    if readmit && d.iter().zip(caps).all(|(d, c)| d <= c) {
         discarded.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         for (i, _) in discarded {
-            keep[i] = true;
-            if !feasible(items, &keep, caps) {
-                keep[i] = false;
+            let ls = &items[i].licences;
+            for &l in ls {
+                d[l] += 1;
+            }
+            if ls.iter().all(|&l| d[l] <= caps[l]) {
+                keep[i] = true;
+            } else {
+                for &l in ls {
+                    d[l] -= 1;
+                }
             }
         }
     }
@@ -283,6 +301,61 @@ mod tests {
             licences: lic.to_vec(),
             pinned: false,
             order,
+        }
+    }
+
+    /// The recount-everything greedy this module used before (reference for the equivalence test).
+    fn greedy_reference(items: &[Item], caps: &[u32], readmit: bool) -> Vec<bool> {
+        let mut keep = vec![true; items.len()];
+        let mut discarded: Vec<(usize, f64)> = Vec::new();
+        loop {
+            let d = demand(items, &keep, caps.len());
+            let critical: Vec<bool> = d.iter().zip(caps).map(|(d, c)| d > c).collect();
+            if !critical.iter().any(|c| *c) {
+                break;
+            }
+            let victim = victim(items, &keep, &critical, caps);
+            match victim {
+                Some((i, ratio)) => {
+                    keep[i] = false;
+                    discarded.push((i, ratio));
+                }
+                None => break,
+            }
+        }
+        if readmit {
+            discarded.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            for (i, _) in discarded {
+                keep[i] = true;
+                if !feasible(items, &keep, caps) {
+                    keep[i] = false;
+                }
+            }
+        }
+        keep
+    }
+
+    #[test]
+    fn incremental_greedy_equals_the_recounting_reference() {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        for _ in 0..300 {
+            let nlic = rng.random_range(1..6);
+            let caps: Vec<u32> = (0..nlic).map(|_| rng.random_range(0..5)).collect();
+            let items: Vec<Item> = (0..rng.random_range(0..25))
+                .map(|k| Item {
+                    value: f64::from(rng.random_range(1..40u32)),
+                    licences: (0..nlic).filter(|_| rng.random_bool(0.4)).collect(),
+                    pinned: rng.random_bool(0.1),
+                    order: rng.random_range(0..10) * 100 + k,
+                })
+                .collect();
+            for readmit in [false, true] {
+                assert_eq!(
+                    greedy(&items, &caps, readmit),
+                    greedy_reference(&items, &caps, readmit),
+                    "{items:?} {caps:?}"
+                );
+            }
         }
     }
 
