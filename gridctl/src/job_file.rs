@@ -101,14 +101,11 @@ impl SubmitArgs {
                     .map_err(|e| anyhow::anyhow!("--deadline: {e}"))?,
             }),
         };
-        let command = match a.command.split_first() {
-            Some((p, args)) => Some(v1::Command {
-                program: p.clone(),
-                args: args.to_vec(),
-                ..Default::default()
-            }),
-            None => None,
-        };
+        let command = a.command.split_first().map(|(p, args)| v1::Command {
+            program: p.clone(),
+            args: args.to_vec(),
+            ..Default::default()
+        });
         Ok(v1::JobSpec {
             user: a
                 .user

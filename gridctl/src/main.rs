@@ -136,7 +136,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                     .into_inner();
                 let job = job.job.unwrap_or_default();
                 if job.state().is_terminal() {
-                    show::jobs(&[job.clone()], json);
+                    show::jobs(std::slice::from_ref(&job), json);
                     let ok = job.state() == v1::JobState::Completed;
                     return Ok(if ok { 0.into() } else { 1.into() });
                 }
