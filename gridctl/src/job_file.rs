@@ -1,0 +1,126 @@
+//! The job of `gridctl submit`: from flags or from a job file (TOML or JSON, by extension; flags
+//! given on the command line override the file's values).
+
+use gridsched_proto::v1;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// A job as written in a job file or given by flags.
+#[derive(Debug, Default, Clone, Deserialize, clap::Args)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitArgs {
+    /// Job file (TOML, or JSON when it ends in `.json`).
+    #[arg(long, short)]
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
+    /// Wait for the job to end; exit 0 only if it completed.
+    #[arg(long)]
+    #[serde(skip)]
+    pub wait: bool,
+    /// Owner (default: $USER).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Service class: gold, silver or regular.
+    #[arg(long)]
+    pub class: Option<String>,
+    /// Owner priority 0..3.
+    #[arg(long)]
+    pub owner_priority: Option<u32>,
+    /// Processors.
+    #[arg(long, short = 'n')]
+    pub processors: Option<u32>,
+    /// Estimated run time in seconds.
+    #[arg(long)]
+    pub estimate: Option<i64>,
+    /// Absolute deadline (Unix seconds), or `+N` seconds from now.
+    #[arg(long)]
+    pub deadline: Option<String>,
+    /// Licences needed (repeatable).
+    #[arg(long = "licence")]
+    #[serde(default)]
+    pub licences: Vec<String>,
+    /// Emulation mode: hold the processors this many seconds instead of running a command.
+    #[arg(long)]
+    pub emulate: Option<i64>,
+    /// Idempotency token.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true)]
+    #[serde(default)]
+    pub command: Vec<String>,
+}
+
+impl SubmitArgs {
+    /// The job spec: the file's values overridden by the flags given.
+    pub fn spec(&self) -> anyhow::Result<v1::JobSpec> {
+        let mut a = self.clone();
+        if let Some(path) = &self.file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+            let f: SubmitArgs = if path.extension().is_some_and(|e| e == "json") {
+                serde_json::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            } else {
+                toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            };
+            a.user = a.user.or(f.user);
+            a.class = a.class.or(f.class);
+            a.owner_priority = a.owner_priority.or(f.owner_priority);
+            a.processors = a.processors.or(f.processors);
+            a.estimate = a.estimate.or(f.estimate);
+            a.deadline = a.deadline.or(f.deadline);
+            a.emulate = a.emulate.or(f.emulate);
+            a.token = a.token.or(f.token);
+            if a.licences.is_empty() {
+                a.licences = f.licences;
+            }
+            if a.command.is_empty() {
+                a.command = f.command;
+            }
+        }
+        let user_class = match a.class.as_deref() {
+            None | Some("regular") => v1::UserClass::Regular,
+            Some("gold") => v1::UserClass::Gold,
+            Some("silver") => v1::UserClass::Silver,
+            Some(c) => anyhow::bail!("--class: unknown class `{c}` (gold, silver or regular)"),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let deadline = match a.deadline.as_deref() {
+            None => None,
+            Some(d) => Some(match d.strip_prefix('+') {
+                Some(rel) => {
+                    now + rel
+                        .parse::<i64>()
+                        .map_err(|e| anyhow::anyhow!("--deadline: {e}"))?
+                }
+                None => d
+                    .parse::<i64>()
+                    .map_err(|e| anyhow::anyhow!("--deadline: {e}"))?,
+            }),
+        };
+        let command = a.command.split_first().map(|(p, args)| v1::Command {
+            program: p.clone(),
+            args: args.to_vec(),
+            ..Default::default()
+        });
+        Ok(v1::JobSpec {
+            user: a
+                .user
+                .or_else(|| std::env::var("USER").ok())
+                .unwrap_or_else(|| "anonymous".into()),
+            user_class: user_class.into(),
+            owner_priority: a.owner_priority.unwrap_or(0),
+            processors: a.processors.unwrap_or(1),
+            estimate_s: a.estimate.unwrap_or(60),
+            deadline,
+            licences: a.licences,
+            command,
+            emulate_runtime_s: a.emulate,
+            client_token: a.token,
+            ..Default::default()
+        })
+    }
+}

@@ -1,0 +1,210 @@
+//! `gridctl`, the gridsched client (issue 5 part 4): submit, status, list, cancel, watch, sites
+//! and explain against a meta-scheduler; tables by default, `--json` everywhere; errors print the
+//! gRPC status code and message.
+
+mod job_file;
+mod show;
+
+use clap::{Parser, Subcommand};
+use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+
+/// Client of the gridsched meta-scheduler.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Meta-scheduler endpoint.
+    #[arg(
+        long,
+        global = true,
+        env = "GRIDSCHED_ENDPOINT",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    endpoint: String,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Submits a job (flags or a job file).
+    Submit(Box<job_file::SubmitArgs>),
+    /// Shows one job.
+    Status {
+        /// The job id.
+        job_id: u64,
+    },
+    /// Lists jobs.
+    List {
+        /// Only jobs in this state (e.g. queued, running, completed); repeatable.
+        #[arg(long)]
+        state: Vec<String>,
+        /// Only this user's jobs.
+        #[arg(long)]
+        user: Option<String>,
+        /// Only jobs at this site.
+        #[arg(long)]
+        site: Option<String>,
+        /// At most this many jobs.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Cancels a job.
+    Cancel {
+        /// The job id.
+        job_id: u64,
+        /// Why.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Streams job events until interrupted.
+    Watch {
+        /// Only these jobs.
+        job_ids: Vec<u64>,
+        /// From this event sequence (default: live events only).
+        #[arg(long)]
+        from: Option<u64>,
+    },
+    /// Shows the sites and their Load / Count arrays.
+    Sites,
+    /// Explains why a job is where it is.
+    Explain {
+        /// The job id.
+        job_id: u64,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(s) = e.downcast_ref::<tonic::Status>() {
+                eprintln!("gridctl: {:?}: {}", s.code(), s.message());
+            } else {
+                eprintln!("gridctl: {e:#}");
+            }
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn connect(endpoint: &str) -> anyhow::Result<MetaSchedulerClient<Channel>> {
+    MetaSchedulerClient::connect(endpoint.to_owned())
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach the meta-scheduler at {endpoint}: {e}"))
+}
+
+fn parse_state(s: &str) -> anyhow::Result<i32> {
+    let name = format!("JOB_STATE_{}", s.to_ascii_uppercase());
+    v1::JobState::from_str_name(&name)
+        .map(|s| s as i32)
+        .ok_or_else(|| anyhow::anyhow!("unknown state `{s}`"))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    let mut c = connect(&cli.endpoint).await?;
+    let json = cli.json;
+    match cli.cmd {
+        Cmd::Submit(args) => {
+            let wait = args.wait;
+            let spec = args.spec()?;
+            let r = c
+                .submit(v1::SubmitRequest { spec: Some(spec) })
+                .await?
+                .into_inner();
+            if !wait {
+                show::submitted(&r, json);
+                return Ok(std::process::ExitCode::SUCCESS);
+            }
+            let mut events = c
+                .watch(v1::WatchRequest {
+                    job_ids: vec![r.job_id],
+                    from_sequence: Some(1),
+                    ..Default::default()
+                })
+                .await;
+            loop {
+                let job = c
+                    .get_job(v1::GetJobRequest { job_id: r.job_id })
+                    .await?
+                    .into_inner();
+                let job = job.job.unwrap_or_default();
+                if job.state().is_terminal() {
+                    show::jobs(std::slice::from_ref(&job), json);
+                    let ok = job.state() == v1::JobState::Completed;
+                    return Ok(if ok { 0.into() } else { 1.into() });
+                }
+                match &mut events {
+                    Ok(s) => {
+                        let _ = s.get_mut().next().await;
+                    }
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
+                }
+            }
+        }
+        Cmd::Status { job_id } => {
+            let r = c.get_job(v1::GetJobRequest { job_id }).await?.into_inner();
+            show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json);
+        }
+        Cmd::List {
+            state,
+            user,
+            site,
+            limit,
+        } => {
+            let states = state
+                .iter()
+                .map(|s| parse_state(s))
+                .collect::<anyhow::Result<_>>()?;
+            let r = c
+                .list_jobs(v1::ListJobsRequest {
+                    states,
+                    user,
+                    site,
+                    limit,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            show::jobs(&r.jobs, json);
+        }
+        Cmd::Cancel { job_id, reason } => {
+            let r = c
+                .cancel_job(v1::CancelJobRequest { job_id, reason })
+                .await?
+                .into_inner();
+            show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json);
+        }
+        Cmd::Watch { job_ids, from } => {
+            let mut s = c
+                .watch(v1::WatchRequest {
+                    job_ids,
+                    from_sequence: from,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            while let Some(ev) = s.next().await {
+                show::event(&ev?, json);
+            }
+        }
+        Cmd::Sites => {
+            let r = c
+                .list_sites(v1::ListSitesRequest::default())
+                .await?
+                .into_inner();
+            show::sites(&r, json);
+        }
+        Cmd::Explain { job_id } => {
+            let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();
+            show::explain(&r, json);
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}

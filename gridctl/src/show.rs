@@ -1,0 +1,142 @@
+//! Output of `gridctl`: comfy-table tables, or JSON with `--json`.
+
+use comfy_table::Table;
+use gridsched_proto::v1;
+use serde_json::{Value, json};
+
+fn state_name(s: i32) -> String {
+    v1::JobState::try_from(s)
+        .map(|s| {
+            s.as_str_name()
+                .trim_start_matches("JOB_STATE_")
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_else(|_| s.to_string())
+}
+
+fn job_json(j: &v1::Job) -> Value {
+    let s = j.spec.clone().unwrap_or_default();
+    json!({
+        "id": j.id, "state": state_name(j.state), "priority": j.priority, "user": s.user,
+        "processors": s.processors, "estimate_s": s.estimate_s, "deadline": s.deadline,
+        "licences": s.licences, "site": j.site, "cluster": j.cluster, "machine": j.machine,
+        "submit_time": j.submit_time, "start_time": j.start_time, "end_time": j.end_time,
+        "exit_code": j.exit_code, "reason": j.reason,
+    })
+}
+
+/// Prints a submission's result.
+pub fn submitted(r: &v1::SubmitResponse, json: bool) {
+    if json {
+        let v = json!({"job_id": r.job_id, "state": state_name(r.state), "priority": r.priority,
+            "duplicate": r.duplicate});
+        println!("{v}");
+    } else {
+        let dup = if r.duplicate {
+            " (duplicate of an earlier submission)"
+        } else {
+            ""
+        };
+        println!(
+            "job {} {} with priority {}{dup}",
+            r.job_id,
+            state_name(r.state),
+            r.priority
+        );
+    }
+}
+
+/// Prints jobs.
+pub fn jobs(jobs: &[v1::Job], json: bool) {
+    if json {
+        let v: Vec<Value> = jobs.iter().map(job_json).collect();
+        println!("{}", Value::Array(v));
+        return;
+    }
+    let mut t = Table::new();
+    t.set_header([
+        "id", "state", "prio", "user", "procs", "site", "machine", "exit", "reason",
+    ]);
+    for j in jobs {
+        let s = j.spec.clone().unwrap_or_default();
+        t.add_row([
+            j.id.to_string(),
+            state_name(j.state),
+            j.priority.to_string(),
+            s.user,
+            s.processors.to_string(),
+            j.site.clone().unwrap_or_default(),
+            j.machine.clone().unwrap_or_default(),
+            j.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+            j.reason.clone(),
+        ]);
+    }
+    println!("{t}");
+}
+
+/// Prints one event.
+pub fn event(e: &v1::JobEvent, json: bool) {
+    if json {
+        let v = json!({"sequence": e.sequence, "job_id": e.job_id, "state": state_name(e.state),
+            "time": e.time, "detail": e.detail, "cluster": e.cluster, "exit_code": e.exit_code});
+        println!("{v}");
+    } else {
+        println!(
+            "#{} job {} {} {}",
+            e.sequence,
+            e.job_id,
+            state_name(e.state),
+            e.detail
+        );
+    }
+}
+
+/// Prints the sites.
+pub fn sites(r: &v1::ListSitesResponse, json: bool) {
+    if json {
+        let v: Vec<Value> = r
+            .sites
+            .iter()
+            .flat_map(|s| s.clusters.iter())
+            .map(|c| {
+                json!({"site": c.site, "cluster": c.name, "endpoint": c.endpoint,
+                "reachable": c.reachable, "load": c.load, "count": c.count})
+            })
+            .collect();
+        let out = json!({"dispatch_policy": r.dispatch_policy, "max_priority": r.max_priority,
+            "clusters": v});
+        println!("{out}");
+        return;
+    }
+    let mut t = Table::new();
+    t.set_header([
+        "site",
+        "endpoint",
+        "reachable",
+        "load (p=1..)",
+        "count (p=1..)",
+    ]);
+    for c in r.sites.iter().flat_map(|s| s.clusters.iter()) {
+        t.add_row([
+            c.site.clone(),
+            c.endpoint.clone(),
+            c.reachable.to_string(),
+            format!("{:?}", c.load),
+            format!("{:?}", c.count),
+        ]);
+    }
+    println!("dispatch policy: {}\n{t}", r.dispatch_policy);
+}
+
+/// Prints an explanation.
+pub fn explain(r: &v1::ExplainResponse, json: bool) {
+    if json {
+        let d = r.dispatch.clone().unwrap_or_default();
+        let v = json!({"job_id": r.job_id, "state": state_name(r.state),
+            "priority": r.priority.as_ref().map(|p| p.priority), "cluster": d.cluster,
+            "decided_by": d.decided_by, "queue_position": r.queue_position, "text": r.text});
+        println!("{v}");
+    } else {
+        println!("{}", r.text);
+    }
+}

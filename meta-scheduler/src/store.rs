@@ -1,0 +1,150 @@
+//! The durable job store of the meta-scheduler (issue 5 part 1), on `redb`.
+//!
+//! Every accepted job and every state change is committed here before the client gets its
+//! answer; a batch of submissions is one transaction. Jobs are stored as encoded `v1::Job`
+//! messages keyed by id, next to the idempotency tokens and the id / event counters, so a
+//! restarted meta-scheduler finds every acknowledged job as it was.
+
+use gridsched_proto::v1;
+use prost::Message;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use std::path::Path;
+
+const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
+const TOKENS: TableDefinition<&str, u64> = TableDefinition::new("tokens");
+const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+
+/// A store failure, reported to clients as INTERNAL.
+#[derive(Debug, thiserror::Error)]
+#[error("store: {0}")]
+pub struct StoreError(String);
+
+fn err(e: impl std::fmt::Display) -> StoreError {
+    StoreError(e.to_string())
+}
+
+/// Everything the store holds, as loaded at start.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Every job, by increasing id.
+    pub jobs: Vec<v1::Job>,
+    /// `(user \0 token, job id)` pairs.
+    pub tokens: Vec<(String, u64)>,
+    /// Last job id given.
+    pub last_id: u64,
+    /// Last event sequence given.
+    pub last_sequence: u64,
+}
+
+/// The redb database.
+#[derive(Debug)]
+pub struct Store {
+    db: Database,
+}
+
+/// One write: jobs to put, tokens to record and the counters after it.
+#[derive(Debug, Default)]
+pub struct Write<'a> {
+    /// Jobs to insert or overwrite.
+    pub jobs: Vec<&'a v1::Job>,
+    /// Tokens to record.
+    pub tokens: Vec<(String, u64)>,
+    /// Last job id given, after the write.
+    pub last_id: u64,
+    /// Last event sequence given, after the write.
+    pub last_sequence: u64,
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir).map_err(err)?;
+        let db = Database::create(dir.join("meta.redb")).map_err(err)?;
+        let tx = db.begin_write().map_err(err)?;
+        tx.open_table(JOBS).map_err(err)?;
+        tx.open_table(TOKENS).map_err(err)?;
+        tx.open_table(COUNTERS).map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(Store { db })
+    }
+
+    /// Reads everything.
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        let tx = self.db.begin_read().map_err(err)?;
+        let mut out = Loaded::default();
+        let jobs = tx.open_table(JOBS).map_err(err)?;
+        for row in jobs.iter().map_err(err)? {
+            let (_, v) = row.map_err(err)?;
+            out.jobs.push(v1::Job::decode(v.value()).map_err(err)?);
+        }
+        let tokens = tx.open_table(TOKENS).map_err(err)?;
+        for row in tokens.iter().map_err(err)? {
+            let (k, v) = row.map_err(err)?;
+            out.tokens.push((k.value().to_owned(), v.value()));
+        }
+        let counters = tx.open_table(COUNTERS).map_err(err)?;
+        out.last_id = counters
+            .get("last_id")
+            .map_err(err)?
+            .map_or(0, |v| v.value());
+        out.last_sequence = counters
+            .get("last_sequence")
+            .map_err(err)?
+            .map_or(0, |v| v.value());
+        Ok(out)
+    }
+
+    /// Commits one write durably (one transaction, fsynced).
+    pub fn commit(&self, w: &Write<'_>) -> Result<(), StoreError> {
+        let tx = self.db.begin_write().map_err(err)?;
+        {
+            let mut jobs = tx.open_table(JOBS).map_err(err)?;
+            let mut buf = Vec::new();
+            for j in &w.jobs {
+                buf.clear();
+                j.encode(&mut buf).map_err(err)?;
+                jobs.insert(j.id, buf.as_slice()).map_err(err)?;
+            }
+            let mut tokens = tx.open_table(TOKENS).map_err(err)?;
+            for (k, id) in &w.tokens {
+                tokens.insert(k.as_str(), *id).map_err(err)?;
+            }
+            let mut counters = tx.open_table(COUNTERS).map_err(err)?;
+            counters.insert("last_id", w.last_id).map_err(err)?;
+            counters
+                .insert("last_sequence", w.last_sequence)
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_jobs_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = v1::Job {
+            id: 7,
+            state: v1::JobState::Accepted.into(),
+            ..Default::default()
+        };
+        {
+            let s = Store::open(dir.path()).unwrap();
+            s.commit(&Write {
+                jobs: vec![&job],
+                tokens: vec![("u\0t".into(), 7)],
+                last_id: 7,
+                last_sequence: 3,
+            })
+            .unwrap();
+        }
+        let s = Store::open(dir.path()).unwrap();
+        let l = s.load().unwrap();
+        assert_eq!(l.jobs, vec![job]);
+        assert_eq!(l.tokens, vec![("u\0t".to_string(), 7)]);
+        assert_eq!((l.last_id, l.last_sequence), (7, 3));
+    }
+}

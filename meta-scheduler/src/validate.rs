@@ -1,0 +1,197 @@
+//! Admission checks of the meta-scheduler (issue 5 part 6): a job that no site can ever run is
+//! refused with INVALID_ARGUMENT naming the `JobSpec` field to blame.
+
+use crate::config::SiteConfig;
+use gridsched_proto::v1;
+
+/// A refused job: the field to blame and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The offending field, e.g. `processors` or `licences[1]`.
+    pub field: String,
+    /// Why.
+    pub message: String,
+}
+
+impl Refusal {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Refusal {
+        Refusal {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Refusal> for tonic::Status {
+    fn from(r: Refusal) -> tonic::Status {
+        tonic::Status::invalid_argument(format!("field `{}`: {}", r.field, r.message))
+    }
+}
+
+/// Whether a site can ever run a job: a machine with enough processors and every licence.
+pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec) -> bool {
+    site.machines
+        .iter()
+        .any(|m| m.processors >= spec.processors)
+        && spec.licences.iter().all(|l| site.licences.contains(l))
+}
+
+/// Checks a submitted job against the grid at time `now`.
+pub fn check(spec: Option<&v1::JobSpec>, sites: &[SiteConfig], now: i64) -> Result<(), Refusal> {
+    let spec = spec.ok_or_else(|| Refusal::new("spec", "required"))?;
+    if spec.user.trim().is_empty() {
+        return Err(Refusal::new("user", "required"));
+    }
+    if spec.owner_priority > 3 {
+        return Err(Refusal::new("owner_priority", "must be 0 to 3"));
+    }
+    if spec.processors == 0 {
+        return Err(Refusal::new("processors", "must be at least 1"));
+    }
+    let widest = sites
+        .iter()
+        .flat_map(|s| s.machines.iter().map(|m| m.processors))
+        .max()
+        .unwrap_or(0);
+    if spec.processors > widest {
+        return Err(Refusal::new(
+            "processors",
+            format!(
+                "{} processors exceed every machine of the grid (largest: {widest})",
+                spec.processors
+            ),
+        ));
+    }
+    if spec.estimate_s < 1 {
+        return Err(Refusal::new("estimate_s", "must be at least 1"));
+    }
+    if let Some(d) = spec.deadline
+        && d < now
+    {
+        return Err(Refusal::new(
+            "deadline",
+            format!("{d} is already past (now {now})"),
+        ));
+    }
+    for (i, l) in spec.licences.iter().enumerate() {
+        if spec.licences[..i].contains(l) {
+            return Err(Refusal::new(
+                format!("licences[{i}]"),
+                format!("`{l}` repeated"),
+            ));
+        }
+        if !sites.iter().any(|s| s.licences.contains(l)) {
+            return Err(Refusal::new(
+                format!("licences[{i}]"),
+                format!("unknown licence `{l}`: no site has it"),
+            ));
+        }
+    }
+    if spec.benchmark == Some(0) {
+        return Err(Refusal::new("benchmark", "must be positive"));
+    }
+    match (&spec.command, spec.emulate_runtime_s) {
+        (Some(_), Some(_)) => {
+            return Err(Refusal::new(
+                "command",
+                "give either a command or emulate_runtime_s, not both",
+            ));
+        }
+        (None, None) => return Err(Refusal::new("command", "required")),
+        (Some(c), None) if c.program.trim().is_empty() => {
+            return Err(Refusal::new("command.program", "must not be empty"));
+        }
+        (None, Some(r)) if r < 0 => {
+            return Err(Refusal::new("emulate_runtime_s", "must be at least 0"));
+        }
+        _ => {}
+    }
+    if !sites.iter().any(|s| site_can_run(s, spec)) {
+        return Err(Refusal::new(
+            "licences",
+            "no single site has a machine wide enough together with every licence",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MachineConfig;
+
+    fn sites() -> Vec<SiteConfig> {
+        vec![SiteConfig {
+            name: "a".into(),
+            endpoint: String::new(),
+            machines: vec![MachineConfig {
+                name: "m".into(),
+                processors: 8,
+            }],
+            licences: vec!["matlab".into()],
+        }]
+    }
+
+    fn ok_spec() -> v1::JobSpec {
+        v1::JobSpec {
+            user: "u".into(),
+            processors: 4,
+            estimate_s: 10,
+            emulate_runtime_s: Some(1),
+            ..Default::default()
+        }
+    }
+
+    fn field(spec: v1::JobSpec) -> String {
+        check(Some(&spec), &sites(), 1000).unwrap_err().field
+    }
+
+    #[test]
+    fn names_the_field() {
+        assert!(check(Some(&ok_spec()), &sites(), 1000).is_ok());
+        assert_eq!(check(None, &sites(), 0).unwrap_err().field, "spec");
+        assert_eq!(
+            field(v1::JobSpec {
+                processors: 9,
+                ..ok_spec()
+            }),
+            "processors"
+        );
+        assert_eq!(
+            field(v1::JobSpec {
+                deadline: Some(999),
+                ..ok_spec()
+            }),
+            "deadline"
+        );
+        let lic = vec!["matlab".into(), "ansys".into()];
+        assert_eq!(
+            field(v1::JobSpec {
+                licences: lic,
+                ..ok_spec()
+            }),
+            "licences[1]"
+        );
+        let cmd = Some(v1::Command::default());
+        let spec = v1::JobSpec {
+            command: cmd,
+            emulate_runtime_s: None,
+            ..ok_spec()
+        };
+        assert_eq!(field(spec), "command.program");
+        assert_eq!(
+            field(v1::JobSpec {
+                user: String::new(),
+                ..ok_spec()
+            }),
+            "user"
+        );
+        assert_eq!(
+            field(v1::JobSpec {
+                estimate_s: 0,
+                ..ok_spec()
+            }),
+            "estimate_s"
+        );
+    }
+}
