@@ -676,8 +676,13 @@ impl Driver {
                 tracing::debug!("job {id}: {}", rep.detail);
             }
             self.policy.terminate(now, JobId(id));
-            if let Some(rec) = self.jobs.get_mut(&id) {
+            // A process so short that its RUNNING report was coalesced away still shows RUNNING.
+            if let Some(rec) = self.jobs.get_mut(&id)
+                && !rec.reported_running
+            {
                 rec.reported_running = true;
+                let detail = format!("started on {}", self.names.machine_name(m).unwrap_or("?"));
+                self.emit(id, JobState::Running, now, &detail, None);
             }
             self.emit(id, state, now, &detail, Some(rep));
         }
