@@ -158,6 +158,15 @@ impl v1::local_scheduler_server::LocalScheduler for NoLocal {
     ) -> Result<Response<v1::HeartbeatResponse>, Status> {
         Err(Status::unimplemented("heartbeat"))
     }
+
+    type AgentOrdersStream = BoxStream<v1::AgentCommand>;
+
+    async fn agent_orders(
+        &self,
+        _: Request<v1::AgentOrdersRequest>,
+    ) -> Result<Response<Self::AgentOrdersStream>, Status> {
+        Err(Status::unimplemented("agent_orders"))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,243 @@
+//! Configuration of a local scheduler (issue 5, part 2): its cluster's machines and floating
+//! licence pools, the policy (a [`PolicyConfig`], the same one `gridsim` uses), agent liveness and
+//! lost-agent handling, and the state directory. Read from TOML; unknown keys are errors that name
+//! the key.
+
+use anyhow::{Context, bail};
+use gridsched_core::model::{
+    Cluster, ClusterId, LicenceId, LicencePool, LicenceType, Machine, MachineId, Platform, Site,
+    SiteId,
+};
+use gridsched_core::policy::PolicyConfig;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// What happens to the jobs of an agent that stopped sending heartbeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LostAgent {
+    /// The jobs end in state LOST (their outcome is unknown).
+    #[default]
+    Fail,
+    /// The jobs go back to the queue and are started again elsewhere.
+    Requeue,
+}
+
+/// One machine of the cluster.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    /// Unique name; the machine's agent registers under it.
+    pub name: String,
+    /// Processors.
+    pub processors: u32,
+    /// Benchmark score (default 1).
+    #[serde(default = "one")]
+    pub benchmark: u32,
+    /// Node-locked licences.
+    #[serde(default)]
+    pub node_locked: Vec<String>,
+}
+
+/// A floating licence pool.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    /// Licence name.
+    pub name: String,
+    /// Copies active at the same time.
+    pub copies: u32,
+    /// Machines where a copy can be activated; absent = every machine of the cluster.
+    #[serde(default)]
+    pub machines: Option<Vec<String>>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_listen() -> SocketAddr {
+    "127.0.0.1:50061".parse().expect("valid address")
+}
+fn default_interval() -> u32 {
+    500
+}
+fn default_lost() -> u32 {
+    3000
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// gRPC listen address (port 0 = any free port, printed at start).
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// Cluster name.
+    pub cluster: String,
+    /// Site name.
+    #[serde(default)]
+    pub site: String,
+    /// The local policy.
+    #[serde(default)]
+    pub policy: PolicyConfig,
+    /// Machines.
+    pub machines: Vec<MachineConfig>,
+    /// Floating licence pools.
+    #[serde(default)]
+    pub licences: Vec<PoolConfig>,
+    /// Agent heartbeat interval in milliseconds.
+    #[serde(default = "default_interval")]
+    pub heartbeat_interval_ms: u32,
+    /// An agent silent for this long is lost (milliseconds).
+    #[serde(default = "default_lost")]
+    pub lost_after_ms: u32,
+    /// What happens to a lost agent's jobs.
+    #[serde(default)]
+    pub lost_agent: LostAgent,
+    /// Directory of the durable state; absent = in memory only (lost at exit).
+    #[serde(default)]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Parses a TOML text; errors name the offending key.
+    pub fn from_toml(text: &str) -> anyhow::Result<Config> {
+        let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        c.platform()?;
+        Ok(c)
+    }
+
+    /// Reads a TOML file.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Config::from_toml(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    /// The one-cluster platform the policy schedules: machines in configuration order (machine
+    /// id = index), licence catalogue = pool licences then node-locked ones.
+    pub fn platform(&self) -> anyhow::Result<Platform> {
+        if self.machines.is_empty() {
+            bail!("machines: at least one machine is needed");
+        }
+        if self.heartbeat_interval_ms == 0 || self.lost_after_ms <= self.heartbeat_interval_ms {
+            bail!("lost_after_ms: must exceed heartbeat_interval_ms (> 0)");
+        }
+        let mut licences: Vec<String> = Vec::new();
+        let mut lic = |name: &str| -> LicenceId {
+            if let Some(i) = licences.iter().position(|l| l == name) {
+                return LicenceId(i as u16);
+            }
+            licences.push(name.to_string());
+            LicenceId((licences.len() - 1) as u16)
+        };
+        let mut machines = Vec::new();
+        for (i, m) in self.machines.iter().enumerate() {
+            if m.processors == 0 {
+                bail!("machines[{i}].processors: must be at least 1");
+            }
+            if m.benchmark == 0 {
+                bail!("machines[{i}].benchmark: must be at least 1");
+            }
+            let mut mm = Machine::new(MachineId(i as u32), &m.name, m.processors, m.benchmark);
+            mm.cluster = ClusterId(0);
+            mm.node_locked = m.node_locked.iter().map(|n| lic(n)).collect();
+            machines.push(mm);
+        }
+        let mut pools = Vec::new();
+        for (i, p) in self.licences.iter().enumerate() {
+            let ms = match &p.machines {
+                None => machines.iter().map(|m| m.id).collect(),
+                Some(names) => {
+                    let mut v = Vec::new();
+                    for (j, n) in names.iter().enumerate() {
+                        let Some(m) = machines.iter().find(|m| &m.name == n) else {
+                            bail!("licences[{i}].machines[{j}]: unknown machine `{n}`");
+                        };
+                        v.push(m.id);
+                    }
+                    v
+                }
+            };
+            pools.push(LicencePool {
+                licence: lic(&p.name),
+                copies: p.copies,
+                machines: ms,
+            });
+        }
+        let platform = Platform {
+            licences: licences
+                .into_iter()
+                .map(|name| LicenceType { name })
+                .collect(),
+            clusters: vec![Cluster {
+                id: ClusterId(0),
+                name: self.cluster.clone(),
+                site: SiteId(0),
+                machines: machines.iter().map(|m| m.id).collect(),
+                pools,
+                space_sharing: true,
+            }],
+            machines,
+            sites: vec![Site {
+                id: SiteId(0),
+                name: self.site.clone(),
+                clusters: vec![ClusterId(0)],
+            }],
+        };
+        platform.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        self.policy
+            .build(&platform, ClusterId(0))
+            .map_err(|e| anyhow::anyhow!("policy: {e}"))?;
+        Ok(platform)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"
+cluster = "c1"
+lost_agent = "requeue"
+[policy]
+policy = "easy"
+[[machines]]
+name = "m1"
+processors = 4
+[[machines]]
+name = "m2"
+processors = 8
+benchmark = 2
+[[licences]]
+name = "matlab"
+copies = 2
+"#;
+
+    #[test]
+    fn parses_and_builds_platform() {
+        let c = Config::from_toml(OK).unwrap();
+        assert_eq!(c.lost_agent, LostAgent::Requeue);
+        let p = c.platform().unwrap();
+        assert_eq!(p.machines.len(), 2);
+        assert_eq!(p.clusters[0].pools[0].copies, 2);
+        assert_eq!(p.clusters[0].pools[0].machines.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = Config::from_toml(&OK.replace("copies = 2", "copies = 2\ncopis = 3"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("copis"), "{e}");
+        let e = Config::from_toml(&OK.replace("processors = 4", "processors = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("machines[0].processors"), "{e}");
+        let e = Config::from_toml(&OK.replace("\"requeue\"", "\"retry\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lost_agent") || e.contains("retry"), "{e}");
+    }
+}

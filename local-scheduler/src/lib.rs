@@ -1,0 +1,109 @@
+//! The `local-scheduler` service (issue 5, part 2): one per cluster. It queues the jobs the
+//! meta-scheduler enqueues, runs the configured gridsched-core policy (built by name through
+//! `PolicyConfig`, the same code `gridsim` simulates) in real time, orders its machines' site
+//! agents to start and kill jobs, and streams job events. State is kept in `redb` and survives a
+//! restart (queued jobs are resubmitted; running ones restored with `restore_running`, or requeued
+//! when the policy cannot).
+//!
+//! Reading adopted where the issue leaves it open: a lost agent's jobs end in state LOST
+//! (`lost_agent = "fail"`, the proto's state for "outcome unknown") or are requeued
+//! (`lost_agent = "requeue"`); the RUNNING event is emitted when the agent reports the process
+//! started, not when the order is sent.
+
+pub mod config;
+pub mod driver;
+pub mod service;
+pub mod store;
+
+pub use config::{Config, LostAgent};
+
+use clap::Parser;
+use gridsched_proto::v1::local_scheduler_server::LocalSchedulerServer;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tokio::net::TcpListener;
+
+/// Command line of the `local-scheduler` binary; flags override the configuration file.
+#[derive(Debug, Parser)]
+#[command(
+    name = "local-scheduler",
+    about = "gridsched local scheduler (one per cluster)"
+)]
+pub struct Cli {
+    /// TOML configuration file.
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Listen address (overrides `listen`).
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Cluster name (overrides `cluster`).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Policy name (overrides `policy.policy`).
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Lost-agent handling (overrides `lost_agent`).
+    #[arg(long, value_enum)]
+    pub lost_agent: Option<LostAgent>,
+    /// State directory (overrides `state_dir`).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Agent heartbeat timeout in ms (overrides `lost_after_ms`).
+    #[arg(long)]
+    pub lost_after_ms: Option<u32>,
+}
+
+impl Cli {
+    /// The configuration: the file, then the flags.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let mut c = Config::load(&self.config)?;
+        if let Some(l) = self.listen {
+            c.listen = l;
+        }
+        if let Some(n) = &self.cluster {
+            c.cluster.clone_from(n);
+        }
+        if let Some(p) = &self.policy {
+            c.policy.policy = p.parse().map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
+        }
+        if let Some(l) = self.lost_agent {
+            c.lost_agent = l;
+        }
+        if let Some(d) = &self.state_dir {
+            c.state_dir = Some(d.clone());
+        }
+        if let Some(t) = self.lost_after_ms {
+            c.lost_after_ms = t;
+        }
+        c.platform()?;
+        Ok(c)
+    }
+}
+
+/// Serves `cfg` on an already bound listener until the process ends.
+pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
+    let driver = driver::Driver::new(cfg)?;
+    let (tx, rx) = tokio::sync::mpsc::channel(4096);
+    tokio::spawn(driver.run(rx));
+    tonic::transport::Server::builder()
+        .add_service(LocalSchedulerServer::new(service::Service::new(tx)))
+        .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+        .await?;
+    Ok(())
+}
+
+/// The binary's main: parses `args`, binds, prints `listening on ADDR`, serves.
+pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
+    let cli = Cli::try_parse_from(args)?;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cfg = cli.config()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        let listener = TcpListener::bind(cfg.listen).await?;
+        println!("listening on {}", listener.local_addr()?);
+        serve(cfg, listener).await
+    })
+}

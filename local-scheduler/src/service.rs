@@ -1,0 +1,147 @@
+//! The gRPC face of a local scheduler (issue 5, part 2): each call becomes a message to the
+//! [`crate::driver`] task and waits for its answer.
+
+use crate::driver::Msg;
+use gridsched_proto::v1::{self, local_scheduler_server::LocalScheduler};
+use std::pin::Pin;
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// The service: a handle on the driver task.
+#[derive(Debug, Clone)]
+pub struct Service {
+    tx: mpsc::Sender<Msg>,
+}
+
+impl Service {
+    /// A service talking to the driver behind `tx`.
+    pub fn new(tx: mpsc::Sender<Msg>) -> Service {
+        Service { tx }
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, Status>>) -> Msg,
+    ) -> Result<T, Status> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(make(tx))
+            .await
+            .map_err(|_| Status::unavailable("local scheduler is shutting down"))?;
+        rx.await
+            .map_err(|_| Status::unavailable("local scheduler is shutting down"))?
+    }
+}
+
+#[tonic::async_trait]
+impl LocalScheduler for Service {
+    async fn enqueue(
+        &self,
+        r: Request<v1::EnqueueRequest>,
+    ) -> Result<Response<v1::EnqueueResponse>, Status> {
+        let r = r.into_inner();
+        self.ask(|tx| Msg::Enqueue(r, tx)).await.map(Response::new)
+    }
+
+    async fn cancel(
+        &self,
+        r: Request<v1::CancelRequest>,
+    ) -> Result<Response<v1::CancelResponse>, Status> {
+        let r = r.into_inner();
+        self.ask(|tx| Msg::Cancel(r, tx)).await.map(Response::new)
+    }
+
+    async fn status(
+        &self,
+        _: Request<v1::StatusRequest>,
+    ) -> Result<Response<v1::StatusResponse>, Status> {
+        self.ask(Msg::Status).await.map(Response::new)
+    }
+
+    type JobEventsStream = BoxStream<v1::JobEvent>;
+
+    async fn job_events(
+        &self,
+        r: Request<v1::JobEventsRequest>,
+    ) -> Result<Response<Self::JobEventsStream>, Status> {
+        let from = r.into_inner().from_sequence;
+        let (backlog, mut live) = self.ask(|tx| Msg::Events(from, tx)).await?;
+        let last = backlog.last().map(|e| e.sequence);
+        let stream = async_stream(backlog, move |out| async move {
+            loop {
+                match live.recv().await {
+                    Ok(e) if last.is_some_and(|l| e.sequence <= l) => {}
+                    Ok(e) => {
+                        if out.send(Ok(e)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        let _ = out
+                            .send(Err(Status::out_of_range(format!(
+                                "subscriber lagged by {n} events: resume with from_sequence"
+                            ))))
+                            .await;
+                        return;
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+        Ok(Response::new(stream))
+    }
+
+    async fn register_agent(
+        &self,
+        r: Request<v1::RegisterAgentRequest>,
+    ) -> Result<Response<v1::RegisterAgentResponse>, Status> {
+        let r = r.into_inner();
+        self.ask(|tx| Msg::Register(r, tx)).await.map(Response::new)
+    }
+
+    async fn heartbeat(
+        &self,
+        r: Request<v1::HeartbeatRequest>,
+    ) -> Result<Response<v1::HeartbeatResponse>, Status> {
+        let r = r.into_inner();
+        self.ask(|tx| Msg::Heartbeat(r, tx))
+            .await
+            .map(Response::new)
+    }
+
+    type AgentOrdersStream = BoxStream<v1::AgentCommand>;
+
+    async fn agent_orders(
+        &self,
+        r: Request<v1::AgentOrdersRequest>,
+    ) -> Result<Response<Self::AgentOrdersStream>, Status> {
+        let id = r.into_inner().agent_id;
+        let rx = self.ask(|tx| Msg::Orders(id, tx)).await?;
+        let s = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+        Ok(Response::new(Box::pin(tokio_stream::StreamExt::map(s, Ok))))
+    }
+}
+
+/// A stream yielding `first`, then what `rest` sends.
+fn async_stream<T, F, Fut>(first: Vec<T>, rest: F) -> BoxStream<T>
+where
+    T: Send + 'static,
+    F: FnOnce(mpsc::Sender<Result<T, Status>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(1024);
+    let fut = rest(tx.clone());
+    tokio::spawn(async move {
+        for e in first {
+            if tx.send(Ok(e)).await.is_err() {
+                return;
+            }
+        }
+        drop(tx);
+        fut.await;
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
+}

@@ -1,0 +1,94 @@
+//! Durable state of a local scheduler (issue 5, part 2) in an embedded `redb` database: the jobs
+//! not yet ended (their Enqueue request, state, machine and start) and the event log, keyed by
+//! sequence number for JobEvents resumption. Every change is committed before it is acknowledged.
+
+use gridsched_proto::v1;
+use prost::Message;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use std::path::Path;
+
+const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
+const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
+
+/// A job of the local scheduler as stored.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct StoredJob {
+    /// The Enqueue request that brought it.
+    #[prost(message, optional, tag = "1")]
+    pub request: Option<v1::EnqueueRequest>,
+    /// Its state (`v1::JobState`).
+    #[prost(int32, tag = "2")]
+    pub state: i32,
+    /// Machine it runs on.
+    #[prost(uint32, optional, tag = "3")]
+    pub machine: Option<u32>,
+    /// When it started.
+    #[prost(int64, optional, tag = "4")]
+    pub start_time: Option<i64>,
+}
+
+/// The database.
+#[derive(Debug)]
+pub struct Store {
+    db: Database,
+}
+
+/// A store failure.
+pub type StoreError = Box<dyn std::error::Error + Send + Sync>;
+
+impl Store {
+    /// Opens (or creates) `dir/state.redb`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir)?;
+        let db = Database::create(dir.join("state.redb"))?;
+        let w = db.begin_write()?;
+        w.open_table(JOBS)?;
+        w.open_table(EVENTS)?;
+        w.commit()?;
+        Ok(Store { db })
+    }
+
+    /// Writes events and job changes in one transaction (`None` = the job ended: removed).
+    pub fn commit(
+        &self,
+        events: &[v1::JobEvent],
+        jobs: &[(u64, Option<StoredJob>)],
+    ) -> Result<(), StoreError> {
+        let w = self.db.begin_write()?;
+        {
+            let mut t = w.open_table(EVENTS)?;
+            for e in events {
+                t.insert(e.sequence, e.encode_to_vec().as_slice())?;
+            }
+            let mut t = w.open_table(JOBS)?;
+            for (id, j) in jobs {
+                match j {
+                    Some(j) => {
+                        t.insert(*id, j.encode_to_vec().as_slice())?;
+                    }
+                    None => {
+                        t.remove(*id)?;
+                    }
+                }
+            }
+        }
+        w.commit()?;
+        Ok(())
+    }
+
+    /// Everything stored: the jobs not ended and the event log in sequence order.
+    pub fn load(&self) -> Result<(Vec<StoredJob>, Vec<v1::JobEvent>), StoreError> {
+        let r = self.db.begin_read()?;
+        let mut jobs = Vec::new();
+        for kv in r.open_table(JOBS)?.iter()? {
+            let (_, v) = kv?;
+            jobs.push(StoredJob::decode(v.value())?);
+        }
+        let mut events = Vec::new();
+        for kv in r.open_table(EVENTS)?.iter()? {
+            let (_, v) = kv?;
+            events.push(v1::JobEvent::decode(v.value())?);
+        }
+        Ok((jobs, events))
+    }
+}

@@ -1,0 +1,230 @@
+//! The `site-agent` service (issue 5, part 3): one per machine. It registers the machine
+//! (processors, benchmark score, node-locked licences) with its local scheduler, opens the
+//! `AgentOrders` stream, sends heartbeats (at once after any job change, so terminations reach the
+//! scheduler quickly) carrying reports of every running job and every ended job not yet
+//! acknowledged, and runs jobs ([`runner`]). When the scheduler forgets its session (restart:
+//! NOT_FOUND) or is unreachable, the agent registers again and re-reports what it runs, so the
+//! scheduler can reconcile.
+
+pub mod runner;
+
+use clap::Parser;
+use gridsched_proto::v1::{
+    self, AgentJobState, agent_command::Kind, local_scheduler_client::LocalSchedulerClient,
+};
+use runner::RunnerConfig;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tonic::transport::Channel;
+
+/// Command line of the `site-agent` binary.
+#[derive(Debug, Parser, Clone)]
+#[command(name = "site-agent", about = "gridsched site agent (one per machine)")]
+pub struct Cli {
+    /// Local scheduler URL, e.g. http://127.0.0.1:50061.
+    #[arg(long)]
+    pub scheduler: String,
+    /// Machine name (as configured at the local scheduler).
+    #[arg(long)]
+    pub machine: String,
+    /// Processors offered.
+    #[arg(long)]
+    pub processors: u32,
+    /// Benchmark score (0 = take the scheduler's configuration).
+    #[arg(long, default_value_t = 0)]
+    pub benchmark: u32,
+    /// Node-locked licence (repeatable).
+    #[arg(long = "licence")]
+    pub licences: Vec<String>,
+    /// Work directory: `<dir>/<job>/stdout|stderr`.
+    #[arg(long)]
+    pub work_dir: PathBuf,
+    /// Factor applied to emulated run times and wall-time limits (e.g. 0.01 for demos).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Milliseconds between SIGTERM and SIGKILL.
+    #[arg(long, default_value_t = 2000)]
+    pub grace_ms: u64,
+}
+
+struct Running {
+    kill: Option<oneshot::Sender<String>>,
+}
+
+/// The agent's state.
+struct Agent {
+    cli: Cli,
+    runner: RunnerConfig,
+    reports: HashMap<u64, v1::JobReport>,
+    running: HashMap<u64, Running>,
+    done_tx: mpsc::UnboundedSender<v1::JobReport>,
+}
+
+impl Agent {
+    fn reports(&self) -> Vec<v1::JobReport> {
+        let mut v: Vec<_> = self.reports.values().cloned().collect();
+        v.sort_by_key(|r| r.job_id);
+        v
+    }
+
+    fn order(&mut self, c: v1::AgentCommand) {
+        match c.kind {
+            Some(Kind::Start(s)) => {
+                if self.reports.contains_key(&s.job_id) {
+                    return;
+                }
+                let (ktx, krx) = oneshot::channel();
+                self.running.insert(s.job_id, Running { kill: Some(ktx) });
+                self.reports.insert(
+                    s.job_id,
+                    v1::JobReport {
+                        job_id: s.job_id,
+                        state: AgentJobState::Running as i32,
+                        ..Default::default()
+                    },
+                );
+                tokio::spawn(runner::run_job(
+                    self.runner.clone(),
+                    s,
+                    krx,
+                    self.done_tx.clone(),
+                ));
+            }
+            Some(Kind::Kill(k)) => {
+                if let Some(r) = self.running.get_mut(&k.job_id)
+                    && let Some(tx) = r.kill.take()
+                {
+                    let _ = tx.send(k.reason);
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn update(&mut self, r: v1::JobReport) {
+        if r.state != AgentJobState::Running as i32 {
+            self.running.remove(&r.job_id);
+        }
+        self.reports.insert(r.job_id, r);
+    }
+}
+
+/// Runs the agent until the process ends.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&cli.work_dir)?;
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let mut a = Agent {
+        runner: RunnerConfig {
+            work_dir: cli.work_dir.clone(),
+            time_scale: cli.time_scale,
+            grace: Duration::from_millis(cli.grace_ms),
+        },
+        cli,
+        reports: HashMap::new(),
+        running: HashMap::new(),
+        done_tx,
+    };
+    loop {
+        let mut client = match LocalSchedulerClient::connect(a.cli.scheduler.clone()).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("connecting to {}: {e}", a.cli.scheduler);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        if let Err(e) = session(&mut a, &mut client, &mut done_rx).await {
+            tracing::warn!("session ended: {e}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+async fn session(
+    a: &mut Agent,
+    client: &mut LocalSchedulerClient<Channel>,
+    done_rx: &mut mpsc::UnboundedReceiver<v1::JobReport>,
+) -> anyhow::Result<()> {
+    let reg = client
+        .register_agent(v1::RegisterAgentRequest {
+            machine: a.cli.machine.clone(),
+            processors: a.cli.processors,
+            benchmark: a.cli.benchmark,
+            node_locked_licences: a.cli.licences.clone(),
+            memory_kb: None,
+            hostname: String::new(),
+            agent_version: env!("CARGO_PKG_VERSION").into(),
+            jobs: a.reports(),
+        })
+        .await?
+        .into_inner();
+    let mut orders = client
+        .agent_orders(v1::AgentOrdersRequest {
+            agent_id: reg.agent_id.clone(),
+        })
+        .await?
+        .into_inner();
+    let mut interval = Duration::from_millis(u64::from(reg.heartbeat_interval_ms.max(10)));
+    let mut next = tokio::time::Instant::now() + interval;
+    let mut stream_open = true;
+    loop {
+        let mut beat = false;
+        tokio::select! {
+            o = orders.message(), if stream_open => match o {
+                Ok(Some(c)) => a.order(c),
+                _ => stream_open = false,
+            },
+            r = done_rx.recv() => {
+                if let Some(r) = r {
+                    a.update(r);
+                }
+                while let Ok(r) = done_rx.try_recv() {
+                    a.update(r);
+                }
+                beat = true;
+            }
+            _ = tokio::time::sleep_until(next) => beat = true,
+        }
+        if !beat {
+            continue;
+        }
+        let resp = client
+            .heartbeat(v1::HeartbeatRequest {
+                agent_id: reg.agent_id.clone(),
+                jobs: a.reports(),
+                time: 0,
+            })
+            .await?
+            .into_inner();
+        for id in resp.acknowledged_jobs {
+            if a.reports
+                .get(&id)
+                .is_some_and(|r| r.state != AgentJobState::Running as i32)
+            {
+                a.reports.remove(&id);
+            }
+        }
+        for c in resp.commands {
+            a.order(c);
+        }
+        if resp.heartbeat_interval_ms > 0 {
+            interval = Duration::from_millis(u64::from(resp.heartbeat_interval_ms));
+        }
+        next = tokio::time::Instant::now() + interval;
+        if !stream_open {
+            anyhow::bail!("order stream closed");
+        }
+    }
+}
+
+/// The binary's main: parses `args` and runs the agent.
+pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
+    let cli = Cli::try_parse_from(args)?;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    tokio::runtime::Runtime::new()?.block_on(run(cli))
+}

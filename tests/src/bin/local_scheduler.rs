@@ -1,0 +1,11 @@
+//! The local-scheduler binary, built in the tests crate for its live tests.
+
+fn main() -> std::process::ExitCode {
+    match local_scheduler::main_with_args(std::env::args()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("local-scheduler: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

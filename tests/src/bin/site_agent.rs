@@ -1,0 +1,11 @@
+//! The site-agent binary, built in the tests crate for its live tests.
+
+fn main() -> std::process::ExitCode {
+    match site_agent::main_with_args(std::env::args()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("site-agent: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

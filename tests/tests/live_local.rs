@@ -1,0 +1,487 @@
+//! Live tests of the local scheduler and site agents (issue 5, parts 2–3): real processes on
+//! loopback ports. The binaries are the tests crate's copies (`gridsched-test-local-scheduler`,
+//! `gridsched-test-site-agent`, see `Cargo.toml`), located with `env!("CARGO_BIN_EXE_...")`; the
+//! scheduler listens on port 0 and prints its address on stdout.
+
+use gridsched_proto::v1::{self, local_scheduler_client::LocalSchedulerClient};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Grid {
+    dir: tempfile::TempDir,
+    url: String,
+    sched: Option<Proc>,
+    agents: Vec<Proc>,
+    config: std::path::PathBuf,
+}
+
+fn start_scheduler(config: &std::path::Path, listen: Option<&str>) -> (Proc, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridsched-test-local-scheduler"));
+    if let Some(l) = listen {
+        cmd.args(["--listen", l]);
+    }
+    let mut child = cmd
+        .arg("--config")
+        .arg(config)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn local scheduler");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (Proc(child), format!("http://{addr}"))
+}
+
+impl Grid {
+    /// A scheduler with `machines` (name, procs), extra TOML, and one agent per machine.
+    fn new(machines: &[(&str, u32)], extra: &str) -> Grid {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut toml = format!(
+            "listen = \"127.0.0.1:0\"\ncluster = \"c1\"\nheartbeat_interval_ms = 100\nlost_after_ms = 800\nstate_dir = \"{}\"\n{extra}\n",
+            dir.path().join("state").display()
+        );
+        for (m, p) in machines {
+            toml.push_str(&format!("[[machines]]\nname = \"{m}\"\nprocessors = {p}\n"));
+        }
+        let config = dir.path().join("ls.toml");
+        std::fs::write(&config, toml).expect("write config");
+        let (sched, url) = start_scheduler(&config, None);
+        let mut g = Grid {
+            dir,
+            url,
+            sched: Some(sched),
+            agents: Vec::new(),
+            config,
+        };
+        for (m, p) in machines {
+            g.agents.push(g.agent(m, *p));
+        }
+        g
+    }
+
+    fn agent(&self, machine: &str, procs: u32) -> Proc {
+        Proc(
+            Command::new(env!("CARGO_BIN_EXE_gridsched-test-site-agent"))
+                .args(["--scheduler", &self.url, "--machine", machine])
+                .args(["--processors", &procs.to_string(), "--time-scale", "0.05"])
+                .args(["--grace-ms", "300"])
+                .arg("--work-dir")
+                .arg(self.dir.path().join(machine))
+                .spawn()
+                .expect("spawn agent"),
+        )
+    }
+
+    async fn client(&self) -> LocalSchedulerClient<Channel> {
+        for _ in 0..100 {
+            if let Ok(c) = LocalSchedulerClient::connect(self.url.clone()).await {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("cannot connect to {}", self.url)
+    }
+
+    /// Waits until `n` machines are online.
+    async fn online(&self, n: usize) {
+        let mut c = self.client().await;
+        let t = Instant::now();
+        loop {
+            let s = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+            if s.machines.iter().filter(|m| m.online).count() >= n {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(15),
+                "agents never came online"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn spec(procs: u32, estimate: i64) -> v1::JobSpec {
+    v1::JobSpec {
+        user: "alice".into(),
+        processors: procs,
+        estimate_s: estimate,
+        ..Default::default()
+    }
+}
+
+fn shell(procs: u32, estimate: i64, script: &str) -> v1::JobSpec {
+    v1::JobSpec {
+        command: Some(v1::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ..Default::default()
+        }),
+        ..spec(procs, estimate)
+    }
+}
+
+fn emulated(procs: u32, estimate: i64, run: i64) -> v1::JobSpec {
+    v1::JobSpec {
+        emulate_runtime_s: Some(run),
+        ..spec(procs, estimate)
+    }
+}
+
+async fn enqueue(c: &mut LocalSchedulerClient<Channel>, id: u64, s: v1::JobSpec) {
+    c.enqueue(v1::EnqueueRequest {
+        job_id: id,
+        spec: Some(s),
+        priority: 1,
+        submit_time: 0,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
+}
+
+/// Collects events until every job of `ids` reached a terminal state; returns all events.
+async fn until_ended(
+    c: &mut LocalSchedulerClient<Channel>,
+    ids: &[u64],
+    secs: u64,
+) -> (Vec<v1::JobEvent>, HashMap<u64, v1::JobEvent>) {
+    let mut s = c
+        .job_events(v1::JobEventsRequest {
+            from_sequence: Some(1),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut all = Vec::new();
+    let mut last = HashMap::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    while ids.iter().any(|i| {
+        !last
+            .get(i)
+            .is_some_and(|e: &v1::JobEvent| e.state().is_terminal())
+    }) {
+        let e = tokio::time::timeout_at(deadline, s.message())
+            .await
+            .unwrap_or_else(|_| panic!("timeout; last states: {last:?}"))
+            .unwrap()
+            .expect("stream open");
+        last.insert(e.job_id, e.clone());
+        all.push(e);
+    }
+    (all, last)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_jobs_run_with_their_exit_codes_and_outputs() {
+    let g = Grid::new(
+        &[("m1", 4), ("m2", 4), ("m3", 8)],
+        "[policy]\npolicy = \"easy\"",
+    );
+    g.online(3).await;
+    let mut c = g.client().await;
+    let ids: Vec<u64> = (1..=100).collect();
+    for &i in &ids {
+        let s = if i % 2 == 0 {
+            shell(
+                1 + (i % 3) as u32,
+                60,
+                &format!("echo out{i}; echo err{i} >&2; exit {}", i % 4),
+            )
+        } else {
+            emulated(1 + (i % 4) as u32, 20, 1 + (i % 3) as i64)
+        };
+        enqueue(&mut c, i, s).await;
+    }
+    let (all, last) = until_ended(&mut c, &ids, 25).await;
+    for &i in &ids {
+        let e = &last[&i];
+        if i % 2 == 0 {
+            let code = (i % 4) as i32;
+            assert_eq!(e.exit_code, Some(code), "job {i}: {e:?}");
+            let want = if code == 0 {
+                v1::JobState::Completed
+            } else {
+                v1::JobState::Failed
+            };
+            assert_eq!(e.state(), want, "job {i}");
+            let dir = g
+                .dir
+                .path()
+                .join(e.machine.as_deref().unwrap())
+                .join(i.to_string());
+            assert_eq!(
+                std::fs::read_to_string(dir.join("stdout")).unwrap(),
+                format!("out{i}\n")
+            );
+            assert_eq!(
+                std::fs::read_to_string(dir.join("stderr")).unwrap(),
+                format!("err{i}\n")
+            );
+        } else {
+            assert_eq!(e.state(), v1::JobState::Completed, "job {i}");
+        }
+    }
+    // Sequences strictly increase from 1; every job was queued, ran, ended.
+    assert!(all.windows(2).all(|w| w[1].sequence == w[0].sequence + 1));
+    assert_eq!(all[0].sequence, 1);
+    for &i in &ids {
+        let states: Vec<_> = all
+            .iter()
+            .filter(|e| e.job_id == i)
+            .map(|e| e.state())
+            .collect();
+        assert_eq!(
+            &states[..2],
+            &[v1::JobState::Queued, v1::JobState::Running],
+            "job {i}"
+        );
+        assert_eq!(states.len(), 3, "job {i}: {states:?}");
+    }
+    // No machine oversubscribed: replay RUNNING/terminal events per machine.
+    let procs: HashMap<u64, u32> = ids
+        .iter()
+        .map(|&i| {
+            (
+                i,
+                if i % 2 == 0 {
+                    1 + (i % 3) as u32
+                } else {
+                    1 + (i % 4) as u32
+                },
+            )
+        })
+        .collect();
+    let mut used: HashMap<String, u32> = HashMap::new();
+    for e in &all {
+        let m = e.machine.clone().unwrap_or_default();
+        if e.state() == v1::JobState::Running {
+            *used.entry(m.clone()).or_default() += procs[&e.job_id];
+            let cap = if m == "m3" { 8 } else { 4 };
+            assert!(
+                used[&m] <= cap,
+                "{m} oversubscribed at event {}",
+                e.sequence
+            );
+        } else if e.state().is_terminal() {
+            *used.entry(m).or_default() -= procs[&e.job_id];
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_queued_and_running_and_bad_requests() {
+    let g = Grid::new(&[("m1", 2)], "");
+    g.online(1).await;
+    let mut c = g.client().await;
+    enqueue(&mut c, 1, shell(2, 100, "sleep 30")).await;
+    enqueue(&mut c, 2, shell(2, 100, "sleep 30")).await;
+    // Wait for job 1 to run.
+    let t = Instant::now();
+    loop {
+        let s = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+        if s.running.iter().any(|r| r.job_id == 1) && s.queue.iter().any(|q| q.job_id == 2) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = c
+        .cancel(v1::CancelRequest {
+            job_id: 2,
+            reason: "no".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(r.into_inner().state(), v1::JobState::Cancelled);
+    let r = c
+        .cancel(v1::CancelRequest {
+            job_id: 1,
+            reason: "stop".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(r.into_inner().state(), v1::JobState::Running);
+    let (_, last) = until_ended(&mut c, &[1, 2], 10).await;
+    assert_eq!(last[&1].state(), v1::JobState::Cancelled);
+    assert_eq!(last[&1].signal, Some(15), "killed by SIGTERM");
+    assert_eq!(last[&2].state(), v1::JobState::Cancelled);
+
+    // Malformed requests.
+    let e = c
+        .cancel(v1::CancelRequest {
+            job_id: 99,
+            reason: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    let bad = |s: v1::JobSpec| v1::EnqueueRequest {
+        job_id: 50,
+        spec: Some(s),
+        priority: 0,
+        submit_time: 0,
+    };
+    let e = c.enqueue(bad(shell(0, 10, "true"))).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("processors"), "{}", e.message());
+    let e = c
+        .enqueue(bad(v1::JobSpec {
+            user: String::new(),
+            ..shell(1, 10, "true")
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("user"), "{}", e.message());
+    let e = c.enqueue(bad(spec(1, 10))).await.unwrap_err();
+    assert!(
+        e.code() == tonic::Code::InvalidArgument && e.message().contains("command"),
+        "{e}"
+    );
+    let e = c
+        .enqueue(v1::EnqueueRequest {
+            job_id: 51,
+            spec: None,
+            priority: 0,
+            submit_time: 0,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        e.code() == tonic::Code::InvalidArgument && e.message().contains("spec"),
+        "{e}"
+    );
+    let e = c.enqueue(bad(shell(3, 10, "true"))).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e}");
+    let e = c
+        .enqueue(v1::EnqueueRequest {
+            job_id: 1,
+            ..bad(shell(1, 10, "true"))
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::AlreadyExists);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wall_time_limit_kills_the_job() {
+    let g = Grid::new(&[("m1", 2)], "");
+    g.online(1).await;
+    let mut c = g.client().await;
+    // Estimate 20 s × time scale 0.05 = 1 s limit.
+    enqueue(&mut c, 1, shell(1, 20, "sleep 30")).await;
+    let (_, last) = until_ended(&mut c, &[1], 10).await;
+    assert_eq!(last[&1].state(), v1::JobState::Killed);
+}
+
+async fn lost_agent(mode: &str) -> HashMap<u64, v1::JobEvent> {
+    let mut g = Grid::new(&[("m1", 2), ("m2", 2)], &format!("lost_agent = \"{mode}\""));
+    g.online(2).await;
+    let mut c = g.client().await;
+    enqueue(&mut c, 1, emulated(2, 400, 200)).await; // 10 s at scale 0.05
+    let t = Instant::now();
+    let machine = loop {
+        let s = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+        if let Some(r) = s.running.iter().find(|r| r.job_id == 1) {
+            break r.machine.clone();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let idx = if machine == "m1" { 0 } else { 1 };
+    g.agents[idx].0.kill().expect("kill -9 the agent");
+    let _ = g.agents[idx].0.wait();
+    let (all, last) = until_ended(&mut c, &[1], 25).await;
+    if mode == "requeue" {
+        let requeued = all.iter().any(|e| {
+            e.job_id == 1 && e.state() == v1::JobState::Queued && e.detail.contains("requeued")
+        });
+        assert!(requeued, "{all:?}");
+        assert_ne!(last[&1].machine.as_deref(), Some(machine.as_str()));
+    }
+    drop(g.sched.take());
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_agent_jobs_are_lost() {
+    let last = lost_agent("fail").await;
+    assert_eq!(last[&1].state(), v1::JobState::Lost);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_agent_jobs_are_requeued() {
+    let last = lost_agent("requeue").await;
+    assert_eq!(last[&1].state(), v1::JobState::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn licence_limit_holds_across_concurrent_jobs() {
+    let g = Grid::new(
+        &[("m1", 4), ("m2", 4)],
+        "[[licences]]\nname = \"matlab\"\ncopies = 2",
+    );
+    g.online(2).await;
+    let mut c = g.client().await;
+    let ids: Vec<u64> = (1..=8).collect();
+    for &i in &ids {
+        let s = v1::JobSpec {
+            licences: vec!["matlab".into()],
+            ..emulated(1, 20, 10)
+        };
+        enqueue(&mut c, i, s).await;
+    }
+    let (all, _) = until_ended(&mut c, &ids, 25).await;
+    let mut active = 0i32;
+    let mut max = 0;
+    for e in &all {
+        match e.state() {
+            v1::JobState::Running => active += 1,
+            s if s.is_terminal() => active -= 1,
+            _ => {}
+        }
+        max = max.max(active);
+    }
+    assert_eq!(max, 2, "at most (and here exactly) 2 matlab copies at once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_keeps_queued_jobs() {
+    let mut g = Grid::new(&[("m1", 1)], "");
+    g.online(1).await;
+    let mut c = g.client().await;
+    enqueue(&mut c, 1, emulated(1, 100, 40)).await; // 2 s
+    enqueue(&mut c, 2, emulated(1, 100, 10)).await;
+    enqueue(&mut c, 3, emulated(1, 100, 10)).await;
+    drop(g.sched.take());
+    // Same port: the agent reconnects, re-registers and re-reports job 1.
+    let addr = g.url.trim_start_matches("http://").to_string();
+    let (sched, url) = start_scheduler(&g.config, Some(&addr));
+    assert_eq!(url, g.url);
+    g.sched = Some(sched);
+    let mut c = g.client().await;
+    let (_, last) = until_ended(&mut c, &[1, 2, 3], 25).await;
+    for i in [2, 3] {
+        assert_eq!(
+            last[&i].state(),
+            v1::JobState::Completed,
+            "queued job {i} survived the restart"
+        );
+    }
+}
