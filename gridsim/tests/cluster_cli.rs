@@ -99,3 +99,48 @@ fn own_platform_and_workload() {
         "{e}"
     );
 }
+
+#[test]
+fn dispatch_strategies_by_name_and_clear_errors() {
+    let v = json(&[
+        "cluster",
+        "--setup",
+        "table6",
+        "--jobs",
+        "200",
+        "--ta",
+        "5",
+        "--dispatch",
+        "round-robin",
+        "--json",
+    ]);
+    let per: Vec<u64> = v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["dispatched"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per, vec![50, 50, 50, 50], "round robin over four clusters");
+    let o = gridsim(&["cluster", "--dispatch", "fastest"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("--dispatch") && e.contains("load-ordering"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_the_program_quietly() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args(["cluster", "--jobs", "200"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+}

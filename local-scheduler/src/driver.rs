@@ -57,6 +57,22 @@ struct JobRec {
     cancel_requested: bool,
 }
 
+impl JobRec {
+    /// A job that has just entered (or re-entered) the queue.
+    fn queued(req: v1::EnqueueRequest, job: Job) -> JobRec {
+        JobRec {
+            req,
+            job,
+            state: JobState::Queued,
+            machine: None,
+            start: None,
+            predicted_end: 0,
+            reported_running: false,
+            cancel_requested: false,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Agent {
     id: String,
@@ -152,16 +168,7 @@ impl Driver {
             let job = job_from_spec(spec, JobId(req.job_id), now, &mut self.names)
                 .map_err(|e| anyhow::anyhow!("stored job {}: {e}", req.job_id))?;
             let id = req.job_id;
-            let mut rec = JobRec {
-                req,
-                job,
-                state: JobState::Queued,
-                machine: None,
-                start: None,
-                predicted_end: 0,
-                reported_running: false,
-                cancel_requested: false,
-            };
+            let mut rec = JobRec::queued(req, job);
             let running = sj.state == JobState::Running as i32;
             let restored = match (running, sj.machine, sj.start_time) {
                 (true, Some(m), Some(t)) => {
@@ -349,19 +356,7 @@ impl Driver {
             _ => Status::failed_precondition(e.to_string()),
         })?;
         let id = r.job_id;
-        self.jobs.insert(
-            id,
-            JobRec {
-                req: r,
-                job,
-                state: JobState::Queued,
-                machine: None,
-                start: None,
-                predicted_end: 0,
-                reported_running: false,
-                cancel_requested: false,
-            },
-        );
+        self.jobs.insert(id, JobRec::queued(r, job));
         self.emit(id, JobState::Queued, now, "queued", None);
         let seq = self.events.last().map_or(0, |e| e.sequence);
         if let Err(e) = self.flush() {

@@ -89,4 +89,8 @@ impl Dispatcher for Broker {
     }
 
     fn job_ended(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}
+
+    fn reads_site_state(&self) -> bool {
+        true
+    }
 }

@@ -125,6 +125,12 @@ pub trait Dispatcher: Send + fmt::Debug {
     /// starting it); the strategy forgets its bookkeeping for it. The default does nothing.
     fn job_returned(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}
 
+    /// Whether the strategy reads [`GridState::load`] (the sites' dynamic state); drivers fill
+    /// it only for those that do. The default: a strategy that sees only its own bookkeeping.
+    fn reads_site_state(&self) -> bool {
+        false
+    }
+
     /// The Load / Ordering bookkeeping arrays of `clusters` clusters, for inspection (`sites`,
     /// `explain`); empty for strategies without them.
     fn arrays(&self, _clusters: usize) -> Vec<ClusterArrays> {

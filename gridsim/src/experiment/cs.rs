@@ -9,7 +9,7 @@
 //! (seconds each): `--reps` trades precision for time.
 
 use super::fb::single_cluster_metrics;
-use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup};
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup, verdict};
 use anyhow::Result;
 use gridsched_core::heuristics::HeuristicParams;
 use gridsched_core::policy::{PolicyConfig, PolicyKind};
@@ -161,22 +161,8 @@ impl Experiment for CsExperiment {
                 "Fig. 23 — mean scheduling time per plan, µs (wall clock)",
             ),
         ] {
-            let _ = writeln!(
-                r,
-                "## {title}\n\n| Ta | {} |\n|---|{}",
-                algs.join(" | "),
-                "---|".repeat(algs.len())
-            );
-            for ta in s.tas() {
-                let cells: Vec<String> = algs
-                    .iter()
-                    .map(|a| {
-                        s.get(a, "", ta, metric)
-                            .map_or("–".into(), |v| format!("{v:.2}"))
-                    })
-                    .collect();
-                let _ = writeln!(r, "| {ta} | {} |", cells.join(" | "));
-            }
+            let _ = writeln!(r, "## {title}\n");
+            r.push_str(&s.table("Ta", &algs, "", metric));
             r.push('\n');
         }
         let _ = writeln!(r, "## The paper's claims\n");
@@ -252,8 +238,4 @@ impl Experiment for CsExperiment {
         );
         r
     }
-}
-
-fn verdict(b: bool) -> &'static str {
-    if b { "holds" } else { "does not hold" }
 }

@@ -8,7 +8,7 @@
 //! Table 1's own range is 50–70 %, used for Figs. 16–18), 20 repetitions. Every algorithm sees the
 //! same platform and jobs for a given repetition (common random numbers).
 
-use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup};
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup, verdict};
 use crate::platform::{Meta, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
@@ -239,18 +239,7 @@ fn report(e: &FbExperiment, s: &Summary) -> String {
         ),
     ] {
         let _ = writeln!(r, "## {title} ({main})\n");
-        let _ = writeln!(r, "| Ta | {} |", algs.join(" | "));
-        let _ = writeln!(r, "|---|{}", "---|".repeat(algs.len()));
-        for ta in s.tas() {
-            let cells: Vec<String> = algs
-                .iter()
-                .map(|a| {
-                    s.get(a, main, ta, metric)
-                        .map_or("–".into(), |v| format!("{v:.2}"))
-                })
-                .collect();
-            let _ = writeln!(r, "| {ta} | {} |", cells.join(" | "));
-        }
+        r.push_str(&s.table("Ta", &algs, main, metric));
         r.push('\n');
     }
     for (table, data, metric) in [
@@ -284,7 +273,7 @@ fn report(e: &FbExperiment, s: &Summary) -> String {
         let _ = writeln!(
             r,
             "- **{}** — {}: {}",
-            if c.holds { "holds" } else { "does not hold" },
+            verdict(c.holds),
             c.claim,
             c.evidence
         );

@@ -402,18 +402,8 @@ fn report(e: &LcgExperiment, s: &Summary) -> String {
         ("moved_pct", "% of jobs run away from their home site"),
     ] {
         let _ = writeln!(r, "## {title}\n");
-        let _ = writeln!(r, "| f | {} |", algs.join(" | "));
-        let _ = writeln!(r, "|---|{}", "---|".repeat(algs.len()));
-        for f in s.tas() {
-            let cells: Vec<String> = algs
-                .iter()
-                .map(|a| {
-                    s.get(a, "", f, metric)
-                        .map_or("–".into(), |v| format!("{v:.2}"))
-                })
-                .collect();
-            let _ = writeln!(r, "| {f} | {} |", cells.join(" | "));
-        }
+        let names: Vec<&str> = algs.iter().map(String::as_str).collect();
+        r.push_str(&s.table("f", &names, "", metric));
         r.push('\n');
     }
     let _ = writeln!(r, "## What the data shows\n");

@@ -111,6 +111,11 @@ pub trait Experiment: Sync {
     fn report(&self, summary: &Summary) -> String;
 }
 
+/// The word of a claim's verdict in the reports.
+pub fn verdict(holds: bool) -> &'static str {
+    if holds { "holds" } else { "does not hold" }
+}
+
 /// The value named `name` in a table of (name, value) pairs, or an error naming `what`.
 pub fn lookup<'a, T>(table: &'a [(&str, T)], name: &str, what: &str) -> Result<&'a T> {
     table
@@ -188,6 +193,27 @@ impl Summary {
             .iter()
             .find(|r| r.algorithm == algorithm && r.variant == variant && r.ta == ta)
             .and_then(|r| r.mean.get(metric).copied())
+    }
+
+    /// A Markdown table of `metric`: one row per x value (headed `x`), one column per algorithm,
+    /// for `variant`; missing cells are `–`.
+    pub fn table(&self, x: &str, algs: &[&str], variant: &str, metric: &str) -> String {
+        let mut t = format!(
+            "| {x} | {} |\n|---|{}\n",
+            algs.join(" | "),
+            "---|".repeat(algs.len())
+        );
+        for ta in self.tas() {
+            let cells: Vec<String> = algs
+                .iter()
+                .map(|a| {
+                    self.get(a, variant, ta, metric)
+                        .map_or("–".into(), |v| format!("{v:.2}"))
+                })
+                .collect();
+            t.push_str(&format!("| {ta} | {} |\n", cells.join(" | ")));
+        }
+        t
     }
 
     /// The inter-arrival times present, ascending.

@@ -13,7 +13,7 @@
 //! §8 #18) and adaptive multi-site for every overhead p ∈ {0, 5, …, 60, 80, 120, 180, 300} %. m512 is
 //! the single-machine reference (job sharing on one machine = EASY on 512 nodes).
 
-use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, verdict};
 use crate::grid::{Fragments, GridConfig, MachineConfig, Modification, Scenario, simulate_grid};
 use anyhow::{Result, anyhow};
 use gridsched_core::model::Job;
@@ -401,8 +401,4 @@ fn report(e: &MultisiteExperiment, s: &Summary) -> String {
         }
     }
     r
-}
-
-fn verdict(b: bool) -> &'static str {
-    if b { "holds" } else { "does not hold" }
 }

@@ -446,7 +446,7 @@ pub fn write_claims(r: &mut String, claims: &[Claim], not_evaluated: &[&str]) {
         let _ = writeln!(
             r,
             "- **{}** — {}: {}",
-            if c.holds { "holds" } else { "does not hold" },
+            super::verdict(c.holds),
             c.claim,
             c.evidence
         );

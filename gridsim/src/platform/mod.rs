@@ -25,7 +25,7 @@ mod tests;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use validator::{Held, Validator};
 
-use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Priority};
+use gridsched_core::dispatch::{ClusterCaps, Dispatcher, GridState, Priority};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::{Policy, Start};
 use serde::Serialize;
@@ -273,7 +273,10 @@ where
         pass_time: 0.0,
         hooks,
     };
-    let caps = caps_of(platform);
+    let mut grid = GridState {
+        caps: caps_of(platform),
+        load: None,
+    };
     let mut jobs = jobs.into_iter();
     let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
     let mut clock = Time::MIN;
@@ -324,7 +327,15 @@ where
             let held = std::mem::take(&mut sim.held);
             for id in held {
                 let (job, prio) = sim.held_jobs.remove(&id).expect("held job is kept");
-                sim.dispatch(t, job, Some(prio), &caps, policies, &mut meta, &mut dirty);
+                sim.dispatch(
+                    t,
+                    job,
+                    Some(prio),
+                    &mut grid,
+                    policies,
+                    &mut meta,
+                    &mut dirty,
+                );
             }
         }
         while next.as_ref().is_some_and(|j| j.submit == t) {
@@ -333,7 +344,7 @@ where
             if sim.flights.contains_key(&job.id) || sim.held_jobs.contains_key(&job.id) {
                 return Err(PlatformError::DuplicateJob(job.id));
             }
-            sim.dispatch(t, job, None, &caps, policies, &mut meta, &mut dirty);
+            sim.dispatch(t, job, None, &mut grid, policies, &mut meta, &mut dirty);
             next = jobs.next().transpose().map_err(PlatformError::Workload)?;
         }
         for c in 0..n {

@@ -2,7 +2,7 @@
 //! end of a job, time integration of the usage levels, and the final report.
 
 use super::{ClusterReport, Ev, Flight, Meta, PlatformError, PlatformRecord, PlatformReport, Sim};
-use gridsched_core::dispatch::{ClusterCaps, ClusterLoad, GridState, Placement, Priority};
+use gridsched_core::dispatch::{ClusterLoad, GridState, Placement, Priority};
 use gridsched_core::model::{ClusterId, Job, JobId, Time};
 use gridsched_core::policy::Policy;
 use std::cmp::Reverse;
@@ -21,7 +21,9 @@ impl Sim<'_, '_> {
         }
     }
 
-    fn grid_state(&self, t: Time, caps: &[ClusterCaps], policies: &[Box<dyn Policy>]) -> GridState {
+    /// The sites' dynamic state, for the dispatchers that read it (brokers); one walk over the
+    /// jobs in flight.
+    fn site_loads(&self, t: Time, policies: &[Box<dyn Policy>]) -> Vec<ClusterLoad> {
         let mut load: Vec<ClusterLoad> = self
             .levels
             .iter()
@@ -43,10 +45,7 @@ impl Sim<'_, '_> {
                 }
             }
         }
-        GridState {
-            caps: caps.to_vec(),
-            load: Some(load),
-        }
+        load
     }
 
     /// Classifies (unless `priority` is known from an earlier hold) and dispatches a job.
@@ -56,7 +55,7 @@ impl Sim<'_, '_> {
         t: Time,
         job: Job,
         priority: Option<Priority>,
-        caps: &[ClusterCaps],
+        grid: &mut GridState,
         policies: &mut [Box<dyn Policy>],
         meta: &mut Meta<'_>,
         dirty: &mut [bool],
@@ -66,8 +65,12 @@ impl Sim<'_, '_> {
             return;
         }
         let priority = priority.unwrap_or_else(|| (meta.classify)(t, &job));
-        let grid = self.grid_state(t, caps, policies);
-        let cluster = match meta.dispatcher.dispatch(t, &job, priority, &grid) {
+        // Only strategies that may see the sites get their state (computing it walks every job).
+        grid.load = meta
+            .dispatcher
+            .reads_site_state()
+            .then(|| self.site_loads(t, policies));
+        let cluster = match meta.dispatcher.dispatch(t, &job, priority, grid) {
             Placement::Cluster(c) if c.index() < policies.len() => c,
             Placement::Cluster(c) => {
                 self.reject(format!("job {}: dispatched to unknown cluster {c}", job.id));

@@ -359,3 +359,54 @@ fn the_ms_priority_reaches_the_local_queue() {
         vec![(1, 0, 1), (2, 100, 1), (3, 200, 1), (4, 300, 1)]
     );
 }
+
+/// Records whether the engine handed it the sites' state.
+#[derive(Debug)]
+struct Spy {
+    reads: bool,
+    saw_load: Vec<bool>,
+}
+
+impl gridsched_core::dispatch::Dispatcher for Spy {
+    fn describe(&self) -> String {
+        "spy".into()
+    }
+    fn dispatch(
+        &mut self,
+        _: Time,
+        _: &Job,
+        _: gridsched_core::dispatch::Priority,
+        grid: &gridsched_core::dispatch::GridState,
+    ) -> gridsched_core::dispatch::Placement {
+        self.saw_load.push(grid.load.is_some());
+        gridsched_core::dispatch::Placement::Cluster(ClusterId(0))
+    }
+    fn job_ended(&mut self, _: Time, _: JobId, _: ClusterId) {}
+    fn reads_site_state(&self) -> bool {
+        self.reads
+    }
+}
+
+#[test]
+fn only_state_reading_dispatchers_get_the_sites_state() {
+    let p = platform(&[(&[(4, 100)], true, &[])]);
+    let jobs = vec![Job::new(1, 0, 1, 10, 10), Job::new(2, 5, 1, 10, 10)];
+    for reads in [false, true] {
+        let mut spy = Spy {
+            reads,
+            saw_load: Vec::new(),
+        };
+        let mut classify = |_: Time, _: &Job| 1;
+        simulate_jobs(
+            &p,
+            &mut build(&p, PolicyKind::Fcfs),
+            Meta {
+                classify: &mut classify,
+                dispatcher: &mut spy,
+            },
+            jobs.clone(),
+        )
+        .unwrap();
+        assert_eq!(spy.saw_load, vec![reads, reads]);
+    }
+}
