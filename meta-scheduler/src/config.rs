@@ -1,8 +1,12 @@
 //! Configuration of the meta-scheduler (issue 5 part 1): listen address, state directory, the
-//! highest priority and the sites with their local-scheduler endpoints and static capabilities.
+//! classification (`[classifier]`, the core's `ClassifierConfig`) and dispatch (`[dispatch]`, the
+//! core's `DispatchConfig`: the same names and defaults as `gridsim`), the links to the local
+//! schedulers, and the sites with their endpoints and static capabilities.
 //!
 //! Read from a TOML file; unknown keys are refused and every error names the offending key.
 
+use gridsched_core::classify::ClassifierConfig;
+use gridsched_core::dispatch::DispatchConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -16,12 +20,48 @@ pub struct MetaConfig {
     /// Directory of the durable store.
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
-    /// Highest priority assigned by classification (the length of the Load / Count arrays).
-    #[serde(default = "default_max_priority")]
-    pub max_priority: u32,
+    /// Classification (D4.1). `max` is the highest priority and the length of the Load / Count
+    /// arrays; `licence_types = 0` means the number of distinct licences of the configured sites.
+    #[serde(default)]
+    pub classifier: ClassifierConfig,
+    /// Dispatch strategy and options (D4.2); its `max_priority` always follows `classifier.max`.
+    #[serde(default)]
+    pub dispatch: DispatchConfig,
+    /// Links to the local schedulers.
+    #[serde(default)]
+    pub links: LinkConfig,
     /// The sites of the grid, one cluster (local scheduler) each.
     #[serde(default)]
     pub sites: Vec<SiteConfig>,
+}
+
+/// How the meta-scheduler talks to the local schedulers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LinkConfig {
+    /// A site whose local scheduler could not be reached for this long (milliseconds) is marked
+    /// down: it receives no new job and its jobs not yet sent are dispatched again elsewhere.
+    pub site_down_after_ms: u64,
+    /// Delay before reconnecting to an unreachable local scheduler (milliseconds).
+    pub retry_ms: u64,
+    /// Timeout of one call to a local scheduler (milliseconds).
+    pub call_timeout_ms: u64,
+    /// Enqueue calls in flight at once per site.
+    pub forward_concurrency: usize,
+    /// How often the sites' state is polled for strategies that read it (milliseconds).
+    pub poll_ms: u64,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            site_down_after_ms: 3_000,
+            retry_ms: 250,
+            call_timeout_ms: 5_000,
+            forward_concurrency: 32,
+            poll_ms: 500,
+        }
+    }
 }
 
 /// One site and its cluster's static capabilities.
@@ -56,16 +96,15 @@ fn default_listen() -> String {
 fn default_state_dir() -> PathBuf {
     PathBuf::from("meta-state")
 }
-fn default_max_priority() -> u32 {
-    10
-}
 
 impl Default for MetaConfig {
     fn default() -> Self {
         MetaConfig {
             listen: default_listen(),
             state_dir: default_state_dir(),
-            max_priority: default_max_priority(),
+            classifier: ClassifierConfig::default(),
+            dispatch: DispatchConfig::default(),
+            links: LinkConfig::default(),
             sites: Vec::new(),
         }
     }
@@ -98,9 +137,10 @@ pub enum ConfigError {
 impl MetaConfig {
     /// Parses and checks a TOML text.
     pub fn from_toml(text: &str) -> Result<MetaConfig, ConfigError> {
-        let cfg: MetaConfig =
+        let mut cfg: MetaConfig =
             toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
         cfg.check()?;
+        cfg.complete();
         Ok(cfg)
     }
 
@@ -119,8 +159,23 @@ impl MetaConfig {
             key,
             reason: reason.into(),
         };
-        if self.max_priority == 0 {
-            return Err(bad("max_priority".into(), "must be at least 1"));
+        self.classifier
+            .validate()
+            .map_err(|e| ConfigError::Invalid {
+                key: "classifier".into(),
+                reason: e.to_string(),
+            })?;
+        if self.links.forward_concurrency == 0 {
+            return Err(bad(
+                "links.forward_concurrency".into(),
+                "must be at least 1",
+            ));
+        }
+        if self.links.retry_ms == 0 || self.links.call_timeout_ms == 0 || self.links.poll_ms == 0 {
+            return Err(bad(
+                "links".into(),
+                "retry_ms, call_timeout_ms and poll_ms must be positive",
+            ));
         }
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.sites.iter().enumerate() {
@@ -136,6 +191,13 @@ impl MetaConfig {
                     "a site needs a machine",
                 ));
             }
+            let url = s.endpoint.starts_with("http://") || s.endpoint.starts_with("https://");
+            if !s.endpoint.is_empty() && !url {
+                return Err(bad(
+                    format!("sites[{i}].endpoint"),
+                    "must be a URL such as http://127.0.0.1:50061",
+                ));
+            }
             for (j, m) in s.machines.iter().enumerate() {
                 if m.processors == 0 {
                     return Err(bad(
@@ -146,6 +208,23 @@ impl MetaConfig {
             }
         }
         Ok(())
+    }
+
+    /// Fills the derived values: the dispatch arrays follow the classifier's `max`, and a
+    /// `licence_types` of 0 becomes the size of the grid's licence catalogue.
+    pub fn complete(&mut self) {
+        self.dispatch.max_priority = self.classifier.max;
+        if self.classifier.licence_types == 0 {
+            let mut all: Vec<&String> = self.sites.iter().flat_map(|s| &s.licences).collect();
+            all.sort();
+            all.dedup();
+            self.classifier.licence_types = all.len();
+        }
+    }
+
+    /// The highest priority.
+    pub fn max_priority(&self) -> u32 {
+        u32::from(self.classifier.max)
     }
 }
 
@@ -161,7 +240,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.sites[0].machines[0].processors, 8);
-        assert_eq!(cfg.max_priority, 10);
+        assert_eq!(cfg.max_priority(), 10);
+        assert_eq!(cfg.classifier.licence_types, 1, "the grid's catalogue");
+        assert_eq!(cfg.dispatch.strategy.as_str(), "load-ordering");
         assert_eq!(cfg.listen, "127.0.0.1:50051");
     }
 
@@ -169,6 +250,10 @@ mod tests {
     fn wrong_key_is_named() {
         let e = MetaConfig::from_toml("[[sites]]\nname = \"a\"\nmachins = []\n").unwrap_err();
         assert!(e.to_string().contains("machins"), "{e}");
+        let e = MetaConfig::from_toml("[dispatch]\nstrategy = \"fastest\"\n").unwrap_err();
+        assert!(e.to_string().contains("fastest"), "{e}");
+        let e = MetaConfig::from_toml("[classifier]\nmax = 0\n").unwrap_err();
+        assert!(e.to_string().contains("max"), "{e}");
         let e = MetaConfig::from_toml(
             "[[sites]]\nname = \"a\"\nmachines = [{ name = \"m\", processors = 0 }]\n",
         )

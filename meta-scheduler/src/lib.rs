@@ -1,24 +1,33 @@
 //! The gridsched meta-scheduler service (issue 5 part 1): the grid's gRPC entry point. It
-//! validates and classifies each submitted job, places it on a site, records it durably in a
-//! `redb` store before acknowledging and serves get / list / cancel / watch / sites / explain.
+//! validates each submitted job, classifies and dispatches it with the core's classifier and
+//! dispatch strategy, records it durably in a `redb` store before acknowledging, forwards it to
+//! its site's local scheduler and follows it to its end through that scheduler's event stream;
+//! it serves get / list / cancel / watch / sites / explain.
 
+pub mod cli;
 pub mod config;
+pub mod decide;
+pub mod explain;
+pub mod links;
 pub mod service;
 pub mod state;
 pub mod store;
 pub mod validate;
 
+pub use cli::main_with_args;
 pub use config::MetaConfig;
 pub use service::MetaService;
 
 use gridsched_proto::v1::meta_scheduler_server::MetaSchedulerServer;
 
-/// Serves `service` on an already bound listener until `shutdown` resolves.
+/// Starts the links to the local schedulers and serves `service` on an already bound listener
+/// until `shutdown` resolves.
 pub async fn serve(
     service: MetaService,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
+    links::start(&service);
     let incoming = tonic::transport::server::TcpIncoming::from(listener);
     tonic::transport::Server::builder()
         .add_service(MetaSchedulerServer::new(service))

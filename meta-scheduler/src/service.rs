@@ -4,18 +4,26 @@
 //! Every accepted job and state change is committed to the store before the answer is sent (a
 //! batch in one transaction); events are published only after the commit. Errors follow the
 //! spec's reading: INVALID_ARGUMENT naming the field, NOT_FOUND for an unknown job,
-//! FAILED_PRECONDITION to cancel an ended job, OUT_OF_RANGE for a watch from a sequence no longer
-//! retained (events are retained in memory, so after a restart only new ones are).
+//! FAILED_PRECONDITION to cancel an ended job, UNAVAILABLE when the job's site cannot be reached,
+//! OUT_OF_RANGE for a watch from a sequence no longer retained (events are retained in memory, so
+//! after a restart only new ones are). The links to the local schedulers live in
+//! [`crate::links`].
 
 use crate::config::MetaConfig;
-use crate::state::{State, classify};
+use crate::decide::Decider;
+use crate::state::{Batch, Decision, State};
 use crate::store::{Store, Write};
 use crate::validate;
-use gridsched_proto::v1::{self, JobState, meta_scheduler_server::MetaScheduler};
+use gridsched_proto::v1::{
+    self, JobState, local_scheduler_client::LocalSchedulerClient,
+    meta_scheduler_server::MetaScheduler,
+};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use tokio::sync::broadcast;
+use std::time::Duration;
+use tokio::sync::{Notify, broadcast};
 use tokio_stream::{Stream, StreamExt};
+use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status, Streaming};
 
 /// Wall-clock seconds (the service is the I/O shell around the deterministic core).
@@ -28,17 +36,22 @@ pub fn now() -> i64 {
 /// The service.
 #[derive(Debug, Clone)]
 pub struct MetaService {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
-struct Inner {
-    state: Mutex<State>,
+pub(crate) struct Inner {
+    pub(crate) state: Mutex<State>,
     store: Store,
     events: broadcast::Sender<v1::JobEvent>,
+    /// Per site: wakes its forwarder.
+    pub(crate) wake: Vec<Notify>,
+    /// Per site: a client of its local scheduler (lazy channel), if it has an endpoint.
+    pub(crate) clients: Vec<Option<LocalSchedulerClient<Channel>>>,
+    pub(crate) cfg: MetaConfig,
 }
 
-fn internal(e: impl std::fmt::Display) -> Status {
+pub(crate) fn internal(e: impl std::fmt::Display) -> Status {
     Status::internal(e.to_string())
 }
 
@@ -46,51 +59,121 @@ type EventStream = Pin<Box<dyn Stream<Item = Result<v1::JobEvent, Status>> + Sen
 
 impl MetaService {
     /// Opens the store in the configured state directory and restores every job from it.
-    pub fn open(cfg: &MetaConfig) -> Result<MetaService, crate::store::StoreError> {
+    pub fn open(cfg: &MetaConfig) -> anyhow::Result<MetaService> {
+        let mut cfg = cfg.clone();
+        cfg.complete();
         let store = Store::open(&cfg.state_dir)?;
-        let mut state = State::new(cfg.sites.clone(), cfg.max_priority);
-        state.restore(store.load()?);
+        let loaded = store.load()?;
+        let decider = Decider::new(&cfg, loaded.last_id)?;
+        let mut state = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
+        state.restore(loaded);
         tracing::info!(
             jobs = state.jobs.len(),
             last_id = state.last_id,
+            dispatch = state.decider.describe(),
             "store restored"
         );
+        let mut clients = Vec::new();
+        for s in &cfg.sites {
+            clients.push(if s.endpoint.is_empty() {
+                None
+            } else {
+                let ep = Endpoint::from_shared(s.endpoint.clone())?
+                    .connect_timeout(Duration::from_millis(cfg.links.call_timeout_ms))
+                    .tcp_nodelay(true);
+                Some(LocalSchedulerClient::new(ep.connect_lazy()))
+            });
+        }
         let (events, _) = broadcast::channel(65_536);
         Ok(MetaService {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
                 store,
                 events,
+                wake: cfg.sites.iter().map(|_| Notify::new()).collect(),
+                clients,
+                cfg,
             }),
         })
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, Status> {
+    pub(crate) fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, Status> {
         self.inner
             .state
             .lock()
             .map_err(|_| internal("state lock poisoned"))
     }
 
+    /// Commits what `b` changed in `st`.
+    fn commit(&self, st: &State, b: &Batch) -> Result<(), Status> {
+        if b.jobs.is_empty() && b.tokens.is_empty() && b.site_seqs.is_empty() {
+            return Ok(());
+        }
+        let w = Write {
+            jobs: b.jobs.iter().filter_map(|id| st.jobs.get(id)).collect(),
+            tokens: b.tokens.clone(),
+            last_id: st.last_id,
+            last_sequence: st.last_sequence,
+            decisions: b
+                .decisions
+                .iter()
+                .filter_map(|id| st.decisions.get(id).map(|d| (*id, d)))
+                .collect(),
+            site_seqs: b
+                .site_seqs
+                .iter()
+                .map(|&i| (st.sites[i].name.as_str(), st.site_seq[i]))
+                .collect(),
+        };
+        self.inner.store.commit(&w).map_err(internal)
+    }
+
+    /// Publishes the events of a committed batch and wakes the sites that have work.
+    fn publish(&self, b: Batch) {
+        for ev in b.events {
+            let _ = self.inner.events.send(ev);
+        }
+        for i in b.wake {
+            self.inner.wake[i].notify_one();
+        }
+    }
+
+    /// Runs `f` on the state and commits what it changed in one transaction, then publishes.
+    /// When the commit fails the change stays in memory (it is written with the next commit) and
+    /// the caller gets INTERNAL.
+    pub(crate) fn mutate<R>(
+        &self,
+        f: impl FnOnce(&mut State, &mut Batch, i64) -> Result<R, Status>,
+    ) -> Result<R, Status> {
+        let t = now();
+        let mut b = Batch::default();
+        let mut st = self.lock()?;
+        let r = f(&mut st, &mut b, t)?;
+        self.commit(&st, &b)?;
+        drop(st);
+        self.publish(b);
+        Ok(r)
+    }
+
     /// Accepts a batch of specs in one durable transaction; one result per spec.
     pub fn accept(&self, specs: Vec<Option<v1::JobSpec>>) -> Result<Vec<v1::SubmitResult>, Status> {
         let t = now();
+        let mut b = Batch::default();
         let mut st = self.lock()?;
         let mut results = Vec::with_capacity(specs.len());
         let mut new_ids = Vec::new();
-        let mut tokens = Vec::new();
-        let mut events = Vec::new();
         for (index, spec) in specs.into_iter().enumerate() {
             let index = index as u32;
+            let reject = |field: &str, message: &str| v1::SubmitResult {
+                index,
+                outcome: Some(v1::submit_result::Outcome::Rejected(v1::SubmitError {
+                    code: tonic::Code::InvalidArgument as i32,
+                    field: Some(field.to_owned()),
+                    message: format!("field `{field}`: {message}"),
+                })),
+            };
             if let Err(r) = validate::check(spec.as_ref(), &st.sites, t) {
-                results.push(v1::SubmitResult {
-                    index,
-                    outcome: Some(v1::submit_result::Outcome::Rejected(v1::SubmitError {
-                        code: tonic::Code::InvalidArgument as i32,
-                        field: Some(r.field.clone()),
-                        message: format!("field `{}`: {}", r.field, r.message),
-                    })),
-                });
+                results.push(reject(&r.field, &r.message));
                 continue;
             }
             let spec = spec.unwrap_or_default();
@@ -99,97 +182,157 @@ impl MetaService {
                 .as_ref()
                 .map(|t| format!("{}\0{t}", spec.user));
             if let Some(&id) = key.as_ref().and_then(|k| st.tokens.get(k)) {
-                let job = &st.jobs[&id];
-                results.push(accepted(index, job, true));
+                results.push(accepted(index, &st.jobs[&id], true));
                 continue;
             }
-            let (priority, _) = classify(&spec, st.max_priority);
-            let site = st.place(&spec).map(|i| st.sites[i].name.clone());
-            st.last_id += 1;
-            let id = st.last_id;
+            let id = st.last_id + 1;
+            let model = match st.decider.job(&spec, id, t) {
+                Ok(m) => m,
+                Err(e) => {
+                    results.push(reject(e.field(), e.reason()));
+                    continue;
+                }
+            };
+            st.last_id = id;
+            let priority = st.decider.classify(&model);
             let job = v1::Job {
                 id,
-                priority,
+                priority: priority.priority,
                 state: JobState::Accepted.into(),
-                site: site.clone(),
-                cluster: site.clone(),
                 submit_time: Some(t),
                 spec: Some(spec),
                 ..Default::default()
             };
-            st.account(&job, true);
-            let detail = format!(
-                "accepted with priority {priority} for {}",
-                site.unwrap_or_default()
+            st.decisions.insert(
+                id,
+                Decision {
+                    priority: Some(priority),
+                    dispatch: None,
+                },
             );
-            events.push(st.event(&job, t, detail));
+            st.add(&mut b, job, &model, t);
             if let Some(k) = key {
                 st.tokens.insert(k.clone(), id);
-                tokens.push((k, id));
+                b.tokens.push((k, id));
             }
-            results.push(accepted(index, &job, false));
-            st.jobs.insert(id, job);
+            results.push(accepted(index, &st.jobs[&id], false));
             new_ids.push(id);
         }
-        if !new_ids.is_empty() {
-            let w = Write {
-                jobs: new_ids.iter().map(|id| &st.jobs[id]).collect(),
-                tokens,
-                last_id: st.last_id,
-                last_sequence: st.last_sequence,
-            };
-            if let Err(e) = self.inner.store.commit(&w) {
-                // Not durable: forget the jobs so nothing unacknowledged stays visible.
-                for id in &new_ids {
-                    if let Some(job) = st.jobs.remove(id) {
-                        st.account(&job, false);
-                    }
-                }
-                return Err(internal(e));
+        if let Err(e) = self.commit(&st, &b) {
+            // Not durable: forget the jobs so nothing unacknowledged stays visible.
+            for id in &new_ids {
+                let _ = st.update(&mut Batch::default(), *id, t, |j| {
+                    j.state = JobState::Failed.into();
+                    Some(String::new())
+                });
+                st.jobs.remove(id);
+                st.decisions.remove(id);
             }
+            for (k, _) in &b.tokens {
+                st.tokens.remove(k);
+            }
+            return Err(e);
         }
         drop(st);
-        for ev in events {
-            let _ = self.inner.events.send(ev);
-        }
+        self.publish(b);
         Ok(results)
     }
 
-    /// Applies a state change to a job, durably, and publishes its event.
-    pub fn change(
+    /// A client of site `i`'s local scheduler, or UNAVAILABLE.
+    pub(crate) fn client(&self, i: usize) -> Result<LocalSchedulerClient<Channel>, Status> {
+        self.inner.clients[i]
+            .clone()
+            .ok_or_else(|| Status::unavailable("the site has no local-scheduler endpoint"))
+    }
+
+    /// One call to a local scheduler, bounded by the configured timeout.
+    pub(crate) async fn call<T>(
         &self,
-        id: u64,
-        f: impl FnOnce(&mut v1::Job) -> Result<String, Status>,
-    ) -> Result<v1::Job, Status> {
-        let t = now();
-        let mut st = self.lock()?;
-        let mut job = st
-            .jobs
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
-        let was_live = !job.state().is_terminal();
-        let detail = f(&mut job)?;
-        let seq_before = st.last_sequence;
-        let ev = st.event(&job, t, detail);
-        let w = Write {
-            jobs: vec![&job],
-            tokens: vec![],
-            last_id: st.last_id,
-            last_sequence: st.last_sequence,
+        fut: impl std::future::Future<Output = Result<Response<T>, Status>>,
+    ) -> Result<T, Status> {
+        let d = Duration::from_millis(self.inner.cfg.links.call_timeout_ms);
+        match tokio::time::timeout(d, fut).await {
+            Ok(r) => r.map(Response::into_inner),
+            Err(_) => Err(Status::unavailable(
+                "the local scheduler did not answer in time",
+            )),
+        }
+    }
+
+    /// Cancels job `id` (see `CancelJob`).
+    async fn cancel(&self, id: u64, reason: String) -> Result<v1::Job, Status> {
+        let reason = if reason.is_empty() {
+            "cancelled by request".to_string()
+        } else {
+            reason
         };
-        if let Err(e) = self.inner.store.commit(&w) {
-            st.last_sequence = seq_before;
-            st.events.pop_back();
-            return Err(internal(e));
+        let (state, site) = {
+            let st = self.lock()?;
+            let job = st
+                .jobs
+                .get(&id)
+                .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
+            if job.state().is_terminal() {
+                return Err(Status::failed_precondition(format!(
+                    "job {id} already ended ({})",
+                    job.state().as_str_name()
+                )));
+            }
+            (job.state(), st.site_of(job))
+        };
+        let set = |to: JobState, detail: String| {
+            let reason = reason.clone();
+            self.mutate(move |st, b, t| {
+                st.update(b, id, t, |j| {
+                    if j.state().is_terminal() {
+                        return None;
+                    }
+                    if to.is_terminal() {
+                        j.state = to.into();
+                        j.end_time = Some(t);
+                        j.reason = reason;
+                    }
+                    Some(detail)
+                });
+                st.jobs
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| internal("job vanished"))
+            })
+        };
+        match (state, site) {
+            // Not at a site yet (or its Enqueue in flight: the forwarder cancels it there once
+            // the Enqueue is answered).
+            (JobState::Accepted | JobState::Dispatched, _) | (_, None) => {
+                set(JobState::Cancelled, reason.clone())
+            }
+            (_, Some(i)) => {
+                let name = self.inner.cfg.sites[i].name.clone();
+                let mut c = self.client(i)?;
+                let req = v1::CancelRequest {
+                    job_id: id,
+                    reason: reason.clone(),
+                };
+                match self.call(c.cancel(req)).await {
+                    Ok(r) if r.state() == JobState::Running => set(
+                        JobState::Running,
+                        format!("cancellation requested: {name} kills the job"),
+                    ),
+                    Ok(r) if r.state().is_terminal() => set(r.state(), reason.clone()),
+                    Ok(r) => Err(internal(format!(
+                        "{name} answered the cancellation with state {}",
+                        r.state().as_str_name()
+                    ))),
+                    Err(e) if e.code() == tonic::Code::NotFound => {
+                        set(JobState::Cancelled, reason.clone())
+                    }
+                    Err(e) => Err(Status::unavailable(format!(
+                        "site {name} cannot be reached to cancel job {id}: {}",
+                        e.message()
+                    ))),
+                }
+            }
         }
-        if was_live && job.state().is_terminal() {
-            st.account(&job, false);
-        }
-        st.jobs.insert(id, job.clone());
-        drop(st);
-        let _ = self.inner.events.send(ev);
-        Ok(job)
     }
 }
 
@@ -309,25 +452,8 @@ impl MetaScheduler for MetaService {
         request: Request<v1::CancelJobRequest>,
     ) -> Result<Response<v1::CancelJobResponse>, Status> {
         let req = request.into_inner();
-        let t = now();
-        let job = self.change(req.job_id, |job| {
-            if job.state().is_terminal() {
-                return Err(Status::failed_precondition(format!(
-                    "job {} already ended ({})",
-                    job.id,
-                    job.state().as_str_name()
-                )));
-            }
-            job.state = JobState::Cancelled.into();
-            job.end_time = Some(t);
-            job.reason = if req.reason.is_empty() {
-                "cancelled by request".into()
-            } else {
-                req.reason.clone()
-            };
-            Ok(job.reason.clone())
-        })?;
-        tracing::info!(job = job.id, "cancelled");
+        let job = self.cancel(req.job_id, req.reason).await?;
+        tracing::info!(job = job.id, state = job.state().as_str_name(), "cancel");
         Ok(Response::new(v1::CancelJobResponse { job: Some(job) }))
     }
 
@@ -379,35 +505,58 @@ impl MetaScheduler for MetaService {
         request: Request<v1::ListSitesRequest>,
     ) -> Result<Response<v1::ListSitesResponse>, Status> {
         let req = request.into_inner();
-        let st = self.lock()?;
-        if let Some(s) = &req.site
-            && st.site_index(s).is_none()
-        {
-            return Err(Status::not_found(format!("site `{s}` not found")));
-        }
-        let sites = (0..st.sites.len())
-            .filter(|&i| req.site.as_ref().is_none_or(|s| &st.sites[i].name == s))
-            .map(|i| {
-                let s = &st.sites[i];
-                let (load, count) = st.arrays(i);
-                v1::SiteState {
-                    name: s.name.clone(),
-                    clusters: vec![v1::ClusterState {
+        let (mut sites, max_priority, policy) = {
+            let st = self.lock()?;
+            if let Some(s) = &req.site
+                && st.site_index(s).is_none()
+            {
+                return Err(Status::not_found(format!("site `{s}` not found")));
+            }
+            let arrays = st.decider.arrays();
+            let n = st.max_priority as usize;
+            let sites: Vec<(usize, v1::SiteState)> = (0..st.sites.len())
+                .filter(|&i| req.site.as_ref().is_none_or(|s| &st.sites[i].name == s))
+                .map(|i| {
+                    let s = &st.sites[i];
+                    let a = &arrays[i];
+                    let load = (1..=n)
+                        .map(|p| u64::try_from(a.load.get(p).copied().unwrap_or(0)).unwrap_or(0))
+                        .collect();
+                    let count = (1..=n)
+                        .map(|p| u32::try_from(a.count.get(p).copied().unwrap_or(0)).unwrap_or(0))
+                        .collect();
+                    let state = v1::SiteState {
                         name: s.name.clone(),
-                        site: s.name.clone(),
-                        endpoint: s.endpoint.clone(),
-                        reachable: false,
-                        load,
-                        count,
-                        ..Default::default()
-                    }],
+                        clusters: vec![v1::ClusterState {
+                            name: s.name.clone(),
+                            site: s.name.clone(),
+                            endpoint: s.endpoint.clone(),
+                            reachable: st.reachable[i],
+                            load,
+                            count,
+                            ..Default::default()
+                        }],
+                    };
+                    (i, state)
+                })
+                .collect();
+            (sites, st.max_priority, st.decider.describe().to_owned())
+        };
+        if req.include_resources {
+            for (i, s) in &mut sites {
+                let Ok(mut c) = self.client(*i) else { continue };
+                if let Ok(status) = self.call(c.status(v1::StatusRequest {})).await {
+                    let cl = &mut s.clusters[0];
+                    cl.machines = status.machines;
+                    cl.licence_pools = status.licence_pools;
+                    cl.local_policy = status.policy;
                 }
-            })
-            .collect();
+            }
+        }
         Ok(Response::new(v1::ListSitesResponse {
-            sites,
-            max_priority: st.max_priority,
-            dispatch_policy: "round-robin".into(),
+            sites: sites.into_iter().map(|(_, s)| s).collect(),
+            max_priority,
+            dispatch_policy: policy,
         }))
     }
 
@@ -416,75 +565,29 @@ impl MetaScheduler for MetaService {
         request: Request<v1::ExplainRequest>,
     ) -> Result<Response<v1::ExplainResponse>, Status> {
         let id = request.into_inner().job_id;
-        let st = self.lock()?;
-        let job = st
-            .jobs
-            .get(&id)
-            .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
-        let spec = job.spec.clone().unwrap_or_default();
-        let (priority, parts) = classify(&spec, st.max_priority);
-        let contributions = parts
-            .iter()
-            .map(|(h, v)| v1::PriorityContribution {
-                heuristic: (*h).into(),
-                value: *v,
-                weight: 1.0,
-            })
-            .collect();
-        let p = priority as usize;
-        let candidates = (0..st.sites.len())
-            .map(|i| {
-                let (load, count) = st.arrays(i);
-                let feasible = validate::site_can_run(&st.sites[i], &spec);
-                v1::DispatchCandidate {
-                    cluster: st.sites[i].name.clone(),
-                    load: load[p - 1],
-                    count: count[p - 1],
-                    feasible,
-                    note: if feasible {
-                        String::new()
-                    } else {
-                        "cannot run the job".into()
-                    },
-                }
-            })
-            .collect();
-        let mut blockers = Vec::new();
-        if matches!(job.state(), JobState::Accepted | JobState::Dispatched) {
-            blockers.push(v1::Blocker {
-                kind: v1::BlockerKind::Dispatch.into(),
-                detail: "not at its local scheduler yet".into(),
-                ..Default::default()
-            });
-        }
-        let text = format!(
-            "job {id} is {} with priority {priority} ({}); dispatched to {} by round robin over \
-             the sites able to run it",
-            job.state().as_str_name(),
-            parts
-                .iter()
-                .map(|(h, v)| format!("{h} {v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            job.site.as_deref().unwrap_or("no site yet"),
-        );
-        Ok(Response::new(v1::ExplainResponse {
-            job_id: id,
-            state: job.state,
-            priority: Some(v1::PriorityExplanation {
-                priority,
-                contributions,
-            }),
-            dispatch: Some(v1::DispatchExplanation {
-                time: job.submit_time.unwrap_or_default(),
-                cluster: job.cluster.clone().unwrap_or_default(),
-                decided_by: "round-robin".into(),
-                candidates,
-            }),
-            queue_position: None,
-            reservation: None,
-            blockers,
-            text,
-        }))
+        let (job, decision, site) = {
+            let st = self.lock()?;
+            let job = st
+                .jobs
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
+            let site = st.site_of(&job);
+            (
+                job,
+                st.decisions.get(&id).cloned().unwrap_or_default(),
+                site,
+            )
+        };
+        let local = match (site, job.state()) {
+            (Some(i), JobState::Queued | JobState::Running) => match self.client(i) {
+                Ok(mut c) => Some(self.call(c.status(v1::StatusRequest {})).await),
+                Err(e) => Some(Err(e)),
+            },
+            _ => None,
+        };
+        Ok(Response::new(crate::explain::explain(
+            &job, decision, local,
+        )))
     }
 }

@@ -1,35 +1,49 @@
 //! The meta-scheduler's in-memory view of the grid (issue 5 part 1): every job by id, the
-//! idempotency tokens, the per-cluster Load / Count arrays and the retained job events, kept in
-//! step with the durable [`Store`](crate::store::Store).
+//! idempotency tokens, the classification and dispatch decisions ([`Decider`]), what each site
+//! still has to receive, the last event applied from each local scheduler, and the retained job
+//! events, kept in step with the durable [`Store`](crate::store::Store).
 //!
-//! Until the classifier and the dispatch strategies of the core are wired in, classification is
-//! a documented placeholder ([`classify`]) and placement is round robin over the sites able to run
-//! the job ([`State::place`]); ties cannot occur (the rotation decides).
+//! Every change goes through [`State`] methods that record what a [`Batch`] must commit; the
+//! service commits the batch in one transaction and publishes its events only then.
+//!
+//! Job life cycle at the meta level: ACCEPTED (classified; assigned a site, or waiting for one
+//! that is up) → DISPATCHED (written durably *before* the Enqueue call, so a job that may have
+//! reached a site is never dispatched elsewhere) → QUEUED / RUNNING / terminal, as the site's
+//! local scheduler reports them through its event stream. Only ACCEPTED jobs are re-dispatched
+//! when their site goes down.
 
 use crate::config::SiteConfig;
-use crate::validate::site_can_run;
-use gridsched_proto::v1;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::decide::Decider;
+use gridsched_proto::v1::{self, JobState};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// How many job events are retained for `Watch { from_sequence }`.
 pub const RETAINED_EVENTS: usize = 100_000;
 
-/// Placeholder classification: `1 + owner_priority + class bonus (gold 2, silver 1) + 3 when the
-/// job has a deadline`, clamped to `1 ..= max`. Returns the priority and its contributions.
-pub fn classify(spec: &v1::JobSpec, max: u32) -> (u32, Vec<(&'static str, f64)>) {
-    let class = match spec.user_class() {
-        v1::UserClass::Gold => 2,
-        v1::UserClass::Silver => 1,
-        _ => 0,
-    };
-    let deadline = if spec.deadline.is_some() { 3 } else { 0 };
-    let p = (1 + spec.owner_priority + class + deadline).clamp(1, max);
-    let parts = vec![
-        ("owner", f64::from(spec.owner_priority)),
-        ("user", f64::from(class)),
-        ("deadline", f64::from(deadline)),
-    ];
-    (p, parts)
+/// How a job's priority and site were chosen, kept for `explain`.
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    /// Classification.
+    pub priority: Option<v1::PriorityExplanation>,
+    /// The latest dispatch decision.
+    pub dispatch: Option<v1::DispatchExplanation>,
+}
+
+/// What one state change must write and publish.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Jobs changed.
+    pub jobs: BTreeSet<u64>,
+    /// Events to publish after the commit.
+    pub events: Vec<v1::JobEvent>,
+    /// Tokens recorded.
+    pub tokens: Vec<(String, u64)>,
+    /// Jobs whose decision changed.
+    pub decisions: BTreeSet<u64>,
+    /// Sites whose applied event sequence changed.
+    pub site_seqs: BTreeSet<usize>,
+    /// Sites that have new jobs to receive.
+    pub wake: BTreeSet<usize>,
 }
 
 /// The in-memory state.
@@ -45,27 +59,53 @@ pub struct State {
     pub last_sequence: u64,
     /// Retained events, oldest first.
     pub events: VecDeque<v1::JobEvent>,
-    /// Per site, per priority (index p - 1): jobs and workload not yet terminated.
-    pub counts: Vec<Vec<(u32, u64)>>,
-    /// Round-robin cursor.
-    rr: usize,
+    /// Classification and dispatch.
+    pub decider: Decider,
+    /// Decisions by job.
+    pub decisions: HashMap<u64, Decision>,
+    /// Per site: ACCEPTED jobs assigned to it, not yet sent.
+    pub outbox: Vec<BTreeSet<u64>>,
+    /// Per site: DISPATCHED jobs whose Enqueue has not been confirmed.
+    pub in_flight: Vec<BTreeSet<u64>>,
+    /// ACCEPTED jobs that no site that is up could take yet.
+    pub unplaced: BTreeSet<u64>,
+    /// Per site: the last local-scheduler event applied.
+    pub site_seq: Vec<u64>,
+    /// Per site: whether its event stream is connected now.
+    pub reachable: Vec<bool>,
     /// The sites.
     pub sites: Vec<SiteConfig>,
     /// Highest priority.
     pub max_priority: u32,
 }
 
+fn rank(s: JobState) -> u8 {
+    match s {
+        JobState::Unspecified | JobState::Accepted => 0,
+        JobState::Dispatched => 1,
+        JobState::Queued => 2,
+        JobState::Running => 3,
+        _ => 4,
+    }
+}
+
 impl State {
     /// An empty state for these sites.
-    pub fn new(sites: Vec<SiteConfig>, max_priority: u32) -> State {
+    pub fn new(sites: Vec<SiteConfig>, max_priority: u32, decider: Decider) -> State {
+        let n = sites.len();
         State {
             jobs: BTreeMap::new(),
             tokens: HashMap::new(),
             last_id: 0,
             last_sequence: 0,
             events: VecDeque::new(),
-            counts: vec![vec![(0, 0); max_priority as usize]; sites.len()],
-            rr: 0,
+            decider,
+            decisions: HashMap::new(),
+            outbox: vec![BTreeSet::new(); n],
+            in_flight: vec![BTreeSet::new(); n],
+            unplaced: BTreeSet::new(),
+            site_seq: vec![0; n],
+            reachable: vec![false; n],
             sites,
             max_priority,
         }
@@ -76,57 +116,13 @@ impl State {
         self.sites.iter().position(|s| s.name == name)
     }
 
-    /// Adds (`sign` = 1) or removes (-1) a live job from its site's arrays.
-    pub fn account(&mut self, job: &v1::Job, add: bool) {
-        let Some(site) = job.site.as_deref().and_then(|s| self.site_index(s)) else {
-            return;
-        };
-        let Some(p) = (job.priority as usize).checked_sub(1) else {
-            return;
-        };
-        let Some(slot) = self.counts[site].get_mut(p) else {
-            return;
-        };
-        let spec = job.spec.as_ref();
-        let work = spec.map_or(0, |s| u64::from(s.processors) * s.estimate_s.max(0) as u64);
-        if add {
-            slot.0 += 1;
-            slot.1 += work;
-        } else {
-            slot.0 = slot.0.saturating_sub(1);
-            slot.1 = slot.1.saturating_sub(work);
-        }
+    /// The site index of a job, if it has one.
+    pub fn site_of(&self, job: &v1::Job) -> Option<usize> {
+        job.site.as_deref().and_then(|s| self.site_index(s))
     }
 
-    /// Cumulative arrays of a site: `(load[p-1], count[p-1])` over priorities ≥ p.
-    pub fn arrays(&self, site: usize) -> (Vec<u64>, Vec<u32>) {
-        let n = self.max_priority as usize;
-        let (mut load, mut count) = (vec![0; n], vec![0; n]);
-        let (mut l, mut c) = (0, 0);
-        for p in (0..n).rev() {
-            c += self.counts[site][p].0;
-            l += self.counts[site][p].1;
-            load[p] = l;
-            count[p] = c;
-        }
-        (load, count)
-    }
-
-    /// Chooses the site of a job: the next able site in round-robin order.
-    pub fn place(&mut self, spec: &v1::JobSpec) -> Option<usize> {
-        let n = self.sites.len();
-        for k in 0..n {
-            let i = (self.rr + k) % n;
-            if site_can_run(&self.sites[i], spec) {
-                self.rr = (i + 1) % n;
-                return Some(i);
-            }
-        }
-        None
-    }
-
-    /// Records an event of `job` (already updated), returns it.
-    pub fn event(&mut self, job: &v1::Job, time: i64, detail: String) -> v1::JobEvent {
+    /// Records an event of `job` (already updated).
+    fn event(&mut self, b: &mut Batch, job: &v1::Job, time: i64, detail: String) {
         self.last_sequence += 1;
         let ev = v1::JobEvent {
             sequence: self.last_sequence,
@@ -143,17 +139,278 @@ impl State {
             self.events.pop_front();
         }
         self.events.push_back(ev.clone());
-        ev
+        b.events.push(ev);
     }
 
-    /// Rebuilds the state from the store's content.
+    /// Adds a newly accepted job: places it (or leaves it waiting for a site) and records it.
+    pub fn add(
+        &mut self,
+        b: &mut Batch,
+        mut job: v1::Job,
+        model: &gridsched_core::model::Job,
+        time: i64,
+    ) {
+        let (site, dispatch) = self.decider.dispatch(time, model, job.priority, None);
+        let detail = match site {
+            Some(i) => {
+                let name = self.sites[i].name.clone();
+                job.site = Some(name.clone());
+                job.cluster = Some(name.clone());
+                self.outbox[i].insert(job.id);
+                b.wake.insert(i);
+                format!("accepted with priority {} for {name}", job.priority)
+            }
+            None => {
+                self.unplaced.insert(job.id);
+                format!(
+                    "accepted with priority {}; waiting for a site ({})",
+                    job.priority, dispatch.decided_by
+                )
+            }
+        };
+        let d = self.decisions.entry(job.id).or_default();
+        d.dispatch = Some(dispatch);
+        b.decisions.insert(job.id);
+        b.jobs.insert(job.id);
+        self.event(b, &job, time, detail);
+        self.jobs.insert(job.id, job);
+    }
+
+    /// Applies `f` to job `id`, records the event and keeps the bookkeeping in step: a job that
+    /// reaches a terminal state leaves the outbox and is reported ended to the dispatcher.
+    pub fn update(
+        &mut self,
+        b: &mut Batch,
+        id: u64,
+        time: i64,
+        f: impl FnOnce(&mut v1::Job) -> Option<String>,
+    ) -> bool {
+        let Some(mut job) = self.jobs.get(&id).cloned() else {
+            return false;
+        };
+        let was_live = !job.state().is_terminal();
+        let Some(detail) = f(&mut job) else {
+            return false;
+        };
+        if was_live && job.state().is_terminal() {
+            self.unplaced.remove(&id);
+            if let Some(i) = self.site_of(&job) {
+                self.outbox[i].remove(&id);
+                self.in_flight[i].remove(&id);
+                self.decider.ended(time, id, i);
+            }
+        }
+        b.jobs.insert(id);
+        self.event(b, &job, time, detail);
+        self.jobs.insert(id, job);
+        true
+    }
+
+    /// Takes up to `n` jobs of site `i`'s outbox and marks them DISPATCHED.
+    pub fn take_for_sending(&mut self, b: &mut Batch, i: usize, n: usize, time: i64) -> Vec<u64> {
+        let ids: Vec<u64> = self.outbox[i].iter().take(n).copied().collect();
+        for &id in &ids {
+            self.outbox[i].remove(&id);
+            self.in_flight[i].insert(id);
+            let name = self.sites[i].name.clone();
+            self.update(b, id, time, |j| {
+                j.state = JobState::Dispatched.into();
+                j.dispatch_time = Some(time);
+                Some(format!("sent to {name}"))
+            });
+        }
+        ids
+    }
+
+    /// The Enqueue of job `id` at site `i` succeeded (or the site already had it): the job is
+    /// QUEUED (or RUNNING) unless its events got there first.
+    pub fn sent(&mut self, b: &mut Batch, i: usize, id: u64, state: JobState, time: i64) {
+        self.in_flight[i].remove(&id);
+        let name = self.sites[i].name.clone();
+        self.update(b, id, time, |j| {
+            (j.state() == JobState::Dispatched).then(|| {
+                j.state = state.into();
+                format!("queued at {name}")
+            })
+        });
+    }
+
+    /// The Enqueue of job `id` at site `i` failed without an answer: it is sent again later.
+    pub fn send_failed(&mut self, i: usize, id: u64) {
+        if self.in_flight[i].remove(&id)
+            && self
+                .jobs
+                .get(&id)
+                .is_some_and(|j| j.state() == JobState::Dispatched)
+        {
+            self.outbox[i].insert(id);
+        }
+    }
+
+    /// Site `i` refused job `id` (it cannot run it there): the job fails with the site's reason.
+    pub fn refused(&mut self, b: &mut Batch, i: usize, id: u64, why: &str, time: i64) {
+        self.in_flight[i].remove(&id);
+        let name = self.sites[i].name.clone();
+        self.update(b, id, time, |j| {
+            (!j.state().is_terminal()).then(|| {
+                j.state = JobState::Failed.into();
+                j.end_time = Some(time);
+                j.reason = format!("refused by {name}: {why}");
+                j.reason.clone()
+            })
+        });
+    }
+
+    /// Applies one event of site `i`'s local scheduler.
+    pub fn apply_local(&mut self, b: &mut Batch, i: usize, ev: &v1::JobEvent) {
+        if ev.sequence > self.site_seq[i] {
+            self.site_seq[i] = ev.sequence;
+            b.site_seqs.insert(i);
+        }
+        let name = self.sites[i].name.clone();
+        let Some(job) = self.jobs.get(&ev.job_id) else {
+            return;
+        };
+        if job.site.as_deref() != Some(name.as_str()) {
+            return;
+        }
+        let new = ev.state();
+        let cur = job.state();
+        let applies = match new {
+            _ if cur.is_terminal() => false,
+            // A requeue (lost agent) takes a running job back to the queue.
+            JobState::Queued => rank(cur) <= rank(JobState::Running) && cur != JobState::Queued,
+            JobState::Running => cur != JobState::Running,
+            s if s.is_terminal() => true,
+            _ => false,
+        };
+        if !applies {
+            return;
+        }
+        self.in_flight[i].remove(&ev.job_id);
+        self.update(b, ev.job_id, ev.time, |j| {
+            j.state = ev.state;
+            match new {
+                JobState::Queued => {
+                    j.machine = None;
+                    j.start_time = None;
+                }
+                JobState::Running => {
+                    j.machine.clone_from(&ev.machine);
+                    j.start_time = Some(ev.time);
+                }
+                _ => {
+                    if ev.machine.is_some() {
+                        j.machine.clone_from(&ev.machine);
+                    }
+                    j.end_time = Some(ev.time);
+                    j.exit_code = ev.exit_code;
+                    j.signal = ev.signal;
+                    j.reason.clone_from(&ev.detail);
+                }
+            }
+            Some(format!("{name}: {}", ev.detail))
+        });
+    }
+
+    /// Dispatches again the ACCEPTED jobs of `down` (its site went down) and the jobs waiting for
+    /// a site; each goes where the strategy sends it now, or keeps waiting.
+    pub fn redispatch(&mut self, b: &mut Batch, down: Option<usize>, time: i64) {
+        let mut ids: Vec<(u64, Option<usize>)> =
+            self.unplaced.iter().map(|&id| (id, None)).collect();
+        if let Some(i) = down {
+            ids.extend(self.outbox[i].iter().map(|&id| (id, Some(i))));
+        }
+        ids.sort_unstable();
+        for (id, from) in ids {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            if job.state() != JobState::Accepted {
+                continue;
+            }
+            let Some(spec) = job.spec.clone() else {
+                continue;
+            };
+            let (priority, submit) = (job.priority, job.submit_time.unwrap_or(time));
+            let Ok(model) = self.decider.job(&spec, id, submit) else {
+                continue;
+            };
+            if let Some(i) = from {
+                self.decider.returned(time, id, i);
+            }
+            let (site, dispatch) = self.decider.dispatch(time, &model, priority, from);
+            let target = match (site, from) {
+                (Some(t), _) => t,
+                // Nowhere else: a job stays with its down site (and counts there again).
+                (None, Some(i)) => {
+                    self.decider.restore(&model, priority, i);
+                    continue;
+                }
+                (None, None) => continue,
+            };
+            if let Some(i) = from {
+                self.outbox[i].remove(&id);
+            }
+            self.unplaced.remove(&id);
+            self.outbox[target].insert(id);
+            b.wake.insert(target);
+            let name = self.sites[target].name.clone();
+            self.decisions.entry(id).or_default().dispatch = Some(dispatch);
+            b.decisions.insert(id);
+            let detail = match from {
+                Some(i) => format!("{} is down: dispatched again to {name}", self.sites[i].name),
+                None => format!("dispatched to {name}"),
+            };
+            self.update(b, id, time, |j| {
+                j.site = Some(name.clone());
+                j.cluster = Some(name);
+                Some(detail)
+            });
+        }
+    }
+
+    /// Rebuilds the state from the store's content: the classifier replays every job in id
+    /// order, live placements are re-entered in the dispatcher, and each job goes back to the
+    /// outbox, the in-flight set or the waiting set its state says.
     pub fn restore(&mut self, loaded: crate::store::Loaded) {
         self.last_id = loaded.last_id;
         self.last_sequence = loaded.last_sequence;
         self.tokens = loaded.tokens.into_iter().collect();
+        for (name, seq) in loaded.site_seqs {
+            if let Some(i) = self.site_index(&name) {
+                self.site_seq[i] = seq;
+            }
+        }
+        self.decisions = loaded.decisions.into_iter().collect();
         for job in loaded.jobs {
+            let spec = job.spec.clone().unwrap_or_default();
+            let model = self
+                .decider
+                .job(&spec, job.id, job.submit_time.unwrap_or_default());
+            if let Ok(model) = &model {
+                self.decider.classify(model);
+            }
             if !job.state().is_terminal() {
-                self.account(&job, true);
+                match (self.site_of(&job), &model) {
+                    (Some(i), Ok(model)) => {
+                        self.decider.restore(model, job.priority, i);
+                        match job.state() {
+                            JobState::Accepted => {
+                                self.outbox[i].insert(job.id);
+                            }
+                            // Its Enqueue may or may not have arrived: send it again
+                            // (ALREADY_EXISTS counts as success).
+                            JobState::Dispatched => {
+                                self.outbox[i].insert(job.id);
+                            }
+                            _ => {}
+                        }
+                    }
+                    _ => {
+                        self.unplaced.insert(job.id);
+                    }
+                }
             }
             self.jobs.insert(job.id, job);
         }

@@ -5,6 +5,7 @@
 //! messages keyed by id, next to the idempotency tokens and the id / event counters, so a
 //! restarted meta-scheduler finds every acknowledged job as it was.
 
+use crate::state::Decision;
 use gridsched_proto::v1;
 use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -13,6 +14,8 @@ use std::path::Path;
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
 const TOKENS: TableDefinition<&str, u64> = TableDefinition::new("tokens");
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+const DECISIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("decisions");
+const SITE_SEQ: TableDefinition<&str, u64> = TableDefinition::new("site_sequences");
 
 /// A store failure, reported to clients as INTERNAL.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,10 @@ pub struct Loaded {
     pub last_id: u64,
     /// Last event sequence given.
     pub last_sequence: u64,
+    /// How each job was classified and dispatched.
+    pub decisions: Vec<(u64, Decision)>,
+    /// Per site name: the last local-scheduler event applied.
+    pub site_seqs: Vec<(String, u64)>,
 }
 
 /// The redb database.
@@ -53,6 +60,10 @@ pub struct Write<'a> {
     pub last_id: u64,
     /// Last event sequence given, after the write.
     pub last_sequence: u64,
+    /// Decisions to record.
+    pub decisions: Vec<(u64, &'a Decision)>,
+    /// Per site name: the last local-scheduler event applied.
+    pub site_seqs: Vec<(&'a str, u64)>,
 }
 
 impl Store {
@@ -64,6 +75,8 @@ impl Store {
         tx.open_table(JOBS).map_err(err)?;
         tx.open_table(TOKENS).map_err(err)?;
         tx.open_table(COUNTERS).map_err(err)?;
+        tx.open_table(DECISIONS).map_err(err)?;
+        tx.open_table(SITE_SEQ).map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(Store { db })
     }
@@ -91,6 +104,23 @@ impl Store {
             .get("last_sequence")
             .map_err(err)?
             .map_or(0, |v| v.value());
+        let decisions = tx.open_table(DECISIONS).map_err(err)?;
+        for row in decisions.iter().map_err(err)? {
+            let (k, v) = row.map_err(err)?;
+            let e = v1::ExplainResponse::decode(v.value()).map_err(err)?;
+            out.decisions.push((
+                k.value(),
+                Decision {
+                    priority: e.priority,
+                    dispatch: e.dispatch,
+                },
+            ));
+        }
+        let seqs = tx.open_table(SITE_SEQ).map_err(err)?;
+        for row in seqs.iter().map_err(err)? {
+            let (k, v) = row.map_err(err)?;
+            out.site_seqs.push((k.value().to_owned(), v.value()));
+        }
         Ok(out)
     }
 
@@ -114,6 +144,22 @@ impl Store {
             counters
                 .insert("last_sequence", w.last_sequence)
                 .map_err(err)?;
+            let mut decisions = tx.open_table(DECISIONS).map_err(err)?;
+            for (id, d) in &w.decisions {
+                buf.clear();
+                v1::ExplainResponse {
+                    priority: d.priority.clone(),
+                    dispatch: d.dispatch.clone(),
+                    ..Default::default()
+                }
+                .encode(&mut buf)
+                .map_err(err)?;
+                decisions.insert(*id, buf.as_slice()).map_err(err)?;
+            }
+            let mut seqs = tx.open_table(SITE_SEQ).map_err(err)?;
+            for (site, seq) in &w.site_seqs {
+                seqs.insert(*site, *seq).map_err(err)?;
+            }
         }
         tx.commit().map_err(err)
     }
@@ -138,6 +184,8 @@ mod tests {
                 tokens: vec![("u\0t".into(), 7)],
                 last_id: 7,
                 last_sequence: 3,
+                decisions: vec![(7, &Decision::default())],
+                site_seqs: vec![("alpha", 42)],
             })
             .unwrap();
         }
@@ -146,5 +194,7 @@ mod tests {
         assert_eq!(l.jobs, vec![job]);
         assert_eq!(l.tokens, vec![("u\0t".to_string(), 7)]);
         assert_eq!((l.last_id, l.last_sequence), (7, 3));
+        assert_eq!(l.site_seqs, vec![("alpha".to_string(), 42)]);
+        assert_eq!(l.decisions.len(), 1);
     }
 }

@@ -9,6 +9,8 @@ use tonic::Code;
 
 const CONFIG: &str = r#"
 listen = "127.0.0.1:0"
+[links]
+site_down_after_ms = 600000
 [[sites]]
 name = "alpha"
 endpoint = "http://127.0.0.1:1"

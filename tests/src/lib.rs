@@ -1,6 +1,8 @@
 //! Shared helpers of gridsched's end-to-end tests: finding the shared traces and replaying one
 //! through a policy with the library API.
 
+pub mod live;
+
 use gridsched_core::model::MachineId;
 use gridsched_core::policy::PolicyConfig;
 use gridsched_workload::{JobSource, NormalizeOptions, traces};

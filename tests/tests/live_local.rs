@@ -5,18 +5,11 @@
 
 use gridsched_proto::v1::{self, local_scheduler_client::LocalSchedulerClient};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use gridsched_tests::live::Proc;
 
 struct Grid {
     dir: tempfile::TempDir,
@@ -31,22 +24,9 @@ fn start_scheduler(config: &std::path::Path, listen: Option<&str>) -> (Proc, Str
     if let Some(l) = listen {
         cmd.args(["--listen", l]);
     }
-    let mut child = cmd
-        .arg("--config")
-        .arg(config)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn local scheduler");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read address");
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (Proc(child), format!("http://{addr}"))
+    cmd.arg("--config").arg(config);
+    let (p, addr) = gridsched_tests::live::spawn_listening(cmd);
+    (p, format!("http://{addr}"))
 }
 
 impl Grid {

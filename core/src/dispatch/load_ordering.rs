@@ -118,6 +118,10 @@ impl Dispatcher for LoadOrdering {
         self.arrays.remove(job);
     }
 
+    fn restore(&mut self, job: &Job, priority: Priority, cluster: ClusterId) {
+        self.arrays.add(job, priority, cluster);
+    }
+
     fn arrays(&self, clusters: usize) -> Vec<ClusterArrays> {
         self.arrays.snapshot(clusters)
     }

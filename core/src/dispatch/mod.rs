@@ -125,6 +125,11 @@ pub trait Dispatcher: Send + fmt::Debug {
     /// starting it); the strategy forgets its bookkeeping for it. The default does nothing.
     fn job_returned(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}
 
+    /// A driver restarting from its durable state re-enters a placement decided before the
+    /// restart (`job`, classified `priority`, on `cluster`, not yet reported terminated), so the
+    /// strategy's bookkeeping is what it was. The default does nothing (no bookkeeping).
+    fn restore(&mut self, _job: &Job, _priority: Priority, _cluster: ClusterId) {}
+
     /// Whether the strategy reads [`GridState::load`] (the sites' dynamic state); drivers fill
     /// it only for those that do. The default: a strategy that sees only its own bookkeeping.
     fn reads_site_state(&self) -> bool {

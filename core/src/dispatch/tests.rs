@@ -204,3 +204,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn restore_rebuilds_the_arrays_a_restart_lost() {
+    let g = grid(3);
+    let jobs: Vec<(Job, Priority)> = (1..=6)
+        .map(|i| {
+            (
+                job(i, 1 + i as u32 % 3, 10 * i as i64),
+                (i % 4 + 1) as Priority,
+            )
+        })
+        .collect();
+    let mut live = DispatchConfig::new(DispatchKind::LoadOrdering).build();
+    let placed: Vec<ClusterId> = jobs
+        .iter()
+        .map(|(j, p)| ClusterId(cluster(live.dispatch(0, j, *p, &g))))
+        .collect();
+    live.job_ended(5, JobId(2), placed[1]);
+    // A restarted meta-scheduler re-enters the live placements only.
+    let mut restarted = DispatchConfig::new(DispatchKind::LoadOrdering).build();
+    for ((j, p), c) in jobs.iter().zip(&placed) {
+        if j.id != JobId(2) {
+            restarted.restore(j, *p, *c);
+        }
+    }
+    assert_eq!(restarted.arrays(3), live.arrays(3));
+    assert_ne!(live.arrays(3)[placed[0].index()].count[1], 0);
+}

@@ -1,0 +1,66 @@
+//! The command line of the `meta-scheduler` binary (issue 5 part 1): a TOML configuration file,
+//! flags that override it, structured logs on stderr (`RUST_LOG`, default `info`), and
+//! `listening on ADDR` printed on stdout once the port is bound.
+
+use crate::{MetaConfig, MetaService};
+use clap::Parser;
+use std::path::PathBuf;
+
+/// The gridsched meta-scheduler.
+#[derive(Debug, Parser)]
+#[command(name = "meta-scheduler", version, about)]
+pub struct Cli {
+    /// Configuration file (TOML).
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Listen address (overrides the file's `listen`).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// State directory of the durable store (overrides the file's `state_dir`).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Cli {
+    /// The configuration: the file (or the defaults), then the flags.
+    pub fn config(&self) -> anyhow::Result<MetaConfig> {
+        let mut cfg = match &self.config {
+            Some(p) => MetaConfig::from_file(p)?,
+            None => MetaConfig::default(),
+        };
+        if let Some(l) = &self.listen {
+            cfg.listen.clone_from(l);
+        }
+        if let Some(d) = &self.state_dir {
+            cfg.state_dir.clone_from(d);
+        }
+        cfg.complete();
+        Ok(cfg)
+    }
+}
+
+/// The binary's main: parses `args`, opens the store, binds, prints `listening on http://ADDR`
+/// and serves until Ctrl-C.
+pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
+    let cli = Cli::try_parse_from(args)?;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cfg = cli.config()?;
+    tokio::runtime::Runtime::new()?.block_on(async move {
+        let service = MetaService::open(&cfg)?;
+        let listener = tokio::net::TcpListener::bind(&cfg.listen).await?;
+        let addr = listener.local_addr()?;
+        tracing::info!(%addr, sites = cfg.sites.len(), "meta-scheduler listening");
+        println!("listening on http://{addr}");
+        crate::serve(service, listener, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+        Ok(())
+    })
+}

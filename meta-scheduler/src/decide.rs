@@ -1,0 +1,354 @@
+//! Classification and dispatch of the live meta-scheduler (issue 5 part 1; spec
+//! `two-level-grid-scheduler.md` D4.1–D4.2): the core's [`Classifier`] and [`Dispatcher`], built
+//! from the configuration by the same names as in `gridsim`, fed the same calls the simulator
+//! makes (classify at submission, dispatch, termination notices), so a decision taken live is the
+//! one the simulator takes from the same state.
+//!
+//! Site index `i` of the configuration is cluster `ClusterId(i)` of the core. A site is `up` until
+//! its local scheduler has been unreachable for `links.site_down_after_ms`; a down site receives
+//! no job. Strategies that read the sites' state (best-fit, least-loaded, min-completion) see the
+//! last polled [`ClusterLoad`] of each site.
+//!
+//! After a restart the classifier is rebuilt by classifying the stored jobs again in id order (its
+//! Deadline window is a function of that sequence) and the dispatcher's bookkeeping by
+//! [`Dispatcher::restore`] of every live placement; only the random tie-break stream restarts from
+//! the seed (mixed with the number of jobs already accepted, so it does not repeat itself).
+
+use crate::config::MetaConfig;
+use gridsched_core::classify::{Classifier, ClassifierError};
+use gridsched_core::dispatch::{
+    ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, GridState, Placement, Priority,
+};
+use gridsched_core::model::{ClusterId, Job, JobId, LicenceId};
+use gridsched_proto::v1;
+use gridsched_proto::{ConvertError, NameTable, job_from_spec};
+
+/// The classifier, the dispatcher and what they may see of the grid.
+#[derive(Debug)]
+pub struct Decider {
+    names: NameTable,
+    classifier: Classifier,
+    dispatcher: Box<dyn Dispatcher>,
+    grid: GridState,
+    names_of_sites: Vec<String>,
+    describe: String,
+}
+
+impl Decider {
+    /// Builds the decision makers of a (completed) configuration, for a meta-scheduler that has
+    /// already accepted `accepted_before` jobs (0 on a fresh start).
+    pub fn new(cfg: &MetaConfig, accepted_before: u64) -> Result<Decider, ClassifierError> {
+        let mut names = NameTable::new();
+        let mut caps = Vec::with_capacity(cfg.sites.len());
+        for (i, s) in cfg.sites.iter().enumerate() {
+            for m in &s.machines {
+                names.add_machine(&m.name);
+            }
+            let licences: Vec<LicenceId> =
+                s.licences.iter().map(|l| names.add_licence(l)).collect();
+            caps.push(ClusterCaps {
+                cluster: ClusterId(i as u32),
+                up: true,
+                total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
+                max_machine_procs: s.machines.iter().map(|m| m.processors).max().unwrap_or(0),
+                licences,
+            });
+        }
+        let mut dispatch = cfg.dispatch;
+        dispatch.max_priority = cfg.classifier.max;
+        dispatch.seed = dispatch
+            .seed
+            .wrapping_add(accepted_before.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let dispatcher = dispatch.build();
+        let reads = dispatcher.reads_site_state();
+        Ok(Decider {
+            classifier: Classifier::new(cfg.classifier)?,
+            describe: dispatcher.describe(),
+            dispatcher,
+            grid: GridState {
+                load: reads.then(|| vec![ClusterLoad::default(); caps.len()]),
+                caps,
+            },
+            names,
+            names_of_sites: cfg.sites.iter().map(|s| s.name.clone()).collect(),
+        })
+    }
+
+    /// The strategy's description, e.g. `load-ordering`.
+    pub fn describe(&self) -> &str {
+        &self.describe
+    }
+
+    /// Whether the strategy reads the sites' dynamic state (then the links poll it).
+    pub fn reads_site_state(&self) -> bool {
+        self.grid.load.is_some()
+    }
+
+    /// The model job of a submitted spec.
+    pub fn job(&mut self, spec: &v1::JobSpec, id: u64, submit: i64) -> Result<Job, ConvertError> {
+        job_from_spec(spec, JobId(id), submit, &mut self.names)
+    }
+
+    /// Classifies the next submitted job (D4.1): its priority and how it was reached.
+    pub fn classify(&mut self, job: &Job) -> v1::PriorityExplanation {
+        let c = self.classifier.classify_explained(job);
+        let w = self.classifier.config().weights;
+        let part = |heuristic: &str, value: u8, weight: f64| v1::PriorityContribution {
+            heuristic: heuristic.into(),
+            value: f64::from(value),
+            weight,
+        };
+        v1::PriorityExplanation {
+            priority: u32::from(c.priority),
+            contributions: vec![
+                part("deadline", c.deadline.value, w.deadline),
+                part("licence", c.licence, w.licence),
+                part("user", c.user, w.user),
+            ],
+        }
+    }
+
+    /// Chooses the site of a classified job at `now` (D4.2): the site index, or `None` when no
+    /// site that is up can run it now (the job waits for one), with the explanation.
+    pub fn dispatch(
+        &mut self,
+        now: i64,
+        job: &Job,
+        priority: u32,
+        exclude: Option<usize>,
+    ) -> (Option<usize>, v1::DispatchExplanation) {
+        let p = priority.min(u32::from(Priority::MAX)) as Priority;
+        let before = self.dispatcher.arrays(self.grid.caps.len());
+        let excluded = exclude.map(|i| std::mem::replace(&mut self.grid.caps[i].up, false));
+        let placement = self.dispatcher.dispatch(now, job, p, &self.grid);
+        if let (Some(i), Some(up)) = (exclude, excluded) {
+            self.grid.caps[i].up = up;
+        }
+        let chosen = match &placement {
+            Placement::Cluster(c) => Some(c.index()),
+            _ => None,
+        };
+        let pi = usize::from(p);
+        let candidates = self
+            .grid
+            .caps
+            .iter()
+            .enumerate()
+            .map(|(i, caps)| {
+                let (load, count) = before.get(i).map_or((0, 0), |a| (a.load[pi], a.count[pi]));
+                let fits = caps.up && caps.can_run(job);
+                let note = if exclude == Some(i) {
+                    "refused the job or went down".into()
+                } else if !caps.up {
+                    "site down".into()
+                } else if !fits {
+                    "cannot run the job (processors or licences)".into()
+                } else if chosen == Some(i) {
+                    String::new()
+                } else {
+                    "not chosen by the strategy".into()
+                };
+                v1::DispatchCandidate {
+                    cluster: self.names_of_sites[i].clone(),
+                    load: u64::try_from(load).unwrap_or(0),
+                    count: u32::try_from(count).unwrap_or(u32::MAX),
+                    feasible: fits && exclude != Some(i),
+                    note,
+                }
+            })
+            .collect();
+        let decided_by = match (&placement, chosen) {
+            (Placement::Cluster(_), Some(i))
+                if self.describe.starts_with("load")
+                    && before.get(i).is_some_and(|a| a.load[pi] == 0) =>
+            {
+                "load-idle".to_string()
+            }
+            (Placement::Cluster(_), _) => self.describe.clone(),
+            (Placement::Refuse(why), _) => format!("waiting: {why}"),
+            (other, _) => format!("waiting: {other:?} is not supported live"),
+        };
+        let explanation = v1::DispatchExplanation {
+            time: now,
+            cluster: chosen
+                .map(|i| self.names_of_sites[i].clone())
+                .unwrap_or_default(),
+            decided_by,
+            candidates,
+        };
+        (chosen, explanation)
+    }
+
+    /// The local scheduler of `site` reported `job` terminated.
+    pub fn ended(&mut self, now: i64, job: u64, site: usize) {
+        self.dispatcher
+            .job_ended(now, JobId(job), ClusterId(site as u32));
+    }
+
+    /// `job` left `site` before starting (to be dispatched again).
+    pub fn returned(&mut self, now: i64, job: u64, site: usize) {
+        self.dispatcher
+            .job_returned(now, JobId(job), ClusterId(site as u32));
+    }
+
+    /// Re-enters a placement decided before a restart.
+    pub fn restore(&mut self, job: &Job, priority: u32, site: usize) {
+        let p = priority.min(u32::from(Priority::MAX)) as Priority;
+        self.dispatcher.restore(job, p, ClusterId(site as u32));
+    }
+
+    /// Marks a site up or down; returns whether it changed.
+    pub fn set_up(&mut self, site: usize, up: bool) -> bool {
+        let c = &mut self.grid.caps[site];
+        std::mem::replace(&mut c.up, up) != up
+    }
+
+    /// Whether a site is up.
+    pub fn is_up(&self, site: usize) -> bool {
+        self.grid.caps[site].up
+    }
+
+    /// Whether `site` could run `job` at all (processors, licences), up or not.
+    pub fn can_ever_run(&self, site: usize, job: &Job) -> bool {
+        let c = &self.grid.caps[site];
+        job.procs <= c.max_machine_procs && job.licences.iter().all(|l| c.licences.contains(l))
+    }
+
+    /// Records the polled state of a site (for the strategies that read it).
+    pub fn set_load(&mut self, site: usize, load: ClusterLoad) {
+        if let Some(l) = self.grid.load.as_mut().and_then(|v| v.get_mut(site)) {
+            *l = load;
+        }
+    }
+
+    /// The Load / Count arrays of every site (index `p` for priority `p`).
+    pub fn arrays(&self) -> Vec<ClusterArrays> {
+        self.dispatcher.arrays(self.grid.caps.len())
+    }
+}
+
+/// The dynamic state of a cluster as the brokers read it, from its local scheduler's status.
+pub fn load_of(status: &v1::StatusResponse) -> ClusterLoad {
+    let now = status.time;
+    let area = |p: u32, s: i64| i128::from(p) * i128::from(s.max(0));
+    ClusterLoad {
+        free_procs: status
+            .machines
+            .iter()
+            .filter(|m| m.online)
+            .map(|m| u64::from(m.processors.saturating_sub(m.busy_processors)))
+            .sum(),
+        waiting_jobs: status.queue.len() as u64,
+        waiting_area: status
+            .queue
+            .iter()
+            .map(|q| area(q.processors, q.estimate_s))
+            .sum(),
+        running_area: status
+            .running
+            .iter()
+            .map(|r| area(r.processors, r.predicted_end - now))
+            .sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(strategy: &str) -> MetaConfig {
+        MetaConfig::from_toml(&format!(
+            "[dispatch]\nstrategy = \"{strategy}\"\n\
+             [[sites]]\nname = \"a\"\nlicences = [\"matlab\"]\nmachines = [{{ name = \"a1\", processors = 8 }}]\n\
+             [[sites]]\nname = \"b\"\nmachines = [{{ name = \"b1\", processors = 16 }}]\n"
+        ))
+        .unwrap()
+    }
+
+    fn spec(procs: u32, licences: &[&str]) -> v1::JobSpec {
+        v1::JobSpec {
+            user: "u".into(),
+            processors: procs,
+            estimate_s: 100,
+            licences: licences.iter().map(|l| l.to_string()).collect(),
+            emulate_runtime_s: Some(1),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn load_ordering_fills_idle_sites_then_follows_terminations() {
+        let mut d = Decider::new(&cfg("load-ordering"), 0).unwrap();
+        let place = |d: &mut Decider, id: u64, s: v1::JobSpec| {
+            let job = d.job(&s, id, 0).unwrap();
+            let p = d.classify(&job).priority;
+            (d.dispatch(0, &job, p, None), p)
+        };
+        // Both idle: the first site (lowest id).
+        let ((s1, e1), p1) = place(&mut d, 1, spec(4, &[]));
+        assert_eq!(
+            (s1, e1.decided_by.as_str(), e1.cluster.as_str()),
+            (Some(0), "load-idle", "a")
+        );
+        // Site a is busy at that priority, b idle.
+        let ((s2, _), p2) = place(&mut d, 2, spec(4, &[]));
+        assert_eq!((s2, p2), (Some(1), p1));
+        // Only a has matlab.
+        let ((s3, e3), _) = place(&mut d, 3, spec(1, &["matlab"]));
+        assert_eq!(s3, Some(0));
+        assert!(!e3.candidates[1].feasible);
+        // Wider than a's machine: only b.
+        let ((s4, _), _) = place(&mut d, 4, spec(12, &[]));
+        assert_eq!(s4, Some(1));
+        let a = d.arrays();
+        assert_eq!((a[0].count[1], a[1].count[1]), (2, 2));
+        d.ended(10, 1, 0);
+        assert_eq!(d.arrays()[0].count[1], 1);
+        // A down site receives nothing; excluding the only other one leaves the job waiting.
+        assert!(d.set_up(1, false));
+        let ((s5, e5), _) = place(&mut d, 5, spec(12, &[]));
+        assert_eq!(s5, None);
+        assert!(e5.decided_by.starts_with("waiting"), "{}", e5.decided_by);
+        let job = d.job(&spec(1, &[]), 6, 0).unwrap();
+        assert_eq!(d.dispatch(0, &job, 1, Some(0)).0, None);
+    }
+
+    #[test]
+    fn restore_gives_back_the_arrays() {
+        let mut live = Decider::new(&cfg("load-ordering"), 0).unwrap();
+        let mut restarted = Decider::new(&cfg("load-ordering"), 0).unwrap();
+        for id in 1..=5 {
+            let s = spec(id as u32, &[]);
+            let job = live.job(&s, id, 0).unwrap();
+            let p = live.classify(&job).priority;
+            let (site, _) = live.dispatch(0, &job, p, None);
+            let j2 = restarted.job(&s, id, 0).unwrap();
+            assert_eq!(restarted.classify(&j2).priority, p);
+            restarted.restore(&j2, p, site.unwrap());
+        }
+        assert_eq!(live.arrays(), restarted.arrays());
+    }
+
+    #[test]
+    fn brokers_read_the_polled_load() {
+        let mut d = Decider::new(&cfg("least-loaded"), 0).unwrap();
+        assert!(d.reads_site_state());
+        d.set_load(
+            0,
+            ClusterLoad {
+                waiting_jobs: 5,
+                ..Default::default()
+            },
+        );
+        let job = d.job(&spec(1, &[]), 1, 0).unwrap();
+        assert_eq!(d.dispatch(0, &job, 1, None).0, Some(1));
+        d.set_load(
+            1,
+            ClusterLoad {
+                waiting_jobs: 9,
+                ..Default::default()
+            },
+        );
+        assert_eq!(d.dispatch(0, &job, 1, None).0, Some(0));
+    }
+}

@@ -1,0 +1,269 @@
+//! Why a job is where it is (issue 5 part 1, `Explain`): its priority and the heuristics behind it
+//! (D4.1), the dispatch decision with every candidate site (D4.2), and, for a job waiting in a
+//! local queue, its position, its reservation and what blocks it, read from its local scheduler's
+//! status.
+
+use crate::state::Decision;
+use gridsched_proto::v1::{self, BlockerKind, JobState};
+use tonic::Status;
+
+fn blocker(
+    kind: BlockerKind,
+    resource: Option<String>,
+    job: Option<u64>,
+    detail: String,
+) -> v1::Blocker {
+    v1::Blocker {
+        kind: kind.into(),
+        resource,
+        job_id: job,
+        detail,
+    }
+}
+
+/// What keeps a queued job waiting, from its local scheduler's status.
+fn blockers(spec: &v1::JobSpec, id: u64, status: &v1::StatusResponse) -> Vec<v1::Blocker> {
+    let mut out = Vec::new();
+    let online: Vec<&v1::MachineInfo> = status.machines.iter().filter(|m| m.online).collect();
+    if online.is_empty() {
+        out.push(blocker(
+            BlockerKind::NoAgent,
+            None,
+            None,
+            "no machine of the cluster has an agent online".into(),
+        ));
+        return out;
+    }
+    if let Some(pos) = status.queue.iter().position(|q| q.job_id == id)
+        && pos > 0
+    {
+        let ahead = status.queue[pos - 1].job_id;
+        out.push(blocker(
+            BlockerKind::QueueOrder,
+            None,
+            Some(ahead),
+            format!("{pos} job(s) ahead in the policy's order (next ahead: job {ahead})"),
+        ));
+    }
+    let wide = online
+        .iter()
+        .filter(|m| m.processors.saturating_sub(m.busy_processors) >= spec.processors)
+        .count();
+    if wide == 0 {
+        let holder = status.running.first().map(|r| r.job_id);
+        out.push(blocker(
+            BlockerKind::Processors,
+            None,
+            holder,
+            format!(
+                "no online machine has {} free processors now",
+                spec.processors
+            ),
+        ));
+    }
+    for l in &spec.licences {
+        if let Some(pool) = status.licence_pools.iter().find(|p| &p.licence == l)
+            && pool.in_use >= pool.copies
+        {
+            let holder = status
+                .running
+                .iter()
+                .find(|r| r.licences.contains(l))
+                .map(|r| r.job_id);
+            out.push(blocker(
+                BlockerKind::Licence,
+                Some(l.clone()),
+                holder,
+                format!("all {} copies of `{l}` are in use", pool.copies),
+            ));
+        }
+    }
+    if let Some(r) = status
+        .reservations
+        .iter()
+        .find(|r| r.job_id != id && r.start_time > status.time)
+        && out.is_empty()
+    {
+        out.push(blocker(
+            BlockerKind::Reservation,
+            r.machine.clone(),
+            Some(r.job_id),
+            format!(
+                "starting now would delay job {}'s reservation at {}",
+                r.job_id, r.start_time
+            ),
+        ));
+    }
+    out
+}
+
+/// The explanation of `job`; `local` is its local scheduler's status when it is queued or
+/// running there (or why that status could not be read).
+pub fn explain(
+    job: &v1::Job,
+    decision: Decision,
+    local: Option<Result<v1::StatusResponse, Status>>,
+) -> v1::ExplainResponse {
+    let id = job.id;
+    let spec = job.spec.clone().unwrap_or_default();
+    let mut text = format!("job {id} is {}", job.state().as_str_name());
+    if let Some(p) = &decision.priority {
+        let parts: Vec<String> = p
+            .contributions
+            .iter()
+            .map(|c| format!("{} {} (weight {})", c.heuristic, c.value, c.weight))
+            .collect();
+        text += &format!(
+            "; priority {} = weighted mean of {}",
+            p.priority,
+            parts.join(", ")
+        );
+    }
+    if let Some(d) = &decision.dispatch {
+        if d.cluster.is_empty() {
+            text += &format!("; not dispatched yet ({})", d.decided_by);
+        } else {
+            text += &format!("; dispatched to {} by {}", d.cluster, d.decided_by);
+        }
+        let others: Vec<String> = d
+            .candidates
+            .iter()
+            .filter(|c| !c.note.is_empty())
+            .map(|c| format!("{}: {}", c.cluster, c.note))
+            .collect();
+        if !others.is_empty() {
+            text += &format!(" (others: {})", others.join("; "));
+        }
+    }
+    if let Some(site) = &job.site
+        && decision
+            .dispatch
+            .as_ref()
+            .is_some_and(|d| &d.cluster != site)
+    {
+        text += &format!("; now at {site}");
+    }
+    let mut out = v1::ExplainResponse {
+        job_id: id,
+        state: job.state,
+        priority: decision.priority,
+        dispatch: decision.dispatch,
+        text: String::new(),
+        ..Default::default()
+    };
+    match job.state() {
+        JobState::Accepted | JobState::Dispatched => {
+            out.blockers.push(blocker(
+                BlockerKind::Dispatch,
+                None,
+                None,
+                if job.site.is_some() {
+                    "not at its local scheduler yet".into()
+                } else {
+                    "waiting for a site that is up and can run it".into()
+                },
+            ));
+        }
+        JobState::Queued => match &local {
+            Some(Ok(status)) => {
+                out.queue_position = status
+                    .queue
+                    .iter()
+                    .position(|q| q.job_id == id)
+                    .map(|p| p as u32);
+                out.reservation = status.reservations.iter().find(|r| r.job_id == id).cloned();
+                out.blockers = blockers(&spec, id, status);
+                if let Some(p) = out.queue_position {
+                    text += &format!("; position {p} in the local queue ({})", status.policy);
+                }
+                if let Some(r) = &out.reservation {
+                    text += &format!(
+                        "; reserved to start at {}{}",
+                        r.start_time,
+                        r.machine
+                            .as_ref()
+                            .map(|m| format!(" on {m}"))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+            Some(Err(e)) => {
+                text += &format!("; its local scheduler cannot be asked: {}", e.message())
+            }
+            None => {}
+        },
+        JobState::Running => {
+            if let Some(m) = &job.machine {
+                text += &format!("; running on {m}");
+            }
+        }
+        _ => {
+            if !job.reason.is_empty() {
+                text += &format!("; {}", job.reason);
+            }
+        }
+    }
+    for b in &out.blockers {
+        text += &format!("; waits for: {}", b.detail);
+    }
+    out.text = text;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queued_job_behind_a_full_licence_pool() {
+        let job = v1::Job {
+            id: 7,
+            state: JobState::Queued.into(),
+            site: Some("a".into()),
+            spec: Some(v1::JobSpec {
+                processors: 2,
+                licences: vec!["matlab".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let status = v1::StatusResponse {
+            policy: "easy".into(),
+            time: 100,
+            queue: vec![
+                v1::QueuedJob {
+                    job_id: 5,
+                    ..Default::default()
+                },
+                v1::QueuedJob {
+                    job_id: 7,
+                    ..Default::default()
+                },
+            ],
+            running: vec![v1::RunningJob {
+                job_id: 3,
+                licences: vec!["matlab".into()],
+                ..Default::default()
+            }],
+            licence_pools: vec![v1::LicencePoolState {
+                licence: "matlab".into(),
+                copies: 1,
+                in_use: 1,
+                ..Default::default()
+            }],
+            machines: vec![v1::MachineInfo {
+                online: true,
+                processors: 8,
+                busy_processors: 1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let e = explain(&job, Decision::default(), Some(Ok(status)));
+        assert_eq!(e.queue_position, Some(1));
+        let kinds: Vec<BlockerKind> = e.blockers.iter().map(|b| b.kind()).collect();
+        assert_eq!(kinds, vec![BlockerKind::QueueOrder, BlockerKind::Licence]);
+        assert_eq!(e.blockers[1].job_id, Some(3));
+        assert!(e.text.contains("position 1"), "{}", e.text);
+    }
+}

@@ -1,0 +1,279 @@
+//! The meta-scheduler's links to the local schedulers (issue 5 part 1): per site, a *follower*
+//! that streams the site's job events (`JobEvents` from the last applied sequence, which is stored
+//! with the jobs it changed) and a *forwarder* that sends the site its jobs (`Enqueue`); one
+//! *monitor* for the whole grid that marks a site down once it has been unreachable for
+//! `links.site_down_after_ms` (its jobs not yet sent are dispatched again elsewhere) and retries
+//! the jobs waiting for a site; and, for strategies that read the sites' state, a *poller* of
+//! their `Status`.
+//!
+//! The only upward notices the dispatch strategies see are the terminations of the event stream,
+//! as in the seed's protocol (D3); a site is *reachable* while its event stream is open.
+
+use crate::decide::load_of;
+use crate::service::MetaService;
+use futures_util::FutureExt;
+use futures_util::stream::{self, StreamExt};
+use gridsched_proto::v1::{self, JobState};
+use std::time::{Duration, Instant};
+use tonic::Code;
+
+/// Starts every link task of `svc` on the current Tokio runtime.
+pub fn start(svc: &MetaService) {
+    let n = svc.inner.cfg.sites.len();
+    for i in 0..n {
+        if svc.inner.clients[i].is_none() {
+            continue;
+        }
+        tokio::spawn(follow(svc.clone(), i));
+        tokio::spawn(forward(svc.clone(), i));
+    }
+    tokio::spawn(monitor(svc.clone()));
+    let polls = svc.lock().is_ok_and(|st| st.decider.reads_site_state());
+    if polls {
+        tokio::spawn(poll(svc.clone()));
+    }
+}
+
+fn retry(svc: &MetaService) -> Duration {
+    Duration::from_millis(svc.inner.cfg.links.retry_ms)
+}
+
+/// Marks site `i` reachable or not; a site coming back is up again and the jobs waiting for a
+/// site are dispatched again.
+fn set_reachable(svc: &MetaService, i: usize, reachable: bool) {
+    let r = svc.mutate(|st, b, t| {
+        st.reachable[i] = reachable;
+        if reachable && st.decider.set_up(i, true) {
+            tracing::info!(site = %st.sites[i].name, "site is up");
+            st.redispatch(b, None, t);
+        }
+        if reachable {
+            b.wake.insert(i);
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        tracing::error!(site = i, error = %e, "cannot record the site's state");
+    }
+}
+
+/// Follows site `i`'s event stream forever.
+async fn follow(svc: MetaService, i: usize) {
+    loop {
+        let Ok(mut client) = svc.client(i) else {
+            return;
+        };
+        let from = match svc.lock() {
+            Ok(st) => st.site_seq[i] + 1,
+            Err(_) => return,
+        };
+        let req = v1::JobEventsRequest {
+            from_sequence: Some(from),
+        };
+        match svc.call(client.job_events(req)).await {
+            Ok(mut events) => {
+                set_reachable(&svc, i, true);
+                loop {
+                    let first = match events.message().await {
+                        Ok(Some(ev)) => ev,
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::warn!(site = i, error = %e, "event stream broken");
+                            break;
+                        }
+                    };
+                    let mut batch = vec![first];
+                    while batch.len() < 4096 {
+                        match events.message().now_or_never() {
+                            Some(Ok(Some(ev))) => batch.push(ev),
+                            _ => break,
+                        }
+                    }
+                    let r = svc.mutate(|st, b, _| {
+                        for ev in &batch {
+                            st.apply_local(b, i, ev);
+                        }
+                        Ok(())
+                    });
+                    if let Err(e) = r {
+                        tracing::error!(site = i, error = %e, "cannot record the site's events");
+                        break;
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::debug!(site = i, error = %e, "local scheduler unreachable");
+            }
+        }
+        set_reachable(&svc, i, false);
+        tokio::time::sleep(retry(&svc)).await;
+    }
+}
+
+/// The outcome of one Enqueue.
+enum Sent {
+    Ok(u64, JobState),
+    Refused(u64, String),
+    Failed(u64, String),
+}
+
+/// Sends site `i` its jobs, whenever woken or every second.
+async fn forward(svc: MetaService, i: usize) {
+    let links = svc.inner.cfg.links.clone();
+    loop {
+        let _ = tokio::time::timeout(Duration::from_secs(1), svc.inner.wake[i].notified()).await;
+        loop {
+            let reachable = svc.lock().is_ok_and(|st| st.reachable[i]);
+            if !reachable {
+                break;
+            }
+            let chunk = links.forward_concurrency * 8;
+            let reqs = svc.mutate(|st, b, t| {
+                let ids = st.take_for_sending(b, i, chunk, t);
+                Ok(ids
+                    .into_iter()
+                    .filter_map(|id| {
+                        let j = st.jobs.get(&id)?;
+                        Some(v1::EnqueueRequest {
+                            job_id: id,
+                            spec: j.spec.clone(),
+                            priority: j.priority,
+                            submit_time: j.submit_time.unwrap_or(t),
+                        })
+                    })
+                    .collect::<Vec<_>>())
+            });
+            let reqs = match reqs {
+                Ok(r) if r.is_empty() => break,
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(site = i, error = %e, "cannot record dispatches");
+                    tokio::time::sleep(retry(&svc)).await;
+                    break;
+                }
+            };
+            let Ok(client) = svc.client(i) else { return };
+            let outcomes: Vec<Sent> = stream::iter(reqs)
+                .map(|req| {
+                    let mut c = client.clone();
+                    let svc = svc.clone();
+                    async move {
+                        let id = req.job_id;
+                        match svc.call(c.enqueue(req)).await {
+                            Ok(r) => Sent::Ok(id, r.state()),
+                            Err(e) if e.code() == Code::AlreadyExists => {
+                                Sent::Ok(id, JobState::Queued)
+                            }
+                            Err(e)
+                                if matches!(
+                                    e.code(),
+                                    Code::FailedPrecondition | Code::InvalidArgument
+                                ) =>
+                            {
+                                Sent::Refused(id, e.message().to_owned())
+                            }
+                            Err(e) => Sent::Failed(id, e.message().to_owned()),
+                        }
+                    }
+                })
+                .buffer_unordered(links.forward_concurrency)
+                .collect()
+                .await;
+            let mut failed = false;
+            let mut cancel_there = Vec::new();
+            let r = svc.mutate(|st, b, t| {
+                for o in &outcomes {
+                    match o {
+                        Sent::Ok(id, state) => {
+                            let state = match state {
+                                JobState::Running => JobState::Running,
+                                _ => JobState::Queued,
+                            };
+                            st.sent(b, i, *id, state, t);
+                            // Cancelled while its Enqueue was in flight: cancel it there too.
+                            if st
+                                .jobs
+                                .get(id)
+                                .is_some_and(|j| j.state() == JobState::Cancelled)
+                            {
+                                cancel_there.push(*id);
+                            }
+                        }
+                        Sent::Refused(id, why) => st.refused(b, i, *id, why, t),
+                        Sent::Failed(id, why) => {
+                            tracing::warn!(site = i, job = id, error = %why, "enqueue failed");
+                            failed = true;
+                            st.send_failed(i, *id);
+                        }
+                    }
+                }
+                Ok(())
+            });
+            if let Err(e) = r {
+                tracing::error!(site = i, error = %e, "cannot record enqueue results");
+            }
+            for id in cancel_there {
+                let mut c = client.clone();
+                let req = v1::CancelRequest {
+                    job_id: id,
+                    reason: "cancelled while being dispatched".into(),
+                };
+                let _ = svc.call(c.cancel(req)).await;
+            }
+            if failed {
+                tokio::time::sleep(retry(&svc)).await;
+                break;
+            }
+        }
+    }
+}
+
+/// Marks sites down after `site_down_after_ms` without a link, and retries waiting jobs.
+async fn monitor(svc: MetaService) {
+    let down_after = Duration::from_millis(svc.inner.cfg.links.site_down_after_ms);
+    let n = svc.inner.cfg.sites.len();
+    let started = Instant::now();
+    let mut unreachable_since: Vec<Option<Instant>> = vec![Some(started); n];
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = Instant::now();
+        let r = svc.mutate(|st, b, t| {
+            for (i, since) in unreachable_since.iter_mut().enumerate() {
+                if st.reachable[i] {
+                    *since = None;
+                    continue;
+                }
+                let s = *since.get_or_insert(now);
+                if now.duration_since(s) >= down_after && st.decider.set_up(i, false) {
+                    tracing::warn!(site = %st.sites[i].name, "site is down");
+                    st.redispatch(b, Some(i), t);
+                }
+            }
+            if !st.unplaced.is_empty() {
+                st.redispatch(b, None, t);
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            tracing::error!(error = %e, "monitor cannot record its changes");
+        }
+    }
+}
+
+/// Polls the sites' status for the strategies that read it.
+async fn poll(svc: MetaService) {
+    let every = Duration::from_millis(svc.inner.cfg.links.poll_ms);
+    let n = svc.inner.cfg.sites.len();
+    loop {
+        for i in 0..n {
+            let Ok(mut c) = svc.client(i) else { continue };
+            if let Ok(status) = svc.call(c.status(v1::StatusRequest {})).await {
+                let load = load_of(&status);
+                if let Ok(mut st) = svc.lock() {
+                    st.decider.set_load(i, load);
+                }
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
+}

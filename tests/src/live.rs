@@ -1,0 +1,314 @@
+//! A whole live grid for the end-to-end tests (issue 5 part 7): one meta-scheduler, local
+//! schedulers and site agents as real processes on loopback ports, started from the tests crate's
+//! copies of the service binaries (their paths are given by the test, from
+//! `env!("CARGO_BIN_EXE_...")`, which only integration tests can read).
+
+use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+/// A child process killed when dropped.
+#[derive(Debug)]
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The paths of the three service binaries.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    /// meta-scheduler.
+    pub meta: PathBuf,
+    /// local-scheduler.
+    pub local: PathBuf,
+    /// site-agent.
+    pub agent: PathBuf,
+}
+
+/// One cluster of a test grid.
+#[derive(Debug, Clone)]
+pub struct SiteSpec {
+    /// Site (and cluster) name.
+    pub name: String,
+    /// Local policy name.
+    pub policy: String,
+    /// Machines: name and processors.
+    pub machines: Vec<(String, u32)>,
+    /// Floating licence pools: name and copies.
+    pub licences: Vec<(String, u32)>,
+}
+
+impl SiteSpec {
+    /// A site of `machines` machines of `procs` processors named `<name>-m<k>`.
+    pub fn new(name: &str, policy: &str, machines: usize, procs: u32) -> SiteSpec {
+        SiteSpec {
+            name: name.into(),
+            policy: policy.into(),
+            machines: (1..=machines)
+                .map(|k| (format!("{name}-m{k}"), procs))
+                .collect(),
+            licences: Vec::new(),
+        }
+    }
+}
+
+/// Spawns `cmd`, reads its first stdout line `listening on ADDR`, returns the process and ADDR.
+pub fn spawn_listening(mut cmd: Command) -> (Proc, String) {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("spawn a service");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read the address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .trim_start_matches("http://")
+        .to_string();
+    (Proc(child), addr)
+}
+
+/// A running grid.
+#[derive(Debug)]
+pub struct LiveGrid {
+    /// Its directory (configurations, state, job outputs).
+    pub dir: tempfile::TempDir,
+    /// The binaries.
+    pub bins: Bins,
+    /// The meta-scheduler, while it runs.
+    pub meta: Option<Proc>,
+    /// Its address `127.0.0.1:PORT`.
+    pub meta_addr: String,
+    /// Local schedulers, by site.
+    pub locals: Vec<Proc>,
+    /// Their addresses.
+    pub local_addrs: Vec<String>,
+    /// Agents: site index, machine name, process.
+    pub agents: Vec<(usize, String, Proc)>,
+    /// The sites.
+    pub sites: Vec<SiteSpec>,
+}
+
+impl LiveGrid {
+    /// Starts the local schedulers, one agent per machine and the meta-scheduler (with extra
+    /// TOML `meta_extra` at the top of its configuration).
+    pub fn start(bins: Bins, sites: Vec<SiteSpec>, meta_extra: &str) -> LiveGrid {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut g = LiveGrid {
+            dir,
+            bins,
+            meta: None,
+            meta_addr: String::new(),
+            locals: Vec::new(),
+            local_addrs: Vec::new(),
+            agents: Vec::new(),
+            sites,
+        };
+        for i in 0..g.sites.len() {
+            let s = g.sites[i].clone();
+            let mut toml = format!(
+                "listen = \"127.0.0.1:0\"\ncluster = \"{}\"\nsite = \"{}\"\n\
+                 heartbeat_interval_ms = 100\nlost_after_ms = 1000\nstate_dir = \"{}\"\n\
+                 [policy]\npolicy = \"{}\"\n",
+                s.name,
+                s.name,
+                g.path(&format!("{}/state", s.name)).display(),
+                s.policy
+            );
+            for (m, p) in &s.machines {
+                toml += &format!("[[machines]]\nname = \"{m}\"\nprocessors = {p}\n");
+            }
+            for (l, c) in &s.licences {
+                toml += &format!("[[licences]]\nname = \"{l}\"\ncopies = {c}\n");
+            }
+            let cfg = g.path(&format!("{}.toml", s.name));
+            std::fs::write(&cfg, toml).expect("write local config");
+            let mut cmd = Command::new(&g.bins.local);
+            cmd.arg("--config").arg(&cfg);
+            let (p, addr) = spawn_listening(cmd);
+            g.locals.push(p);
+            g.local_addrs.push(addr);
+            for (m, procs) in &s.machines {
+                let a = g.agent(i, m, *procs);
+                g.agents.push((i, m.clone(), a));
+            }
+        }
+        let mut toml = format!(
+            "listen = \"127.0.0.1:0\"\nstate_dir = \"{}\"\n{meta_extra}\n",
+            g.path("meta-state").display()
+        );
+        for (i, s) in g.sites.iter().enumerate() {
+            toml += &format!(
+                "[[sites]]\nname = \"{}\"\nendpoint = \"http://{}\"\nlicences = [{}]\nmachines = [{}]\n",
+                s.name,
+                g.local_addrs[i],
+                s.licences
+                    .iter()
+                    .map(|(l, _)| format!("\"{l}\""))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.machines
+                    .iter()
+                    .map(|(m, p)| format!("{{ name = \"{m}\", processors = {p} }}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        std::fs::write(g.path("meta.toml"), toml).expect("write meta config");
+        g.start_meta(None);
+        g
+    }
+
+    /// A path inside the grid's directory.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Starts an agent for machine `m` of site `i`.
+    pub fn agent(&self, i: usize, m: &str, procs: u32) -> Proc {
+        Proc(
+            Command::new(&self.bins.agent)
+                .args(["--scheduler", &format!("http://{}", self.local_addrs[i])])
+                .args(["--machine", m, "--processors", &procs.to_string()])
+                .args(["--time-scale", "0.05", "--grace-ms", "300"])
+                .arg("--work-dir")
+                .arg(self.work_dir(m))
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn agent"),
+        )
+    }
+
+    /// The work directory of machine `m`'s agent.
+    pub fn work_dir(&self, m: &str) -> PathBuf {
+        self.path(&format!("work/{m}"))
+    }
+
+    /// Starts (or restarts) the meta-scheduler, on `listen` when given.
+    pub fn start_meta(&mut self, listen: Option<&str>) {
+        let mut cmd = Command::new(&self.bins.meta);
+        cmd.arg("--config").arg(self.path("meta.toml"));
+        if let Some(l) = listen {
+            cmd.args(["--listen", l]);
+        }
+        cmd.stderr(Stdio::null());
+        let (p, addr) = spawn_listening(cmd);
+        self.meta = Some(p);
+        self.meta_addr = addr;
+    }
+
+    /// Kills the meta-scheduler with SIGKILL.
+    pub fn kill_meta(&mut self) {
+        if let Some(mut p) = self.meta.take() {
+            p.0.kill().expect("kill -9");
+            p.0.wait().expect("reap");
+        }
+    }
+
+    /// A client of the meta-scheduler.
+    pub async fn client(&self) -> MetaSchedulerClient<Channel> {
+        let url = format!("http://{}", self.meta_addr);
+        let t = Instant::now();
+        loop {
+            match MetaSchedulerClient::connect(url.clone()).await {
+                Ok(c) => return c,
+                Err(e) if t.elapsed() > Duration::from_secs(10) => panic!("connect {url}: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    /// Waits until the meta-scheduler reaches every site and every agent is online.
+    pub async fn ready(&self) {
+        let mut c = self.client().await;
+        let machines: usize = self.sites.iter().map(|s| s.machines.len()).sum();
+        let t = Instant::now();
+        loop {
+            let s = c
+                .list_sites(v1::ListSitesRequest {
+                    site: None,
+                    include_resources: true,
+                })
+                .await
+                .expect("list sites")
+                .into_inner();
+            let reachable = s.sites.iter().all(|s| s.clusters[0].reachable);
+            let online: usize = s
+                .sites
+                .iter()
+                .map(|s| s.clusters[0].machines.iter().filter(|m| m.online).count())
+                .sum();
+            if reachable && online == machines {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "grid not ready: reachable {reachable}, {online}/{machines} machines online"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Every job of the meta-scheduler, through ListJobs pages.
+pub async fn all_jobs(c: &mut MetaSchedulerClient<Channel>) -> Vec<v1::Job> {
+    let mut out = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = c
+            .list_jobs(v1::ListJobsRequest {
+                limit: 1000,
+                page_token: token,
+                ..Default::default()
+            })
+            .await
+            .expect("list jobs")
+            .into_inner();
+        out.extend(page.jobs);
+        if page.next_page_token.is_empty() {
+            return out;
+        }
+        token = page.next_page_token;
+    }
+}
+
+/// Waits until every job of `ids` has ended; returns them all.
+pub async fn wait_ended(
+    c: &mut MetaSchedulerClient<Channel>,
+    ids: &[u64],
+    limit: Duration,
+) -> Vec<v1::Job> {
+    let t = Instant::now();
+    loop {
+        let jobs = all_jobs(c).await;
+        let live: Vec<(u64, i32)> = jobs
+            .iter()
+            .filter(|j| ids.contains(&j.id) && !j.state().is_terminal())
+            .map(|j| (j.id, j.state))
+            .collect();
+        let known = jobs.iter().filter(|j| ids.contains(&j.id)).count();
+        if live.is_empty() && known == ids.len() {
+            return jobs;
+        }
+        assert!(
+            t.elapsed() < limit,
+            "jobs still live after {limit:?} ({} of {known}): {:?}",
+            live.len(),
+            &live[..live.len().min(10)]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The stdout file of job `id` run on machine `m` of `grid`.
+pub fn stdout_of(grid: &LiveGrid, m: &str, id: u64) -> String {
+    let p: PathBuf = grid.work_dir(m).join(id.to_string()).join("stdout");
+    std::fs::read_to_string(Path::new(&p)).unwrap_or_default()
+}

@@ -1,0 +1,365 @@
+//! A whole live grid (issue 5 part 7): the meta-scheduler, two local schedulers and their site
+//! agents as real processes on loopback ports. Jobs submitted to the meta-scheduler are
+//! classified, dispatched, forwarded, run as real processes and followed to their end; cancel,
+//! deadline order, licence limits, a kill -9 of the meta-scheduler in the middle of a stream of
+//! submissions and a killed agent are checked through the meta-scheduler's API.
+
+use gridsched_proto::v1::{self, JobState};
+use gridsched_tests::live::{Bins, LiveGrid, SiteSpec, all_jobs, stdout_of, wait_ended};
+use std::collections::HashMap;
+use std::time::Duration;
+use tonic::Code;
+
+fn bins() -> Bins {
+    Bins {
+        meta: env!("CARGO_BIN_EXE_gridsched-test-meta-scheduler").into(),
+        local: env!("CARGO_BIN_EXE_gridsched-test-local-scheduler").into(),
+        agent: env!("CARGO_BIN_EXE_gridsched-test-site-agent").into(),
+    }
+}
+
+fn two_sites() -> Vec<SiteSpec> {
+    let mut a = SiteSpec::new("alpha", "easy", 2, 4);
+    a.licences = vec![("matlab".into(), 2)];
+    let b = SiteSpec::new("beta", "fb-mod", 3, 8);
+    vec![a, b]
+}
+
+fn spec(user: &str, procs: u32, estimate: i64) -> v1::JobSpec {
+    v1::JobSpec {
+        user: user.into(),
+        processors: procs,
+        estimate_s: estimate,
+        ..Default::default()
+    }
+}
+
+fn shell(procs: u32, script: &str) -> v1::JobSpec {
+    v1::JobSpec {
+        command: Some(v1::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ..Default::default()
+        }),
+        ..spec("alice", procs, 600)
+    }
+}
+
+fn emulated(user: &str, procs: u32, estimate: i64, run: i64) -> v1::JobSpec {
+    v1::JobSpec {
+        emulate_runtime_s: Some(run),
+        ..spec(user, procs, estimate)
+    }
+}
+
+async fn submit_all(
+    c: &mut gridsched_proto::v1::meta_scheduler_client::MetaSchedulerClient<
+        tonic::transport::Channel,
+    >,
+    specs: Vec<v1::JobSpec>,
+) -> Vec<u64> {
+    let reqs: Vec<v1::SubmitRequest> = specs
+        .into_iter()
+        .map(|s| v1::SubmitRequest { spec: Some(s) })
+        .collect();
+    let r = c
+        .submit_batch(tokio_stream::iter(reqs))
+        .await
+        .expect("batch")
+        .into_inner();
+    r.results
+        .into_iter()
+        .map(|r| match r.outcome {
+            Some(v1::submit_result::Outcome::Accepted(a)) => a.job_id,
+            other => panic!("refused: {other:?}"),
+        })
+        .collect()
+}
+
+/// Every RUNNING event of a site's local scheduler, per job (a job must start at most once).
+async fn starts_at(addr: &str) -> HashMap<u64, usize> {
+    use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
+    let mut c = LocalSchedulerClient::connect(format!("http://{addr}"))
+        .await
+        .expect("local");
+    let mut s = c
+        .job_events(v1::JobEventsRequest {
+            from_sequence: Some(1),
+        })
+        .await
+        .expect("events")
+        .into_inner();
+    let mut starts = HashMap::new();
+    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_millis(500), s.message()).await
+    {
+        if e.state() == JobState::Running {
+            *starts.entry(e.job_id).or_insert(0) += 1;
+        }
+    }
+    starts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_jobs_run_across_sites_with_exit_codes_outputs_and_licence_limits() {
+    let g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let mut c = g.client().await;
+    let mut specs = Vec::new();
+    for i in 0..300u32 {
+        specs.push(match i % 3 {
+            0 => shell(1 + i % 4, &format!("echo job-out-{i}; exit {}", i % 5)),
+            1 => emulated("bob", 1 + i % 8, 60, 2),
+            _ => v1::JobSpec {
+                licences: vec!["matlab".into()],
+                ..emulated("carol", 1, 60, 4)
+            },
+        });
+    }
+    let ids = submit_all(&mut c, specs).await;
+    assert_eq!(ids.len(), 300);
+    let jobs = wait_ended(&mut c, &ids, Duration::from_secs(240)).await;
+    let by_id: HashMap<u64, &v1::Job> = jobs.iter().map(|j| (j.id, j)).collect();
+    let mut per_site: HashMap<String, usize> = HashMap::new();
+    for (k, id) in ids.iter().enumerate() {
+        let j = by_id[id];
+        *per_site
+            .entry(j.site.clone().unwrap_or_default())
+            .or_default() += 1;
+        match k % 3 {
+            0 => {
+                let code = (k % 5) as i32;
+                let want = if code == 0 {
+                    JobState::Completed
+                } else {
+                    JobState::Failed
+                };
+                assert_eq!(
+                    (j.state(), j.exit_code),
+                    (want, Some(code)),
+                    "job {id}: {j:?}"
+                );
+                let m = j.machine.clone().expect("machine");
+                assert_eq!(stdout_of(&g, &m, *id), format!("job-out-{k}\n"), "job {id}");
+            }
+            1 => assert_eq!(j.state(), JobState::Completed, "job {id}: {j:?}"),
+            _ => {
+                assert_eq!(j.state(), JobState::Completed, "job {id}: {j:?}");
+                assert_eq!(j.site.as_deref(), Some("alpha"), "only alpha has matlab");
+            }
+        }
+        assert!(
+            j.start_time.is_some() && j.end_time >= j.start_time,
+            "{j:?}"
+        );
+    }
+    assert!(
+        per_site.get("beta").copied().unwrap_or(0) > 0 && per_site["alpha"] > 100,
+        "both sites used: {per_site:?}"
+    );
+    // No job started twice, and no more than 2 matlab copies at once: every matlab job runs
+    // 4 emulated s x 0.05 = 0.2 s, so 100 of them on 2 copies take at least 10 s of alpha's time.
+    for addr in &g.local_addrs {
+        let starts = starts_at(addr).await;
+        assert!(starts.values().all(|&n| n == 1), "a job started twice");
+    }
+    let matlab: Vec<&v1::Job> = jobs
+        .iter()
+        .filter(|j| j.spec.as_ref().is_some_and(|s| !s.licences.is_empty()))
+        .collect();
+    let first = matlab.iter().filter_map(|j| j.start_time).min().unwrap();
+    let last = matlab.iter().filter_map(|j| j.end_time).max().unwrap();
+    assert!(
+        last - first >= 9,
+        "100 matlab jobs of 0.2 s on 2 copies took {} s",
+        last - first
+    );
+    // The Load / Count arrays are empty again: every termination reached the dispatcher.
+    let sites = c
+        .list_sites(v1::ListSitesRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(sites.dispatch_policy, "load-ordering");
+    for s in &sites.sites {
+        assert!(s.clusters[0].count.iter().all(|&n| n == 0), "{s:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_queued_and_running_deadline_order_and_a_killed_agent() {
+    let mut g = LiveGrid::start(
+        bins(),
+        vec![SiteSpec::new("solo", "edf", 2, 2)],
+        "[links]\nsite_down_after_ms = 60000\n",
+    );
+    g.ready().await;
+    let mut c = g.client().await;
+    // Fill both machines with long jobs, then queue three without deadline and one with.
+    let long = submit_all(&mut c, vec![emulated("u", 2, 3600, 3000); 2]).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let mut waiting = vec![emulated("u", 2, 100, 1); 3];
+    waiting.push(v1::JobSpec {
+        deadline: Some(now + 3600),
+        ..emulated("u", 2, 100, 1)
+    });
+    let queued = submit_all(&mut c, waiting).await;
+    let job = |c: &mut v1::meta_scheduler_client::MetaSchedulerClient<_>, id| {
+        let mut c = c.clone();
+        async move {
+            c.get_job(v1::GetJobRequest { job_id: id })
+                .await
+                .unwrap()
+                .into_inner()
+                .job
+                .unwrap()
+        }
+    };
+    let wanted = long
+        .iter()
+        .map(|&id| (id, JobState::Running))
+        .chain(queued.iter().map(|&id| (id, JobState::Queued)));
+    for (id, state) in wanted {
+        let t = std::time::Instant::now();
+        while job(&mut c, id).await.state() != state {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "job {id} never {state:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // Explain a queued job: its priority, its site and its place in the local queue.
+    let e = c
+        .explain(v1::ExplainRequest { job_id: queued[0] })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(e.state(), JobState::Queued);
+    assert!(e.queue_position.is_some(), "{e:?}");
+    assert!(e.text.contains("dispatched to solo"), "{}", e.text);
+    assert_eq!(e.priority.unwrap().contributions.len(), 3);
+
+    // Cancel a queued job: at once. Cancelling it again is a failed precondition.
+    let r = c
+        .cancel_job(v1::CancelJobRequest {
+            job_id: queued[1],
+            reason: "test".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.job.unwrap().state(), JobState::Cancelled);
+    let e = c
+        .cancel_job(v1::CancelJobRequest {
+            job_id: queued[1],
+            reason: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    let e = c
+        .cancel_job(v1::CancelJobRequest {
+            job_id: 99_999,
+            reason: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+
+    // Cancel a running job: its agent kills it, then it is CANCELLED.
+    c.cancel_job(v1::CancelJobRequest {
+        job_id: long[0],
+        reason: "test".into(),
+    })
+    .await
+    .unwrap();
+    let ended = wait_ended(&mut c, &long[..1], Duration::from_secs(10)).await;
+    let j0 = ended.iter().find(|j| j.id == long[0]).unwrap();
+    assert_eq!(j0.state(), JobState::Cancelled, "{j0:?}");
+
+    // The freed machine goes to the deadline job first (EDF), ahead of earlier submissions.
+    let t = std::time::Instant::now();
+    loop {
+        let d = job(&mut c, queued[3]).await;
+        if d.start_time.is_some() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "deadline job never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let d = job(&mut c, queued[3]).await;
+    let first = job(&mut c, queued[0]).await;
+    assert!(
+        first.start_time.is_none_or(|s| s >= d.start_time.unwrap()),
+        "the deadline job started first: {d:?} vs {first:?}"
+    );
+
+    // Kill the agent running the other long job: the job ends LOST (the default handling).
+    let m = job(&mut c, long[1]).await.machine.expect("machine");
+    let k = g.agents.iter().position(|(_, name, _)| *name == m).unwrap();
+    let (_, _, mut p) = g.agents.remove(k);
+    p.0.kill().unwrap();
+    p.0.wait().unwrap();
+    let ended = wait_ended(&mut c, &long[1..], Duration::from_secs(15)).await;
+    let j1 = ended.iter().find(|j| j.id == long[1]).unwrap();
+    assert_eq!(j1.state(), JobState::Lost, "{j1:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_meta_scheduler_mid_stream_loses_no_acknowledged_job() {
+    let mut g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let addr = g.meta_addr.clone();
+    // A stream of unary submissions; the meta-scheduler is killed while it runs.
+    let mut c = g.client().await;
+    let sender = tokio::spawn(async move {
+        let mut acked = Vec::new();
+        for i in 0..100_000u32 {
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            match c
+                .submit(v1::SubmitRequest {
+                    spec: Some(emulated("dave", 1 + i % 4, 60, 1)),
+                })
+                .await
+            {
+                Ok(r) => acked.push(r.into_inner().job_id),
+                Err(_) => break,
+            }
+        }
+        acked
+    });
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    g.kill_meta();
+    let acked = sender.await.unwrap();
+    assert!(acked.len() > 10, "{} acked", acked.len());
+    g.start_meta(Some(&addr));
+    let mut c = g.client().await;
+    // Submissions go on after the restart.
+    let more = submit_all(&mut c, vec![emulated("dave", 2, 60, 1); 50]).await;
+    let mut ids = acked.clone();
+    ids.extend(&more);
+    let jobs = wait_ended(&mut c, &ids, Duration::from_secs(180)).await;
+    for id in &ids {
+        let j = jobs
+            .iter()
+            .find(|j| j.id == *id)
+            .expect("acknowledged job known");
+        assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    }
+    assert!(
+        more.iter().all(|id| !acked.contains(id)),
+        "ids are not reused"
+    );
+    for addr in &g.local_addrs {
+        let starts = starts_at(addr).await;
+        assert!(starts.values().all(|&n| n == 1), "a job started twice");
+    }
+    assert!(all_jobs(&mut c).await.len() >= ids.len());
+}
