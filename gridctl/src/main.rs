@@ -1,9 +1,11 @@
 //! `gridctl`, the gridsched client (issue 5 part 4): submit, status, list, cancel, watch, sites
 //! and explain against a meta-scheduler; tables by default, `--json` everywhere; errors print the
-//! gRPC status code and message.
+//! gRPC status code and message. `gridctl up` starts a whole grid on localhost ([`up`]).
 
+mod bench;
 mod job_file;
 mod show;
+mod up;
 
 use clap::{Parser, Subcommand};
 use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
@@ -76,12 +78,40 @@ enum Cmd {
         /// The job id.
         job_id: u64,
     },
+    /// Starts a whole grid on localhost (meta-scheduler, local schedulers, site agents) and runs
+    /// it until interrupted.
+    Up(up::UpArgs),
+    /// Starts a benchmark grid and measures submissions per second, submit-to-start latency and
+    /// the run of many one-second jobs against the ideal.
+    Bench(bench::BenchArgs),
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    // `gridctl __serve <service> ...`: the processes `gridctl up` starts (each service builds
+    // its own runtime).
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("__serve") {
+        let service = args.next().unwrap_or_default();
+        return match up::serve(&service, args.collect()) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{service}: {e:#}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     let cli = Cli::parse();
-    match run(cli).await {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gridctl: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
             if let Some(s) = e.downcast_ref::<tonic::Status>() {
@@ -108,9 +138,18 @@ fn parse_state(s: &str) -> anyhow::Result<i32> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    let cmd = match cli.cmd {
+        Cmd::Up(a) => return up::up(a).await.map(|()| std::process::ExitCode::SUCCESS),
+        Cmd::Bench(a) => {
+            return bench::bench(a)
+                .await
+                .map(|()| std::process::ExitCode::SUCCESS);
+        }
+        cmd => cmd,
+    };
     let mut c = connect(&cli.endpoint).await?;
     let json = cli.json;
-    match cli.cmd {
+    match cmd {
         Cmd::Submit(args) => {
             let wait = args.wait;
             let spec = args.spec()?;
@@ -196,7 +235,10 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         Cmd::Sites => {
             let r = c
-                .list_sites(v1::ListSitesRequest::default())
+                .list_sites(v1::ListSitesRequest {
+                    site: None,
+                    include_resources: true,
+                })
                 .await?
                 .into_inner();
             show::sites(&r, json);
@@ -205,6 +247,8 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();
             show::explain(&r, json);
         }
+        // Handled before connecting.
+        Cmd::Up(_) | Cmd::Bench(_) => {}
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

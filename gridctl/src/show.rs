@@ -100,7 +100,12 @@ pub fn sites(r: &v1::ListSitesResponse, json: bool) {
             .flat_map(|s| s.clusters.iter())
             .map(|c| {
                 json!({"site": c.site, "cluster": c.name, "endpoint": c.endpoint,
-                "reachable": c.reachable, "load": c.load, "count": c.count})
+                "reachable": c.reachable, "load": c.load, "count": c.count,
+                "policy": c.local_policy,
+                "machines_online": c.machines.iter().filter(|m| m.online).count(),
+                "machines": c.machines.len(),
+                "busy_processors": c.machines.iter().map(|m| m.busy_processors).sum::<u32>(),
+                "processors": c.machines.iter().map(|m| m.processors).sum::<u32>()})
             })
             .collect();
         let out = json!({"dispatch_policy": r.dispatch_policy, "max_priority": r.max_priority,
@@ -111,16 +116,23 @@ pub fn sites(r: &v1::ListSitesResponse, json: bool) {
     let mut t = Table::new();
     t.set_header([
         "site",
-        "endpoint",
+        "policy",
         "reachable",
+        "machines up",
+        "busy procs",
         "load (p=1..)",
         "count (p=1..)",
     ]);
     for c in r.sites.iter().flat_map(|s| s.clusters.iter()) {
+        let online = c.machines.iter().filter(|m| m.online).count();
+        let busy: u32 = c.machines.iter().map(|m| m.busy_processors).sum();
+        let procs: u32 = c.machines.iter().map(|m| m.processors).sum();
         t.add_row([
             c.site.clone(),
-            c.endpoint.clone(),
+            c.local_policy.clone(),
             c.reachable.to_string(),
+            format!("{online}/{}", c.machines.len()),
+            format!("{busy}/{procs}"),
             format!("{:?}", c.load),
             format!("{:?}", c.count),
         ]);

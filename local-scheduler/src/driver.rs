@@ -219,6 +219,25 @@ impl Driver {
         loop {
             tokio::select! {
                 m = rx.recv() => match m {
+                    Some(Msg::Enqueue(r, tx)) => {
+                        // Group commit: every Enqueue already waiting joins this one.
+                        let mut group = vec![(r, tx)];
+                        let mut other = None;
+                        while group.len() < 1024 {
+                            match rx.try_recv() {
+                                Ok(Msg::Enqueue(r, tx)) => group.push((r, tx)),
+                                Ok(m) => {
+                                    other = Some(m);
+                                    break;
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                        self.enqueue_group(group);
+                        if let Some(m) = other {
+                            self.handle(m);
+                        }
+                    }
                     Some(m) => self.handle(m),
                     None => return,
                 },
@@ -229,10 +248,7 @@ impl Driver {
 
     fn handle(&mut self, m: Msg) {
         match m {
-            Msg::Enqueue(r, tx) => {
-                let res = self.enqueue(r);
-                let _ = tx.send(res);
-            }
+            Msg::Enqueue(r, tx) => self.enqueue_group(vec![(r, tx)]),
             Msg::Cancel(r, tx) => {
                 let res = self.cancel(r);
                 let _ = tx.send(res);
@@ -332,7 +348,8 @@ impl Driver {
         }
     }
 
-    fn enqueue(&mut self, r: v1::EnqueueRequest) -> Result<v1::EnqueueResponse, Status> {
+    /// Admits one job into the queue (not yet durable, not yet scheduled).
+    fn admit(&mut self, r: v1::EnqueueRequest, now: Time) -> Result<(u64, u64), Status> {
         if r.job_id == 0 {
             return Err(Status::invalid_argument("job_id: must be positive"));
         }
@@ -345,7 +362,6 @@ impl Driver {
                 r.job_id
             )));
         }
-        let now = now_s();
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
         self.policy.submit(now, &job).map_err(|e| match e {
@@ -358,19 +374,43 @@ impl Driver {
         let id = r.job_id;
         self.jobs.insert(id, JobRec::queued(r, job));
         self.emit(id, JobState::Queued, now, "queued", None);
-        let seq = self.events.last().map_or(0, |e| e.sequence);
+        Ok((id, self.events.last().map_or(0, |e| e.sequence)))
+    }
+
+    /// Enqueues a group of jobs with one durable commit (group commit), then one scheduling
+    /// pass; answers each request.
+    fn enqueue_group(&mut self, group: Vec<(v1::EnqueueRequest, Reply<v1::EnqueueResponse>)>) {
+        let now = now_s();
+        let mut admitted = Vec::with_capacity(group.len());
+        for (r, tx) in group {
+            match self.admit(r, now) {
+                Ok((id, seq)) => admitted.push((id, seq, tx)),
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        }
+        if admitted.is_empty() {
+            return;
+        }
         if let Err(e) = self.flush() {
-            // Not durable: undo, so that nothing acknowledged can be lost and nothing unacknowledged runs.
-            self.policy.cancel(now, JobId(id));
-            self.jobs.remove(&id);
-            return Err(e);
+            // Not durable: undo, so that nothing acknowledged can be lost and nothing
+            // unacknowledged runs.
+            for (id, _, tx) in admitted {
+                self.policy.cancel(now, JobId(id));
+                self.jobs.remove(&id);
+                let _ = tx.send(Err(e.clone()));
+            }
+            return;
         }
         self.pass(now);
-        let state = self.jobs.get(&id).map_or(JobState::Queued, |r| r.state);
-        Ok(v1::EnqueueResponse {
-            state: state as i32,
-            sequence: seq,
-        })
+        for (id, seq, tx) in admitted {
+            let state = self.jobs.get(&id).map_or(JobState::Queued, |r| r.state);
+            let _ = tx.send(Ok(v1::EnqueueResponse {
+                state: state as i32,
+                sequence: seq,
+            }));
+        }
     }
 
     fn cancel(&mut self, r: v1::CancelRequest) -> Result<v1::CancelResponse, Status> {

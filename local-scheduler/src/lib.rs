@@ -87,7 +87,10 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     tokio::spawn(driver.run(rx));
     tonic::transport::Server::builder()
         .add_service(LocalSchedulerServer::new(service::Service::new(tx)))
-        .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+        // No Nagle delay: orders and events are small frames that must leave at once.
+        .serve_with_incoming(
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+        )
         .await?;
     Ok(())
 }

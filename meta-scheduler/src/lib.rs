@@ -28,7 +28,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     links::start(&service);
-    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
         .add_service(MetaSchedulerServer::new(service))
         .serve_with_incoming_shutdown(incoming, shutdown)

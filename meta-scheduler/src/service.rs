@@ -49,6 +49,44 @@ pub(crate) struct Inner {
     /// Per site: a client of its local scheduler (lazy channel), if it has an endpoint.
     pub(crate) clients: Vec<Option<LocalSchedulerClient<Channel>>>,
     pub(crate) cfg: MetaConfig,
+    /// Unary submissions waiting for the group committer.
+    submissions: std::sync::mpsc::Sender<Pending>,
+}
+
+/// A unary submission and where its result goes.
+type Pending = (
+    Option<v1::JobSpec>,
+    tokio::sync::oneshot::Sender<Result<v1::SubmitResult, Status>>,
+);
+
+/// The group committer: unary submissions that arrive while a commit is running are accepted
+/// together in the next transaction (one fsync for all), on a thread of its own so that no
+/// runtime worker waits for the disk.
+fn group_committer(svc: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<Pending>) {
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < 4096 {
+            match rx.try_recv() {
+                Ok(p) => group.push(p),
+                Err(_) => break,
+            }
+        }
+        let Some(inner) = svc.upgrade() else { return };
+        let me = MetaService { inner };
+        let (specs, replies): (Vec<_>, Vec<_>) = group.into_iter().unzip();
+        match me.accept(specs) {
+            Ok(results) => {
+                for (r, tx) in results.into_iter().zip(replies) {
+                    let _ = tx.send(Ok(r));
+                }
+            }
+            Err(e) => {
+                for tx in replies {
+                    let _ = tx.send(Err(e.clone()));
+                }
+            }
+        }
+    }
 }
 
 pub(crate) fn internal(e: impl std::fmt::Display) -> Status {
@@ -85,16 +123,21 @@ impl MetaService {
             });
         }
         let (events, _) = broadcast::channel(65_536);
-        Ok(MetaService {
-            inner: Arc::new(Inner {
-                state: Mutex::new(state),
-                store,
-                events,
-                wake: cfg.sites.iter().map(|_| Notify::new()).collect(),
-                clients,
-                cfg,
-            }),
-        })
+        let (submissions, rx) = std::sync::mpsc::channel();
+        let inner = Arc::new(Inner {
+            state: Mutex::new(state),
+            store,
+            events,
+            wake: cfg.sites.iter().map(|_| Notify::new()).collect(),
+            clients,
+            cfg,
+            submissions,
+        });
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("group-commit".into())
+            .spawn(move || group_committer(weak, rx))?;
+        Ok(MetaService { inner })
     }
 
     pub(crate) fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, Status> {
@@ -365,8 +408,15 @@ impl MetaScheduler for MetaService {
         request: Request<v1::SubmitRequest>,
     ) -> Result<Response<v1::SubmitResponse>, Status> {
         let spec = request.into_inner().spec;
-        let mut results = self.accept(vec![spec])?;
-        match results.pop().and_then(|r| r.outcome) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.inner
+            .submissions
+            .send((spec, tx))
+            .map_err(|_| Status::unavailable("the meta-scheduler is shutting down"))?;
+        let result = rx
+            .await
+            .map_err(|_| Status::unavailable("the meta-scheduler is shutting down"))??;
+        match result.outcome {
             Some(v1::submit_result::Outcome::Accepted(a)) => Ok(Response::new(a)),
             Some(v1::submit_result::Outcome::Rejected(e)) => {
                 Err(Status::invalid_argument(e.message))

@@ -158,6 +158,12 @@ impl State {
                 job.cluster = Some(name.clone());
                 self.outbox[i].insert(job.id);
                 b.wake.insert(i);
+                if self.reachable[i] {
+                    // Its forwarder sends it at once: recorded as DISPATCHED in this very
+                    // commit, which saves a second one before the Enqueue.
+                    job.state = JobState::Dispatched.into();
+                    job.dispatch_time = Some(time);
+                }
                 format!("accepted with priority {} for {name}", job.priority)
             }
             None => {
@@ -206,7 +212,8 @@ impl State {
         true
     }
 
-    /// Takes up to `n` jobs of site `i`'s outbox and marks them DISPATCHED.
+    /// Takes up to `n` jobs of site `i`'s outbox and marks them DISPATCHED (those accepted while
+    /// the site was reachable already are).
     pub fn take_for_sending(&mut self, b: &mut Batch, i: usize, n: usize, time: i64) -> Vec<u64> {
         let ids: Vec<u64> = self.outbox[i].iter().take(n).copied().collect();
         for &id in &ids {
@@ -214,9 +221,11 @@ impl State {
             self.in_flight[i].insert(id);
             let name = self.sites[i].name.clone();
             self.update(b, id, time, |j| {
-                j.state = JobState::Dispatched.into();
-                j.dispatch_time = Some(time);
-                Some(format!("sent to {name}"))
+                (j.state() == JobState::Accepted).then(|| {
+                    j.state = JobState::Dispatched.into();
+                    j.dispatch_time = Some(time);
+                    format!("sent to {name}")
+                })
             });
         }
         ids

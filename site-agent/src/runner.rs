@@ -1,5 +1,6 @@
 //! Runs one job on the agent's machine (issue 5, part 3): a real OS process (program, arguments,
-//! environment, working directory; stdout and stderr to `<dir>/<job>/stdout|stderr`) or, in
+//! environment plus `GRIDSCHED_JOB_ID`, `GRIDSCHED_USER` and `GRIDSCHED_PROCESSORS`, working
+//! directory; stdout and stderr to `<dir>/<job>/stdout|stderr`) or, in
 //! emulation mode, a sleep of the job's run time × the time scale. The wall-time limit (the
 //! estimate on this machine, × the time scale) is enforced with SIGTERM, then SIGKILL after the
 //! grace period; a kill order does the same.
@@ -57,7 +58,18 @@ pub async fn run_job(
     };
     let started = now_s();
     let mut fin = match start.execution {
-        Some(Execution::Command(c)) => run_process(&cfg, id, c, limit_sleep, kill, &out).await,
+        Some(Execution::Command(mut c)) => {
+            // The job's environment: the grid's variables, then the job's own (which win).
+            let job_env = [
+                ("GRIDSCHED_JOB_ID", id.to_string()),
+                ("GRIDSCHED_USER", start.user.clone()),
+                ("GRIDSCHED_PROCESSORS", start.processors.to_string()),
+            ];
+            for (k, v) in job_env {
+                c.env.entry(k.to_owned()).or_insert(v);
+            }
+            run_process(&cfg, id, c, limit_sleep, kill, &out).await
+        }
         Some(Execution::EmulateRuntimeS(rt)) => {
             let mut r = report(id, AgentJobState::Running);
             r.start_time = Some(started);

@@ -1,0 +1,256 @@
+//! `gridctl bench` (issue 5 part 8): measures a live grid it starts itself (3 sites x 4 agents x
+//! 8 processors, EASY, real processes on loopback): acknowledged-and-durable submissions per
+//! second through the meta endpoint (unary with concurrent clients, and batched), the latency from
+//! the submit call to the job's process running on an idle grid (read from the process's own
+//! clock: the job is `date +%s%N`), and the time to run N one-second emulated jobs against the
+//! ideal `N x 1 s / 96 processors`.
+
+use crate::up::grid_file::GridFile;
+use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tonic::transport::Channel;
+
+/// Options of `gridctl bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// One-second emulated jobs of the run (submitted in batches).
+    #[arg(long, default_value_t = 10_000)]
+    pub jobs: usize,
+    /// Jobs per batch.
+    #[arg(long, default_value_t = 1_000)]
+    pub batch: usize,
+    /// Unary submissions, spread over `--clients` concurrent clients.
+    #[arg(long, default_value_t = 2_000)]
+    pub unary: usize,
+    /// Concurrent unary clients.
+    #[arg(long, default_value_t = 8)]
+    pub clients: usize,
+    /// Submit-to-start latency samples.
+    #[arg(long, default_value_t = 200)]
+    pub samples: usize,
+    /// Directory of the benchmark grid (default: a temporary one).
+    #[arg(long)]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+fn grid() -> GridFile {
+    let mut t = String::new();
+    for s in ["s1", "s2", "s3"] {
+        t += &format!("[[sites]]\nname = \"{s}\"\npolicy = \"easy\"\nmachines = [");
+        t += &(1..=4)
+            .map(|k| format!("{{ name = \"{s}-m{k}\", processors = 8 }}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        t += "]\n";
+    }
+    GridFile::parse(&t).expect("the benchmark grid is valid")
+}
+
+fn emulated(run: i64) -> v1::JobSpec {
+    v1::JobSpec {
+        user: "bench".into(),
+        processors: 1,
+        estimate_s: 60,
+        emulate_runtime_s: Some(run),
+        ..Default::default()
+    }
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+async fn wait_ready(c: &mut MetaSchedulerClient<Channel>, machines: usize) -> anyhow::Result<()> {
+    let t = Instant::now();
+    loop {
+        let s = c
+            .list_sites(v1::ListSitesRequest {
+                site: None,
+                include_resources: true,
+            })
+            .await?
+            .into_inner();
+        let online: usize = s
+            .sites
+            .iter()
+            .flat_map(|s| &s.clusters)
+            .filter(|c| c.reachable)
+            .map(|c| c.machines.iter().filter(|m| m.online).count())
+            .sum();
+        if online == machines {
+            return Ok(());
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            anyhow::bail!("only {online} of {machines} machines came online");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until every job up to id `last` has ended; returns when the last one ended.
+async fn wait_all_ended(c: &mut MetaSchedulerClient<Channel>, last: u64) -> anyhow::Result<()> {
+    loop {
+        let live = c
+            .list_jobs(v1::ListJobsRequest {
+                states: [
+                    JobState::Accepted,
+                    JobState::Dispatched,
+                    JobState::Queued,
+                    JobState::Running,
+                ]
+                .map(i32::from)
+                .to_vec(),
+                limit: 1,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        if live.jobs.is_empty() {
+            let j = c.get_job(v1::GetJobRequest { job_id: last }).await?;
+            if j.into_inner().job.is_some_and(|j| j.state().is_terminal()) {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v.get(i).copied().unwrap_or(f64::NAN)
+}
+
+/// `gridctl bench`.
+pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = a.dir.clone().unwrap_or_else(|| tmp.path().to_owned());
+    let g = grid();
+    let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", 1.0)?;
+    let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
+    wait_ready(&mut c, 12).await?;
+    println!(
+        "benchmark grid: 3 sites x 4 agents x 8 processors (EASY) in {}",
+        grid.dir.display()
+    );
+
+    // 1. Submit-to-start latency on the idle grid.
+    let mut lat = Vec::with_capacity(a.samples);
+    for _ in 0..a.samples {
+        let spec = v1::JobSpec {
+            command: Some(v1::Command {
+                program: "date".into(),
+                args: vec!["+%s%N".into()],
+                ..Default::default()
+            }),
+            emulate_runtime_s: None,
+            ..emulated(0)
+        };
+        let t0 = now_ns();
+        let id = c
+            .submit(v1::SubmitRequest { spec: Some(spec) })
+            .await?
+            .into_inner()
+            .job_id;
+        let job = loop {
+            let j = c
+                .get_job(v1::GetJobRequest { job_id: id })
+                .await?
+                .into_inner()
+                .job;
+            if let Some(j) = j.filter(|j| j.state().is_terminal()) {
+                break j;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let m = job.machine.unwrap_or_default();
+        let out = grid
+            .dir
+            .join("work")
+            .join(&m)
+            .join(id.to_string())
+            .join("stdout");
+        let started: u128 = std::fs::read_to_string(&out)?.trim().parse()?;
+        lat.push(started.saturating_sub(t0) as f64 / 1e6);
+    }
+    let (p50, p99, max) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99), pct(&mut lat, 1.0));
+    println!(
+        "submit -> process start, idle grid, {} samples: p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
+        a.samples
+    );
+
+    // 2. Unary submissions with concurrent clients (zero-second emulated jobs).
+    let t = Instant::now();
+    let per = a.unary.div_ceil(a.clients.max(1));
+    let mut tasks = Vec::new();
+    for _ in 0..a.clients.max(1) {
+        let mut c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..per {
+                c.submit(v1::SubmitRequest {
+                    spec: Some(emulated(0)),
+                })
+                .await?;
+            }
+            Ok::<_, tonic::Status>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let unary = (per * a.clients.max(1)) as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "unary submissions, {} clients: {unary:.0} jobs/s acknowledged and durable",
+        a.clients
+    );
+    let last = c
+        .submit(v1::SubmitRequest {
+            spec: Some(emulated(0)),
+        })
+        .await?
+        .into_inner()
+        .job_id;
+    wait_all_ended(&mut c, last).await?;
+
+    // 3. Batched submissions of N one-second jobs, then their run against the ideal.
+    let t = Instant::now();
+    let mut last = 0;
+    let mut submitted = 0;
+    while submitted < a.jobs {
+        let n = a.batch.min(a.jobs - submitted);
+        let reqs: Vec<v1::SubmitRequest> = (0..n)
+            .map(|_| v1::SubmitRequest {
+                spec: Some(emulated(1)),
+            })
+            .collect();
+        let r = c.submit_batch(tokio_stream::iter(reqs)).await?.into_inner();
+        for res in r.results {
+            match res.outcome {
+                Some(v1::submit_result::Outcome::Accepted(a)) => last = last.max(a.job_id),
+                other => anyhow::bail!("a benchmark job was refused: {other:?}"),
+            }
+        }
+        submitted += n;
+    }
+    let ack = t.elapsed().as_secs_f64();
+    println!(
+        "batched submissions ({} per batch): {:.0} jobs/s acknowledged and durable ({} jobs in {ack:.2} s)",
+        a.batch,
+        a.jobs as f64 / ack,
+        a.jobs
+    );
+    wait_all_ended(&mut c, last).await?;
+    let run = t.elapsed().as_secs_f64();
+    let ideal = (a.jobs as f64 / 96.0).ceil();
+    println!(
+        "{} one-second jobs on 96 processors: {run:.1} s from the first submission to the last end; ideal {ideal:.0} s ({:.1}% above)",
+        a.jobs,
+        (run / ideal - 1.0) * 100.0
+    );
+    if let Some(what) = grid.exited()? {
+        anyhow::bail!("{what} during the benchmark");
+    }
+    Ok(())
+}

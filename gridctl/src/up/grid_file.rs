@@ -1,0 +1,186 @@
+//! The grid description `gridctl up` starts (issue 5 part 5): sites with their machines, floating
+//! licences and local policy, plus the meta-scheduler's dispatch strategy; and the configuration
+//! files of each service generated from it. Unknown keys are refused, naming the key.
+
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The embedded default: three sites with different machines, licences and policies.
+pub const DEFAULT: &str = include_str!("default_grid.toml");
+
+/// A whole grid.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GridFile {
+    /// Meta-scheduler options.
+    #[serde(default)]
+    pub meta: MetaPart,
+    /// The sites.
+    pub sites: Vec<SitePart>,
+}
+
+/// Meta-scheduler options.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetaPart {
+    /// Dispatch strategy.
+    #[serde(default = "default_dispatch")]
+    pub dispatch: String,
+}
+
+impl Default for MetaPart {
+    fn default() -> Self {
+        MetaPart {
+            dispatch: default_dispatch(),
+        }
+    }
+}
+
+fn default_dispatch() -> String {
+    "load-ordering".into()
+}
+
+/// One site: one cluster with its local scheduler.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SitePart {
+    /// Site name.
+    pub name: String,
+    /// Local policy (gridsim's names: easy, fb-mod, conservative, ...).
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// Machines, one agent each.
+    pub machines: Vec<MachinePart>,
+    /// Floating licence pools.
+    #[serde(default)]
+    pub licences: Vec<LicencePart>,
+}
+
+fn default_policy() -> String {
+    "easy".into()
+}
+
+/// One machine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachinePart {
+    /// Name.
+    pub name: String,
+    /// Processors.
+    pub processors: u32,
+    /// Benchmark score.
+    #[serde(default = "one")]
+    pub benchmark: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One floating licence pool.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LicencePart {
+    /// Licence name.
+    pub name: String,
+    /// Copies.
+    pub copies: u32,
+}
+
+fn quoted(items: impl Iterator<Item = String>) -> String {
+    items
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl GridFile {
+    /// Parses a grid description.
+    pub fn parse(text: &str) -> anyhow::Result<GridFile> {
+        let g: GridFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("grid file: {e}"))?;
+        if g.sites.is_empty() {
+            anyhow::bail!("grid file: `sites`: at least one site is needed");
+        }
+        Ok(g)
+    }
+
+    /// The local scheduler's configuration of site `i`, with its state under `dir`.
+    pub fn local_toml(&self, i: usize, dir: &Path) -> String {
+        let s = &self.sites[i];
+        let mut t = format!(
+            "listen = \"127.0.0.1:0\"\ncluster = {:?}\nsite = {:?}\nstate_dir = {:?}\n\
+             [policy]\npolicy = {:?}\n",
+            s.name,
+            s.name,
+            dir.join(&s.name).join("state"),
+            s.policy
+        );
+        for m in &s.machines {
+            let _ = write!(
+                t,
+                "[[machines]]\nname = {:?}\nprocessors = {}\nbenchmark = {}\n",
+                m.name, m.processors, m.benchmark
+            );
+        }
+        for l in &s.licences {
+            let _ = write!(
+                t,
+                "[[licences]]\nname = {:?}\ncopies = {}\n",
+                l.name, l.copies
+            );
+        }
+        t
+    }
+
+    /// The meta-scheduler's configuration, given each site's local-scheduler address.
+    pub fn meta_toml(&self, listen: &str, dir: &Path, endpoints: &[String]) -> String {
+        let mut t = format!(
+            "listen = {listen:?}\nstate_dir = {:?}\n[dispatch]\nstrategy = {:?}\n",
+            dir.join("meta-state"),
+            self.meta.dispatch
+        );
+        for (s, ep) in self.sites.iter().zip(endpoints) {
+            let machines = s
+                .machines
+                .iter()
+                .map(|m| format!("{{ name = {:?}, processors = {} }}", m.name, m.processors))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = write!(
+                t,
+                "[[sites]]\nname = {:?}\nendpoint = \"http://{ep}\"\nlicences = [{}]\nmachines = [{machines}]\n",
+                s.name,
+                quoted(s.licences.iter().map(|l| l.name.clone())),
+            );
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_grid_gives_valid_service_configurations() {
+        let g = GridFile::parse(DEFAULT).unwrap();
+        assert_eq!(g.sites.len(), 3);
+        let dir = Path::new("/tmp/x");
+        for i in 0..3 {
+            local_scheduler::Config::from_toml(&g.local_toml(i, dir)).unwrap();
+        }
+        let eps: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", 6000 + i)).collect();
+        let m = meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:50051", dir, &eps))
+            .unwrap();
+        assert_eq!(m.sites.len(), 3);
+        assert_eq!(m.sites[1].licences, vec!["ansys", "matlab"]);
+    }
+
+    #[test]
+    fn wrong_keys_are_named() {
+        let e =
+            GridFile::parse("[[sites]]\nname = \"a\"\nmachines = []\npolcy = \"x\"\n").unwrap_err();
+        assert!(e.to_string().contains("polcy"), "{e}");
+    }
+}

@@ -1,0 +1,267 @@
+//! `gridctl up` (issue 5 part 5): a complete grid on localhost in one command. It starts, as real
+//! processes of this very binary (`gridctl __serve <service> ...`), one local scheduler per site,
+//! one site agent per machine and the meta-scheduler, all configured from a grid description (the
+//! embedded default: three sites with different machines, licences and policies), prints the
+//! endpoint and runs until interrupted; it stops everything it started when it exits.
+//!
+//! Every service keeps its durable state under `--dir`, so running `gridctl up` again on the same
+//! directory finds the grid's jobs where they were.
+
+pub mod grid_file;
+
+use grid_file::GridFile;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// Options of `gridctl up`.
+#[derive(Debug, clap::Args)]
+pub struct UpArgs {
+    /// Grid description (TOML); default: the embedded three-site grid (`--print-grid` shows it).
+    #[arg(long)]
+    pub grid: Option<PathBuf>,
+    /// Directory of the services' configurations, state, logs and job outputs.
+    #[arg(long, default_value = "gridsched-up")]
+    pub dir: PathBuf,
+    /// Address of the meta-scheduler.
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    pub listen: String,
+    /// Factor applied by the agents to emulated run times and wall-time limits.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Print the grid description in use and exit.
+    #[arg(long)]
+    pub print_grid: bool,
+}
+
+/// The children, killed when dropped.
+struct Children(Vec<(String, Child)>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Runs a service of this binary: `gridctl __serve <service> <its arguments>`.
+pub fn serve(service: &str, args: Vec<String>) -> anyhow::Result<()> {
+    let argv = std::iter::once(service.to_owned()).chain(args);
+    match service {
+        "meta-scheduler" => meta_scheduler::main_with_args(argv),
+        "local-scheduler" => local_scheduler::main_with_args(argv),
+        "site-agent" => site_agent::main_with_args(argv),
+        other => anyhow::bail!("unknown service `{other}`"),
+    }
+}
+
+/// Starts `gridctl __serve <service> args`, logging to `log`; when `listens`, waits for its
+/// `listening on ADDR` line and returns ADDR.
+fn spawn(
+    children: &mut Children,
+    name: &str,
+    service: &str,
+    args: &[String],
+    log: &Path,
+    listens: bool,
+) -> anyhow::Result<Option<String>> {
+    let exe = std::env::current_exe()?;
+    let stderr = std::fs::File::create(log)?;
+    let mut child = Command::new(exe)
+        .arg("__serve")
+        .arg(service)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(if listens {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(stderr)
+        .spawn()?;
+    let addr = if listens {
+        let mut line = String::new();
+        let out = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        BufReader::new(out).read_line(&mut line)?;
+        match line.trim().strip_prefix("listening on ") {
+            Some(a) => Some(a.trim_start_matches("http://").to_owned()),
+            None => {
+                let _ = child.kill();
+                let log_text = std::fs::read_to_string(log).unwrap_or_default();
+                anyhow::bail!("{name} did not start:\n{log_text}");
+            }
+        }
+    } else {
+        None
+    };
+    children.0.push((name.to_owned(), child));
+    Ok(addr)
+}
+
+/// A grid started by [`launch`]: its processes (stopped when dropped) and the meta-scheduler's
+/// address.
+pub struct Launched {
+    children: Children,
+    /// `HOST:PORT` of the meta-scheduler.
+    pub meta: String,
+    /// Each site's local-scheduler address.
+    pub endpoints: Vec<String>,
+    /// The grid's directory (absolute).
+    pub dir: PathBuf,
+}
+
+impl std::fmt::Debug for Launched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "grid at {} ({} processes)",
+            self.meta,
+            self.children.0.len()
+        )
+    }
+}
+
+impl Launched {
+    /// The first child that has exited, if any.
+    pub fn exited(&mut self) -> anyhow::Result<Option<String>> {
+        for (name, c) in &mut self.children.0 {
+            if let Some(status) = c.try_wait()? {
+                return Ok(Some(format!("{name} exited ({status})")));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Starts the local schedulers, one agent per machine and the meta-scheduler of `grid` in `dir`.
+pub fn launch(
+    grid: &GridFile,
+    dir: &Path,
+    listen: &str,
+    time_scale: f64,
+) -> anyhow::Result<Launched> {
+    std::fs::create_dir_all(dir.join("logs"))?;
+    let dir = std::fs::canonicalize(dir)?;
+    let log = |n: &str| dir.join("logs").join(format!("{n}.log"));
+    let mut children = Children(Vec::new());
+    let mut endpoints = Vec::new();
+    for (i, s) in grid.sites.iter().enumerate() {
+        let cfg = dir.join(format!("{}.toml", s.name));
+        std::fs::write(&cfg, grid.local_toml(i, &dir))?;
+        let name = format!("local-scheduler {}", s.name);
+        let args = vec!["--config".into(), cfg.display().to_string()];
+        let addr = spawn(
+            &mut children,
+            &name,
+            "local-scheduler",
+            &args,
+            &log(&s.name),
+            true,
+        )?
+        .unwrap_or_default();
+        for m in &s.machines {
+            let args: Vec<String> = [
+                "--scheduler",
+                &format!("http://{addr}"),
+                "--machine",
+                &m.name,
+                "--processors",
+                &m.processors.to_string(),
+                "--benchmark",
+                &m.benchmark.to_string(),
+                "--time-scale",
+                &time_scale.to_string(),
+                "--work-dir",
+                &dir.join("work").join(&m.name).display().to_string(),
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            let name = format!("site-agent {}", m.name);
+            spawn(
+                &mut children,
+                &name,
+                "site-agent",
+                &args,
+                &log(&m.name),
+                false,
+            )?;
+        }
+        endpoints.push(addr);
+    }
+    let cfg = dir.join("meta.toml");
+    std::fs::write(&cfg, grid.meta_toml(listen, &dir, &endpoints))?;
+    let args = vec!["--config".into(), cfg.display().to_string()];
+    let meta = spawn(
+        &mut children,
+        "meta-scheduler",
+        "meta-scheduler",
+        &args,
+        &log("meta"),
+        true,
+    )?
+    .unwrap_or_default();
+    Ok(Launched {
+        children,
+        meta,
+        endpoints,
+        dir,
+    })
+}
+
+/// `gridctl up`.
+pub async fn up(a: UpArgs) -> anyhow::Result<()> {
+    let text = match &a.grid {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+        None => grid_file::DEFAULT.to_owned(),
+    };
+    if a.print_grid {
+        print!("{text}");
+        return Ok(());
+    }
+    let grid = GridFile::parse(&text)?;
+    let mut g = launch(&grid, &a.dir, &a.listen, a.time_scale)?;
+    let (meta, dir) = (g.meta.clone(), g.dir.clone());
+    let endpoints = g.endpoints.clone();
+    println!("gridsched grid up: meta-scheduler at http://{meta}");
+    for (s, ep) in grid.sites.iter().zip(&endpoints) {
+        let procs: u32 = s.machines.iter().map(|m| m.processors).sum();
+        let lic: Vec<String> = s
+            .licences
+            .iter()
+            .map(|l| format!("{} x{}", l.name, l.copies))
+            .collect();
+        println!(
+            "  site {:<8} {:<13} {} machines, {procs} processors{}  (local scheduler {ep})",
+            s.name,
+            s.policy,
+            s.machines.len(),
+            if lic.is_empty() {
+                String::new()
+            } else {
+                format!(", licences {}", lic.join(", "))
+            }
+        );
+    }
+    println!("state, logs and job outputs in {}", dir.display());
+    println!("try:  gridctl submit -n 2 --estimate 60 --wait -- echo hello");
+    println!("Ctrl-C stops the grid.");
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = term.recv() => return Ok(()),
+            _ = tick.tick() => {
+                if let Some(what) = g.exited()? {
+                    anyhow::bail!("{what}; see the logs in {}", dir.join("logs").display());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `gridctl up` end to end (issue 5 part 5): the README's first command starts the embedded
+//! three-site grid as real processes; `gridctl submit --wait` runs a real command on it, its
+//! output lands in the agent's work directory, `status`, `sites` and `explain` answer, and
+//! SIGTERM stops the grid.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const GRIDCTL: &str = env!("CARGO_BIN_EXE_gridctl");
+
+fn gridctl(endpoint: &str, args: &[&str]) -> std::process::Output {
+    Command::new(GRIDCTL)
+        .args(["--endpoint", endpoint])
+        .args(args)
+        .env("USER", "tester")
+        .output()
+        .expect("run gridctl")
+}
+
+fn sigterm(pid: u32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+}
+
+/// `gridctl up`, stopped (with its whole grid) even when the test fails.
+struct Up(std::process::Child);
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        sigterm(self.0.id());
+        let t = Instant::now();
+        while matches!(self.0.try_wait(), Ok(None)) && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn up_runs_a_submitted_command_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut up = Up(Command::new(GRIDCTL)
+        .args(["up", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap());
+    let mut out = BufReader::new(up.0.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let endpoint = first
+        .trim()
+        .strip_prefix("gridsched grid up: meta-scheduler at ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_owned();
+    let mut banner = String::new();
+    for _ in 0..3 {
+        out.read_line(&mut banner).unwrap();
+    }
+    assert!(
+        banner.contains("site alpha") && banner.contains("site gamma"),
+        "{banner}"
+    );
+
+    // The agents register within a moment; submit waits for the job's end either way.
+    let t = Instant::now();
+    let run = loop {
+        let r = gridctl(
+            &endpoint,
+            &[
+                "submit",
+                "-n",
+                "2",
+                "--estimate",
+                "60",
+                "--wait",
+                "--",
+                "sh",
+                "-c",
+                "echo hello from $GRIDSCHED_USER job $GRIDSCHED_JOB_ID",
+            ],
+        );
+        if r.status.success() || t.elapsed() > Duration::from_secs(20) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let status = gridctl(&endpoint, &["--json", "status", "1"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json status");
+    let text = v.to_string();
+    assert!(text.contains("completed"), "{text}");
+    let machine = v[0]["machine"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no machine in {text}"));
+    let stdout = dir
+        .path()
+        .join("work")
+        .join(machine)
+        .join("1")
+        .join("stdout");
+    assert_eq!(
+        std::fs::read_to_string(&stdout).unwrap(),
+        "hello from tester job 1\n"
+    );
+
+    // A job that no site can run is refused, naming the field.
+    let bad = gridctl(
+        &endpoint,
+        &["submit", "-n", "64", "--estimate", "60", "--", "true"],
+    );
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("InvalidArgument") && err.contains("processors"),
+        "{err}"
+    );
+
+    let sites = gridctl(&endpoint, &["sites"]);
+    let sites = String::from_utf8_lossy(&sites.stdout);
+    assert!(sites.contains("fb-mod") && sites.contains("2/2"), "{sites}");
+    let explain = gridctl(&endpoint, &["explain", "1"]);
+    assert!(String::from_utf8_lossy(&explain.stdout).contains("dispatched to"));
+
+    sigterm(up.0.id());
+    let t = Instant::now();
+    while up.0.try_wait().unwrap().is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "gridctl up did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Its children are gone: the meta-scheduler no longer answers.
+    let after = gridctl(&endpoint, &["sites"]);
+    assert!(!after.status.success());
+}
