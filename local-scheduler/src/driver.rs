@@ -170,13 +170,24 @@ impl Driver {
             let id = req.job_id;
             let mut rec = JobRec::queued(req, job);
             let running = sj.state == JobState::Running as i32;
+            let mut why = String::from("its machine or start time was not recorded");
             let restored = match (running, sj.machine, sj.start_time) {
                 (true, Some(m), Some(t)) => {
                     let m = MachineId(m);
-                    self.policy
+                    // The machine runs the job: it is expected back (its agent re-registers and
+                    // re-reports), so it counts as available; a lost-agent timeout takes it
+                    // offline again if the agent does not return.
+                    self.policy.set_machine_available(now, m, true);
+                    match self
+                        .policy
                         .restore_running(now, &rec.job, t, m, rec.job.procs)
-                        .map(|()| (m, t))
-                        .ok()
+                    {
+                        Ok(()) => Some((m, t)),
+                        Err(e) => {
+                            why = e.to_string();
+                            None
+                        }
+                    }
                 }
                 _ => None,
             };
@@ -201,7 +212,9 @@ impl Driver {
                         .map_err(|e| anyhow::anyhow!("stored job {id}: {e}"))?;
                     if running {
                         self.jobs.insert(id, rec);
-                        self.emit(id, JobState::Queued, now, "requeued after a restart", None);
+                        tracing::warn!(job = id, "requeued after a restart: {why}");
+                        let detail = format!("requeued after a restart: {why}");
+                        self.emit(id, JobState::Queued, now, &detail, None);
                     } else {
                         self.jobs.insert(id, rec);
                     }

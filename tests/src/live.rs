@@ -130,9 +130,7 @@ impl LiveGrid {
             }
             let cfg = g.path(&format!("{}.toml", s.name));
             std::fs::write(&cfg, toml).expect("write local config");
-            let mut cmd = Command::new(&g.bins.local);
-            cmd.arg("--config").arg(&cfg);
-            let (p, addr) = spawn_listening(cmd);
+            let (p, addr) = g.spawn_local(i, None);
             g.locals.push(p);
             g.local_addrs.push(addr);
             for (m, procs) in &s.machines {
@@ -164,6 +162,32 @@ impl LiveGrid {
         std::fs::write(g.path("meta.toml"), toml).expect("write meta config");
         g.start_meta(None);
         g
+    }
+
+    /// Starts site `i`'s local scheduler (on `listen` when given).
+    fn spawn_local(&self, i: usize, listen: Option<&str>) -> (Proc, String) {
+        let mut cmd = Command::new(&self.bins.local);
+        cmd.arg("--config")
+            .arg(self.path(&format!("{}.toml", self.sites[i].name)))
+            .stderr(Stdio::null());
+        if let Some(l) = listen {
+            cmd.args(["--listen", l]);
+        }
+        spawn_listening(cmd)
+    }
+
+    /// Kills site `i`'s local scheduler with SIGKILL.
+    pub fn kill_local(&mut self, i: usize) {
+        let p = &mut self.locals[i].0;
+        p.kill().expect("kill -9");
+        p.wait().expect("reap");
+    }
+
+    /// Restarts site `i`'s local scheduler on its former address (its state directory is kept).
+    pub fn restart_local(&mut self, i: usize) {
+        let addr = self.local_addrs[i].clone();
+        let (p, _) = self.spawn_local(i, Some(&addr));
+        self.locals[i] = p;
     }
 
     /// A path inside the grid's directory.

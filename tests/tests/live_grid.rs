@@ -92,6 +92,9 @@ async fn starts_at(addr: &str) -> HashMap<u64, usize> {
     let mut starts = HashMap::new();
     while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_millis(500), s.message()).await
     {
+        if std::env::var("DEBUG_EVENTS").is_ok() {
+            eprintln!("{addr}: {e:?}");
+        }
         if e.state() == JobState::Running {
             *starts.entry(e.job_id).or_insert(0) += 1;
         }
@@ -362,4 +365,98 @@ async fn kill_9_of_the_meta_scheduler_mid_stream_loses_no_acknowledged_job() {
         assert!(starts.values().all(|&n| n == 1), "a job started twice");
     }
     assert!(all_jobs(&mut c).await.len() >= ids.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_site_that_goes_down_gets_no_work_and_rejoins() {
+    let sites = vec![
+        SiteSpec::new("alpha", "easy", 1, 4),
+        SiteSpec::new("beta", "easy", 1, 4),
+    ];
+    let mut g = LiveGrid::start(
+        bins(),
+        sites,
+        "[links]\nsite_down_after_ms = 800\nretry_ms = 100\n",
+    );
+    g.ready().await;
+    let mut c = g.client().await;
+    // Both sites idle: the first goes to alpha (the first idle cluster), and runs.
+    let long = submit_all(&mut c, vec![emulated("u", 4, 3600, 3000)]).await[0];
+    let t = std::time::Instant::now();
+    loop {
+        let j = c
+            .get_job(v1::GetJobRequest { job_id: long })
+            .await
+            .unwrap()
+            .into_inner()
+            .job
+            .unwrap();
+        if j.state() == JobState::Running {
+            assert_eq!(j.site.as_deref(), Some("alpha"));
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{j:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    g.kill_local(0);
+    // Cancelling a job of a site that is down: UNAVAILABLE, and the job is untouched.
+    let e = c
+        .cancel_job(v1::CancelJobRequest {
+            job_id: long,
+            reason: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    // The site is marked down; new jobs all go to beta and finish there.
+    let t = std::time::Instant::now();
+    loop {
+        let s = c
+            .list_sites(v1::ListSitesRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        if !s.sites[0].clusters[0].reachable {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "alpha never unreachable"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let ids = submit_all(&mut c, vec![emulated("u", 1, 60, 1); 6]).await;
+    let jobs = wait_ended(&mut c, &ids, Duration::from_secs(30)).await;
+    for id in &ids {
+        let j = jobs.iter().find(|j| j.id == *id).unwrap();
+        assert_eq!(
+            (j.site.as_deref(), j.state()),
+            (Some("beta"), JobState::Completed),
+            "{j:?}"
+        );
+    }
+    // alpha comes back with its state: it rejoins, its running job is still known and can be
+    // cancelled; nothing ran twice.
+    g.restart_local(0);
+    g.ready().await;
+    let r = c
+        .cancel_job(v1::CancelJobRequest {
+            job_id: long,
+            reason: "done".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(r.job.unwrap().state(), JobState::Lost);
+    let ended = wait_ended(&mut c, &[long], Duration::from_secs(15)).await;
+    let j = ended.iter().find(|j| j.id == long).unwrap();
+    assert_eq!(j.state(), JobState::Cancelled, "{j:?}");
+    for addr in &g.local_addrs {
+        let starts = starts_at(addr).await;
+        assert!(
+            starts.values().all(|&n| n == 1),
+            "a job started twice: {starts:?}"
+        );
+    }
 }

@@ -17,7 +17,7 @@
 //! rule off (the seed's "conservative" wording), pass only on fitting submissions; queue order FCFS
 //! (EASY), SJF or LJF.
 
-use super::fcfs::check_job;
+use super::fcfs::{check_job, restore_single};
 use super::{
     BackfillOptions, Policy, QueueOrder, Rejection, Reservation, ReservationKind, ShadowCmp,
     ShadowMode, Start, SubmitPass,
@@ -143,6 +143,20 @@ impl Policy for Easy {
         if self.running.set_end(job, predicted_end).is_some() {
             self.pass_needed = true;
         }
+    }
+
+    fn restore_running(
+        &mut self,
+        _now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        let me = (self.machine, self.capacity);
+        restore_single(&mut self.running, me, job, started, machine, procs)?;
+        self.pass_needed = true;
+        Ok(())
     }
 
     fn cancel(&mut self, _now: Time, job: JobId) -> bool {

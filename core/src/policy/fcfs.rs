@@ -54,6 +54,18 @@ impl Policy for Fcfs {
         self.running.remove(job);
     }
 
+    fn restore_running(
+        &mut self,
+        _now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        let me = (self.machine, self.capacity);
+        restore_single(&mut self.running, me, job, started, machine, procs)
+    }
+
     fn overrun(&mut self, _now: Time, job: JobId, predicted_end: Time) {
         self.running.set_end(job, predicted_end);
     }
@@ -99,6 +111,35 @@ impl Policy for Fcfs {
 }
 
 /// The submission checks every single-machine policy makes.
+/// Recovery of a running job on a classic single-machine policy (see
+/// [`Policy::restore_running`]): it holds `procs` processors of `machine` from `started` until
+/// `started + estimate`, as if the policy had started it.
+pub(super) fn restore_single(
+    running: &mut RunningSet,
+    (machine, capacity): (MachineId, u32),
+    job: &Job,
+    started: Time,
+    on: MachineId,
+    procs: u32,
+) -> Result<(), Rejection> {
+    let refuse = |reason: String| Rejection::NoEligibleMachine {
+        job: job.id,
+        reason,
+    };
+    if on != machine {
+        return Err(refuse(format!("{on} is not this policy's machine")));
+    }
+    if running.get(job.id).is_some() {
+        return Err(Rejection::Duplicate(job.id));
+    }
+    let free = u64::from(capacity).saturating_sub(running.busy());
+    if u64::from(procs) > free {
+        return Err(refuse(format!("{procs} processors asked, {free} free")));
+    }
+    running.insert(job.id, procs, started, job.estimate.max(1));
+    Ok(())
+}
+
 pub(super) fn check_job(job: &Job, capacity: u32) -> Result<(), Rejection> {
     if job.procs > capacity {
         return Err(Rejection::TooWide {
@@ -114,4 +155,36 @@ pub(super) fn check_job(job: &Job, capacity: u32) -> Result<(), Rejection> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod restore_tests {
+    use super::*;
+    use crate::policy::easy::Easy;
+    use crate::policy::{BackfillOptions, QueueOrder};
+
+    #[test]
+    fn a_restored_job_holds_its_processors_until_it_ends() {
+        let m = MachineId(0);
+        let mut easy = Easy::new(m, 8, QueueOrder::Fcfs, BackfillOptions::default());
+        let mut fcfs = Fcfs::new(m, 8);
+        for p in [&mut easy as &mut dyn Policy, &mut fcfs] {
+            let old = Job::new(1, 0, 6, 100, 100);
+            p.restore_running(50, &old, 10, m, 6).unwrap();
+            assert!(matches!(
+                p.restore_running(50, &old, 10, m, 6),
+                Err(Rejection::Duplicate(_))
+            ));
+            let wide = Job::new(2, 50, 4, 10, 10);
+            assert!(p.restore_running(50, &wide, 10, m, 4).is_err(), "6 + 4 > 8");
+            p.submit(50, &wide).unwrap();
+            let mut starts = Vec::new();
+            p.schedule(50, &mut starts);
+            assert!(starts.is_empty(), "only 2 processors are free");
+            p.terminate(60, JobId(1));
+            p.schedule(60, &mut starts);
+            assert_eq!(starts.len(), 1);
+            assert_eq!(starts[0].job, JobId(2));
+        }
+    }
 }
