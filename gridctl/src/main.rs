@@ -84,6 +84,13 @@ enum Cmd {
     /// Starts a benchmark grid and measures submissions per second, submit-to-start latency and
     /// the run of many one-second jobs against the ideal.
     Bench(bench::BenchArgs),
+    /// Health check (for containers): exits 0 when the meta-scheduler answers, or, with
+    /// `--local URL`, when that local scheduler does.
+    Health {
+        /// A local scheduler's URL instead of the meta-scheduler.
+        #[arg(long)]
+        local: Option<String>,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -144,6 +151,19 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             return bench::bench(a)
                 .await
                 .map(|()| std::process::ExitCode::SUCCESS);
+        }
+        Cmd::Health { local: Some(url) } => {
+            let mut c =
+                gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient::connect(url)
+                    .await?;
+            let s = c.status(v1::StatusRequest {}).await?.into_inner();
+            let online = s.machines.iter().filter(|m| m.online).count();
+            println!(
+                "{}: {online}/{} machines online",
+                s.cluster,
+                s.machines.len()
+            );
+            return Ok(std::process::ExitCode::SUCCESS);
         }
         cmd => cmd,
     };
@@ -248,6 +268,18 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             show::explain(&r, json);
         }
         // Handled before connecting.
+        Cmd::Health { .. } => {
+            let r = c
+                .list_sites(v1::ListSitesRequest::default())
+                .await?
+                .into_inner();
+            let up = r
+                .sites
+                .iter()
+                .filter(|s| s.clusters.iter().all(|c| c.reachable))
+                .count();
+            println!("meta-scheduler: {up}/{} sites reachable", r.sites.len());
+        }
         Cmd::Up(_) | Cmd::Bench(_) => {}
     }
     Ok(std::process::ExitCode::SUCCESS)

@@ -281,6 +281,26 @@ impl LiveGrid {
     }
 }
 
+/// Submits `specs` in one batch; every one must be accepted. Returns their ids in order.
+pub async fn submit_all(c: &mut MetaSchedulerClient<Channel>, specs: Vec<v1::JobSpec>) -> Vec<u64> {
+    let reqs: Vec<v1::SubmitRequest> = specs
+        .into_iter()
+        .map(|s| v1::SubmitRequest { spec: Some(s) })
+        .collect();
+    let r = c
+        .submit_batch(tokio_stream::iter(reqs))
+        .await
+        .expect("batch")
+        .into_inner();
+    r.results
+        .into_iter()
+        .map(|r| match r.outcome {
+            Some(v1::submit_result::Outcome::Accepted(a)) => a.job_id,
+            other => panic!("refused: {other:?}"),
+        })
+        .collect()
+}
+
 /// Every job of the meta-scheduler, through ListJobs pages.
 pub async fn all_jobs(c: &mut MetaSchedulerClient<Channel>) -> Vec<v1::Job> {
     let mut out = Vec::new();

@@ -5,7 +5,9 @@
 //! submissions and a killed agent are checked through the meta-scheduler's API.
 
 use gridsched_proto::v1::{self, JobState};
-use gridsched_tests::live::{Bins, LiveGrid, SiteSpec, all_jobs, stdout_of, wait_ended};
+use gridsched_tests::live::{
+    Bins, LiveGrid, SiteSpec, all_jobs, stdout_of, submit_all, wait_ended,
+};
 use std::collections::HashMap;
 use std::time::Duration;
 use tonic::Code;
@@ -50,30 +52,6 @@ fn emulated(user: &str, procs: u32, estimate: i64, run: i64) -> v1::JobSpec {
         emulate_runtime_s: Some(run),
         ..spec(user, procs, estimate)
     }
-}
-
-async fn submit_all(
-    c: &mut gridsched_proto::v1::meta_scheduler_client::MetaSchedulerClient<
-        tonic::transport::Channel,
-    >,
-    specs: Vec<v1::JobSpec>,
-) -> Vec<u64> {
-    let reqs: Vec<v1::SubmitRequest> = specs
-        .into_iter()
-        .map(|s| v1::SubmitRequest { spec: Some(s) })
-        .collect();
-    let r = c
-        .submit_batch(tokio_stream::iter(reqs))
-        .await
-        .expect("batch")
-        .into_inner();
-    r.results
-        .into_iter()
-        .map(|r| match r.outcome {
-            Some(v1::submit_result::Outcome::Accepted(a)) => a.job_id,
-            other => panic!("refused: {other:?}"),
-        })
-        .collect()
 }
 
 /// Every RUNNING event of a site's local scheduler, per job (a job must start at most once).
