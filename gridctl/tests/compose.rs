@@ -5,9 +5,11 @@
 //!
 //! Scenarios, each ending by accounting for every submitted job exactly once: a few hundred jobs
 //! spread over the sites all finish; a site's local-scheduler container stopped is marked down,
-//! gets no work, and rejoins when started again with nothing run twice; the meta-scheduler
-//! container killed in the middle of a stream of submissions and started again still knows every
-//! acknowledged job, and each finishes.
+//! gets no work, and rejoins when started again with nothing run twice; a site cut off the grid
+//! network while it runs jobs keeps running them and is reconciled when reconnected; an agent
+//! container killed mid-job at a site configured to requeue has its jobs run again elsewhere in
+//! the site; the meta-scheduler container killed in the middle of a stream of submissions and
+//! started again still knows every acknowledged job, and each finishes.
 //!
 //! Without a Docker engine the test says SKIPPED, loudly, and passes.
 
@@ -60,6 +62,12 @@ impl Project {
             .env("GRIDSCHED_TIME_SCALE", "0.05")
             .output()
             .expect("run compose")
+    }
+
+    /// The id of a service's container.
+    fn container(&self, service: &str) -> String {
+        let o = self.run(&["ps", "-q", service]);
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
     }
 
     fn must(&self, args: &[&str]) {
@@ -250,7 +258,78 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         "alpha rejoined"
     );
 
-    // 3. The meta-scheduler is killed in the middle of a stream of submissions and restarted.
+    // 3. beta is cut off the grid network while it runs jobs, then reconnected: the jobs it ran
+    //    meanwhile are reconciled (all complete, none lost or duplicated).
+    let long = |i: u32| v1::JobSpec {
+        emulate_runtime_s: Some(60), // 3 s at the time scale 0.05
+        ..emulated(i)
+    };
+    let cut = submit_all(&mut c, (0..24).map(long).collect()).await;
+    let at_beta: Vec<u64> = {
+        let all: HashMap<u64, v1::Job> = all_jobs(&mut c)
+            .await
+            .into_iter()
+            .map(|j| (j.id, j))
+            .collect();
+        cut.iter()
+            .copied()
+            .filter(|id| all[id].site.as_deref() == Some("beta"))
+            .collect()
+    };
+    assert!(!at_beta.is_empty(), "no job went to beta");
+    let net = format!("{}_grid", p.name);
+    let beta = p.container("beta-local");
+    assert!(ok(Command::new("docker").args([
+        "network",
+        "disconnect",
+        &net,
+        &beta
+    ])));
+    wait_sites(&mut c, Some(("beta", false))).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(ok(Command::new("docker").args([
+        "network",
+        "connect",
+        "--alias",
+        "beta-local",
+        &net,
+        &beta
+    ])));
+    wait_sites(&mut c, None).await;
+    all_completed(&mut c, &cut).await;
+
+    // 4. An agent container of gamma (lost agents' jobs are requeued) is killed mid-job: its jobs
+    //    run again on gamma's other machine and complete.
+    let on_gamma = submit_all(
+        &mut c,
+        (0..12)
+            .map(|i| v1::JobSpec {
+                processors: 1,
+                licences: vec![],
+                ..long(i)
+            })
+            .collect(),
+    )
+    .await;
+    let t = Instant::now();
+    let victim = loop {
+        let all = all_jobs(&mut c).await;
+        let running = all.iter().find(|j| {
+            on_gamma.contains(&j.id)
+                && j.state() == JobState::Running
+                && j.site.as_deref() == Some("gamma")
+        });
+        if let Some(j) = running {
+            break j.machine.clone().expect("machine");
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no job ran on gamma");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    p.must(&["kill", &victim]);
+    all_completed(&mut c, &on_gamma).await;
+    p.must(&["start", &victim]);
+
+    // 5. The meta-scheduler is killed in the middle of a stream of submissions and restarted.
     let mut sender = c.clone();
     let stream = tokio::spawn(async move {
         let mut acked = Vec::new();
@@ -282,6 +361,8 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         .iter()
         .chain(&during)
         .chain(&after)
+        .chain(&cut)
+        .chain(&on_gamma)
         .chain(&acked)
         .copied()
         .collect();

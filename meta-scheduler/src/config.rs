@@ -50,6 +50,9 @@ pub struct LinkConfig {
     pub forward_concurrency: usize,
     /// How often the sites' state is polled for strategies that read it (milliseconds).
     pub poll_ms: u64,
+    /// Interval of the HTTP/2 pings on each link (milliseconds); a link whose ping is not answered
+    /// within twice this is broken, so a partitioned site is noticed within about three times it.
+    pub keepalive_ms: u64,
 }
 
 impl Default for LinkConfig {
@@ -60,6 +63,7 @@ impl Default for LinkConfig {
             call_timeout_ms: 5_000,
             forward_concurrency: 32,
             poll_ms: 500,
+            keepalive_ms: 1_000,
         }
     }
 }
@@ -171,10 +175,11 @@ impl MetaConfig {
                 "must be at least 1",
             ));
         }
-        if self.links.retry_ms == 0 || self.links.call_timeout_ms == 0 || self.links.poll_ms == 0 {
+        let l = &self.links;
+        if l.retry_ms == 0 || l.call_timeout_ms == 0 || l.poll_ms == 0 || l.keepalive_ms == 0 {
             return Err(bad(
                 "links".into(),
-                "retry_ms, call_timeout_ms and poll_ms must be positive",
+                "retry_ms, call_timeout_ms, poll_ms and keepalive_ms must be positive",
             ));
         }
         let mut names = std::collections::HashSet::new();

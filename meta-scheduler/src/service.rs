@@ -116,9 +116,15 @@ impl MetaService {
             clients.push(if s.endpoint.is_empty() {
                 None
             } else {
+                // HTTP/2 pings detect a silent peer (a partitioned site: no reset, packets just
+                // vanish) while the event stream is idle.
+                let ka = Duration::from_millis(cfg.links.keepalive_ms);
                 let ep = Endpoint::from_shared(s.endpoint.clone())?
                     .connect_timeout(Duration::from_millis(cfg.links.call_timeout_ms))
-                    .tcp_nodelay(true);
+                    .tcp_nodelay(true)
+                    .http2_keep_alive_interval(ka)
+                    .keep_alive_timeout(ka * 2)
+                    .keep_alive_while_idle(true);
                 Some(LocalSchedulerClient::new(ep.connect_lazy()))
             });
         }
