@@ -127,7 +127,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         done_tx,
     };
     loop {
-        let mut client = match LocalSchedulerClient::connect(a.cli.scheduler.clone()).await {
+        let mut client = match connect(&a.cli.scheduler).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!("connecting to {}: {e}", a.cli.scheduler);
@@ -141,6 +141,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
 }
+
+/// A client of the local scheduler whose link notices a silent peer: HTTP/2 pings every second
+/// (the order stream is otherwise idle), and every unary call bounded by [`CALL_TIMEOUT`].
+async fn connect(url: &str) -> anyhow::Result<LocalSchedulerClient<Channel>> {
+    let ep = tonic::transport::Endpoint::from_shared(url.to_owned())?
+        .connect_timeout(CALL_TIMEOUT)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(1))
+        .keep_alive_timeout(Duration::from_secs(2))
+        .keep_alive_while_idle(true);
+    Ok(LocalSchedulerClient::new(ep.connect().await?))
+}
+
+/// Bound of one unary call to the local scheduler.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 async fn session(
     a: &mut Agent,
@@ -190,13 +205,14 @@ async fn session(
         if !beat {
             continue;
         }
-        let resp = client
-            .heartbeat(v1::HeartbeatRequest {
-                agent_id: reg.agent_id.clone(),
-                jobs: a.reports(),
-                time: 0,
-            })
-            .await?
+        let beat = client.heartbeat(v1::HeartbeatRequest {
+            agent_id: reg.agent_id.clone(),
+            jobs: a.reports(),
+            time: 0,
+        });
+        let resp = tokio::time::timeout(CALL_TIMEOUT, beat)
+            .await
+            .map_err(|_| anyhow::anyhow!("heartbeat unanswered for {CALL_TIMEOUT:?}"))??
             .into_inner();
         for id in resp.acknowledged_jobs {
             if a.reports
