@@ -47,6 +47,7 @@ struct Project {
     cmd: Vec<&'static str>,
     name: String,
     port: u16,
+    metrics_port: u16,
 }
 
 impl Project {
@@ -59,6 +60,7 @@ impl Project {
             .args(args)
             .env("GRIDSCHED_IMAGE", IMAGE)
             .env("GRIDSCHED_PORT", self.port.to_string())
+            .env("GRIDSCHED_METRICS_PORT", self.metrics_port.to_string())
             .env("GRIDSCHED_TIME_SCALE", "0.05")
             .output()
             .expect("run compose")
@@ -211,14 +213,18 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         "image build: {}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port()
+    };
+    let (port, metrics_port) = (free(), free());
     let p = Project {
         cmd,
         name: format!("gridschedtest{}", std::process::id()),
         port,
+        metrics_port,
     };
     p.must(&["up", "-d"]);
     let mut c = client(port).await;
@@ -234,6 +240,14 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
             .or_default() += 1;
     }
     assert_eq!(per_site.len(), 3, "every site got work: {per_site:?}");
+    let metrics = gridsched_tests::live::scrape(&format!("127.0.0.1:{metrics_port}"));
+    for site in ["alpha", "beta", "gamma"] {
+        let want = format!(
+            "gridsched_meta_dispatch_decisions_total{{site=\"{site}\",strategy=\"load-ordering\"}} {}",
+            per_site[site]
+        );
+        assert!(metrics.contains(&want), "{want} not in\n{metrics}");
+    }
 
     // 2. A site's local scheduler stops: marked down, no new work; it rejoins when started.
     p.must(&["stop", "alpha-local"]);

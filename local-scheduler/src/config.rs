@@ -98,6 +98,9 @@ pub struct Config {
     /// Directory of the durable state; absent = in memory only (lost at exit).
     #[serde(default)]
     pub state_dir: Option<PathBuf>,
+    /// Address of the Prometheus `/metrics` endpoint; absent = no endpoint.
+    #[serde(default)]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Config {

@@ -98,6 +98,7 @@ pub struct Driver {
     unsaved: Vec<v1::JobEvent>,
     ended: HashMap<u64, JobState>,
     dirty: BTreeMap<u64, Option<StoredJob>>,
+    metrics: Option<crate::metrics::LocalMetrics>,
 }
 
 fn now_s() -> Time {
@@ -140,6 +141,7 @@ impl Driver {
             unsaved: Vec::new(),
             ended: HashMap::new(),
             dirty: BTreeMap::new(),
+            metrics: None,
             cfg,
         };
         d.recover(now)?;
@@ -479,9 +481,56 @@ impl Driver {
     }
 
     /// Calls the policy and applies its decisions.
+    /// Reports to `m` from now on.
+    pub fn set_metrics(&mut self, m: crate::metrics::LocalMetrics) {
+        self.metrics = Some(m);
+    }
+
+    /// Refreshes the gauges from the current state.
+    fn refresh_metrics(&self) {
+        let Some(m) = &self.metrics else { return };
+        let mut queued: BTreeMap<u32, i64> = BTreeMap::new();
+        let mut running = 0;
+        let mut licences: BTreeMap<&str, i64> = BTreeMap::new();
+        for r in self.jobs.values() {
+            match r.state {
+                JobState::Queued => *queued.entry(r.req.priority).or_default() += 1,
+                JobState::Running => {
+                    running += 1;
+                    for l in r.req.spec.iter().flat_map(|s| &s.licences) {
+                        *licences.entry(l.as_str()).or_default() += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        m.queued.clear();
+        for (priority, n) in queued {
+            m.queued
+                .get_or_create(&crate::metrics::PriorityLabel { priority })
+                .set(n);
+        }
+        m.running.set(running);
+        m.licences_in_use.clear();
+        for pool in &self.cfg.licences {
+            let n = licences.get(pool.name.as_str()).copied().unwrap_or(0);
+            m.licences_in_use
+                .get_or_create(&crate::metrics::LicenceLabel {
+                    licence: pool.name.clone(),
+                })
+                .set(n);
+        }
+        let online = self.agents.iter().filter(|a| a.is_some()).count();
+        m.machines_online.set(online as i64);
+    }
+
     fn pass(&mut self, now: Time) {
         let mut starts: Vec<Start> = Vec::new();
+        let t0 = Instant::now();
         self.policy.schedule(now, &mut starts);
+        if let Some(m) = &self.metrics {
+            m.pass_seconds.observe(t0.elapsed().as_secs_f64());
+        }
         let mut suspended = Vec::new();
         self.policy.take_suspensions(&mut suspended);
         for j in suspended {
@@ -652,6 +701,12 @@ impl Driver {
         if let Some(a) = &mut self.agents[m.index()] {
             a.last_seen = Instant::now();
         }
+        if let Some(mm) = &self.metrics {
+            let machine = self.names.machine_name(m).unwrap_or("?").to_owned();
+            mm.heartbeats
+                .get_or_create(&crate::metrics::MachineLabel { machine })
+                .inc();
+        }
         let acked = self.reports(now, m, &r.jobs);
         self.pass(now);
         Ok(v1::HeartbeatResponse {
@@ -770,6 +825,7 @@ impl Driver {
     }
 
     fn tick(&mut self) {
+        self.refresh_metrics();
         let now = now_s();
         let lost_after = StdDuration::from_millis(u64::from(self.cfg.lost_after_ms));
         for i in 0..self.agents.len() {

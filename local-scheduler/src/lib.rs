@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod driver;
+pub mod metrics;
 pub mod service;
 pub mod store;
 
@@ -82,10 +83,19 @@ impl Cli {
 
 /// Serves `cfg` on an already bound listener until the process ends.
 pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
-    let driver = driver::Driver::new(cfg)?;
+    let metrics_listen = cfg.metrics_listen;
+    let mut driver = driver::Driver::new(cfg)?;
+    let mut registry = gridsched_telemetry::Registry::default();
+    let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
+    driver.set_metrics(metrics::LocalMetrics::new(&mut registry));
+    if let Some(addr) = metrics_listen {
+        let bound = gridsched_telemetry::serve(addr, std::sync::Arc::new(registry)).await?;
+        tracing::info!(%bound, "metrics on http://{bound}/metrics");
+    }
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
     tokio::spawn(driver.run(rx));
     tonic::transport::Server::builder()
+        .layer(layer)
         .add_service(LocalSchedulerServer::new(service::Service::new(tx)))
         // No Nagle delay: orders and events are small frames that must leave at once.
         .serve_with_incoming(

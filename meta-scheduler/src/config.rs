@@ -30,6 +30,9 @@ pub struct MetaConfig {
     /// Links to the local schedulers.
     #[serde(default)]
     pub links: LinkConfig,
+    /// Address of the Prometheus `/metrics` endpoint; absent = no endpoint.
+    #[serde(default)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// The sites of the grid, one cluster (local scheduler) each.
     #[serde(default)]
     pub sites: Vec<SiteConfig>,
@@ -109,6 +112,7 @@ impl Default for MetaConfig {
             classifier: ClassifierConfig::default(),
             dispatch: DispatchConfig::default(),
             links: LinkConfig::default(),
+            metrics_listen: None,
             sites: Vec::new(),
         }
     }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod decide;
 pub mod explain;
 pub mod links;
+pub mod metrics;
 pub mod service;
 pub mod state;
 pub mod store;
@@ -28,8 +29,20 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     links::start(&service);
+    let mut registry = gridsched_telemetry::Registry::default();
+    let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
+    if let Ok(mut st) = service.inner.state.lock() {
+        st.metrics = metrics::MetaMetrics::new(&mut registry);
+    }
+    if let Some(addr) = service.inner.cfg.metrics_listen {
+        match gridsched_telemetry::serve(addr, std::sync::Arc::new(registry)).await {
+            Ok(bound) => tracing::info!(%bound, "metrics on http://{bound}/metrics"),
+            Err(e) => tracing::error!(%addr, "metrics endpoint: {e}"),
+        }
+    }
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
+        .layer(layer)
         .add_service(MetaSchedulerServer::new(service))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await

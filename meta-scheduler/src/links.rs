@@ -234,7 +234,7 @@ async fn monitor(svc: MetaService) {
     let n = svc.inner.cfg.sites.len();
     let started = Instant::now();
     let mut unreachable_since: Vec<Option<Instant>> = vec![Some(started); n];
-    loop {
+    for round in 0u64.. {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let now = Instant::now();
         let r = svc.mutate(|st, b, t| {
@@ -251,6 +251,9 @@ async fn monitor(svc: MetaService) {
             }
             if !st.unplaced.is_empty() {
                 st.redispatch(b, None, t);
+            }
+            if round % 5 == 0 {
+                st.refresh_metrics();
             }
             Ok(())
         });

@@ -77,6 +77,8 @@ pub struct State {
     pub sites: Vec<SiteConfig>,
     /// Highest priority.
     pub max_priority: u32,
+    /// Prometheus metrics.
+    pub metrics: crate::metrics::MetaMetrics,
 }
 
 fn rank(s: JobState) -> u8 {
@@ -108,6 +110,47 @@ impl State {
             reachable: vec![false; n],
             sites,
             max_priority,
+            metrics: crate::metrics::MetaMetrics::new(&mut Default::default()),
+        }
+    }
+
+    /// Counts a dispatch decision to site `i`.
+    fn count_dispatch(&self, i: usize) {
+        self.metrics
+            .dispatches
+            .get_or_create(&crate::metrics::DispatchLabel {
+                site: self.sites[i].name.clone(),
+                strategy: self.decider.describe().to_owned(),
+            })
+            .inc();
+    }
+
+    /// Refreshes the gauges from the state.
+    pub fn refresh_metrics(&self) {
+        let mut jobs: BTreeMap<(u32, JobState), i64> = BTreeMap::new();
+        for j in self.jobs.values().filter(|j| !j.state().is_terminal()) {
+            *jobs.entry((j.priority, j.state())).or_default() += 1;
+        }
+        let m = &self.metrics;
+        m.jobs.clear();
+        for ((priority, state), n) in jobs {
+            let state = state
+                .as_str_name()
+                .trim_start_matches("JOB_STATE_")
+                .to_owned();
+            m.jobs
+                .get_or_create(&crate::metrics::JobLabel { priority, state })
+                .set(n);
+        }
+        for (i, s) in self.sites.iter().enumerate() {
+            let site = crate::metrics::SiteLabel {
+                site: s.name.clone(),
+            };
+            m.reachable
+                .get_or_create(&site)
+                .set(i64::from(self.reachable[i]));
+            m.up.get_or_create(&site)
+                .set(i64::from(self.decider.is_up(i)));
         }
     }
 
@@ -151,8 +194,10 @@ impl State {
         time: i64,
     ) {
         let (site, dispatch) = self.decider.dispatch(time, model, job.priority, None);
+        self.metrics.accepted.inc();
         let detail = match site {
             Some(i) => {
+                self.count_dispatch(i);
                 let name = self.sites[i].name.clone();
                 job.site = Some(name.clone());
                 job.cluster = Some(name.clone());
@@ -361,6 +406,7 @@ impl State {
             if let Some(i) = from {
                 self.outbox[i].remove(&id);
             }
+            self.count_dispatch(target);
             self.unplaced.remove(&id);
             self.outbox[target].insert(id);
             b.wake.insert(target);

@@ -94,6 +94,25 @@ pub struct LiveGrid {
     pub agents: Vec<(usize, String, Proc)>,
     /// The sites.
     pub sites: Vec<SiteSpec>,
+    /// `/metrics` addresses: the meta-scheduler's, then each local scheduler's.
+    pub metrics: Vec<String>,
+}
+
+/// A free loopback address (bound, then released).
+pub fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").to_string()
+}
+
+/// The text of `GET http://ADDR/metrics`.
+pub fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to /metrics");
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .expect("request");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("response");
+    out
 }
 
 impl LiveGrid {
@@ -109,17 +128,20 @@ impl LiveGrid {
             locals: Vec::new(),
             local_addrs: Vec::new(),
             agents: Vec::new(),
+            metrics: Vec::new(),
             sites,
         };
+        g.metrics = (0..=g.sites.len()).map(|_| free_addr()).collect();
         for i in 0..g.sites.len() {
             let s = g.sites[i].clone();
             let mut toml = format!(
                 "listen = \"127.0.0.1:0\"\ncluster = \"{}\"\nsite = \"{}\"\n\
                  heartbeat_interval_ms = 100\nlost_after_ms = 1000\nstate_dir = \"{}\"\n\
-                 [policy]\npolicy = \"{}\"\n",
+                 metrics_listen = \"{}\"\n[policy]\npolicy = \"{}\"\n",
                 s.name,
                 s.name,
                 g.path(&format!("{}/state", s.name)).display(),
+                g.metrics[i + 1],
                 s.policy
             );
             for (m, p) in &s.machines {
@@ -139,8 +161,9 @@ impl LiveGrid {
             }
         }
         let mut toml = format!(
-            "listen = \"127.0.0.1:0\"\nstate_dir = \"{}\"\n{meta_extra}\n",
-            g.path("meta-state").display()
+            "listen = \"127.0.0.1:0\"\nstate_dir = \"{}\"\nmetrics_listen = \"{}\"\n{meta_extra}\n",
+            g.path("meta-state").display(),
+            g.metrics[0]
         );
         for (i, s) in g.sites.iter().enumerate() {
             toml += &format!(

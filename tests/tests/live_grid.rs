@@ -6,7 +6,7 @@
 
 use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
-    Bins, LiveGrid, SiteSpec, all_jobs, stdout_of, submit_all, wait_ended,
+    Bins, LiveGrid, SiteSpec, all_jobs, scrape, stdout_of, submit_all, wait_ended,
 };
 use std::collections::HashMap;
 use std::time::Duration;
@@ -163,6 +163,31 @@ async fn three_hundred_jobs_run_across_sites_with_exit_codes_outputs_and_licence
     assert_eq!(sites.dispatch_policy, "load-ordering");
     for s in &sites.sites {
         assert!(s.clusters[0].count.iter().all(|&n| n == 0), "{s:?}");
+    }
+    // Prometheus metrics of the meta-scheduler and of alpha's local scheduler.
+    let meta = scrape(&g.metrics[0]);
+    let alpha_jobs = per_site["alpha"];
+    for want in [
+        format!(
+            "gridsched_meta_dispatch_decisions_total{{site=\"alpha\",strategy=\"load-ordering\"}} {alpha_jobs}"
+        ),
+        "gridsched_meta_jobs_accepted_total 300".into(),
+        "gridsched_grpc_requests_total{method=\"/gridsched.v1.MetaScheduler/SubmitBatch\",code=\"0\"} 1"
+            .into(),
+        "gridsched_meta_site_reachable{site=\"beta\"} 1".into(),
+    ] {
+        assert!(meta.contains(&want), "{want} not in\n{meta}");
+    }
+    let local = scrape(&g.metrics[1]);
+    for want in [
+        "gridsched_local_licence_copies_in_use{licence=\"matlab\"} 0",
+        "gridsched_local_running_jobs 0",
+        "gridsched_local_machines_online 2",
+        "gridsched_local_agent_heartbeats_total{machine=\"alpha-m1\"}",
+        "gridsched_local_scheduling_pass_duration_seconds_count",
+        "gridsched_grpc_requests_total{method=\"/gridsched.v1.LocalScheduler/Enqueue\",code=\"0\"}",
+    ] {
+        assert!(local.contains(want), "{want} not in\n{local}");
     }
 }
 

@@ -1,0 +1,93 @@
+//! The local scheduler's Prometheus metrics (issue 6 part 3), refreshed by the driver on its
+//! 100 ms tick and at each event: waiting jobs per meta-scheduler priority, running jobs, machines
+//! online, licence copies in use, agent heartbeats, and the duration of every scheduling pass.
+
+use gridsched_telemetry::Registry;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+
+/// A priority label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PriorityLabel {
+    /// The meta-scheduler's priority of the job.
+    pub priority: u32,
+}
+
+/// A licence label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LicenceLabel {
+    /// The licence.
+    pub licence: String,
+}
+
+/// A machine label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MachineLabel {
+    /// The machine.
+    pub machine: String,
+}
+
+/// The metrics.
+#[derive(Clone, Debug)]
+pub struct LocalMetrics {
+    /// Waiting jobs per priority.
+    pub queued: Family<PriorityLabel, Gauge>,
+    /// Running jobs.
+    pub running: Gauge,
+    /// Machines whose agent is online.
+    pub machines_online: Gauge,
+    /// Floating licence copies in use.
+    pub licences_in_use: Family<LicenceLabel, Gauge>,
+    /// Heartbeats received per machine.
+    pub heartbeats: Family<MachineLabel, Counter>,
+    /// Scheduling pass durations.
+    pub pass_seconds: Histogram,
+}
+
+impl LocalMetrics {
+    /// The metrics, registered in `r`.
+    pub fn new(r: &mut Registry) -> LocalMetrics {
+        let m = LocalMetrics {
+            queued: Family::default(),
+            running: Gauge::default(),
+            machines_online: Gauge::default(),
+            licences_in_use: Family::default(),
+            heartbeats: Family::default(),
+            pass_seconds: Histogram::new(gridsched_telemetry::duration_buckets()),
+        };
+        r.register(
+            "gridsched_local_queued_jobs",
+            "Jobs waiting in the local queue, by meta-scheduler priority",
+            m.queued.clone(),
+        );
+        r.register(
+            "gridsched_local_running_jobs",
+            "Jobs running",
+            m.running.clone(),
+        );
+        r.register(
+            "gridsched_local_machines_online",
+            "Machines whose site agent is online",
+            m.machines_online.clone(),
+        );
+        r.register(
+            "gridsched_local_licence_copies_in_use",
+            "Floating licence copies held by running jobs",
+            m.licences_in_use.clone(),
+        );
+        r.register(
+            "gridsched_local_agent_heartbeats",
+            "Heartbeats received from site agents",
+            m.heartbeats.clone(),
+        );
+        r.register(
+            "gridsched_local_scheduling_pass_duration_seconds",
+            "Duration of one scheduling pass of the local policy",
+            m.pass_seconds.clone(),
+        );
+        m
+    }
+}

@@ -1,0 +1,88 @@
+//! The meta-scheduler's Prometheus metrics (issue 6 part 3): jobs not ended per priority and
+//! state, dispatch decisions per site and strategy, and whether each site is reachable and up
+//! (gRPC request counts and latencies come from the shared layer of `gridsched-telemetry`).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// Priority and state of live jobs.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct JobLabel {
+    /// Classification priority.
+    pub priority: u32,
+    /// State, e.g. `QUEUED`.
+    pub state: String,
+}
+
+/// A dispatch decision.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DispatchLabel {
+    /// The chosen site.
+    pub site: String,
+    /// The strategy that chose it.
+    pub strategy: String,
+}
+
+/// A site.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SiteLabel {
+    /// The site.
+    pub site: String,
+}
+
+/// The metrics.
+#[derive(Clone, Debug)]
+pub struct MetaMetrics {
+    /// Jobs not ended, by priority and state.
+    pub jobs: Family<JobLabel, Gauge>,
+    /// Dispatch decisions.
+    pub dispatches: Family<DispatchLabel, Counter>,
+    /// 1 when the site's event stream is connected.
+    pub reachable: Family<SiteLabel, Gauge>,
+    /// 1 when the site is up for dispatch.
+    pub up: Family<SiteLabel, Gauge>,
+    /// Jobs accepted.
+    pub accepted: Counter,
+}
+
+impl MetaMetrics {
+    /// The metrics, registered in `r`.
+    pub fn new(r: &mut Registry) -> MetaMetrics {
+        let m = MetaMetrics {
+            jobs: Family::default(),
+            dispatches: Family::default(),
+            reachable: Family::default(),
+            up: Family::default(),
+            accepted: Counter::default(),
+        };
+        r.register(
+            "gridsched_meta_jobs",
+            "Jobs not ended, by priority and state (the meta-scheduler's queue)",
+            m.jobs.clone(),
+        );
+        r.register(
+            "gridsched_meta_dispatch_decisions",
+            "Jobs dispatched, by site and strategy",
+            m.dispatches.clone(),
+        );
+        r.register(
+            "gridsched_meta_site_reachable",
+            "1 when the site's event stream is connected",
+            m.reachable.clone(),
+        );
+        r.register(
+            "gridsched_meta_site_up",
+            "1 when the site receives jobs",
+            m.up.clone(),
+        );
+        r.register(
+            "gridsched_meta_jobs_accepted",
+            "Jobs accepted (acknowledged and durable)",
+            m.accepted.clone(),
+        );
+        m
+    }
+}
