@@ -47,6 +47,46 @@ pub struct Cli {
     /// Milliseconds between SIGTERM and SIGKILL.
     #[arg(long, default_value_t = 2000)]
     pub grace_ms: u64,
+    /// Address of a Prometheus `/metrics` endpoint (running jobs, jobs ended by outcome,
+    /// heartbeats sent); absent = none.
+    #[arg(long)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+/// The agent's Prometheus metrics.
+#[derive(Clone, Debug, Default)]
+struct AgentMetrics {
+    running: prometheus_client::metrics::gauge::Gauge,
+    ended: prometheus_client::metrics::family::Family<
+        Outcome,
+        prometheus_client::metrics::counter::Counter,
+    >,
+    heartbeats: prometheus_client::metrics::counter::Counter,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct Outcome {
+    outcome: String,
+}
+
+impl AgentMetrics {
+    fn register(&self, r: &mut gridsched_telemetry::Registry) {
+        r.register(
+            "gridsched_agent_running_jobs",
+            "Jobs running on this machine",
+            self.running.clone(),
+        );
+        r.register(
+            "gridsched_agent_jobs_ended",
+            "Jobs ended, by outcome",
+            self.ended.clone(),
+        );
+        r.register(
+            "gridsched_agent_heartbeats_sent",
+            "Heartbeats sent",
+            self.heartbeats.clone(),
+        );
+    }
 }
 
 struct Running {
@@ -60,6 +100,7 @@ struct Agent {
     reports: HashMap<u64, v1::JobReport>,
     running: HashMap<u64, Running>,
     done_tx: mpsc::UnboundedSender<v1::JobReport>,
+    metrics: AgentMetrics,
 }
 
 impl Agent {
@@ -77,6 +118,7 @@ impl Agent {
                 }
                 let (ktx, krx) = oneshot::channel();
                 self.running.insert(s.job_id, Running { kill: Some(ktx) });
+                self.metrics.running.set(self.running.len() as i64);
                 self.reports.insert(
                     s.job_id,
                     v1::JobReport {
@@ -104,9 +146,14 @@ impl Agent {
     }
 
     fn update(&mut self, r: v1::JobReport) {
-        if r.state != AgentJobState::Running as i32 {
-            self.running.remove(&r.job_id);
+        if r.state != AgentJobState::Running as i32 && self.running.remove(&r.job_id).is_some() {
+            let outcome = AgentJobState::try_from(r.state)
+                .map_or("unknown", |s| s.as_str_name())
+                .trim_start_matches("AGENT_JOB_STATE_")
+                .to_ascii_lowercase();
+            self.metrics.ended.get_or_create(&Outcome { outcome }).inc();
         }
+        self.metrics.running.set(self.running.len() as i64);
         self.reports.insert(r.job_id, r);
     }
 }
@@ -114,6 +161,13 @@ impl Agent {
 /// Runs the agent until the process ends.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cli.work_dir)?;
+    let metrics = AgentMetrics::default();
+    if let Some(addr) = cli.metrics_listen {
+        let mut registry = gridsched_telemetry::Registry::default();
+        metrics.register(&mut registry);
+        let bound = gridsched_telemetry::serve(addr, std::sync::Arc::new(registry)).await?;
+        tracing::info!(%bound, "metrics on http://{bound}/metrics");
+    }
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let mut a = Agent {
         runner: RunnerConfig {
@@ -125,6 +179,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         reports: HashMap::new(),
         running: HashMap::new(),
         done_tx,
+        metrics,
     };
     loop {
         let mut client = match connect(&a.cli.scheduler).await {
@@ -205,6 +260,7 @@ async fn session(
         if !beat {
             continue;
         }
+        a.metrics.heartbeats.inc();
         let beat = client.heartbeat(v1::HeartbeatRequest {
             agent_id: reg.agent_id.clone(),
             jobs: a.reports(),

@@ -96,6 +96,8 @@ pub struct LiveGrid {
     pub sites: Vec<SiteSpec>,
     /// `/metrics` addresses: the meta-scheduler's, then each local scheduler's.
     pub metrics: Vec<String>,
+    /// `/metrics` address of each machine's agent.
+    pub agent_metrics: std::collections::HashMap<String, String>,
 }
 
 /// A free loopback address (bound, then released).
@@ -129,6 +131,7 @@ impl LiveGrid {
             local_addrs: Vec::new(),
             agents: Vec::new(),
             metrics: Vec::new(),
+            agent_metrics: Default::default(),
             sites,
         };
         g.metrics = (0..=g.sites.len()).map(|_| free_addr()).collect();
@@ -219,12 +222,18 @@ impl LiveGrid {
     }
 
     /// Starts an agent for machine `m` of site `i`.
-    pub fn agent(&self, i: usize, m: &str, procs: u32) -> Proc {
+    pub fn agent(&mut self, i: usize, m: &str, procs: u32) -> Proc {
+        let metrics = self
+            .agent_metrics
+            .entry(m.to_owned())
+            .or_insert_with(free_addr)
+            .clone();
         Proc(
             Command::new(&self.bins.agent)
                 .args(["--scheduler", &format!("http://{}", self.local_addrs[i])])
                 .args(["--machine", m, "--processors", &procs.to_string()])
                 .args(["--time-scale", "0.05", "--grace-ms", "300"])
+                .args(["--metrics-listen", &metrics])
                 .arg("--work-dir")
                 .arg(self.work_dir(m))
                 .stderr(Stdio::null())

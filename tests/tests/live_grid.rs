@@ -189,6 +189,14 @@ async fn three_hundred_jobs_run_across_sites_with_exit_codes_outputs_and_licence
     ] {
         assert!(local.contains(want), "{want} not in\n{local}");
     }
+    let agent = scrape(&g.agent_metrics["alpha-m1"]);
+    for want in [
+        "gridsched_agent_running_jobs 0",
+        "gridsched_agent_heartbeats_sent_total",
+        "gridsched_agent_jobs_ended_total{outcome=\"exited\"}",
+    ] {
+        assert!(agent.contains(want), "{want} not in\n{agent}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
