@@ -128,7 +128,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let dir = a.dir.clone().unwrap_or_else(|| tmp.path().to_owned());
     let g = grid();
-    let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", 1.0)?;
+    let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", None, 1.0)?;
     let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
     wait_ready(&mut c, 12).await?;
     println!(

@@ -53,7 +53,9 @@ pub struct SubmitArgs {
 
 impl SubmitArgs {
     /// The job spec: the file's values overridden by the flags given.
-    pub fn spec(&self) -> anyhow::Result<v1::JobSpec> {
+    /// The job to submit. Without `user` (flag or file) the owner is `$USER`, or, when
+    /// `authenticated`, left empty for the meta-scheduler to fill in from the token.
+    pub fn spec(&self, authenticated: bool) -> anyhow::Result<v1::JobSpec> {
         let mut a = self.clone();
         if let Some(path) = &self.file {
             let text = std::fs::read_to_string(path)
@@ -109,8 +111,12 @@ impl SubmitArgs {
         Ok(v1::JobSpec {
             user: a
                 .user
-                .or_else(|| std::env::var("USER").ok())
-                .unwrap_or_else(|| "anonymous".into()),
+                .or_else(|| {
+                    (!authenticated)
+                        .then(|| std::env::var("USER").ok())
+                        .flatten()
+                })
+                .unwrap_or_else(|| if authenticated { "" } else { "anonymous" }.into()),
             user_class: user_class.into(),
             owner_priority: a.owner_priority.unwrap_or(0),
             processors: a.processors.unwrap_or(1),

@@ -9,7 +9,9 @@ mod up;
 
 use clap::{Parser, Subcommand};
 use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
+use gridsched_security::Bearer;
 use tokio_stream::StreamExt;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
 /// Client of the gridsched meta-scheduler.
@@ -27,6 +29,20 @@ struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// Bearer token for a grid with authentication (prefer `--token-file` or the variable).
+    #[arg(long, global = true, env = "GRIDSCHED_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// File holding the bearer token.
+    #[arg(
+        long,
+        global = true,
+        env = "GRIDSCHED_TOKEN_FILE",
+        conflicts_with = "token"
+    )]
+    token_file: Option<std::path::PathBuf>,
+    /// CA certificate (PEM) to check an `https://` endpoint against.
+    #[arg(long, global = true, env = "GRIDSCHED_CA")]
+    ca: Option<std::path::PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -91,6 +107,19 @@ enum Cmd {
         #[arg(long)]
         local: Option<String>,
     },
+    /// Writes a development certificate set (a CA and one certificate for every service name)
+    /// for the grid's TLS; not for production.
+    Certs {
+        /// Directory to write `ca.pem`, `ca-key.pem`, `grid.pem`, `grid-key.pem` into.
+        #[arg(long, default_value = "gridsched-certs")]
+        out: std::path::PathBuf,
+        /// A further host name or address the services are reached by (repeatable); localhost,
+        /// loopback and the compose service names are always included.
+        #[arg(long = "name")]
+        names: Vec<String>,
+    },
+    /// Prints a new random token (for `[[auth.users]]` and the services' secrets).
+    Token,
 }
 
 fn main() -> std::process::ExitCode {
@@ -131,10 +160,50 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn connect(endpoint: &str) -> anyhow::Result<MetaSchedulerClient<Channel>> {
-    MetaSchedulerClient::connect(endpoint.to_owned())
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot reach the meta-scheduler at {endpoint}: {e}"))
+/// A client sending the bearer token (if any) with every call.
+type Client = MetaSchedulerClient<InterceptedService<Channel, Bearer>>;
+
+/// How to reach the grid: the connection flags.
+#[derive(Debug, Clone)]
+struct Conn {
+    endpoint: String,
+    token: Option<String>,
+    token_file: Option<std::path::PathBuf>,
+    ca: Option<std::path::PathBuf>,
+}
+
+impl Conn {
+    fn token(&self) -> anyhow::Result<Option<String>> {
+        Ok(gridsched_security::token::read_secret(
+            self.token.as_deref(),
+            self.token_file.as_deref(),
+            "--token",
+        )?)
+    }
+
+    fn tls(&self) -> gridsched_security::TlsConfig {
+        gridsched_security::TlsConfig {
+            ca: self.ca.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// A channel to `url` (TLS for `https://`, checked against `--ca`).
+    async fn channel(&self, url: &str) -> anyhow::Result<Channel> {
+        self.tls()
+            .endpoint(url)?
+            .connect()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot reach {url}: {e}"))
+    }
+}
+
+async fn connect(cli: &Conn) -> anyhow::Result<Client> {
+    let bearer = Bearer::new(cli.token()?.as_deref())?;
+    Ok(MetaSchedulerClient::with_interceptor(
+        cli.channel(&cli.endpoint).await?,
+        bearer,
+    ))
 }
 
 fn parse_state(s: &str) -> anyhow::Result<i32> {
@@ -145,6 +214,12 @@ fn parse_state(s: &str) -> anyhow::Result<i32> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    let conn = Conn {
+        endpoint: cli.endpoint.clone(),
+        token: cli.token.clone(),
+        token_file: cli.token_file.clone(),
+        ca: cli.ca.clone(),
+    };
     let cmd = match cli.cmd {
         Cmd::Up(a) => return up::up(a).await.map(|()| std::process::ExitCode::SUCCESS),
         Cmd::Bench(a) => {
@@ -152,10 +227,34 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 .await
                 .map(|()| std::process::ExitCode::SUCCESS);
         }
+        Cmd::Certs { out, names } => {
+            let f = gridsched_security::devcerts::generate(&out, &names)?;
+            println!(
+                "CA {}\ncertificate {} (key {})\nnames: {}",
+                f.ca.display(),
+                f.cert.display(),
+                f.key.display(),
+                gridsched_security::devcerts::DEFAULT_NAMES
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .chain(names)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return Ok(std::process::ExitCode::SUCCESS);
+        }
+        Cmd::Token => {
+            let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+            println!("{}{}", a.simple(), b.simple());
+            return Ok(std::process::ExitCode::SUCCESS);
+        }
         Cmd::Health { local: Some(url) } => {
+            let bearer = Bearer::new(conn.token()?.as_deref())?;
             let mut c =
-                gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient::connect(url)
-                    .await?;
+                gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient::with_interceptor(
+                    conn.channel(&url).await?,
+                    bearer,
+                );
             let s = c.status(v1::StatusRequest {}).await?.into_inner();
             let online = s.machines.iter().filter(|m| m.online).count();
             println!(
@@ -167,12 +266,13 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         cmd => cmd,
     };
-    let mut c = connect(&cli.endpoint).await?;
+    let mut c = connect(&conn).await?;
     let json = cli.json;
+    let authenticated = conn.token()?.is_some();
     match cmd {
         Cmd::Submit(args) => {
             let wait = args.wait;
-            let spec = args.spec()?;
+            let spec = args.spec(authenticated)?;
             let r = c
                 .submit(v1::SubmitRequest { spec: Some(spec) })
                 .await?
@@ -280,7 +380,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 .count();
             println!("meta-scheduler: {up}/{} sites reachable", r.sites.len());
         }
-        Cmd::Up(_) | Cmd::Bench(_) => {}
+        Cmd::Up(_) | Cmd::Bench(_) | Cmd::Certs { .. } | Cmd::Token => {}
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

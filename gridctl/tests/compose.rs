@@ -9,17 +9,18 @@
 //! network while it runs jobs keeps running them and is reconciled when reconnected; an agent
 //! container killed mid-job at a site configured to requeue has its jobs run again elsewhere in
 //! the site; the meta-scheduler container killed in the middle of a stream of submissions and
-//! started again still knows every acknowledged job, and each finishes.
+//! started again still knows every acknowledged job, and each finishes. Finally every site's
+//! durable event log, read from its first event, shows no job started twice (but for the jobs
+//! requeued from the killed agent, at their own site).
 //!
 //! Without a Docker engine the test says SKIPPED, loudly, and passes.
 
 use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
-use gridsched_tests::live::{all_jobs, submit_all};
+use gridsched_tests::live::{Client, all_jobs, submit_all};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 const IMAGE: &str = "gridsched:compose-test";
@@ -88,11 +89,16 @@ impl Drop for Project {
     }
 }
 
-async fn client(port: u16) -> MetaSchedulerClient<Channel> {
+async fn client(port: u16) -> Client {
     let t = Instant::now();
+    let url = format!("http://127.0.0.1:{port}");
     loop {
-        if let Ok(c) = MetaSchedulerClient::connect(format!("http://127.0.0.1:{port}")).await {
-            return c;
+        if let Ok(ch) = tonic::transport::Endpoint::from_shared(url.clone())
+            .expect("url")
+            .connect()
+            .await
+        {
+            return MetaSchedulerClient::with_interceptor(ch, Default::default());
         }
         assert!(
             t.elapsed() < Duration::from_secs(60),
@@ -104,7 +110,7 @@ async fn client(port: u16) -> MetaSchedulerClient<Channel> {
 
 /// Waits until every site is reachable (or, with `site`, until that one is `reachable`) and,
 /// for reachable ones, all their machines online.
-async fn wait_sites(c: &mut MetaSchedulerClient<Channel>, site: Option<(&str, bool)>) {
+async fn wait_sites(c: &mut Client, site: Option<(&str, bool)>) {
     let t = Instant::now();
     loop {
         if let Ok(r) = c
@@ -154,7 +160,7 @@ fn emulated(i: u32) -> v1::JobSpec {
 
 /// Waits until each of `ids` is COMPLETED; every other job known must have ended too. Returns
 /// the jobs.
-async fn all_completed(c: &mut MetaSchedulerClient<Channel>, ids: &[u64]) -> HashMap<u64, v1::Job> {
+async fn all_completed(c: &mut Client, ids: &[u64]) -> HashMap<u64, v1::Job> {
     let t = Instant::now();
     loop {
         let all: HashMap<u64, v1::Job> = all_jobs(c).await.into_iter().map(|j| (j.id, j)).collect();
@@ -389,4 +395,72 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         "a job is still live"
     );
     assert!(submitted.iter().all(|id| all.contains_key(id)));
+
+    // No job ran twice: the RUNNING events of every site's durable event log, read from its
+    // first event (each local scheduler at its address on the grid network), count at most one
+    // start per job, but for the jobs requeued from gamma's killed agent (at most two, there).
+    let mut starts: HashMap<u64, Vec<String>> = HashMap::new();
+    for site in ["alpha", "beta", "gamma"] {
+        let ip = container_ip(&p.container(&format!("{site}-local")), &net);
+        for id in local_starts(&format!("http://{ip}:50061")).await {
+            starts.entry(id).or_default().push(site.to_owned());
+        }
+    }
+    for (id, at) in &starts {
+        let allowed = if on_gamma.contains(id) { 2 } else { 1 };
+        assert!(
+            at.len() <= allowed,
+            "job {id} started {} times: {at:?}",
+            at.len()
+        );
+        if at.len() == 2 {
+            assert_eq!(at, &["gamma", "gamma"], "a requeued job stays at its site");
+        }
+    }
+    let completed = all
+        .values()
+        .filter(|j| j.state() == JobState::Completed)
+        .count();
+    assert!(
+        starts.len() >= completed,
+        "every completed job has a start event"
+    );
+}
+
+/// The address of a container on a network.
+fn container_ip(container: &str, network: &str) -> String {
+    let o = Command::new("docker")
+        .args([
+            "inspect",
+            "-f",
+            &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+            container,
+        ])
+        .output()
+        .expect("docker inspect");
+    let ip = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    assert!(!ip.is_empty(), "no address of {container} on {network}");
+    ip
+}
+
+/// The id of every RUNNING event in a local scheduler's event log (one entry per start).
+async fn local_starts(url: &str) -> Vec<u64> {
+    use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
+    let mut c = LocalSchedulerClient::connect(url.to_owned())
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let mut s = c
+        .job_events(v1::JobEventsRequest {
+            from_sequence: Some(1),
+        })
+        .await
+        .expect("event log")
+        .into_inner();
+    let mut ids = Vec::new();
+    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_secs(1), s.message()).await {
+        if e.state() == JobState::Running {
+            ids.push(e.job_id);
+        }
+    }
+    ids
 }

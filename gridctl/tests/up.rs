@@ -43,8 +43,9 @@ impl Drop for Up {
 #[test]
 fn up_runs_a_submitted_command_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
+    let http = gridsched_tests::live::free_addr();
     let mut up = Up(Command::new(GRIDCTL)
-        .args(["up", "--listen", "127.0.0.1:0", "--dir"])
+        .args(["up", "--listen", "127.0.0.1:0", "--http", &http, "--dir"])
         .arg(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -59,9 +60,13 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
         .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
         .to_owned();
     let mut banner = String::new();
-    for _ in 0..3 {
+    for _ in 0..4 {
         out.read_line(&mut banner).unwrap();
     }
+    assert!(
+        banner.contains(&format!("dashboard at http://{http}/")),
+        "{banner}"
+    );
     assert!(
         banner.contains("site alpha") && banner.contains("site gamma"),
         "{banner}"
@@ -96,6 +101,11 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
         String::from_utf8_lossy(&run.stderr)
     );
     let status = gridctl(&endpoint, &["--json", "status", "1"]);
+    let page = gridsched_tests::live::http_get(&http, "/job/1", "");
+    assert!(
+        page.contains("<h1>Job 1</h1>") && page.contains("COMPLETED"),
+        "{page}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json status");
     let text = v.to_string();
     assert!(text.contains("completed"), "{text}");

@@ -101,6 +101,58 @@ pub struct Config {
     /// Address of the Prometheus `/metrics` endpoint; absent = no endpoint.
     #[serde(default)]
     pub metrics_listen: Option<SocketAddr>,
+    /// TLS of the gRPC server and of `/metrics` (issue 6 part 4).
+    #[serde(default)]
+    pub tls: gridsched_security::TlsConfig,
+    /// Who may call: the meta-scheduler and the agents, by two separate secrets.
+    #[serde(default)]
+    pub auth: AuthConfig,
+}
+
+/// The `[auth]` section: the secret the meta-scheduler must present (for Enqueue, Cancel,
+/// Status, JobEvents) and the one the agents must present (RegisterAgent, Heartbeat,
+/// AgentOrders), each inline or in a file; absent = not checked.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The meta-scheduler's secret.
+    #[serde(default)]
+    pub meta_token: Option<String>,
+    /// ... in a file.
+    #[serde(default)]
+    pub meta_token_file: Option<PathBuf>,
+    /// The agents' secret.
+    #[serde(default)]
+    pub agent_token: Option<String>,
+    /// ... in a file.
+    #[serde(default)]
+    pub agent_token_file: Option<PathBuf>,
+}
+
+impl AuthConfig {
+    /// The two secrets: the meta-scheduler's, the agents'.
+    pub fn secrets(
+        &self,
+    ) -> anyhow::Result<(
+        gridsched_security::SharedSecret,
+        gridsched_security::SharedSecret,
+    )> {
+        use gridsched_security::token::read_secret;
+        let meta = read_secret(
+            self.meta_token.as_deref(),
+            self.meta_token_file.as_deref(),
+            "auth.meta_token",
+        )?;
+        let agent = read_secret(
+            self.agent_token.as_deref(),
+            self.agent_token_file.as_deref(),
+            "auth.agent_token",
+        )?;
+        Ok((
+            gridsched_security::SharedSecret::new(meta),
+            gridsched_security::SharedSecret::new(agent),
+        ))
+    }
 }
 
 impl Config {
@@ -108,6 +160,8 @@ impl Config {
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
         let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         c.platform()?;
+        c.tls.validate()?;
+        c.auth.secrets()?;
         Ok(c)
     }
 

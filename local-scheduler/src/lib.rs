@@ -84,19 +84,29 @@ impl Cli {
 /// Serves `cfg` on an already bound listener until the process ends.
 pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     let metrics_listen = cfg.metrics_listen;
+    let (meta_secret, agent_secret) = cfg.auth.secrets()?;
+    let http_tls = cfg.tls.rustls_server()?;
+    let grpc_tls = cfg.tls.server()?;
     let mut driver = driver::Driver::new(cfg)?;
     let mut registry = gridsched_telemetry::Registry::default();
     let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
     driver.set_metrics(metrics::LocalMetrics::new(&mut registry));
     if let Some(addr) = metrics_listen {
-        let bound = gridsched_telemetry::serve(addr, std::sync::Arc::new(registry)).await?;
+        let registry = std::sync::Arc::new(registry);
+        let bound =
+            gridsched_telemetry::serve_with(addr, registry, axum::Router::new(), http_tls).await?;
         tracing::info!(%bound, "metrics on http://{bound}/metrics");
     }
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
     tokio::spawn(driver.run(rx));
-    tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = grpc_tls {
+        server = server.tls_config(tls)?;
+    }
+    let service = service::Service::with_secrets(tx, meta_secret, agent_secret);
+    server
         .layer(layer)
-        .add_service(LocalSchedulerServer::new(service::Service::new(tx)))
+        .add_service(LocalSchedulerServer::new(service))
         // No Nagle delay: orders and events are small frames that must leave at once.
         .serve_with_incoming(
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),

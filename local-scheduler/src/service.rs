@@ -1,8 +1,10 @@
 //! The gRPC face of a local scheduler (issue 5, part 2): each call becomes a message to the
-//! [`crate::driver`] task and waits for its answer.
+//! [`crate::driver`] task and waits for its answer. Calls are checked against the secret of the
+//! peer they belong to (issue 6 part 4): the meta-scheduler's or the agents'.
 
 use crate::driver::Msg;
 use gridsched_proto::v1::{self, local_scheduler_server::LocalScheduler};
+use gridsched_security::SharedSecret;
 use std::pin::Pin;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::Stream;
@@ -14,12 +16,25 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 #[derive(Debug, Clone)]
 pub struct Service {
     tx: mpsc::Sender<Msg>,
+    /// Expected from the meta-scheduler's calls.
+    meta: SharedSecret,
+    /// Expected from the agents' calls.
+    agents: SharedSecret,
 }
 
 impl Service {
-    /// A service talking to the driver behind `tx`.
+    /// A service talking to the driver behind `tx`, open to every caller.
     pub fn new(tx: mpsc::Sender<Msg>) -> Service {
-        Service { tx }
+        Service::with_secrets(tx, SharedSecret::default(), SharedSecret::default())
+    }
+
+    /// A service that checks the meta-scheduler's and the agents' secrets.
+    pub fn with_secrets(
+        tx: mpsc::Sender<Msg>,
+        meta: SharedSecret,
+        agents: SharedSecret,
+    ) -> Service {
+        Service { tx, meta, agents }
     }
 
     async fn ask<T>(
@@ -42,6 +57,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::EnqueueRequest>,
     ) -> Result<Response<v1::EnqueueResponse>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Enqueue(r, tx)).await.map(Response::new)
     }
@@ -50,14 +66,16 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::CancelRequest>,
     ) -> Result<Response<v1::CancelResponse>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Cancel(r, tx)).await.map(Response::new)
     }
 
     async fn status(
         &self,
-        _: Request<v1::StatusRequest>,
+        r: Request<v1::StatusRequest>,
     ) -> Result<Response<v1::StatusResponse>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
         self.ask(Msg::Status).await.map(Response::new)
     }
 
@@ -67,6 +85,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::JobEventsRequest>,
     ) -> Result<Response<Self::JobEventsStream>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
         let from = r.into_inner().from_sequence;
         let (backlog, mut live) = self.ask(|tx| Msg::Events(from, tx)).await?;
         let last = backlog.last().map(|e| e.sequence);
@@ -98,6 +117,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::RegisterAgentRequest>,
     ) -> Result<Response<v1::RegisterAgentResponse>, Status> {
+        self.agents.check(r.metadata(), "site agents")?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Register(r, tx)).await.map(Response::new)
     }
@@ -106,6 +126,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::HeartbeatRequest>,
     ) -> Result<Response<v1::HeartbeatResponse>, Status> {
+        self.agents.check(r.metadata(), "site agents")?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Heartbeat(r, tx))
             .await
@@ -118,6 +139,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::AgentOrdersRequest>,
     ) -> Result<Response<Self::AgentOrdersStream>, Status> {
+        self.agents.check(r.metadata(), "site agents")?;
         let id = r.into_inner().agent_id;
         let rx = self.ask(|tx| Msg::Orders(id, tx)).await?;
         let s = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);

@@ -56,7 +56,12 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<
         let listener = tokio::net::TcpListener::bind(&cfg.listen).await?;
         let addr = listener.local_addr()?;
         tracing::info!(%addr, sites = cfg.sites.len(), "meta-scheduler listening");
-        println!("listening on http://{addr}");
+        let scheme = if cfg.tls.serves_tls() {
+            "https"
+        } else {
+            "http"
+        };
+        println!("listening on {scheme}://{addr}");
         crate::serve(service, listener, async {
             let _ = tokio::signal::ctrl_c().await;
         })

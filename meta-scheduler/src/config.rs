@@ -4,6 +4,7 @@
 //! schedulers, and the sites with their endpoints and static capabilities.
 //!
 //! Read from a TOML file; unknown keys are refused and every error names the offending key.
+//! `[tls]` and `[auth]` (issue 6 part 4) secure the client API and the links to the sites.
 
 use gridsched_core::classify::ClassifierConfig;
 use gridsched_core::dispatch::DispatchConfig;
@@ -30,9 +31,17 @@ pub struct MetaConfig {
     /// Links to the local schedulers.
     #[serde(default)]
     pub links: LinkConfig,
-    /// Address of the Prometheus `/metrics` endpoint; absent = no endpoint.
-    #[serde(default)]
+    /// Address of the HTTP endpoint: Prometheus `/metrics` and the web dashboard at `/`;
+    /// absent = no endpoint. Also accepted as `http_listen`.
+    #[serde(default, alias = "http_listen")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// TLS of the client API, of the HTTP endpoint and of the calls to the local schedulers
+    /// (whose certificates are checked against `tls.ca`).
+    #[serde(default)]
+    pub tls: gridsched_security::TlsConfig,
+    /// Authentication of the client API.
+    #[serde(default)]
+    pub auth: AuthConfig,
     /// The sites of the grid, one cluster (local scheduler) each.
     #[serde(default)]
     pub sites: Vec<SiteConfig>,
@@ -71,6 +80,16 @@ impl Default for LinkConfig {
     }
 }
 
+/// The `[auth]` section: the users allowed to call the client API, by bearer token. No user =
+/// authentication off (anyone may do anything: the development default).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// `[[auth.users]]`: `user`, `token` or `token_file`, `admin`.
+    #[serde(default)]
+    pub users: Vec<gridsched_security::token::UserToken>,
+}
+
 /// One site and its cluster's static capabilities.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,6 +104,13 @@ pub struct SiteConfig {
     /// Names of the licences available at the site.
     #[serde(default)]
     pub licences: Vec<String>,
+    /// The secret this site's local scheduler expects from the meta-scheduler (its
+    /// `auth.meta_token`), inline ...
+    #[serde(default)]
+    pub token: Option<String>,
+    /// ... or in a file.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
 }
 
 /// One machine of a site.
@@ -113,6 +139,8 @@ impl Default for MetaConfig {
             dispatch: DispatchConfig::default(),
             links: LinkConfig::default(),
             metrics_listen: None,
+            tls: Default::default(),
+            auth: Default::default(),
             sites: Vec::new(),
         }
     }
@@ -140,6 +168,17 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+}
+
+impl SiteConfig {
+    /// The secret sent to this site's local scheduler, if any.
+    pub fn token(&self) -> Result<Option<String>, gridsched_security::token::TokenError> {
+        gridsched_security::token::read_secret(
+            self.token.as_deref(),
+            self.token_file.as_deref(),
+            "token",
+        )
+    }
 }
 
 impl MetaConfig {
@@ -186,8 +225,20 @@ impl MetaConfig {
                 "retry_ms, call_timeout_ms, poll_ms and keepalive_ms must be positive",
             ));
         }
+        self.tls.validate().map_err(|e| ConfigError::Invalid {
+            key: "tls".into(),
+            reason: e.to_string(),
+        })?;
+        gridsched_security::Tokens::new(&self.auth.users).map_err(|e| ConfigError::Invalid {
+            key: "auth".into(),
+            reason: e.to_string(),
+        })?;
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.sites.iter().enumerate() {
+            s.token().map_err(|e| ConfigError::Invalid {
+                key: format!("sites[{i}]"),
+                reason: e.to_string(),
+            })?;
             if s.name.is_empty() {
                 return Err(bad(format!("sites[{i}].name"), "must not be empty"));
             }

@@ -4,8 +4,10 @@
 //! its site's local scheduler and follows it to its end through that scheduler's event stream;
 //! it serves get / list / cancel / watch / sites / explain.
 
+pub mod access;
 pub mod cli;
 pub mod config;
+pub mod dashboard;
 pub mod decide;
 pub mod explain;
 pub mod links;
@@ -22,28 +24,40 @@ pub use service::MetaService;
 use gridsched_proto::v1::meta_scheduler_server::MetaSchedulerServer;
 
 /// Starts the links to the local schedulers and serves `service` on an already bound listener
-/// until `shutdown` resolves.
+/// until `shutdown` resolves: the gRPC API (over TLS when `tls.cert` is set) and, on
+/// `metrics_listen`, `/metrics` and the dashboard.
 pub async fn serve(
     service: MetaService,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
-) -> Result<(), tonic::transport::Error> {
+) -> anyhow::Result<()> {
     links::start(&service);
     let mut registry = gridsched_telemetry::Registry::default();
     let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
     if let Ok(mut st) = service.inner.state.lock() {
         st.metrics = metrics::MetaMetrics::new(&mut registry);
     }
-    if let Some(addr) = service.inner.cfg.metrics_listen {
-        match gridsched_telemetry::serve(addr, std::sync::Arc::new(registry)).await {
-            Ok(bound) => tracing::info!(%bound, "metrics on http://{bound}/metrics"),
-            Err(e) => tracing::error!(%addr, "metrics endpoint: {e}"),
+    let cfg = &service.inner.cfg;
+    if let Some(addr) = cfg.metrics_listen {
+        let routes = dashboard::routes(service.clone());
+        let tls = cfg.tls.rustls_server()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        match gridsched_telemetry::serve_with(addr, std::sync::Arc::new(registry), routes, tls)
+            .await
+        {
+            Ok(bound) => tracing::info!(%bound, "dashboard on {scheme}://{bound}/"),
+            Err(e) => tracing::error!(%addr, "HTTP endpoint: {e}"),
         }
     }
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = cfg.tls.server()? {
+        server = server.tls_config(tls)?;
+    }
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    tonic::transport::Server::builder()
+    server
         .layer(layer)
         .add_service(MetaSchedulerServer::new(service))
         .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
+        .await?;
+    Ok(())
 }

@@ -112,7 +112,7 @@ async fn follow(svc: MetaService, i: usize) {
 
 /// The outcome of one Enqueue.
 enum Sent {
-    Ok(u64, JobState),
+    Ok(u64),
     Refused(u64, String),
     Failed(u64, String),
 }
@@ -160,10 +160,8 @@ async fn forward(svc: MetaService, i: usize) {
                     async move {
                         let id = req.job_id;
                         match svc.call(c.enqueue(req)).await {
-                            Ok(r) => Sent::Ok(id, r.state()),
-                            Err(e) if e.code() == Code::AlreadyExists => {
-                                Sent::Ok(id, JobState::Queued)
-                            }
+                            Ok(_) => Sent::Ok(id),
+                            Err(e) if e.code() == Code::AlreadyExists => Sent::Ok(id),
                             Err(e)
                                 if matches!(
                                     e.code(),
@@ -184,12 +182,8 @@ async fn forward(svc: MetaService, i: usize) {
             let r = svc.mutate(|st, b, t| {
                 for o in &outcomes {
                     match o {
-                        Sent::Ok(id, state) => {
-                            let state = match state {
-                                JobState::Running => JobState::Running,
-                                _ => JobState::Queued,
-                            };
-                            st.sent(b, i, *id, state, t);
+                        Sent::Ok(id) => {
+                            st.sent(b, i, *id, t);
                             // Cancelled while its Enqueue was in flight: cancel it there too.
                             if st
                                 .jobs

@@ -9,6 +9,7 @@
 //! after a restart only new ones are). The links to the local schedulers live in
 //! [`crate::links`].
 
+use crate::access;
 use crate::config::MetaConfig;
 use crate::decide::Decider;
 use crate::state::{Batch, Decision, State};
@@ -23,7 +24,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, broadcast};
 use tokio_stream::{Stream, StreamExt};
-use tonic::transport::{Channel, Endpoint};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+/// A client of a local scheduler, sending the site's secret with every call.
+pub(crate) type LocalClient =
+    LocalSchedulerClient<InterceptedService<Channel, gridsched_security::Bearer>>;
 use tonic::{Request, Response, Status, Streaming};
 
 /// Wall-clock seconds (the service is the I/O shell around the deterministic core).
@@ -47,8 +53,10 @@ pub(crate) struct Inner {
     /// Per site: wakes its forwarder.
     pub(crate) wake: Vec<Notify>,
     /// Per site: a client of its local scheduler (lazy channel), if it has an endpoint.
-    pub(crate) clients: Vec<Option<LocalSchedulerClient<Channel>>>,
+    pub(crate) clients: Vec<Option<LocalClient>>,
     pub(crate) cfg: MetaConfig,
+    /// The users of the client API (empty = authentication off).
+    pub(crate) tokens: gridsched_security::Tokens,
     /// Unary submissions waiting for the group committer.
     submissions: std::sync::mpsc::Sender<Pending>,
 }
@@ -119,13 +127,19 @@ impl MetaService {
                 // HTTP/2 pings detect a silent peer (a partitioned site: no reset, packets just
                 // vanish) while the event stream is idle.
                 let ka = Duration::from_millis(cfg.links.keepalive_ms);
-                let ep = Endpoint::from_shared(s.endpoint.clone())?
+                let ep = cfg
+                    .tls
+                    .endpoint(&s.endpoint)?
                     .connect_timeout(Duration::from_millis(cfg.links.call_timeout_ms))
                     .tcp_nodelay(true)
                     .http2_keep_alive_interval(ka)
                     .keep_alive_timeout(ka * 2)
                     .keep_alive_while_idle(true);
-                Some(LocalSchedulerClient::new(ep.connect_lazy()))
+                let bearer = gridsched_security::Bearer::new(s.token()?.as_deref())?;
+                Some(LocalSchedulerClient::with_interceptor(
+                    ep.connect_lazy(),
+                    bearer,
+                ))
             });
         }
         let (events, _) = broadcast::channel(65_536);
@@ -136,6 +150,7 @@ impl MetaService {
             events,
             wake: cfg.sites.iter().map(|_| Notify::new()).collect(),
             clients,
+            tokens: gridsched_security::Tokens::new(&cfg.auth.users)?,
             cfg,
             submissions,
         });
@@ -144,6 +159,14 @@ impl MetaService {
             .name("group-commit".into())
             .spawn(move || group_committer(weak, rx))?;
         Ok(MetaService { inner })
+    }
+
+    /// The caller of a request (`None` when authentication is off).
+    pub(crate) fn caller<T>(
+        &self,
+        request: &Request<T>,
+    ) -> Result<Option<gridsched_security::Caller>, Status> {
+        self.inner.tokens.caller(request.metadata())
     }
 
     pub(crate) fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, Status> {
@@ -288,7 +311,7 @@ impl MetaService {
     }
 
     /// A client of site `i`'s local scheduler, or UNAVAILABLE.
-    pub(crate) fn client(&self, i: usize) -> Result<LocalSchedulerClient<Channel>, Status> {
+    pub(crate) fn client(&self, i: usize) -> Result<LocalClient, Status> {
         self.inner.clients[i]
             .clone()
             .ok_or_else(|| Status::unavailable("the site has no local-scheduler endpoint"))
@@ -413,7 +436,9 @@ impl MetaScheduler for MetaService {
         &self,
         request: Request<v1::SubmitRequest>,
     ) -> Result<Response<v1::SubmitResponse>, Status> {
-        let spec = request.into_inner().spec;
+        let caller = self.caller(&request)?;
+        let mut spec = request.into_inner().spec;
+        access::own_spec(caller.as_ref(), &mut spec, "spec.user")?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.inner
             .submissions
@@ -435,10 +460,14 @@ impl MetaScheduler for MetaService {
         &self,
         request: Request<Streaming<v1::SubmitRequest>>,
     ) -> Result<Response<v1::SubmitBatchResponse>, Status> {
+        let caller = self.caller(&request)?;
         let mut stream = request.into_inner();
         let mut specs = Vec::new();
         while let Some(req) = stream.next().await {
-            specs.push(req?.spec);
+            let mut spec = req?.spec;
+            let field = format!("requests[{}].spec.user", specs.len());
+            access::own_spec(caller.as_ref(), &mut spec, &field)?;
+            specs.push(spec);
         }
         let results = self.accept(specs)?;
         Ok(Response::new(v1::SubmitBatchResponse { results }))
@@ -448,18 +477,22 @@ impl MetaScheduler for MetaService {
         &self,
         request: Request<v1::GetJobRequest>,
     ) -> Result<Response<v1::GetJobResponse>, Status> {
+        let caller = self.caller(&request)?;
         let id = request.into_inner().job_id;
-        let st = self.lock()?;
-        let job = st.jobs.get(&id).cloned();
-        job.map(|job| Response::new(v1::GetJobResponse { job: Some(job) }))
-            .ok_or_else(|| Status::not_found(format!("job {id} not found")))
+        let job = {
+            let st = self.lock()?;
+            access::visible_job(&st, id, caller.as_ref())?
+        };
+        Ok(Response::new(v1::GetJobResponse { job: Some(job) }))
     }
 
     async fn list_jobs(
         &self,
         request: Request<v1::ListJobsRequest>,
     ) -> Result<Response<v1::ListJobsResponse>, Status> {
-        let req = request.into_inner();
+        let caller = self.caller(&request)?;
+        let mut req = request.into_inner();
+        req.user = access::user_filter(caller.as_ref(), req.user.take())?;
         let after: u64 = if req.page_token.is_empty() {
             0
         } else {
@@ -507,7 +540,11 @@ impl MetaScheduler for MetaService {
         &self,
         request: Request<v1::CancelJobRequest>,
     ) -> Result<Response<v1::CancelJobResponse>, Status> {
+        let caller = self.caller(&request)?;
         let req = request.into_inner();
+        if let Some(job) = self.lock()?.jobs.get(&req.job_id) {
+            access::check_job(caller.as_ref(), job)?;
+        }
         let job = self.cancel(req.job_id, req.reason).await?;
         tracing::info!(job = job.id, state = job.state().as_str_name(), "cancel");
         Ok(Response::new(v1::CancelJobResponse { job: Some(job) }))
@@ -519,7 +556,9 @@ impl MetaScheduler for MetaService {
         &self,
         request: Request<v1::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let req = request.into_inner();
+        let caller = self.caller(&request)?;
+        let mut req = request.into_inner();
+        req.user = access::user_filter(caller.as_ref(), req.user.take())?;
         let (backlog, rx, last) = {
             let st = self.lock()?;
             let rx = self.inner.events.subscribe();
@@ -560,6 +599,7 @@ impl MetaScheduler for MetaService {
         &self,
         request: Request<v1::ListSitesRequest>,
     ) -> Result<Response<v1::ListSitesResponse>, Status> {
+        self.caller(&request)?;
         let req = request.into_inner();
         let (mut sites, max_priority, policy) = {
             let st = self.lock()?;
@@ -620,14 +660,11 @@ impl MetaScheduler for MetaService {
         &self,
         request: Request<v1::ExplainRequest>,
     ) -> Result<Response<v1::ExplainResponse>, Status> {
+        let caller = self.caller(&request)?;
         let id = request.into_inner().job_id;
         let (job, decision, site) = {
             let st = self.lock()?;
-            let job = st
-                .jobs
-                .get(&id)
-                .cloned()
-                .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
+            let job = access::visible_job(&st, id, caller.as_ref())?;
             let site = st.site_of(&job);
             (
                 job,

@@ -277,13 +277,16 @@ impl State {
     }
 
     /// The Enqueue of job `id` at site `i` succeeded (or the site already had it): the job is
-    /// QUEUED (or RUNNING) unless its events got there first.
-    pub fn sent(&mut self, b: &mut Batch, i: usize, id: u64, state: JobState, time: i64) {
+    /// QUEUED unless its events got there first. Even when the site answers that it started the
+    /// job at once, RUNNING (with its machine and start time) comes only from the site's event
+    /// stream: taking it from the answer made the stream's earlier QUEUED event look like a
+    /// requeue, and the job went RUNNING → QUEUED → RUNNING.
+    pub fn sent(&mut self, b: &mut Batch, i: usize, id: u64, time: i64) {
         self.in_flight[i].remove(&id);
         let name = self.sites[i].name.clone();
         self.update(b, id, time, |j| {
             (j.state() == JobState::Dispatched).then(|| {
-                j.state = state.into();
+                j.state = JobState::Queued.into();
                 format!("queued at {name}")
             })
         });

@@ -129,6 +129,8 @@ mod tests {
                 processors: 8,
             }],
             licences: vec!["matlab".into()],
+            token: None,
+            token_file: None,
         }]
     }
 

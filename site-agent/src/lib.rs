@@ -51,6 +51,36 @@ pub struct Cli {
     /// heartbeats sent); absent = none.
     #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// File holding the secret the local scheduler expects from its agents (its
+    /// `auth.agent_token`).
+    #[arg(long, env = "GRIDSCHED_AGENT_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// CA certificate (PEM) the local scheduler's certificate must be signed by; needed for an
+    /// `https://` scheduler URL.
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// This agent's certificate (PEM), for a scheduler requiring client certificates; also
+    /// serves `/metrics` over HTTPS.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Name expected in the scheduler's certificate, when not the URL's host.
+    #[arg(long)]
+    pub tls_server_name: Option<String>,
+}
+
+impl Cli {
+    fn tls(&self) -> gridsched_security::TlsConfig {
+        gridsched_security::TlsConfig {
+            cert: self.tls_cert.clone(),
+            key: self.tls_key.clone(),
+            ca: self.tls_ca.clone(),
+            require_client_cert: false,
+            server_name: self.tls_server_name.clone(),
+        }
+    }
 }
 
 /// The agent's Prometheus metrics.
@@ -165,9 +195,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(addr) = cli.metrics_listen {
         let mut registry = gridsched_telemetry::Registry::default();
         metrics.register(&mut registry);
-        let bound = gridsched_telemetry::serve(addr, std::sync::Arc::new(registry)).await?;
+        let tls = cli.tls().rustls_server()?;
+        let registry = std::sync::Arc::new(registry);
+        let bound =
+            gridsched_telemetry::serve_with(addr, registry, axum::Router::new(), tls).await?;
         tracing::info!(%bound, "metrics on http://{bound}/metrics");
     }
+    let tls = cli.tls();
+    tls.validate()?;
+    let token = gridsched_security::token::read_secret(None, cli.token_file.as_deref(), "token")
+        .map_err(|e| anyhow::anyhow!("--{e}"))?;
+    let bearer = gridsched_security::Bearer::new(token.as_deref())?;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let mut a = Agent {
         runner: RunnerConfig {
@@ -182,7 +220,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         metrics,
     };
     loop {
-        let mut client = match connect(&a.cli.scheduler).await {
+        let mut client = match connect(&a.cli.scheduler, &tls, &bearer).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!("connecting to {}: {e}", a.cli.scheduler);
@@ -191,6 +229,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         };
         if let Err(e) = session(&mut a, &mut client, &mut done_rx).await {
+            // A refused credential will not get better by retrying: stop, loudly.
+            if let Some(s) = e.downcast_ref::<tonic::Status>()
+                && matches!(
+                    s.code(),
+                    tonic::Code::Unauthenticated | tonic::Code::PermissionDenied
+                )
+            {
+                anyhow::bail!("the local scheduler refused this agent: {}", s.message());
+            }
             tracing::warn!("session ended: {e}");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -199,22 +246,35 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// A client of the local scheduler whose link notices a silent peer: HTTP/2 pings every second
 /// (the order stream is otherwise idle), and every unary call bounded by [`CALL_TIMEOUT`].
-async fn connect(url: &str) -> anyhow::Result<LocalSchedulerClient<Channel>> {
-    let ep = tonic::transport::Endpoint::from_shared(url.to_owned())?
+async fn connect(
+    url: &str,
+    tls: &gridsched_security::TlsConfig,
+    bearer: &gridsched_security::Bearer,
+) -> anyhow::Result<Client> {
+    let ep = tls
+        .endpoint(url)?
         .connect_timeout(CALL_TIMEOUT)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(1))
         .keep_alive_timeout(Duration::from_secs(2))
         .keep_alive_while_idle(true);
-    Ok(LocalSchedulerClient::new(ep.connect().await?))
+    Ok(LocalSchedulerClient::with_interceptor(
+        ep.connect().await?,
+        bearer.clone(),
+    ))
 }
+
+/// A client of the local scheduler sending the agents' secret with every call.
+type Client = LocalSchedulerClient<
+    tonic::service::interceptor::InterceptedService<Channel, gridsched_security::Bearer>,
+>;
 
 /// Bound of one unary call to the local scheduler.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 async fn session(
     a: &mut Agent,
-    client: &mut LocalSchedulerClient<Channel>,
+    client: &mut Client,
     done_rx: &mut mpsc::UnboundedReceiver<v1::JobReport>,
 ) -> anyhow::Result<()> {
     let reg = client

@@ -2,8 +2,12 @@
 //! metrics in a [`Registry`], serves them in the text exposition format on `GET /metrics`
 //! ([`serve`]), and counts and times its gRPC requests with [`GrpcMetricsLayer`]
 //! (`gridsched_grpc_requests_total{method, code}`, `gridsched_grpc_request_duration_seconds`).
+//! [`serve_with`] adds a service's own pages (the meta-scheduler's dashboard) and HTTPS.
 
 mod grpc;
+mod tls_listener;
+
+pub use tls_listener::TlsListener;
 
 pub use grpc::{GrpcMetricsLayer, GrpcMetricsService};
 pub use prometheus_client;
@@ -29,9 +33,19 @@ pub fn render(registry: &Registry) -> String {
 /// Binds `addr` and serves `GET /metrics` from `registry` in the background; returns the bound
 /// address (port 0 picks a free one).
 pub async fn serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result<SocketAddr> {
+    serve_with(addr, registry, axum::Router::new(), None).await
+}
+
+/// Like [`serve`], with `routes` beside `/metrics`, over HTTPS when `tls` is given.
+pub async fn serve_with(
+    addr: SocketAddr,
+    registry: Arc<Registry>,
+    routes: axum::Router,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = axum::Router::new().route(
+    let app = routes.route(
         "/metrics",
         axum::routing::get(move || {
             let registry = registry.clone();
@@ -46,10 +60,22 @@ pub async fn serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result
             }
         }),
     );
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("metrics server: {e}");
+    match tls {
+        None => {
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, app).await {
+                    tracing::error!("HTTP server: {e}");
+                }
+            });
         }
-    });
+        Some(cfg) => {
+            let listener = TlsListener::new(listener, cfg)?;
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, app).await {
+                    tracing::error!("HTTPS server: {e}");
+                }
+            });
+        }
+    }
     Ok(bound)
 }

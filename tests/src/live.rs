@@ -4,11 +4,64 @@
 //! `env!("CARGO_BIN_EXE_...")`, which only integration tests can read).
 
 use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
+use gridsched_security::Bearer;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
+
+/// A meta-scheduler client sending a bearer token (none on an open grid).
+pub type Client = MetaSchedulerClient<InterceptedService<Channel, Bearer>>;
+
+/// TLS and authentication of a secured test grid: a development certificate set, the secrets
+/// between the services and the users' tokens.
+#[derive(Debug, Clone)]
+pub struct Security {
+    /// The certificate files.
+    pub certs: gridsched_security::devcerts::DevCertFiles,
+    /// The local schedulers' secret for the meta-scheduler.
+    pub meta_token: String,
+    /// The local schedulers' secret for the agents.
+    pub agent_token: String,
+    /// Users: name, token, admin.
+    pub users: Vec<(String, String, bool)>,
+}
+
+impl Security {
+    /// A fresh set in `dir`: users `alice`, `bob` and the admin `root`, token = `<user>-token`.
+    pub fn generate(dir: &Path) -> Security {
+        Security {
+            certs: gridsched_security::devcerts::generate(dir, &[]).expect("dev certificates"),
+            meta_token: "meta-secret".into(),
+            agent_token: "agent-secret".into(),
+            users: ["alice", "bob", "root"]
+                .iter()
+                .map(|u| ((*u).to_owned(), format!("{u}-token"), *u == "root"))
+                .collect(),
+        }
+    }
+
+    /// The `[tls]` section for a service.
+    fn tls_toml(&self, require_client_cert: bool) -> String {
+        format!(
+            "[tls]\ncert = \"{}\"\nkey = \"{}\"\nca = \"{}\"\nrequire_client_cert = {require_client_cert}\n",
+            self.certs.cert.display(),
+            self.certs.key.display(),
+            self.certs.ca.display()
+        )
+    }
+
+    /// The token of the admin user.
+    pub fn admin_token(&self) -> &str {
+        self.users
+            .iter()
+            .find(|u| u.2)
+            .map(|u| u.1.as_str())
+            .expect("an admin")
+    }
+}
 
 /// A child process killed when dropped.
 #[derive(Debug)]
@@ -71,6 +124,7 @@ pub fn spawn_listening(mut cmd: Command) -> (Proc, String) {
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .trim_start_matches("http://")
+        .trim_start_matches("https://")
         .to_string();
     (Proc(child), addr)
 }
@@ -98,6 +152,8 @@ pub struct LiveGrid {
     pub metrics: Vec<String>,
     /// `/metrics` address of each machine's agent.
     pub agent_metrics: std::collections::HashMap<String, String>,
+    /// TLS and tokens, for a secured grid.
+    pub security: Option<Security>,
 }
 
 /// A free loopback address (bound, then released).
@@ -108,20 +164,65 @@ pub fn free_addr() -> String {
 
 /// The text of `GET http://ADDR/metrics`.
 pub fn scrape(addr: &str) -> String {
+    http_get(addr, "/metrics", "")
+}
+
+/// The whole response (status line, headers, body) to `GET path` on `addr` over plain HTTP/1.0,
+/// with `headers` (CRLF-terminated lines) added to the request.
+pub fn http_get(addr: &str, path: &str, headers: &str) -> String {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect to /metrics");
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-        .expect("request");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the HTTP endpoint");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n{headers}\r\n").expect("request");
     let mut out = String::new();
     s.read_to_string(&mut out).expect("response");
     out
+}
+
+/// Like [`http_get`] over HTTPS, checking the server's certificate against `ca` (name
+/// `localhost`).
+pub async fn https_get(addr: &str, path: &str, headers: &str, ca: &Path) -> String {
+    use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(ca).expect("read the CA") {
+        roots.add(c.expect("a CA certificate")).expect("add the CA");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg));
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = ServerName::try_from("localhost").expect("name");
+    let mut s = connector.connect(name, tcp).await.expect("TLS handshake");
+    let req = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n{headers}\r\n");
+    s.write_all(req.as_bytes()).await.expect("request");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out).await;
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl LiveGrid {
     /// Starts the local schedulers, one agent per machine and the meta-scheduler (with extra
     /// TOML `meta_extra` at the top of its configuration).
     pub fn start(bins: Bins, sites: Vec<SiteSpec>, meta_extra: &str) -> LiveGrid {
+        LiveGrid::start_with(bins, sites, meta_extra, false)
+    }
+
+    /// Like [`LiveGrid::start`], with TLS on every link and tokens when `secure` (see
+    /// [`Security::generate`]). The local schedulers also require client certificates; the
+    /// meta-scheduler does not (its clients are users, who authenticate by token).
+    pub fn start_with(
+        bins: Bins,
+        sites: Vec<SiteSpec>,
+        meta_extra: &str,
+        secure: bool,
+    ) -> LiveGrid {
         let dir = tempfile::tempdir().expect("tempdir");
+        let security = secure.then(|| Security::generate(&dir.path().join("certs")));
         let mut g = LiveGrid {
             dir,
             bins,
@@ -133,6 +234,7 @@ impl LiveGrid {
             metrics: Vec::new(),
             agent_metrics: Default::default(),
             sites,
+            security,
         };
         g.metrics = (0..=g.sites.len()).map(|_| free_addr()).collect();
         for i in 0..g.sites.len() {
@@ -153,6 +255,15 @@ impl LiveGrid {
             for (l, c) in &s.licences {
                 toml += &format!("[[licences]]\nname = \"{l}\"\ncopies = {c}\n");
             }
+            if let Some(sec) = &g.security {
+                // Locals require client certificates: only holders of the grid's certificate
+                // (the meta-scheduler, the agents) can even open a connection.
+                toml += &sec.tls_toml(true);
+                toml += &format!(
+                    "[auth]\nmeta_token = \"{}\"\nagent_token = \"{}\"\n",
+                    sec.meta_token, sec.agent_token
+                );
+            }
             let cfg = g.path(&format!("{}.toml", s.name));
             std::fs::write(&cfg, toml).expect("write local config");
             let (p, addr) = g.spawn_local(i, None);
@@ -168,9 +279,21 @@ impl LiveGrid {
             g.path("meta-state").display(),
             g.metrics[0]
         );
+        let scheme = g.scheme();
+        if let Some(sec) = &g.security {
+            toml += &sec.tls_toml(false);
+            for (u, t, admin) in &sec.users {
+                toml +=
+                    &format!("[[auth.users]]\nuser = \"{u}\"\ntoken = \"{t}\"\nadmin = {admin}\n");
+            }
+        }
         for (i, s) in g.sites.iter().enumerate() {
+            let token = g
+                .security
+                .as_ref()
+                .map_or(String::new(), |s| format!("token = \"{}\"\n", s.meta_token));
             toml += &format!(
-                "[[sites]]\nname = \"{}\"\nendpoint = \"http://{}\"\nlicences = [{}]\nmachines = [{}]\n",
+                "[[sites]]\nname = \"{}\"\nendpoint = \"{scheme}://{}\"\n{token}licences = [{}]\nmachines = [{}]\n",
                 s.name,
                 g.local_addrs[i],
                 s.licences
@@ -228,17 +351,29 @@ impl LiveGrid {
             .entry(m.to_owned())
             .or_insert_with(free_addr)
             .clone();
+        let mut cmd = Command::new(&self.bins.agent);
+        if let Some(sec) = &self.security {
+            let token = self.path("agent.token");
+            std::fs::write(&token, &sec.agent_token).expect("write the agent token");
+            cmd.arg("--token-file").arg(token);
+            cmd.arg("--tls-ca").arg(&sec.certs.ca);
+            cmd.arg("--tls-cert").arg(&sec.certs.cert);
+            cmd.arg("--tls-key").arg(&sec.certs.key);
+        }
+        let scheme = self.scheme();
         Proc(
-            Command::new(&self.bins.agent)
-                .args(["--scheduler", &format!("http://{}", self.local_addrs[i])])
-                .args(["--machine", m, "--processors", &procs.to_string()])
-                .args(["--time-scale", "0.05", "--grace-ms", "300"])
-                .args(["--metrics-listen", &metrics])
-                .arg("--work-dir")
-                .arg(self.work_dir(m))
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn agent"),
+            cmd.args([
+                "--scheduler",
+                &format!("{scheme}://{}", self.local_addrs[i]),
+            ])
+            .args(["--machine", m, "--processors", &procs.to_string()])
+            .args(["--time-scale", "0.05", "--grace-ms", "300"])
+            .args(["--metrics-listen", &metrics])
+            .arg("--work-dir")
+            .arg(self.work_dir(m))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn agent"),
         )
     }
 
@@ -268,13 +403,34 @@ impl LiveGrid {
         }
     }
 
-    /// A client of the meta-scheduler.
-    pub async fn client(&self) -> MetaSchedulerClient<Channel> {
-        let url = format!("http://{}", self.meta_addr);
+    /// `https` on a secured grid, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.security.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// A client of the meta-scheduler (the admin's, on a secured grid).
+    pub async fn client(&self) -> Client {
+        let token = self.security.as_ref().map(|s| s.admin_token().to_owned());
+        self.client_as(token.as_deref()).await
+    }
+
+    /// A client of the meta-scheduler sending `token`.
+    pub async fn client_as(&self, token: Option<&str>) -> Client {
+        let url = format!("{}://{}", self.scheme(), self.meta_addr);
+        let tls = gridsched_security::TlsConfig {
+            ca: self.security.as_ref().map(|s| s.certs.ca.clone()),
+            ..Default::default()
+        };
+        let bearer = Bearer::new(token).expect("a valid token");
         let t = Instant::now();
         loop {
-            match MetaSchedulerClient::connect(url.clone()).await {
-                Ok(c) => return c,
+            let ep = tls.endpoint(&url).expect("endpoint");
+            match ep.connect().await {
+                Ok(c) => return MetaSchedulerClient::with_interceptor(c, bearer),
                 Err(e) if t.elapsed() > Duration::from_secs(10) => panic!("connect {url}: {e}"),
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
@@ -314,7 +470,7 @@ impl LiveGrid {
 }
 
 /// Submits `specs` in one batch; every one must be accepted. Returns their ids in order.
-pub async fn submit_all(c: &mut MetaSchedulerClient<Channel>, specs: Vec<v1::JobSpec>) -> Vec<u64> {
+pub async fn submit_all(c: &mut Client, specs: Vec<v1::JobSpec>) -> Vec<u64> {
     let reqs: Vec<v1::SubmitRequest> = specs
         .into_iter()
         .map(|s| v1::SubmitRequest { spec: Some(s) })
@@ -334,7 +490,7 @@ pub async fn submit_all(c: &mut MetaSchedulerClient<Channel>, specs: Vec<v1::Job
 }
 
 /// Every job of the meta-scheduler, through ListJobs pages.
-pub async fn all_jobs(c: &mut MetaSchedulerClient<Channel>) -> Vec<v1::Job> {
+pub async fn all_jobs(c: &mut Client) -> Vec<v1::Job> {
     let mut out = Vec::new();
     let mut token = String::new();
     loop {
@@ -356,11 +512,7 @@ pub async fn all_jobs(c: &mut MetaSchedulerClient<Channel>) -> Vec<v1::Job> {
 }
 
 /// Waits until every job of `ids` has ended; returns them all.
-pub async fn wait_ended(
-    c: &mut MetaSchedulerClient<Channel>,
-    ids: &[u64],
-    limit: Duration,
-) -> Vec<v1::Job> {
+pub async fn wait_ended(c: &mut Client, ids: &[u64], limit: Duration) -> Vec<v1::Job> {
     let t = Instant::now();
     loop {
         let jobs = all_jobs(c).await;

@@ -133,10 +133,18 @@ impl GridFile {
         t
     }
 
-    /// The meta-scheduler's configuration, given each site's local-scheduler address.
-    pub fn meta_toml(&self, listen: &str, dir: &Path, endpoints: &[String]) -> String {
+    /// The meta-scheduler's configuration, given each site's local-scheduler address and the
+    /// address of its HTTP endpoint (dashboard and metrics), if any.
+    pub fn meta_toml(
+        &self,
+        listen: &str,
+        http: Option<&str>,
+        dir: &Path,
+        endpoints: &[String],
+    ) -> String {
+        let http = http.map_or(String::new(), |h| format!("metrics_listen = {h:?}\n"));
         let mut t = format!(
-            "listen = {listen:?}\nstate_dir = {:?}\n[dispatch]\nstrategy = {:?}\n",
+            "listen = {listen:?}\n{http}state_dir = {:?}\n[dispatch]\nstrategy = {:?}\n",
             dir.join("meta-state"),
             self.meta.dispatch
         );
@@ -171,8 +179,13 @@ mod tests {
             local_scheduler::Config::from_toml(&g.local_toml(i, dir)).unwrap();
         }
         let eps: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", 6000 + i)).collect();
-        let m = meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:50051", dir, &eps))
-            .unwrap();
+        let m = meta_scheduler::MetaConfig::from_toml(&g.meta_toml(
+            "127.0.0.1:50051",
+            Some("127.0.0.1:8080"),
+            dir,
+            &eps,
+        ))
+        .unwrap();
         assert_eq!(m.sites.len(), 3);
         assert_eq!(m.sites[1].licences, vec!["ansys", "matlab"]);
     }

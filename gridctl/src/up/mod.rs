@@ -26,6 +26,9 @@ pub struct UpArgs {
     /// Address of the meta-scheduler.
     #[arg(long, default_value = "127.0.0.1:50051")]
     pub listen: String,
+    /// Address of the web dashboard and the meta-scheduler's `/metrics` (`none`: no endpoint).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http: String,
     /// Factor applied by the agents to emulated run times and wall-time limits.
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
@@ -143,6 +146,7 @@ pub fn launch(
     grid: &GridFile,
     dir: &Path,
     listen: &str,
+    http: Option<&str>,
     time_scale: f64,
 ) -> anyhow::Result<Launched> {
     std::fs::create_dir_all(dir.join("logs"))?;
@@ -194,7 +198,7 @@ pub fn launch(
         endpoints.push(addr);
     }
     let cfg = dir.join("meta.toml");
-    std::fs::write(&cfg, grid.meta_toml(listen, &dir, &endpoints))?;
+    std::fs::write(&cfg, grid.meta_toml(listen, http, &dir, &endpoints))?;
     let args = vec!["--config".into(), cfg.display().to_string()];
     let meta = spawn(
         &mut children,
@@ -225,10 +229,14 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let grid = GridFile::parse(&text)?;
-    let mut g = launch(&grid, &a.dir, &a.listen, a.time_scale)?;
+    let http = (a.http != "none").then_some(a.http.as_str());
+    let mut g = launch(&grid, &a.dir, &a.listen, http, a.time_scale)?;
     let (meta, dir) = (g.meta.clone(), g.dir.clone());
     let endpoints = g.endpoints.clone();
     println!("gridsched grid up: meta-scheduler at http://{meta}");
+    if let Some(h) = http {
+        println!("dashboard at http://{h}/ (metrics at http://{h}/metrics)");
+    }
     for (s, ep) in grid.sites.iter().zip(&endpoints) {
         let procs: u32 = s.machines.iter().map(|m| m.processors).sum();
         let lic: Vec<String> = s

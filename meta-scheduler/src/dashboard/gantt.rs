@@ -1,0 +1,138 @@
+//! The Gantt view of one cluster (issue 6 part 3): one row per machine, one bar per job that ran
+//! there during the window, in the colour of its state, linked to its page. Jobs sharing an SMP
+//! machine at the same time are drawn in lanes of the machine's row (first lane free, in start
+//! order), so no bar hides another.
+
+use super::html::{clock, esc, state_colour, state_name};
+use std::fmt::Write;
+
+/// A job's stay on a machine.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    /// The job.
+    pub job: u64,
+    /// Its machine.
+    pub machine: String,
+    /// Start (Unix seconds).
+    pub start: i64,
+    /// End; `None` while it runs.
+    pub end: Option<i64>,
+    /// Its state.
+    pub state: i32,
+}
+
+const LABEL: f64 = 110.0;
+const WIDTH: f64 = 860.0;
+const LANE: f64 = 12.0;
+const GAP: f64 = 6.0;
+
+/// Lanes of one machine's bars: for each bar (sorted by start), its lane.
+fn lanes(bars: &[&Bar], now: i64) -> (Vec<usize>, usize) {
+    let mut ends: Vec<i64> = Vec::new();
+    let mut lane_of = Vec::with_capacity(bars.len());
+    for b in bars {
+        let end = b.end.unwrap_or(now).max(b.start + 1);
+        match ends.iter().position(|&e| e <= b.start) {
+            Some(l) => {
+                ends[l] = end;
+                lane_of.push(l);
+            }
+            None => {
+                ends.push(end);
+                lane_of.push(ends.len() - 1);
+            }
+        }
+    }
+    (lane_of, ends.len().max(1))
+}
+
+/// The SVG of a cluster's machines over `[now - window, now]`.
+pub fn svg(cluster: &str, machines: &[String], bars: &[Bar], now: i64, window: i64) -> String {
+    let from = now - window;
+    let x = |t: i64| LABEL + (t.clamp(from, now) - from) as f64 * WIDTH / window.max(1) as f64;
+    let mut body = String::new();
+    let mut y = 18.0;
+    for m in machines {
+        let mut mine: Vec<&Bar> = bars
+            .iter()
+            .filter(|b| &b.machine == m && b.end.is_none_or(|e| e >= from))
+            .collect();
+        mine.sort_by_key(|b| (b.start, b.job));
+        let (lane_of, n) = lanes(&mine, now);
+        let h = n as f64 * LANE;
+        let _ = write!(
+            body,
+            "<text x=\"4\" y=\"{:.1}\">{}</text><rect x=\"{LABEL}\" y=\"{y:.1}\" width=\"{WIDTH}\" \
+             height=\"{h:.1}\" fill=\"#f3f4f6\"/>",
+            y + h / 2.0 + 4.0,
+            esc(m)
+        );
+        for (b, lane) in mine.iter().zip(lane_of) {
+            let (x0, x1) = (x(b.start), x(b.end.unwrap_or(now)));
+            let _ = write!(
+                body,
+                "<a href=\"/job/{id}\"><rect class=\"bar\" data-job=\"{id}\" x=\"{x0:.1}\" \
+                 y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>job {id} on {} \
+                 {}–{} {}</title></rect></a>",
+                y + lane as f64 * LANE + 1.0,
+                (x1 - x0).max(1.5),
+                LANE - 2.0,
+                state_colour(b.state),
+                esc(m),
+                clock(b.start),
+                b.end.map_or("now".to_owned(), clock),
+                state_name(b.state),
+                id = b.job,
+            );
+        }
+        y += h + GAP;
+    }
+    let height = y + 16.0;
+    format!(
+        "<svg class=\"gantt\" data-cluster=\"{c}\" xmlns=\"http://www.w3.org/2000/svg\" \
+         width=\"{w}\" height=\"{height:.0}\" role=\"img\" aria-label=\"Gantt chart of {c}\">\
+         <text x=\"4\" y=\"12\" font-weight=\"bold\">{c}</text>\
+         <text x=\"{LABEL}\" y=\"12\">{}</text><text x=\"{:.0}\" y=\"12\" text-anchor=\"end\">{} \
+         (now)</text>{body}</svg>",
+        clock(from),
+        LABEL + WIDTH,
+        clock(now),
+        c = esc(cluster),
+        w = LABEL + WIDTH + 10.0,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bar(job: u64, start: i64, end: Option<i64>) -> Bar {
+        Bar {
+            job,
+            machine: "m1".into(),
+            start,
+            end,
+            state: 4,
+        }
+    }
+
+    #[test]
+    fn overlapping_jobs_get_separate_lanes_and_others_reuse_them() {
+        let bars = [bar(1, 0, Some(10)), bar(2, 5, Some(8)), bar(3, 10, None)];
+        let refs: Vec<&Bar> = bars.iter().collect();
+        let (lanes, n) = lanes(&refs, 20);
+        assert_eq!(lanes, vec![0, 1, 0]);
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn every_bar_is_drawn_inside_the_plot_and_linked() {
+        let bars = [bar(1, 50, Some(80)), bar(2, -500, None)];
+        let s = svg("alpha", &["m1".into(), "m2".into()], &bars, 100, 100);
+        assert_eq!(s.matches("class=\"bar\"").count(), 2);
+        assert!(s.contains("href=\"/job/2\""));
+        assert!(s.contains(">m2</text>"));
+        // Job 2 started before the window: clamped to its left edge.
+        assert!(s.contains(&format!("data-job=\"2\" x=\"{LABEL:.1}\"")));
+    }
+}

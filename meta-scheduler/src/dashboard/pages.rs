@@ -1,0 +1,373 @@
+//! The dashboard's pages: the overview (sites, queues, running jobs, recent events, Gantt per
+//! cluster) gathered from the meta-scheduler's state and the sites' status, and the job page
+//! (its fields, its explain text, its retained events).
+
+use super::Viewer;
+use super::gantt::{self, Bar};
+use super::html::{badge, clock, esc, job_link, page, state_name, table};
+use crate::MetaService;
+use gridsched_proto::v1::{self, JobState, meta_scheduler_server::MetaScheduler};
+use serde_json::json;
+use std::collections::BTreeMap;
+use tonic::Status;
+
+/// Rows shown at most in the waiting and running tables, and events in the event list.
+const MAX_ROWS: usize = 50;
+const MAX_EVENTS: usize = 30;
+/// Bounds of the Gantt window chosen by default (seconds).
+const MIN_WINDOW: i64 = 60;
+const MAX_WINDOW: i64 = 3600;
+
+/// Everything the overview shows.
+#[derive(Debug)]
+pub struct Overview {
+    now: i64,
+    window: i64,
+    user: Option<String>,
+    sites: v1::ListSitesResponse,
+    by_state: BTreeMap<i32, usize>,
+    waiting: Vec<v1::Job>,
+    waiting_total: usize,
+    running: Vec<v1::Job>,
+    running_total: usize,
+    events: Vec<v1::JobEvent>,
+    bars: BTreeMap<String, Vec<Bar>>,
+}
+
+fn waiting(s: i32) -> bool {
+    matches!(
+        JobState::try_from(s),
+        Ok(JobState::Accepted | JobState::Dispatched | JobState::Queued)
+    )
+}
+
+impl Overview {
+    /// Gathers the overview as `v` may see it, with a Gantt window of `window` seconds (by
+    /// default: since the earliest start still shown, between one minute and one hour).
+    pub async fn gather(
+        svc: &MetaService,
+        v: &Viewer,
+        window: Option<i64>,
+    ) -> Result<Overview, Status> {
+        let widest = window.unwrap_or(MAX_WINDOW);
+        let sites = MetaScheduler::list_sites(
+            svc,
+            v.request(v1::ListSitesRequest {
+                site: None,
+                include_resources: true,
+            }),
+        )
+        .await?
+        .into_inner();
+        let now = crate::service::now();
+        let st = svc.lock()?;
+        let mut o = Overview {
+            now,
+            window: widest,
+            user: v.caller.as_ref().map(|c| c.user.clone()),
+            sites,
+            by_state: BTreeMap::new(),
+            waiting: Vec::new(),
+            waiting_total: 0,
+            running: Vec::new(),
+            running_total: 0,
+            events: Vec::new(),
+            bars: BTreeMap::new(),
+        };
+        for job in st.jobs.values().filter(|j| v.sees(j)) {
+            *o.by_state.entry(job.state).or_default() += 1;
+            if waiting(job.state) {
+                o.waiting_total += 1;
+                o.waiting.push(job.clone());
+            } else if job.state == JobState::Running as i32 {
+                o.running_total += 1;
+                if o.running.len() < MAX_ROWS {
+                    o.running.push(job.clone());
+                }
+            }
+            if let (Some(c), Some(m), Some(start)) = (&job.cluster, &job.machine, job.start_time)
+                && job.end_time.is_none_or(|e| e >= now - widest)
+            {
+                o.bars.entry(c.clone()).or_default().push(Bar {
+                    job: job.id,
+                    machine: m.clone(),
+                    start,
+                    end: job.end_time,
+                    state: job.state,
+                });
+            }
+        }
+        if window.is_none() {
+            let earliest = o.bars.values().flatten().map(|b| b.start).min();
+            let span = earliest.map_or(MIN_WINDOW, |e| now - e);
+            o.window = (span + span / 10 + 5).clamp(MIN_WINDOW, MAX_WINDOW);
+        }
+        // Highest priority first, then oldest: the order the grid serves them in.
+        o.waiting
+            .sort_by_key(|j| (std::cmp::Reverse(j.priority), j.id));
+        o.waiting.truncate(MAX_ROWS);
+        o.events = st
+            .events
+            .iter()
+            .rev()
+            .filter(|e| st.jobs.get(&e.job_id).is_some_and(|j| v.sees(j)))
+            .take(MAX_EVENTS)
+            .cloned()
+            .collect();
+        Ok(o)
+    }
+
+    fn site_rows(&self) -> Vec<Vec<String>> {
+        self.sites
+            .sites
+            .iter()
+            .flat_map(|s| &s.clusters)
+            .map(|c| {
+                let online = c.machines.iter().filter(|m| m.online).count();
+                let procs: u32 = c.machines.iter().map(|m| m.processors).sum();
+                let busy: u32 = c.machines.iter().map(|m| m.busy_processors).sum();
+                let pools = c
+                    .licence_pools
+                    .iter()
+                    .map(|p| format!("{} {}/{}", esc(&p.licence), p.in_use, p.copies))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let up = if c.reachable {
+                    "<span class=\"up\">up</span>"
+                } else {
+                    "<span class=\"down\">down</span>"
+                };
+                vec![
+                    esc(&c.name),
+                    up.to_owned(),
+                    esc(&c.local_policy),
+                    format!("{online}/{}", c.machines.len()),
+                    format!("{busy}/{procs}"),
+                    pools,
+                    c.count.first().copied().unwrap_or(0).to_string(),
+                    c.load.first().copied().unwrap_or(0).to_string(),
+                    esc(&c.endpoint),
+                ]
+            })
+            .collect()
+    }
+
+    fn job_rows(jobs: &[v1::Job]) -> Vec<Vec<String>> {
+        jobs.iter()
+            .map(|j| {
+                let spec = j.spec.clone().unwrap_or_default();
+                vec![
+                    job_link(j.id),
+                    badge(j.state),
+                    j.priority.to_string(),
+                    esc(&spec.user),
+                    spec.processors.to_string(),
+                    esc(j.cluster.as_deref().unwrap_or("")),
+                    esc(j.machine.as_deref().unwrap_or("")),
+                    j.start_time.or(j.submit_time).map_or(String::new(), clock),
+                ]
+            })
+            .collect()
+    }
+
+    /// The overview page.
+    pub fn render(&self) -> String {
+        let mut b = String::from("<h1>gridsched grid</h1>");
+        b += &format!(
+            "<p class=\"muted\">{} UTC · dispatch <b>{}</b> · priorities 1..{}{}</p>",
+            clock(self.now),
+            esc(&self.sites.dispatch_policy),
+            self.sites.max_priority,
+            self.user.as_ref().map_or(String::new(), |u| format!(
+                " · signed in as <b>{}</b>",
+                esc(u)
+            ))
+        );
+        b += "<div class=\"cards\" id=\"counts\">";
+        for (s, n) in &self.by_state {
+            b += &format!(
+                "<div class=\"card\"><b>{n}</b>{}</div>",
+                state_name(*s).to_lowercase()
+            );
+        }
+        b += "</div><h2>Sites</h2>";
+        b += &table(
+            "sites",
+            &[
+                "cluster",
+                "link",
+                "policy",
+                "agents",
+                "busy procs",
+                "licences in use",
+                "jobs",
+                "load",
+                "endpoint",
+            ],
+            &self.site_rows(),
+        );
+        let head = [
+            "job", "state", "priority", "user", "procs", "cluster", "machine", "since",
+        ];
+        b += &format!("<h2>Waiting ({})</h2>", self.waiting_total);
+        b += &table("waiting", &head, &Self::job_rows(&self.waiting));
+        b += &format!("<h2>Running ({})</h2>", self.running_total);
+        b += &table("running", &head, &Self::job_rows(&self.running));
+        b += &format!("<h2>Gantt (last {} s)</h2>", self.window);
+        for c in self.sites.sites.iter().flat_map(|s| &s.clusters) {
+            let machines: Vec<String> = c.machines.iter().map(|m| m.name.clone()).collect();
+            let bars = self.bars.get(&c.name).map_or(&[][..], Vec::as_slice);
+            b += &gantt::svg(&c.name, &machines, bars, self.now, self.window);
+        }
+        b += "<h2>Recent events</h2>";
+        let rows: Vec<Vec<String>> = self
+            .events
+            .iter()
+            .map(|e| {
+                vec![
+                    e.sequence.to_string(),
+                    clock(e.time),
+                    job_link(e.job_id),
+                    badge(e.state),
+                    esc(e.cluster.as_deref().unwrap_or("")),
+                    esc(&e.detail),
+                ]
+            })
+            .collect();
+        b += &table(
+            "events",
+            &["seq", "time", "job", "state", "cluster", "detail"],
+            &rows,
+        );
+        page("gridsched dashboard", Some(5), &b)
+    }
+
+    /// The overview as JSON.
+    pub fn json(&self) -> String {
+        let jobs = |js: &[v1::Job]| {
+            js.iter()
+                .map(|j| {
+                    json!({"id": j.id, "state": state_name(j.state), "priority": j.priority,
+                        "cluster": j.cluster, "machine": j.machine})
+                })
+                .collect::<Vec<_>>()
+        };
+        let sites: Vec<_> = self
+            .sites
+            .sites
+            .iter()
+            .flat_map(|s| &s.clusters)
+            .map(|c| {
+                json!({"name": c.name, "reachable": c.reachable, "policy": c.local_policy,
+                    "machines_online": c.machines.iter().filter(|m| m.online).count(),
+                    "busy_processors": c.machines.iter().map(|m| m.busy_processors).sum::<u32>(),
+                    "load": c.load, "count": c.count})
+            })
+            .collect();
+        let counts: BTreeMap<&str, usize> = self
+            .by_state
+            .iter()
+            .map(|(s, n)| (state_name(*s), *n))
+            .collect();
+        json!({"time": self.now, "sites": sites, "jobs_by_state": counts,
+            "waiting": jobs(&self.waiting), "running": jobs(&self.running),
+            "events": self.events.iter().map(|e| json!({"sequence": e.sequence,
+                "job": e.job_id, "state": state_name(e.state), "detail": e.detail}))
+                .collect::<Vec<_>>()})
+        .to_string()
+    }
+}
+
+/// The page of job `id`.
+pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, Status> {
+    let job = MetaScheduler::get_job(svc, v.request(v1::GetJobRequest { job_id: id }))
+        .await?
+        .into_inner()
+        .job
+        .unwrap_or_default();
+    let explain = MetaScheduler::explain(svc, v.request(v1::ExplainRequest { job_id: id }))
+        .await
+        .map_or_else(
+            |s| format!("(no explanation: {})", s.message()),
+            |r| r.into_inner().text,
+        );
+    let events: Vec<v1::JobEvent> = svc
+        .lock()?
+        .events
+        .iter()
+        .filter(|e| e.job_id == id)
+        .cloned()
+        .collect();
+    let spec = job.spec.clone().unwrap_or_default();
+    let opt = |t: Option<i64>| t.map_or("—".to_owned(), clock);
+    let fields = vec![
+        vec!["state".into(), badge(job.state)],
+        vec!["user".into(), esc(&spec.user)],
+        vec!["priority".into(), job.priority.to_string()],
+        vec!["processors".into(), spec.processors.to_string()],
+        vec!["estimate".into(), format!("{} s", spec.estimate_s)],
+        vec!["deadline".into(), opt(spec.deadline)],
+        vec!["licences".into(), esc(&spec.licences.join(", "))],
+        vec!["cluster".into(), esc(job.cluster.as_deref().unwrap_or("—"))],
+        vec!["machine".into(), esc(job.machine.as_deref().unwrap_or("—"))],
+        vec!["submitted".into(), opt(job.submit_time)],
+        vec!["started".into(), opt(job.start_time)],
+        vec!["ended".into(), opt(job.end_time)],
+        vec![
+            "exit code".into(),
+            job.exit_code.map_or("—".into(), |c| c.to_string()),
+        ],
+        vec!["reason".into(), esc(&job.reason)],
+    ];
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            vec![
+                e.sequence.to_string(),
+                clock(e.time),
+                badge(e.state),
+                esc(&e.detail),
+            ]
+        })
+        .collect();
+    let body = format!(
+        "<h1>Job {id}</h1>{}<h2>Why (explain)</h2><pre id=\"explain\">{}</pre><h2>Events</h2>{}",
+        table("job", &["field", "value"], &fields),
+        esc(&explain),
+        table("job-events", &["seq", "time", "state", "detail"], &rows)
+    );
+    let refresh = (!matches!(
+        JobState::try_from(job.state),
+        Ok(JobState::Completed
+            | JobState::Failed
+            | JobState::Cancelled
+            | JobState::Killed
+            | JobState::Lost)
+    ))
+    .then_some(5);
+    Ok(page(&format!("job {id}"), refresh, &body))
+}
+
+/// The form asking for a token.
+pub fn login(message: &str, path: &str) -> String {
+    page(
+        "gridsched: sign in",
+        None,
+        &format!(
+            "<h1>Sign in</h1><p>{}</p><form method=\"get\" action=\"{}\">\
+             <label>Token <input type=\"password\" name=\"token\" autofocus></label> \
+             <button>Open</button></form>",
+            esc(message),
+            esc(path)
+        ),
+    )
+}
+
+/// An error page.
+pub fn error_page(code: u16, message: &str) -> String {
+    page(
+        "gridsched: error",
+        None,
+        &format!("<h1>{code}</h1><p>{}</p>", esc(message)),
+    )
+}
