@@ -254,6 +254,14 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         );
         assert!(metrics.contains(&want), "{want} not in\n{metrics}");
     }
+    // The dashboard is served on the same published port and shows the three sites up.
+    let page = gridsched_tests::live::http_get(&format!("127.0.0.1:{metrics_port}"), "/", "");
+    assert!(page.contains("gridsched grid"), "{page}");
+    assert_eq!(
+        page.matches("<span class=\"up\">up</span>").count(),
+        3,
+        "{page}"
+    );
 
     // 2. A site's local scheduler stops: marked down, no new work; it rejoins when started.
     p.must(&["stop", "alpha-local"]);
