@@ -119,9 +119,9 @@ fn multisite_quick_runs_every_scenario() {
     let a = tempfile::tempdir().unwrap();
     experiment("multisite", a.path(), &[]);
     let rows = deterministic_csv(a.path());
-    // Per workload: m128 and m384 each local + job sharing + 4 multi-site variants × 3 overheads,
+    // Per workload: m128 and m384 each local + job sharing + 5 multi-site variants × 3 overheads,
     // m512 one reference run.
-    let per_workload = 2 * (2 + 4 * 3) + 1;
+    let per_workload = 2 * (2 + 5 * 3) + 1;
     let workloads = (rows.len() - 1) / per_workload;
     assert_eq!(rows.len() - 1, workloads * per_workload);
     assert!(workloads >= 1, "at least the synthetic workload");

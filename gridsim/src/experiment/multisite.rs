@@ -3,22 +3,25 @@
 //! scheduling of §6.4; results §6.8–§6.10).
 //!
 //! Workloads: 10,000-job extracts (jobs 10,001–20,000) of the real traces available in the traces
-//! directory (CTC, used by the paper, is not among them), their widths scaled to the grid's 512
-//! nodes by the precise factor `⌈w · 512 / N⌉` (N = the trace's machine size; the full Part C
-//! scaling is `gridsim trace scale`), plus a synthetic workload of 10,000 jobs generated for 512
+//! directory (CTC, used by the paper, is not among them), their widths resized to the grid's 512
+//! nodes by the workload crate (`⌈w · 512 / N⌉`, N = the trace's machine size,
+//! [`scale::resize_widths`]; the full Part C scaling is `gridsim trace scale`), plus a synthetic workload of 10,000 jobs generated for 512
 //! processors at offered load 0.7. Jobs go to sites round robin (§8 #23). For every machine
 //! configuration: local processing and job sharing once (they do not depend on p), and multi-site
 //! (wide jobs unchanged, modification 4), multi-site on modification 2 (wide jobs split to the
-//! largest machine, as job sharing; the paper compares the two on it), constrained multi-site (lower bound = half the largest machine, fragments limited above p = 60 %,
-//! §8 #18) and adaptive multi-site for every overhead p ∈ {0, 5, …, 60, 80, 120, 180, 300} %. m512 is
-//! the single-machine reference (job sharing on one machine = EASY on 512 nodes).
+//! largest machine, as job sharing; the paper compares the two on it), constrained multi-site
+//! (lower bound = half the largest machine, fragments limited above p = 60 %, §8 #18) and adaptive
+//! multi-site, on modification 4 and on modification 2 (so that no job is wider than the largest
+//! machine and the adaptive rule may always choose to wait), for every overhead
+//! p ∈ {0, 5, …, 60, 80, 120, 180, 300} %. m512 is the single-machine reference (job sharing on
+//! one machine = EASY on 512 nodes).
 
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, verdict};
 use crate::grid::{Fragments, GridConfig, MachineConfig, Modification, Scenario, simulate_grid};
 use anyhow::{Result, anyhow};
 use gridsched_core::model::Job;
 use gridsched_workload::{
-    JobSource, NormalizeOptions, SyntheticGenerator, SyntheticParams, traces,
+    JobSource, NormalizeOptions, SyntheticGenerator, SyntheticParams, scale, traces,
 };
 use std::fmt::Write as _;
 
@@ -28,13 +31,14 @@ pub const OVERHEADS: [u32; 17] = [
 ];
 
 /// Scenario labels, as they appear in the results.
-pub const SCENARIOS: [&str; 6] = [
+pub const SCENARIOS: [&str; 7] = [
     "local",
     "job-sharing",
     "multi-site",
     "multi-site-mod2",
     "constrained",
     "adaptive",
+    "adaptive-mod2",
 ];
 
 /// A prepared workload.
@@ -58,7 +62,8 @@ pub struct MultisiteExperiment {
 }
 
 /// Jobs `skip + 1 ..= skip + take` of a trace, widths scaled from the trace's machine size to
-/// `total` nodes (`⌈w · total / N⌉`), submissions shifted to start at 0, ids renumbered.
+/// `total` nodes (`⌈w · total / N⌉`, [`scale::resize_widths`]), submissions shifted to start at 0
+/// and ids renumbered ([`scale::rebase`]).
 pub fn trace_workload(name: &str, skip: usize, take: usize, total: u32) -> Result<Workload> {
     let path = traces::resolve(name, &traces::cli_traces_dir()).map_err(|e| anyhow!(e))?;
     let mut src = JobSource::open(&path, None, NormalizeOptions::default())?;
@@ -69,13 +74,8 @@ pub fn trace_workload(name: &str, skip: usize, take: usize, total: u32) -> Resul
     for j in src.by_ref().skip(skip).take(take) {
         jobs.push(j?);
     }
-    let t0 = jobs.first().map_or(0, |j| j.submit);
-    for (k, j) in jobs.iter_mut().enumerate() {
-        j.id = gridsched_core::model::JobId(k as u64 + 1);
-        j.submit -= t0;
-        j.procs = ((u64::from(j.procs) * u64::from(total)).div_ceil(u64::from(n)))
-            .clamp(1, u64::from(total)) as u32;
-    }
+    scale::rebase(&mut jobs);
+    scale::resize_widths(&mut jobs, n, total)?;
     Ok(Workload {
         name: name.to_string(),
         jobs,
@@ -167,6 +167,11 @@ impl MultisiteExperiment {
                 adaptive: true,
                 ..base
             },
+            "adaptive-mod2" => GridConfig {
+                adaptive: true,
+                modification: Modification::Largest,
+                ..base
+            },
             _ => return None,
         })
     }
@@ -222,7 +227,7 @@ impl Experiment for MultisiteExperiment {
             .ok_or_else(|| anyhow!("unknown configuration {cname}"))?;
         let cfg = Self::config(&key.algorithm, key.ta as u32, c.largest())
             .ok_or_else(|| anyhow!("unknown scenario {}", key.algorithm))?;
-        let (r, _) = simulate_grid(&c.sizes, &cfg, &w.jobs, false);
+        let (r, _) = simulate_grid(&c.sizes, &cfg, &w.jobs, false)?;
         Ok(vec![
             ("awrt_h", r.awrt / 3600.0),
             ("awwt_h", r.awwt / 3600.0),
