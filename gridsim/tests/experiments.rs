@@ -196,7 +196,7 @@ fn two_level_quick_runs_every_configuration_deterministically() {
                 "fig28-processor-usage",
                 "fig29-licence-usage",
             ],
-            11,
+            12,
         ),
         (
             "ms-cs",
@@ -234,6 +234,11 @@ fn two_level_quick_runs_every_configuration_deterministically() {
                 (share - 100.0).abs() < 1e-3,
                 "{name}: shares sum to {share}"
             );
+            let cap: Vec<f64> = (1..=4)
+                .map(|c| r[col(&format!("capacity_c{c}"))].parse().unwrap())
+                .collect();
+            assert!((cap.iter().sum::<f64>() - 100.0).abs() < 1e-3, "{cap:?}");
+            assert!(cap.windows(2).all(|w| w[0] > w[1]), "{name}: {cap:?}");
         }
         let seen: Vec<&str> = rows[1..=algs.len()].iter().map(|r| r[0].as_str()).collect();
         assert_eq!(seen, algs, "{name}");
@@ -247,6 +252,14 @@ fn two_level_quick_runs_every_configuration_deterministically() {
             }
         }
         let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+        assert!(
+            report.contains("| capacity (processors × benchmark) |"),
+            "{name}"
+        );
+        assert!(
+            report.contains("## % jobs missing their deadline, every Ta"),
+            "{name}"
+        );
         let n =
             report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
         assert_eq!(n, verdicts, "{name}: {report}");

@@ -13,7 +13,8 @@
 //! * [`mkp`]: D9.2 greedy knapsack pre-matching against branch and bound (Table 5).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
-//! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters.
+//! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters;
+//!   [`shares`]: their load shares against the optimal and capacity shares.
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
 pub mod cs;
@@ -26,6 +27,7 @@ pub mod multisite;
 pub mod output;
 pub mod plot;
 pub mod runner;
+pub mod shares;
 pub mod two_level;
 
 use anyhow::Result;
