@@ -266,6 +266,16 @@ fn two_level_quick_runs_every_configuration_deterministically() {
         let b = tempfile::tempdir().unwrap();
         experiment(name, b.path(), &["--threads", "1"]);
         assert_eq!(rows, deterministic_csv(b.path()), "{name}: thread count");
+        // The report rewritten from the stored runs, without running them again.
+        let c = tempfile::tempdir().unwrap();
+        let stored = a.path().join("runs.csv");
+        experiment(name, c.path(), &["--report-from", stored.to_str().unwrap()]);
+        assert_eq!(
+            std::fs::read_to_string(a.path().join("runs.csv")).unwrap(),
+            std::fs::read_to_string(c.path().join("runs.csv")).unwrap()
+        );
+        let again = std::fs::read_to_string(c.path().join("report.md")).unwrap();
+        assert_eq!(report, again, "{name}: report from runs.csv");
     }
 }
 

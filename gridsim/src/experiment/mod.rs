@@ -154,38 +154,54 @@ pub struct SummaryRow {
 impl Summary {
     /// Averages the results over repetitions, keeping the runs' order of first appearance.
     pub fn of(experiment: &str, results: &[RunResult]) -> Summary {
-        let mut rows: Vec<SummaryRow> = Vec::new();
-        for r in results {
-            let k = &r.key;
-            let pos = rows
+        Summary::of_rows(
+            experiment,
+            results
+                .iter()
+                .map(|r| (&r.key, r.metrics.iter().map(|(n, v)| (*n, *v)))),
+        )
+    }
+
+    /// [`Summary::of`] for rows with metric names of any lifetime (e.g. read back from a
+    /// `runs.csv`).
+    pub fn of_rows<'a, M>(
+        experiment: &str,
+        rows: impl IntoIterator<Item = (&'a RunKey, M)>,
+    ) -> Summary
+    where
+        M: IntoIterator<Item = (&'a str, f64)>,
+    {
+        let mut out: Vec<SummaryRow> = Vec::new();
+        for (k, metrics) in rows {
+            let pos = out
                 .iter()
                 .position(|x| x.algorithm == k.algorithm && x.variant == k.variant && x.ta == k.ta);
             let row = match pos {
-                Some(i) => &mut rows[i],
+                Some(i) => &mut out[i],
                 None => {
-                    rows.push(SummaryRow {
+                    out.push(SummaryRow {
                         algorithm: k.algorithm.clone(),
                         variant: k.variant.clone(),
                         ta: k.ta,
                         runs: 0,
                         mean: BTreeMap::new(),
                     });
-                    rows.last_mut().expect("just pushed")
+                    out.last_mut().expect("just pushed")
                 }
             };
             row.runs += 1;
-            for (name, v) in &r.metrics {
-                *row.mean.entry((*name).to_string()).or_insert(0.0) += v;
+            for (name, v) in metrics {
+                *row.mean.entry(name.to_string()).or_insert(0.0) += v;
             }
         }
-        for row in &mut rows {
+        for row in &mut out {
             for v in row.mean.values_mut() {
                 *v /= f64::from(row.runs);
             }
         }
         Summary {
             experiment: experiment.to_string(),
-            rows,
+            rows: out,
         }
     }
 
