@@ -238,6 +238,7 @@ impl Experiment for TwoLevelExperiment {
 /// The report tables: shares per Ta per configuration, then per-cluster tables at `ta`.
 pub fn body(r: &mut String, s: &Summary, setup: &TwoLevelSetup, algs: &[&str], fig: &str, ta: f64) {
     let o = optimal_shares(&setup.params);
+    shares::load_table(r, setup);
     shares::definitions(r);
     for a in algs {
         let _ = writeln!(r, "## Fig. {fig} — workload share per cluster, {a}\n");
