@@ -4,6 +4,7 @@
 
 use super::{MultisiteExperiment, Workload};
 use crate::experiment::{Summary, verdict};
+use gridsched_workload::scale;
 use std::fmt::Write as _;
 
 fn pct(a: f64, b: f64) -> f64 {
@@ -19,21 +20,15 @@ pub struct Wide {
     pub area_pct: f64,
 }
 
-/// The share of `w`'s jobs and work wider than `nodes`.
+/// The share of `w`'s jobs and work wider than `nodes` (the work as the workload crate's
+/// [`scale::Summary`] counts it).
 pub fn wider_than(w: &Workload, nodes: u32) -> Wide {
-    let (mut n, mut area, mut all) = (0usize, 0.0, 0.0);
-    for j in &w.jobs {
-        let a = f64::from(j.procs) * j.runtime.unwrap_or(j.estimate).max(0) as f64;
-        all += a;
-        if j.procs > nodes {
-            n += 1;
-            area += a;
-        }
-    }
+    let all = scale::Summary::of(&w.jobs);
+    let wide = scale::Summary::of(w.jobs.iter().filter(|j| j.procs > nodes));
     let div = |a: f64, b: f64| if b > 0.0 { 100.0 * a / b } else { 0.0 };
     Wide {
-        jobs_pct: div(n as f64, w.jobs.len() as f64),
-        area_pct: div(area, all),
+        jobs_pct: div(wide.jobs as f64, all.jobs as f64),
+        area_pct: div(wide.area as f64, all.area as f64),
     }
 }
 
@@ -280,5 +275,30 @@ fn differences(r: &mut String, e: &MultisiteExperiment, s: &Summary) {
             r,
             "Findings 2 and 3 hold on every workload (see the per-workload lists)."
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gridsched_core::model::Job;
+
+    #[test]
+    fn wide_jobs_and_their_work() {
+        let w = Workload {
+            name: "w".into(),
+            jobs: vec![
+                Job::new(1, 0, 400, 100, 10),
+                Job::new(2, 0, 100, 100, 40),
+                Job::new(3, 0, 129, 100, 0),
+                Job::new(4, 0, 8, 100, 100),
+            ],
+        };
+        // Areas 4,000 / 4,000 / 0 / 800 of 8,800.
+        let x = wider_than(&w, 128);
+        assert_eq!(x.jobs_pct, 50.0);
+        assert!((x.area_pct - 100.0 * 4_000.0 / 8_800.0).abs() < 1e-9);
+        assert_eq!(wider_than(&w, 512), Wide::default());
+        assert_eq!(pct(150.0, 100.0), 50.0);
     }
 }
