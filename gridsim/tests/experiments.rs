@@ -119,9 +119,9 @@ fn multisite_quick_runs_every_scenario() {
     let a = tempfile::tempdir().unwrap();
     experiment("multisite", a.path(), &[]);
     let rows = deterministic_csv(a.path());
-    // Per workload: m128 and m384 each local + job sharing + 4 multi-site variants × 3 overheads,
+    // Per workload: m128 and m384 each local + job sharing + 5 multi-site variants × 3 overheads,
     // m512 one reference run.
-    let per_workload = 2 * (2 + 4 * 3) + 1;
+    let per_workload = 2 * (2 + 5 * 3) + 1;
     let workloads = (rows.len() - 1) / per_workload;
     assert_eq!(rows.len() - 1, workloads * per_workload);
     assert!(workloads >= 1, "at least the synthetic workload");
@@ -196,7 +196,7 @@ fn two_level_quick_runs_every_configuration_deterministically() {
                 "fig28-processor-usage",
                 "fig29-licence-usage",
             ],
-            11,
+            12,
         ),
         (
             "ms-cs",
@@ -234,6 +234,11 @@ fn two_level_quick_runs_every_configuration_deterministically() {
                 (share - 100.0).abs() < 1e-3,
                 "{name}: shares sum to {share}"
             );
+            let cap: Vec<f64> = (1..=4)
+                .map(|c| r[col(&format!("capacity_c{c}"))].parse().unwrap())
+                .collect();
+            assert!((cap.iter().sum::<f64>() - 100.0).abs() < 1e-3, "{cap:?}");
+            assert!(cap.windows(2).all(|w| w[0] > w[1]), "{name}: {cap:?}");
         }
         let seen: Vec<&str> = rows[1..=algs.len()].iter().map(|r| r[0].as_str()).collect();
         assert_eq!(seen, algs, "{name}");
@@ -247,12 +252,30 @@ fn two_level_quick_runs_every_configuration_deterministically() {
             }
         }
         let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+        assert!(
+            report.contains("| capacity (processors × benchmark) |"),
+            "{name}"
+        );
+        assert!(
+            report.contains("## % jobs missing their deadline, every Ta"),
+            "{name}"
+        );
         let n =
             report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
         assert_eq!(n, verdicts, "{name}: {report}");
         let b = tempfile::tempdir().unwrap();
         experiment(name, b.path(), &["--threads", "1"]);
         assert_eq!(rows, deterministic_csv(b.path()), "{name}: thread count");
+        // The report rewritten from the stored runs, without running them again.
+        let c = tempfile::tempdir().unwrap();
+        let stored = a.path().join("runs.csv");
+        experiment(name, c.path(), &["--report-from", stored.to_str().unwrap()]);
+        assert_eq!(
+            std::fs::read_to_string(a.path().join("runs.csv")).unwrap(),
+            std::fs::read_to_string(c.path().join("runs.csv")).unwrap()
+        );
+        let again = std::fs::read_to_string(c.path().join("report.md")).unwrap();
+        assert_eq!(report, again, "{name}: report from runs.csv");
     }
 }
 

@@ -55,6 +55,11 @@ pub struct ExperimentArgs {
     /// No progress bar (it is shown only when stderr is a terminal anyway).
     #[arg(long)]
     pub quiet: bool,
+    /// Run nothing: rewrite runs.csv, summary.json, the figures and report.md in --out from these
+    /// stored runs.csv files (merged in order; e.g. repetitions run in chunks with --seed and
+    /// --reps, which should then describe the merged set).
+    #[arg(long, num_args = 1.., value_name = "RUNS_CSV")]
+    pub report_from: Vec<PathBuf>,
 }
 
 /// Runs the experiment.
@@ -78,6 +83,20 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
             "--out {}: is a file, expected a directory",
             args.out.display()
         );
+    }
+    if !args.report_from.is_empty() {
+        let mut rows = Vec::new();
+        for p in &args.report_from {
+            rows.extend(output::read_csv(p)?);
+        }
+        output::write_rows(exp.as_ref(), &rows, &args.out)?;
+        eprintln!(
+            "experiment {}: report from {} stored runs in {}",
+            exp.name(),
+            rows.len(),
+            args.out.display()
+        );
+        return Ok(());
     }
     let t0 = Instant::now();
     let progress = !args.quiet && std::io::stderr().is_terminal();

@@ -105,7 +105,7 @@ pub fn grid(args: &GridArgs) -> Result<()> {
     if w.jobs.is_empty() {
         return Err(anyhow!("the workload has no job"));
     }
-    let (r, _) = simulate_grid(&sizes, &cfg, &w.jobs, args.by_partition);
+    let (r, _) = simulate_grid(&sizes, &cfg, &w.jobs, args.by_partition)?;
     if args.json {
         say!(
             "{}",

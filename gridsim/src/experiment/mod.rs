@@ -13,7 +13,8 @@
 //! * [`mkp`]: D9.2 greedy knapsack pre-matching against branch and bound (Table 5).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
-//! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters.
+//! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters;
+//!   [`shares`]: their load shares against the optimal and capacity shares.
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
 pub mod cs;
@@ -26,6 +27,7 @@ pub mod multisite;
 pub mod output;
 pub mod plot;
 pub mod runner;
+pub mod shares;
 pub mod two_level;
 
 use anyhow::Result;
@@ -152,38 +154,54 @@ pub struct SummaryRow {
 impl Summary {
     /// Averages the results over repetitions, keeping the runs' order of first appearance.
     pub fn of(experiment: &str, results: &[RunResult]) -> Summary {
-        let mut rows: Vec<SummaryRow> = Vec::new();
-        for r in results {
-            let k = &r.key;
-            let pos = rows
+        Summary::of_rows(
+            experiment,
+            results
+                .iter()
+                .map(|r| (&r.key, r.metrics.iter().map(|(n, v)| (*n, *v)))),
+        )
+    }
+
+    /// [`Summary::of`] for rows with metric names of any lifetime (e.g. read back from a
+    /// `runs.csv`).
+    pub fn of_rows<'a, M>(
+        experiment: &str,
+        rows: impl IntoIterator<Item = (&'a RunKey, M)>,
+    ) -> Summary
+    where
+        M: IntoIterator<Item = (&'a str, f64)>,
+    {
+        let mut out: Vec<SummaryRow> = Vec::new();
+        for (k, metrics) in rows {
+            let pos = out
                 .iter()
                 .position(|x| x.algorithm == k.algorithm && x.variant == k.variant && x.ta == k.ta);
             let row = match pos {
-                Some(i) => &mut rows[i],
+                Some(i) => &mut out[i],
                 None => {
-                    rows.push(SummaryRow {
+                    out.push(SummaryRow {
                         algorithm: k.algorithm.clone(),
                         variant: k.variant.clone(),
                         ta: k.ta,
                         runs: 0,
                         mean: BTreeMap::new(),
                     });
-                    rows.last_mut().expect("just pushed")
+                    out.last_mut().expect("just pushed")
                 }
             };
             row.runs += 1;
-            for (name, v) in &r.metrics {
-                *row.mean.entry((*name).to_string()).or_insert(0.0) += v;
+            for (name, v) in metrics {
+                *row.mean.entry(name.to_string()).or_insert(0.0) += v;
             }
         }
-        for row in &mut rows {
+        for row in &mut out {
             for v in row.mean.values_mut() {
                 *v /= f64::from(row.runs);
             }
         }
         Summary {
             experiment: experiment.to_string(),
-            rows,
+            rows: out,
         }
     }
 

@@ -17,6 +17,7 @@
 use super::Summary;
 use super::fb::Claim;
 use super::ms_fb::share_claims;
+use super::shares;
 use super::two_level::{self, Config, Spec, TwoLevelSetup};
 use gridsched_core::dispatch::DispatchKind;
 use gridsched_core::heuristics::HeuristicParams;
@@ -79,7 +80,7 @@ pub fn claims(s: &Summary, setup: &TwoLevelSetup) -> Vec<Claim> {
     let mut out = share_claims(s, setup, cs, 10.0);
     let tas = s.tas();
     if tas.contains(&5.0) {
-        let sh = two_level::shares(s, cs, 5.0);
+        let sh = shares::shares(s, cs, 5.0);
         let o = two_level::optimal_shares(&setup.params);
         out.push(Claim {
             claim:
@@ -121,7 +122,7 @@ pub fn claims(s: &Summary, setup: &TwoLevelSetup) -> Vec<Claim> {
         ));
     }
     if tas.contains(&15.0) {
-        let sh = two_level::shares(s, cs, 15.0);
+        let sh = shares::shares(s, cs, 15.0);
         out.push(Claim {
             claim: "Ta = 15: the most powerful cluster executes almost 70 % of the work (≥ 60 %), the smallest close to 0 (≤ 2 %)".into(),
             holds: sh[0] >= 60.0 && sh[3] <= 2.0,

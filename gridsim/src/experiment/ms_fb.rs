@@ -20,6 +20,7 @@
 
 use super::Summary;
 use super::fb::Claim;
+use super::shares;
 use super::two_level::{
     self, CLUSTERS, Config, LIC, MISSED_N, PROC, SLOWDOWN, Spec, TwoLevelSetup,
 };
@@ -86,21 +87,21 @@ pub fn share_claims(s: &Summary, setup: &TwoLevelSetup, alg: &str, best: f64) ->
     let o = two_level::optimal_shares(&setup.params);
     let mut out = Vec::new();
     if s.tas().contains(&0.0) {
-        let sh = two_level::shares(s, alg, 0.0);
+        let sh = shares::shares(s, alg, 0.0);
         out.push(Claim {
             claim: format!("{alg}, Ta = 0: every cluster gets the same share (25 % ± 3 points)"),
             holds: sh.iter().all(|v| (v - 25.0).abs() <= 3.0),
             evidence: format!("shares {}", fmt4(&sh)),
         });
     }
-    if let Some(b) = two_level::best_ta(s, alg, &o) {
+    if let Some(b) = shares::best_ta(s, alg, &o) {
         let ev: Vec<String> = s
             .tas()
             .iter()
             .map(|&t| {
                 format!(
                     "Ta={t}: {:.1}",
-                    two_level::distance(&two_level::shares(s, alg, t), &o)
+                    shares::distance(&shares::shares(s, alg, t), &o)
                 )
             })
             .collect();
@@ -117,9 +118,29 @@ pub fn share_claims(s: &Summary, setup: &TwoLevelSetup, alg: &str, best: f64) ->
 pub fn claims(s: &Summary, setup: &TwoLevelSetup) -> Vec<Claim> {
     let mut out = share_claims(s, setup, CASES[0], 5.0);
     let tas = s.tas();
+    let miss = |a: &str, t: f64| s.get(a, "", t, "missed_pct").unwrap_or(f64::NAN);
+    let cut = tas
+        .iter()
+        .filter(|&&t| miss(CASES[0], t) < miss(CASES[2], t))
+        .count();
+    let ev: Vec<String> = tas
+        .iter()
+        .map(|&t| {
+            format!(
+                "Ta={t}: MS {:.2} % vs NO {:.2} %",
+                miss(CASES[0], t),
+                miss(CASES[2], t)
+            )
+        })
+        .collect();
+    out.push(two_level::claim(
+        "MS classification cuts deadline misses compared with no heuristics (MS Heuristics below NO Heuristics at every Ta)",
+        !tas.is_empty() && cut == tas.len(),
+        format!("{} ({cut} of {} Ta)", ev.join("; "), tas.len()),
+    ));
     if tas.contains(&5.0) && tas.contains(&15.0) {
-        let a = two_level::shares(s, CASES[0], 5.0);
-        let b = two_level::shares(s, CASES[0], 15.0);
+        let a = shares::shares(s, CASES[0], 5.0);
+        let b = shares::shares(s, CASES[0], 15.0);
         out.push(Claim {
             claim: "Ta 5 → 15 shifts load toward the clusters that keep their queues empty (cluster 1 gains)".into(),
             holds: b[0] > a[0],

@@ -8,10 +8,12 @@
 //! one local policy per cluster. Every configuration of a repetition sees the same platform and
 //! jobs (common random numbers). The metrics are the platform totals and, per cluster `cN`
 //! (N = 1..4, largest first), the workload share and its optimal value (the cluster's share of the
-//! machines: 53.33/26.67/13.33/6.67 %), the % and number of deadline misses, the slowdown of the
+//! machines: 53.33/26.67/13.33/6.67 %) and its share of processors × benchmark (see
+//! [`super::shares`]), the % and number of deadline misses, the slowdown of the
 //! jobs without a deadline, and the processor and licence usage.
 
 use super::fb::Claim;
+use super::shares;
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
 use crate::platform::{Meta, PlatformReport, simulate_jobs};
 use anyhow::{Result, anyhow};
@@ -25,8 +27,8 @@ use std::fmt::Write as _;
 /// Clusters of the set-up.
 pub const CLUSTERS: usize = 4;
 
-/// Per-cluster metric names, as `[[c1, c2, c3, c4]; 7]`, in CSV order.
-pub const PER_CLUSTER: [[&str; CLUSTERS]; 7] = [
+/// Per-cluster metric names, as `[[c1, c2, c3, c4]; 8]`, in CSV order.
+pub const PER_CLUSTER: [[&str; CLUSTERS]; 8] = [
     ["share_c1", "share_c2", "share_c3", "share_c4"],
     ["optimal_c1", "optimal_c2", "optimal_c3", "optimal_c4"],
     ["missed_c1", "missed_c2", "missed_c3", "missed_c4"],
@@ -34,6 +36,7 @@ pub const PER_CLUSTER: [[&str; CLUSTERS]; 7] = [
     ["slowdown_c1", "slowdown_c2", "slowdown_c3", "slowdown_c4"],
     ["proc_c1", "proc_c2", "proc_c3", "proc_c4"],
     ["lic_c1", "lic_c2", "lic_c3", "lic_c4"],
+    ["capacity_c1", "capacity_c2", "capacity_c3", "capacity_c4"],
 ];
 
 /// Index of each per-cluster metric in [`PER_CLUSTER`].
@@ -50,6 +53,8 @@ pub const SLOWDOWN: usize = 4;
 pub const PROC: usize = 5;
 /// Licence usage.
 pub const LIC: usize = 6;
+/// Share of the platform's processors × benchmark ([`super::shares`]).
+pub const CAPACITY: usize = 7;
 
 /// How the meta-scheduler and the local schedulers of one configuration work.
 #[derive(Clone, Copy, Debug)]
@@ -180,7 +185,8 @@ impl Experiment for TwoLevelExperiment {
         let cfg = (self.spec.config)(&key.algorithm)
             .ok_or_else(|| anyhow!("unknown configuration {}", key.algorithm))?;
         let (platform, jobs) = self.setup.draw(key.ta, key.seed);
-        metrics(&simulate(&platform, jobs, &cfg, key.seed)?)
+        let capacity = shares::capacity_shares(&platform);
+        metrics(&simulate(&platform, jobs, &cfg, key.seed)?, &capacity)
     }
 
     fn figures(&self) -> Vec<Figure> {
@@ -232,10 +238,14 @@ impl Experiment for TwoLevelExperiment {
 /// The report tables: shares per Ta per configuration, then per-cluster tables at `ta`.
 pub fn body(r: &mut String, s: &Summary, setup: &TwoLevelSetup, algs: &[&str], fig: &str, ta: f64) {
     let o = optimal_shares(&setup.params);
+    shares::load_table(r, setup);
+    shares::definitions(r);
     for a in algs {
         let _ = writeln!(r, "## Fig. {fig} — workload share per cluster, {a}\n");
-        share_table(r, s, a, &o);
+        shares::share_table(r, s, a, &o);
     }
+    let _ = writeln!(r, "## % jobs missing their deadline, every Ta\n");
+    let _ = writeln!(r, "{}", s.table("Ta", algs, "", "missed_pct"));
     for (k, title) in [
         (MISSED, "% jobs missing their deadline"),
         (MISSED_N, "jobs missing their deadline (count)"),
@@ -303,8 +313,9 @@ pub fn simulate(
     .map_err(|e| anyhow!("{e}"))
 }
 
-/// The metrics of a run: platform totals, then [`PER_CLUSTER`].
-pub fn metrics(rep: &PlatformReport) -> Result<Metrics> {
+/// The metrics of a run: platform totals, then [`PER_CLUSTER`] (`capacity`: the clusters' shares
+/// of processors × benchmark).
+pub fn metrics(rep: &PlatformReport, capacity: &[f64; CLUSTERS]) -> Result<Metrics> {
     if rep.clusters.len() != CLUSTERS {
         return Err(anyhow!(
             "expected {CLUSTERS} clusters, the platform has {}",
@@ -322,7 +333,7 @@ pub fn metrics(rep: &PlatformReport) -> Result<Metrics> {
         ("mean_pass_us", rep.stats.mean_pass_us),
     ];
     for (k, names) in PER_CLUSTER.iter().enumerate() {
-        for (c, name) in rep.clusters.iter().zip(names) {
+        for ((c, name), cap) in rep.clusters.iter().zip(names).zip(capacity) {
             let v = match k {
                 SHARE => c.workload_pct,
                 OPTIMAL => c.optimal_pct,
@@ -330,7 +341,8 @@ pub fn metrics(rep: &PlatformReport) -> Result<Metrics> {
                 MISSED_N => c.jobs.missed_deadline as f64,
                 SLOWDOWN => c.jobs.slowdown_no_deadline,
                 PROC => c.usage.processor_pct,
-                _ => c.usage.licence_pct,
+                LIC => c.usage.licence_pct,
+                _ => *cap,
             };
             m.push((name, v));
         }
@@ -388,46 +400,9 @@ pub fn cluster_table(r: &mut String, s: &Summary, algs: &[&str], ta: f64, k: usi
     r.push('\n');
 }
 
-/// A Markdown table of the workload shares per Ta for one configuration, with the optimal row and
-/// the distance `Σ |share − optimal|`.
-pub fn share_table(r: &mut String, s: &Summary, alg: &str, optimal: &[f64; CLUSTERS]) {
-    let _ = writeln!(r, "| Ta | c1 | c2 | c3 | c4 | Σ abs(share − optimal) |");
-    let _ = writeln!(r, "|---|---|---|---|---|---|");
-    let o: Vec<String> = optimal.iter().map(|v| format!("{v:.2}")).collect();
-    let _ = writeln!(r, "| optimal | {} | 0 |", o.join(" | "));
-    for ta in s.tas() {
-        let sh = shares(s, alg, ta);
-        let cells: Vec<String> = sh.iter().map(|v| format!("{v:.2}")).collect();
-        let _ = writeln!(
-            r,
-            "| {ta} | {} | {:.2} |",
-            cells.join(" | "),
-            distance(&sh, optimal)
-        );
-    }
-    r.push('\n');
-}
-
 /// The mean per-cluster values of metric `k` for a configuration and Ta (NaN when absent).
 pub fn per_cluster(s: &Summary, alg: &str, ta: f64, k: usize) -> [f64; CLUSTERS] {
     PER_CLUSTER[k].map(|m| s.get(alg, "", ta, m).unwrap_or(f64::NAN))
-}
-
-/// The mean workload shares of a configuration at Ta.
-pub fn shares(s: &Summary, alg: &str, ta: f64) -> [f64; CLUSTERS] {
-    per_cluster(s, alg, ta, SHARE)
-}
-
-/// `Σ |share − optimal|` in points.
-pub fn distance(share: &[f64; CLUSTERS], optimal: &[f64; CLUSTERS]) -> f64 {
-    share.iter().zip(optimal).map(|(a, b)| (a - b).abs()).sum()
-}
-
-/// The Ta whose shares are closest to optimal for a configuration.
-pub fn best_ta(s: &Summary, alg: &str, optimal: &[f64; CLUSTERS]) -> Option<f64> {
-    s.tas().into_iter().min_by(|a, b| {
-        distance(&shares(s, alg, *a), optimal).total_cmp(&distance(&shares(s, alg, *b), optimal))
-    })
 }
 
 /// A claim with its verdict and evidence.
@@ -543,7 +518,8 @@ mod tests {
             dispatch: DispatchKind::LoadOrdering,
             policy: PolicyConfig::new(gridsched_core::policy::PolicyKind::FbMeta),
         };
-        let m = metrics(&simulate(&platform, jobs, &cfg, 3).unwrap()).unwrap();
+        let cap = shares::capacity_shares(&platform);
+        let m = metrics(&simulate(&platform, jobs, &cfg, 3).unwrap(), &cap).unwrap();
         let get = |n: &str| m.iter().find(|(k, _)| *k == n).unwrap().1;
         assert_eq!(get("finished"), 300.0);
         assert_eq!(get("rejected"), 0.0);
@@ -553,5 +529,8 @@ mod tests {
         }
         let total: f64 = PER_CLUSTER[SHARE].iter().map(|n| get(n)).sum();
         assert!((total - 100.0).abs() < 1e-6, "shares sum to 100: {total}");
+        for c in 0..CLUSTERS {
+            assert_eq!(get(PER_CLUSTER[CAPACITY][c]), cap[c]);
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Grid configurations and scheduler settings of the multi-site study (spec
 //! `self-tuning-and-multisite.md` §6.2–§6.5, Tab. 7.1 and Tab. 7.5; §8 #14, #15, #18, #19).
 
+use gridsched_workload::scale;
 use serde::{Deserialize, Serialize};
 
 /// The three scenarios of §6.2.
@@ -103,6 +104,30 @@ impl Default for GridConfig {
     }
 }
 
+impl GridConfig {
+    /// The workload modification (§6.6) this configuration applies on machines of `sizes` before
+    /// a run: modification 1 (the home site's machine) under local processing; under job sharing
+    /// modification 2 (the largest machine), or parts of at most 64 nodes; under multi-site
+    /// modification 4 (unchanged, but never wider than the whole grid), 2 or 3.
+    pub fn split_modification(&self, sizes: &[u32]) -> scale::Modification {
+        let total: u32 = sizes.iter().sum();
+        let largest = sizes.iter().copied().max().unwrap_or(0);
+        match (self.scenario, self.modification) {
+            (Scenario::Local, _) => scale::Modification::LocalMachine,
+            (Scenario::JobSharing, Modification::Max64) => {
+                scale::Modification::MaxWidth(64.min(largest))
+            }
+            (Scenario::JobSharing, _) | (Scenario::MultiSite, Modification::Largest) => {
+                scale::Modification::LargestMachine
+            }
+            (Scenario::MultiSite, Modification::ScenarioDefault) => {
+                scale::Modification::MaxWidth(total)
+            }
+            (Scenario::MultiSite, Modification::Max64) => scale::Modification::MaxWidth(64),
+        }
+    }
+}
+
 /// A machine configuration of Tab. 7.1 (all total 512 nodes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MachineConfig {
@@ -175,6 +200,49 @@ mod tests {
         let counts: Vec<usize> = p.iter().map(|c| c.sizes.len()).collect();
         assert_eq!(counts, vec![18, 8, 4, 2, 5, 6, 1]);
         assert_eq!(MachineConfig::preset("m384").unwrap().largest(), 384);
+    }
+
+    #[test]
+    fn each_scenario_splits_with_its_modification() {
+        use scale::Modification as M;
+        let m384 = MachineConfig::preset("m384").unwrap().sizes;
+        let g = |scenario, modification| {
+            GridConfig {
+                scenario,
+                modification,
+                ..Default::default()
+            }
+            .split_modification(&m384)
+        };
+        for m in [
+            Modification::ScenarioDefault,
+            Modification::Largest,
+            Modification::Max64,
+        ] {
+            assert_eq!(g(Scenario::Local, m), M::LocalMachine);
+        }
+        assert_eq!(
+            g(Scenario::JobSharing, Modification::ScenarioDefault),
+            M::LargestMachine
+        );
+        assert_eq!(
+            g(Scenario::JobSharing, Modification::Max64),
+            M::MaxWidth(64)
+        );
+        assert_eq!(
+            g(Scenario::MultiSite, Modification::ScenarioDefault),
+            M::MaxWidth(512)
+        );
+        assert_eq!(
+            g(Scenario::MultiSite, Modification::Largest),
+            M::LargestMachine
+        );
+        let js = GridConfig {
+            scenario: Scenario::JobSharing,
+            modification: Modification::Max64,
+            ..Default::default()
+        };
+        assert_eq!(js.split_modification(&[32, 16]), M::MaxWidth(32));
     }
 
     #[test]

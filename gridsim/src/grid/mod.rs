@@ -4,11 +4,12 @@
 //! (one grid scheduler, BestFit, one machine per job) and multi-site (a job may span machines at a
 //! (1 + p) run-time overhead; optionally constrained or adaptive). See [`scheduler`].
 //!
-//! Jobs wider than what a scenario can run are split first (§6.6, §8 #22): to the home site's
-//! machine under local processing (modification 1), to the largest machine under job sharing
-//! (modification 2), and only beyond the grid's total size under multi-site (modification 4:
-//! wide jobs unchanged). A split job becomes ⌈w/M⌉ independent jobs of widths M, …, remainder with
-//! the same submission, estimate and run time.
+//! Jobs wider than what a scenario can run are split first (§6.6, §8 #22) by the workload crate's
+//! [`gridsched_workload::scale::split_homed`]: to the home site's machine under local processing
+//! (modification 1), to the largest machine under job sharing (modification 2), and only beyond
+//! the grid's total size under multi-site (modification 4: wide jobs unchanged). A split job
+//! becomes ⌈w/M⌉ independent jobs of widths M, …, remainder with the same submission, estimate and
+//! run time, all at its home site.
 //!
 //! The event loop handles, at each instant, the ends, then the submissions, then one pass.
 
@@ -21,6 +22,8 @@ pub use config::{Fragments, GridConfig, MachineConfig, Modification, Scenario};
 pub use scheduler::{Alloc, GJob, Grid, Started};
 
 use gridsched_core::model::{Job, Time};
+use gridsched_workload::WorkloadError;
+use gridsched_workload::scale::{self, SplitJob};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -69,90 +72,58 @@ pub struct GridReport {
     pub makespan: i64,
 }
 
-/// Splits jobs wider than `max` into ⌈w/max⌉ parts (§8 #22).
-pub fn split_wide(jobs: &[(Job, usize)], max: impl Fn(usize) -> u32) -> Vec<(Job, usize)> {
-    let mut out = Vec::with_capacity(jobs.len());
-    for (j, site) in jobs {
-        let m = max(*site).max(1);
-        let mut left = j.procs;
-        while left > 0 {
-            let mut part = j.clone();
-            part.procs = left.min(m);
-            left -= part.procs;
-            out.push((part, *site));
-        }
-    }
-    out
+/// The home site of every job: job k's is k mod S (§8 #23), or its SWF partition (mod S) when
+/// `by_partition` is set and the job has one.
+pub fn home_sites(jobs: &[Job], sites: usize, by_partition: bool) -> Vec<usize> {
+    let s = sites.max(1);
+    jobs.iter()
+        .enumerate()
+        .map(|(k, j)| match (by_partition, j.partition) {
+            (true, Some(p)) => p as usize % s,
+            _ => k % s,
+        })
+        .collect()
 }
 
 /// Runs `jobs` (sorted by submission) on machines of `sizes` under `cfg`; job k's home site is
-/// k mod S (§8 #23), or its SWF partition when `by_partition` is set.
+/// k mod S (§8 #23), or its SWF partition when `by_partition` is set. Wide jobs are first split
+/// by the workload crate ([`scale::split_homed`]) with the scenario's modification
+/// ([`GridConfig::split_modification`]); the parts keep their job's home site.
 pub fn simulate_grid(
     sizes: &[u32],
     cfg: &GridConfig,
     jobs: &[Job],
     by_partition: bool,
-) -> (GridReport, Vec<GridRecord>) {
-    let s = sizes.len().max(1);
-    let homed: Vec<(Job, usize)> = jobs
-        .iter()
-        .enumerate()
-        .map(|(k, j)| {
-            let site = match (by_partition, j.partition) {
-                (true, Some(p)) => p as usize % s,
-                _ => k % s,
-            };
-            (j.clone(), site)
-        })
-        .collect();
-    let total: u32 = sizes.iter().sum();
-    let largest = sizes.iter().copied().max().unwrap_or(0);
+) -> Result<(GridReport, Vec<GridRecord>), WorkloadError> {
+    let homes = home_sites(jobs, sizes.len(), by_partition);
+    let work = scale::split_homed(
+        jobs.iter().cloned().zip(homes),
+        sizes,
+        cfg.split_modification(sizes),
+    )?;
     let mut records = Vec::new();
     let mut refused = 0;
-    match cfg.scenario {
-        Scenario::Local => {
-            let work = split_wide(&homed, |site| sizes[site]);
-            let single = GridConfig {
-                scenario: Scenario::JobSharing,
-                ..*cfg
-            };
-            for (site, &size) in sizes.iter().enumerate() {
-                let mine: Vec<(Job, usize)> =
-                    work.iter().filter(|(_, h)| *h == site).cloned().collect();
-                let (recs, r) = run_central(&[size], &single, &mine);
-                refused += r;
-                records.extend(recs.into_iter().map(|mut x| {
-                    x.site = site;
-                    for part in &mut x.parts {
-                        part.0 = site;
-                    }
-                    x
-                }));
-            }
+    if cfg.scenario == Scenario::Local {
+        let single = GridConfig {
+            scenario: Scenario::JobSharing,
+            ..*cfg
+        };
+        for (site, &size) in sizes.iter().enumerate() {
+            let mine: Vec<SplitJob> = work.iter().filter(|x| x.site == site).cloned().collect();
+            let (recs, r) = run_central(&[size], &single, &mine);
+            refused += r;
+            records.extend(recs.into_iter().map(|mut x| {
+                x.site = site;
+                for part in &mut x.parts {
+                    part.0 = site;
+                }
+                x
+            }));
         }
-        Scenario::JobSharing => {
-            let cap = match cfg.modification {
-                Modification::Max64 => 64.min(largest),
-                _ => largest,
-            };
-            let work = split_wide(&homed, |_| cap);
-            let (recs, r) = run_central(sizes, cfg, &work);
-            records = recs;
-            refused = r;
-        }
-        Scenario::MultiSite => {
-            let cap = match cfg.modification {
-                Modification::ScenarioDefault => total,
-                Modification::Largest => largest,
-                Modification::Max64 => 64,
-            };
-            let work = split_wide(&homed, |_| cap);
-            let (recs, r) = run_central(sizes, cfg, &work);
-            records = recs;
-            refused = r;
-        }
+    } else {
+        (records, refused) = run_central(sizes, cfg, &work);
     }
-    (report(&records, refused), records)
+    Ok((report(&records, refused), records))
 }
 
 fn feasible_when_idle(sizes: &[u32], cfg: &GridConfig, width: u32) -> bool {
@@ -171,7 +142,7 @@ fn feasible_when_idle(sizes: &[u32], cfg: &GridConfig, width: u32) -> bool {
 }
 
 /// The central scheduler's event loop over `work` (sorted by submission).
-fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[(Job, usize)]) -> (Vec<GridRecord>, u64) {
+fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridRecord>, u64) {
     let mut grid = Grid::new(sizes, *cfg);
     let mut ends: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
     let mut records: Vec<Option<GridRecord>> = vec![None; work.len()];
@@ -180,7 +151,7 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[(Job, usize)]) -> (Vec<G
     let mut next = 0;
     let mut out = Vec::new();
     loop {
-        let t_sub = work.get(next).map(|(j, _)| j.submit);
+        let t_sub = work.get(next).map(|x| x.job.submit);
         let t_end = ends.peek().map(|Reverse((t, _))| *t);
         let now = match (t_sub, t_end) {
             (None, None) => break,
@@ -195,8 +166,8 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[(Job, usize)]) -> (Vec<G
             ends.pop();
             grid.finish(idx);
         }
-        while work.get(next).is_some_and(|(j, _)| j.submit == now) {
-            let (j, _) = &work[next];
+        while work.get(next).is_some_and(|x| x.job.submit == now) {
+            let j = &work[next].job;
             let ok = *feasible
                 .entry(j.procs)
                 .or_insert_with(|| feasible_when_idle(sizes, cfg, j.procs));
@@ -215,7 +186,7 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[(Job, usize)]) -> (Vec<G
         out.clear();
         grid.schedule(now, &mut out);
         for s in &out {
-            let (j, site) = &work[s.job.idx];
+            let SplitJob { job: j, site, .. } = &work[s.job.idx];
             records[s.job.idx] = Some(GridRecord {
                 idx: s.job.idx,
                 site: *site,

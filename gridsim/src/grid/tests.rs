@@ -48,7 +48,7 @@ fn check_capacity(sizes: &[u32], recs: &[GridRecord]) {
 #[test]
 fn a_split_job_starts_all_fragments_at_once_and_is_stretched_once() {
     let jobs = vec![job(1, 0, 6, 100, 80), job(2, 0, 3, 50, 50)];
-    let (rep, recs) = simulate_grid(&[4, 4], &cfg(Scenario::MultiSite, 50), &jobs, false);
+    let (rep, recs) = simulate_grid(&[4, 4], &cfg(Scenario::MultiSite, 50), &jobs, false).unwrap();
     // Job 1 takes 4 + 2 nodes (descending free, ties to the lowest index), 80 s × 1.5 = 120 s.
     let r1 = recs.iter().find(|r| r.idx == 0).unwrap();
     assert_eq!(r1.parts, vec![(0, 4), (1, 2)]);
@@ -60,7 +60,7 @@ fn a_split_job_starts_all_fragments_at_once_and_is_stretched_once() {
     // Area share: 6·80 of 6·80 + 3·50.
     assert!((rep.multi_site_area_pct - 100.0 * 480.0 / 630.0).abs() < 1e-9);
     // Job sharing cannot split: the 6-wide job is cut to the largest machine (two jobs of 4 and 2).
-    let (rep, recs) = simulate_grid(&[4, 4], &cfg(Scenario::JobSharing, 50), &jobs, false);
+    let (rep, recs) = simulate_grid(&[4, 4], &cfg(Scenario::JobSharing, 50), &jobs, false).unwrap();
     assert_eq!(rep.jobs, 3);
     assert!(
         recs.iter()
@@ -71,7 +71,7 @@ fn a_split_job_starts_all_fragments_at_once_and_is_stretched_once() {
 #[test]
 fn bestfit_takes_the_machine_left_with_fewest_free_nodes() {
     let jobs = vec![job(1, 0, 5, 100, 100), job(2, 1, 3, 100, 100)];
-    let (_, recs) = simulate_grid(&[8, 6, 4], &cfg(Scenario::JobSharing, 0), &jobs, false);
+    let (_, recs) = simulate_grid(&[8, 6, 4], &cfg(Scenario::JobSharing, 0), &jobs, false).unwrap();
     assert_eq!(
         recs[0].parts,
         vec![(1, 5)],
@@ -97,14 +97,14 @@ fn lower_bound_and_fragment_limits() {
         lower_bound: 8,
         ..cfg(Scenario::MultiSite, 10)
     };
-    let (_, recs) = simulate_grid(&sizes, &c, &jobs, false);
+    let (_, recs) = simulate_grid(&sizes, &c, &jobs, false).unwrap();
     let r3 = recs.iter().find(|r| r.idx == 2).unwrap();
     assert_eq!(
         (r3.start, r3.fragments),
         (1_000, 1),
         "waits for one machine"
     );
-    let (_, recs) = simulate_grid(&sizes, &cfg(Scenario::MultiSite, 10), &jobs, false);
+    let (_, recs) = simulate_grid(&sizes, &cfg(Scenario::MultiSite, 10), &jobs, false).unwrap();
     let r3 = recs.iter().find(|r| r.idx == 2).unwrap();
     assert_eq!(
         (r3.start, r3.fragments),
@@ -116,10 +116,10 @@ fn lower_bound_and_fragment_limits() {
         fragments: Fragments::Limited,
         ..cfg(Scenario::MultiSite, 10)
     };
-    let (_, recs) = simulate_grid(&sizes, &lim, &jobs, false);
+    let (_, recs) = simulate_grid(&sizes, &lim, &jobs, false).unwrap();
     assert_eq!(recs.iter().find(|r| r.idx == 2).unwrap().fragments, 1);
     // A job no allocation can ever hold is refused, not left waiting forever.
-    let (rep, _) = simulate_grid(&[64; 10], &lim, &[job(1, 0, 600, 10, 10)], false);
+    let (rep, _) = simulate_grid(&[64; 10], &lim, &[job(1, 0, 600, 10, 10)], false).unwrap();
     assert_eq!((rep.refused, rep.jobs), (1, 0));
 }
 
@@ -138,15 +138,15 @@ fn the_adaptive_rule_waits_when_waiting_ends_earlier() {
         ..cfg(Scenario::MultiSite, p)
     };
     // p = 10 %: 1 + 550 = 551 < 600: split.
-    let (_, recs) = simulate_grid(&[8, 8], &adaptive(10), &jobs, false);
+    let (_, recs) = simulate_grid(&[8, 8], &adaptive(10), &jobs, false).unwrap();
     let r = recs.iter().find(|r| r.idx == 2).unwrap();
     assert_eq!((r.start, r.end, r.fragments), (1, 551, 2));
     // p = 100 %: 1 + 1000 > 600: wait, then run on one machine.
-    let (_, recs) = simulate_grid(&[8, 8], &adaptive(100), &jobs, false);
+    let (_, recs) = simulate_grid(&[8, 8], &adaptive(100), &jobs, false).unwrap();
     let r = recs.iter().find(|r| r.idx == 2).unwrap();
     assert_eq!((r.start, r.end, r.fragments), (100, 600, 1));
     // The non-adaptive scheduler splits regardless.
-    let (_, recs) = simulate_grid(&[8, 8], &cfg(Scenario::MultiSite, 100), &jobs, false);
+    let (_, recs) = simulate_grid(&[8, 8], &cfg(Scenario::MultiSite, 100), &jobs, false).unwrap();
     assert_eq!(recs.iter().find(|r| r.idx == 2).unwrap().fragments, 2);
 }
 
@@ -159,7 +159,7 @@ fn local_processing_keeps_jobs_home_and_splits_to_the_site() {
         job(3, 0, 2, 10, 10),
         job(4, 0, 2, 10, 10),
     ];
-    let (rep, recs) = simulate_grid(&[4, 8], &cfg(Scenario::Local, 0), &jobs, false);
+    let (rep, recs) = simulate_grid(&[4, 8], &cfg(Scenario::Local, 0), &jobs, false).unwrap();
     assert_eq!(
         rep.jobs, 5,
         "the 6-wide job at the 4-node site became 4 + 2"
@@ -205,7 +205,7 @@ fn capacity_holds_and_every_job_ends_in_every_scenario() {
                     adaptive,
                     ..Default::default()
                 };
-                let (rep, recs) = simulate_grid(&c.sizes, &g, &jobs, false);
+                let (rep, recs) = simulate_grid(&c.sizes, &g, &jobs, false).unwrap();
                 check_capacity(&c.sizes, &recs);
                 let work: u64 = recs.iter().map(|r| u64::from(r.width)).sum::<u64>()
                     + if rep.refused > 0 { 1 } else { 0 };
@@ -229,35 +229,77 @@ fn capacity_holds_and_every_job_ends_in_every_scenario() {
     }
 }
 
+/// Start times `(job id, start)`, sorted by id.
+type Starts = Vec<(u64, i64)>;
+
+/// Start times `(id, start)` of `jobs` (ids 1..=n in order) under multi-site at p = 0 on `sizes`
+/// and under the reference EASY engine on one machine of their summed size.
+fn grid_and_one_machine_starts(sizes: &[u32], jobs: &[Job]) -> (Starts, Starts) {
+    let (_, recs) = simulate_grid(sizes, &cfg(Scenario::MultiSite, 0), jobs, false).unwrap();
+    let mut grid_starts: Starts = recs.iter().map(|r| (r.idx as u64 + 1, r.start)).collect();
+    grid_starts.sort_unstable();
+    let total: u32 = sizes.iter().sum();
+    let mut policy = PolicyConfig::new(PolicyKind::Easy).build_single(MachineId(0), total);
+    let mut one: Vec<(u64, i64)> = Vec::new();
+    let mut rec = |r: &JobRecord| one.push((r.id.0, r.start));
+    let opts = EngineOptions {
+        batching: Batching::PerTimestamp,
+        ..Default::default()
+    };
+    simulate(
+        policy.as_mut(),
+        &[total],
+        jobs.iter().cloned().map(Ok::<_, std::convert::Infallible>),
+        &opts,
+        Hooks {
+            record: Some(&mut rec),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    one.sort_unstable();
+    (grid_starts, one)
+}
+
 #[test]
 fn multi_site_at_zero_overhead_equals_one_machine_of_the_summed_size() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     for c in ["m128", "m64-8", "m256-5", "m64"] {
         let sizes = MachineConfig::preset(c).unwrap().sizes;
         let jobs = random_jobs(&mut rng, 400, 300);
-        let (_, recs) = simulate_grid(&sizes, &cfg(Scenario::MultiSite, 0), &jobs, false);
-        let mut grid_starts: Vec<(u64, i64)> =
-            recs.iter().map(|r| (r.idx as u64 + 1, r.start)).collect();
-        grid_starts.sort_unstable();
-        let mut policy = PolicyConfig::new(PolicyKind::Easy).build_single(MachineId(0), 512);
-        let mut one: Vec<(u64, i64)> = Vec::new();
-        let mut rec = |r: &JobRecord| one.push((r.id.0, r.start));
-        let opts = EngineOptions {
-            batching: Batching::PerTimestamp,
-            ..Default::default()
-        };
-        simulate(
-            policy.as_mut(),
-            &[512],
-            jobs.iter().cloned().map(Ok::<_, std::convert::Infallible>),
-            &opts,
-            Hooks {
-                record: Some(&mut rec),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        one.sort_unstable();
-        assert_eq!(grid_starts, one, "{c}");
+        let (grid, one) = grid_and_one_machine_starts(&sizes, &jobs);
+        assert_eq!(grid, one, "{c}");
     }
+    // Widths resized from a 100-node machine by the workload crate (×5.12, up to the whole grid,
+    // many wider than m384's largest machine), as the `multisite` experiment does with KTH.
+    let mut jobs = random_jobs(&mut rng, 400, 100);
+    gridsched_workload::scale::resize_widths(&mut jobs, 100, 512).unwrap();
+    assert!(jobs.iter().any(|j| j.procs > 384) && jobs.iter().any(|j| j.procs == 512));
+    for c in ["m384", "m128"] {
+        let sizes = MachineConfig::preset(c).unwrap().sizes;
+        let (grid, one) = grid_and_one_machine_starts(&sizes, &jobs);
+        assert_eq!(grid, one, "{c}, resized widths");
+    }
+}
+
+/// The `multisite` experiment's own KTH workload (an extract, widths resized to 512 nodes by the
+/// workload crate): multi-site at p = 0 on m128 starts every job when EASY on 512 nodes does.
+#[test]
+fn the_kth_grid_workload_at_zero_overhead_equals_m512() {
+    let default = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let Some(path) = gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz", &default)
+    else {
+        return;
+    };
+    let w =
+        crate::experiment::multisite::trace_workload(&path.to_string_lossy(), 10_000, 1_500, 512)
+            .unwrap();
+    assert_eq!(w.jobs.len(), 1_500);
+    assert!(
+        w.jobs.iter().any(|j| j.procs > 128),
+        "some jobs need several machines"
+    );
+    let sizes = MachineConfig::preset("m128").unwrap().sizes;
+    let (grid, one) = grid_and_one_machine_starts(&sizes, &w.jobs);
+    assert_eq!(grid, one);
 }

@@ -1,6 +1,7 @@
 //! Ernemann's scaling of a job stream from its original machine size to a larger one
 //! (`gang-urgent-scaling.md` Part C, C.6), and the wide-job splitting of the grid workloads
-//! (`self-tuning-and-multisite.md` §6.6, modifications 1–4, in [`split`]).
+//! (`self-tuning-and-multisite.md` §6.6, modifications 1–4, in [`split`]), with the proportional
+//! width resizing the grid study applies to traces from other machine sizes (in [`resize`]).
 //!
 //! Every job of the original stream, in order, is either **enlarged** (one job, size
 //! g(procs), see [`factors`]) or **duplicated** (k identical copies, same submit time): with
@@ -20,6 +21,7 @@
 //! i.e. the work relative to the machine size is preserved.
 
 pub mod factors;
+pub mod resize;
 pub mod split;
 #[cfg(test)]
 mod tests;
@@ -27,7 +29,8 @@ mod tests;
 pub use factors::{
     Calibration, Stage, adjusted_factor, precise_factor, round_half_up, table1_integer_factor,
 };
-pub use split::{Modification, SplitJob, split_job, split_workload};
+pub use resize::{rebase, resize_widths, resized};
+pub use split::{Modification, SplitJob, split_homed, split_job, split_workload};
 
 use crate::error::WorkloadError;
 use gridsched_core::model::{Job, JobId};

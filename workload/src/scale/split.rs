@@ -51,9 +51,37 @@ pub fn split_job(job: &Job, max: u32) -> impl Iterator<Item = Job> + '_ {
     })
 }
 
+impl Modification {
+    /// The widest part this modification leaves for a job whose home machine is `home` nodes in a
+    /// configuration whose largest machine is `largest` nodes.
+    pub fn max_width(self, home: u32, largest: u32) -> u32 {
+        match self {
+            Modification::LocalMachine => home,
+            Modification::LargestMachine => largest,
+            Modification::MaxWidth(m) => m,
+            Modification::Unchanged => u32::MAX,
+        }
+    }
+}
+
 /// Assigns `jobs` (in order) round-robin to the sites of `sizes` and applies `modification`.
 pub fn split_workload(
     jobs: &[Job],
+    sizes: &[u32],
+    modification: Modification,
+) -> Result<Vec<SplitJob>, WorkloadError> {
+    let n = sizes.len().max(1);
+    split_homed(
+        jobs.iter().enumerate().map(|(k, j)| (j.clone(), k % n)),
+        sizes,
+        modification,
+    )
+}
+
+/// Applies `modification` to jobs whose home sites are already chosen (an index into `sizes`,
+/// e.g. from the SWF partition field); every part keeps its job's home site.
+pub fn split_homed(
+    jobs: impl IntoIterator<Item = (Job, usize)>,
     sizes: &[u32],
     modification: Modification,
 ) -> Result<Vec<SplitJob>, WorkloadError> {
@@ -68,16 +96,18 @@ pub fn split_workload(
         ));
     }
     let largest = sizes.iter().copied().max().unwrap_or(1);
-    let mut out = Vec::with_capacity(jobs.len());
-    for (k, job) in jobs.iter().enumerate() {
-        let site = k % sizes.len();
-        let max = match modification {
-            Modification::LocalMachine => sizes[site],
-            Modification::LargestMachine => largest,
-            Modification::MaxWidth(m) => m,
-            Modification::Unchanged => u32::MAX,
+    let jobs = jobs.into_iter();
+    let mut out = Vec::with_capacity(jobs.size_hint().0);
+    for (job, site) in jobs {
+        let Some(&home) = sizes.get(site) else {
+            return Err(WorkloadError::Options(format!(
+                "workload modification: job {} has home site {site}, but there are only {} sites",
+                job.id,
+                sizes.len()
+            )));
         };
-        for (part, mut p) in split_job(job, max).enumerate() {
+        let max = modification.max_width(home, largest);
+        for (part, mut p) in split_job(&job, max).enumerate() {
             p.id = JobId(out.len() as u64 + 1);
             out.push(SplitJob {
                 job: p,
@@ -196,5 +226,40 @@ mod tests {
         assert!(split_workload(&js, &[], Modification::Unchanged).is_err());
         assert!(split_workload(&js, &[64, 0], Modification::Unchanged).is_err());
         assert!(split_workload(&js, &[64], Modification::MaxWidth(0)).is_err());
+    }
+
+    #[test]
+    fn homed_split_keeps_the_home_site() {
+        // Homes chosen by the caller (e.g. the SWF partition), not round robin.
+        let js = jobs();
+        let homes = [2, 2, 0, 1];
+        let sizes = [128, 64, 32];
+        let out = split_homed(
+            js.iter().cloned().zip(homes),
+            &sizes,
+            Modification::LocalMachine,
+        )
+        .unwrap();
+        let got: Vec<(u32, usize)> = out.iter().map(|s| (s.job.procs, s.site)).collect();
+        // 336 at a 32-node site: ten parts of 32 and one of 16; 64 at the same site: two of 32.
+        let mut want = vec![(32, 2); 10];
+        want.extend([(16, 2), (32, 2), (32, 2), (100, 0), (1, 1)]);
+        assert_eq!(got, want);
+        assert!(out.iter().all(|s| s.job.procs <= sizes[s.site]));
+        let before = Summary::of(&js);
+        assert_eq!(Summary::of(out.iter().map(|s| &s.job)).area, before.area);
+        // Round robin is the special case of homes k mod S.
+        let rr = split_homed(
+            js.iter().cloned().enumerate().map(|(k, j)| (j, k % 3)),
+            &sizes,
+            Modification::LargestMachine,
+        )
+        .unwrap();
+        assert_eq!(
+            rr,
+            split_workload(&js, &sizes, Modification::LargestMachine).unwrap()
+        );
+        let e = split_homed([(js[0].clone(), 3)], &sizes, Modification::Unchanged).unwrap_err();
+        assert!(e.to_string().contains("home site 3"), "{e}");
     }
 }
