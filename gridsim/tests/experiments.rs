@@ -161,9 +161,16 @@ fn cs_and_mkp_quick_run_end_to_end() {
     let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
     let verdicts =
         report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
-    assert_eq!(verdicts, 4, "{report}");
+    assert_eq!(verdicts, 5, "{report}");
+    // The explanation section: one row per inter-arrival time, with the hopeless share.
+    let why = report
+        .split("## Where and why our numbers differ")
+        .nth(1)
+        .expect("the findings section");
+    assert!(why.contains("| 4 |") && why.contains("| 12 |"), "{why}");
     for f in [
         "fig20-deadline-misses",
+        "fig21-slowdown",
         "fig22-machine-usage",
         "fig23-scheduling-time",
     ] {

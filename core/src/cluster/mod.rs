@@ -15,8 +15,10 @@
 //! when resources free up ([`ClusterState::earliest_start`]).
 
 mod accounting;
+mod eligibility;
 
 pub use accounting::{Alloc, ClusterError};
+pub use eligibility::Eligibility;
 
 use crate::model::{
     ClusterId, Duration, Job, JobId, LicenceId, LicencePool, Machine, MachineId, Platform, Time,

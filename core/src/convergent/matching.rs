@@ -62,16 +62,46 @@ pub fn score(p: &Matrix, a: &Assignment) -> (usize, f64) {
     (n, w)
 }
 
+/// Each machine's `k` best jobs among `jobs` (preference descending, then lower row): the arcs
+/// a matching needs when only `k` machines take part.
+///
+/// Why it is enough, for MFS: take an optimal matching with the most pairs inside these lists and
+/// suppose machine `m` holds a job `i` outside its list. The list has `k` jobs and at most `k − 1`
+/// of them are held by the other machines, so one, `j`, is free; `j` instead of `i` on `m` keeps
+/// the cardinality and does not lower the weight (`p[j][m] ≥ p[i][m]`), a matching as good with
+/// one more pair inside the lists — a contradiction. For MIS the greedy result is the same arc
+/// for arc: when the greedy reaches `(i, m)` with `m` free, every arc of `m`'s list came earlier
+/// and was skipped because its job was taken, i.e. `k` jobs taken by at most `k − 1` machines.
+fn top_arcs(p: &Matrix, machines: &[usize], jobs: &[usize], k: usize) -> Vec<Vec<usize>> {
+    machines
+        .iter()
+        .map(|&m| {
+            let mut arcs: Vec<usize> = jobs.iter().copied().filter(|&i| p.at(i, m) > 0.0).collect();
+            if arcs.len() > k {
+                let by_rank =
+                    |a: &usize, b: &usize| p.at(*b, m).total_cmp(&p.at(*a, m)).then(a.cmp(b));
+                arcs.select_nth_unstable_by(k - 1, by_rank);
+                arcs.truncate(k);
+            }
+            arcs
+        })
+        .collect()
+}
+
 /// The greedy MIS.
 pub fn mis(p: &Matrix) -> Assignment {
-    let mut arcs: Vec<(usize, usize)> = (0..p.rows)
-        .flat_map(|i| (0..p.cols).map(move |m| (i, m)))
-        .filter(|&(i, m)| p.at(i, m) > 0.0)
+    let machines: Vec<usize> = (0..p.cols).collect();
+    let jobs: Vec<usize> = (0..p.rows).collect();
+    let mut arcs: Vec<(f64, usize, usize)> = top_arcs(p, &machines, &jobs, p.cols)
+        .into_iter()
+        .enumerate()
+        .flat_map(|(m, is)| is.into_iter().map(move |i| (p.at(i, m), i, m)))
         .collect();
-    arcs.sort_by(|a, b| p.at(b.0, b.1).total_cmp(&p.at(a.0, a.1)).then(a.cmp(b)));
+    // (job, machine) pairs are distinct, so an unstable sort gives the one order.
+    arcs.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
     let mut job_of = vec![None; p.cols];
     let mut used = vec![false; p.rows];
-    for (i, m) in arcs {
+    for (_, i, m) in arcs {
         if !used[i] && job_of[m].is_none() {
             used[i] = true;
             job_of[m] = Some(i);
@@ -114,6 +144,47 @@ pub fn imfs(p: &Matrix, previous: &Assignment) -> Assignment {
             }
         }
     }
+    // An inherited job that values a machine left free more than its own moves (the one-arc
+    // even paths of the seed's IMFS, e.g. a job going to a faster machine that just freed).
+    // A machine released this way is free for the next pass, until nothing moves.
+    let mut free: Vec<usize> = (0..p.cols).filter(|&m| out[m].is_none()).collect();
+    loop {
+        let mut released = Vec::new();
+        for (m, slot) in out.iter_mut().enumerate() {
+            if let Some(i) = *slot {
+                let mine = p.at(i, m);
+                if free.iter().any(|&f| p.at(i, f) > mine) {
+                    *slot = None;
+                    job_taken[i] = false;
+                    released.push(m);
+                }
+            }
+        }
+        if released.is_empty() {
+            break;
+        }
+        free = released;
+    }
+    // Two inherited pairs that gain by exchanging their machines (the two-arc even cycles) are
+    // both released.
+    let held: Vec<(usize, usize)> = (0..p.cols).filter_map(|m| out[m].map(|i| (m, i))).collect();
+    let mut release = vec![false; p.cols];
+    for (a, &(m, i)) in held.iter().enumerate() {
+        for &(m2, k) in &held[a + 1..] {
+            let (x, y) = (p.at(k, m), p.at(i, m2));
+            if x > 0.0 && y > 0.0 && x + y > p.at(i, m) + p.at(k, m2) {
+                release[m] = true;
+                release[m2] = true;
+            }
+        }
+    }
+    for m in 0..p.cols {
+        if release[m]
+            && let Some(i) = out[m].take()
+        {
+            job_taken[i] = false;
+        }
+    }
     let machines: Vec<usize> = (0..p.cols).filter(|&m| out[m].is_none()).collect();
     let jobs: Vec<usize> = (0..p.rows).filter(|&i| !job_taken[i]).collect();
     hungarian(p, &machines, &jobs, &mut out);
@@ -129,41 +200,66 @@ fn hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignmen
         .copied()
         .filter(|&m| jobs.iter().any(|&i| p.at(i, m) > 0.0))
         .collect();
-    let jobs: Vec<usize> = jobs
-        .iter()
-        .copied()
-        .filter(|&i| machines.iter().any(|&m| p.at(i, m) > 0.0))
-        .collect();
+    // Only the jobs in some machine's best `|machines|` can be needed (see `top_arcs`): with many
+    // more jobs than machines this shrinks the columns the Hungarian scans at every step.
+    let mut wanted = vec![false; p.rows];
+    for arcs in top_arcs(p, &machines, jobs, machines.len()) {
+        for i in arcs {
+            wanted[i] = true;
+        }
+    }
+    let jobs: Vec<usize> = jobs.iter().copied().filter(|&i| wanted[i]).collect();
     let (machines, jobs) = (machines.as_slice(), jobs.as_slice());
-    let r = machines.len();
-    if r == 0 || jobs.is_empty() {
+    if machines.is_empty() || jobs.is_empty() {
         return;
     }
-    // Columns: the jobs, plus dummies so that every machine can stay unmatched.
-    let c = jobs.len() + r;
     let max_p = machines
         .iter()
         .flat_map(|&m| jobs.iter().map(move |&i| p.at(i, m)))
         .fold(0.0f64, f64::max);
-    let big = max_p * (r.min(jobs.len()) as f64 + 1.0) + 1.0;
-    let cost = |row: usize, col: usize| -> f64 {
-        if col >= jobs.len() {
-            return 0.0;
-        }
-        let v = p.at(jobs[col], machines[row]);
+    let big = max_p * (machines.len().min(jobs.len()) as f64 + 1.0) + 1.0;
+    // The assignment runs over the smaller side as rows (its cost grows with rows² × columns).
+    // A column without an arc costs 0 and such pairs are dropped below, so no dummy column is
+    // needed: every row taking a distinct column at cost 0 or −(p + BIG), the cheapest
+    // assignment is a best matching plus zero-cost fillers, and columns ≥ rows leaves enough
+    // columns for the fillers.
+    let weight = |m: usize, i: usize| -> f64 {
+        let v = p.at(jobs[i], machines[m]);
         if v > 0.0 { -(v + big) } else { 0.0 }
     };
-    // e-maxx style Hungarian, 1-based with a virtual column 0; rows <= cols.
+    let pairs: Vec<(usize, usize)> = if machines.len() <= jobs.len() {
+        assign(machines.len(), jobs.len(), weight)
+    } else {
+        assign(jobs.len(), machines.len(), |i, m| weight(m, i))
+            .into_iter()
+            .map(|(i, m)| (m, i))
+            .collect()
+    };
+    for (m, i) in pairs {
+        let (m, i) = (machines[m], jobs[i]);
+        if p.at(i, m) > 0.0 {
+            out[m] = Some(i);
+        }
+    }
+}
+
+/// A minimum-cost assignment of every row to a distinct column (`r ≤ c`): shortest augmenting
+/// paths with potentials (the classic `O(r² · c)` Hungarian, 1-based with a virtual column 0).
+/// Returns the (row, column) pairs.
+fn assign(r: usize, c: usize, cost: impl Fn(usize, usize) -> f64) -> Vec<(usize, usize)> {
+    debug_assert!(r <= c);
     let inf = f64::INFINITY;
     let mut u = vec![0.0; r + 1];
     let mut v = vec![0.0; c + 1];
     let mut owner = vec![0usize; c + 1];
     let mut way = vec![0usize; c + 1];
+    let mut minv = vec![inf; c + 1];
+    let mut used = vec![false; c + 1];
     for row in 1..=r {
         owner[0] = row;
         let mut j0 = 0usize;
-        let mut minv = vec![inf; c + 1];
-        let mut used = vec![false; c + 1];
+        minv.fill(inf);
+        used.fill(false);
         loop {
             used[j0] = true;
             let i0 = owner[j0];
@@ -204,15 +300,10 @@ fn hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignmen
             }
         }
     }
-    for col in 1..=c {
-        let row = owner[col];
-        if row > 0 && col <= jobs.len() {
-            let (m, i) = (machines[row - 1], jobs[col - 1]);
-            if p.at(i, m) > 0.0 {
-                out[m] = Some(i);
-            }
-        }
-    }
+    (1..=c)
+        .filter(|&col| owner[col] > 0)
+        .map(|col| (owner[col] - 1, col - 1))
+        .collect()
 }
 
 #[cfg(test)]
@@ -312,6 +403,51 @@ mod tests {
             imfs_optimal > 300,
             "IMFS is usually optimal: {imfs_optimal}/500"
         );
+    }
+
+    /// The greedy over every arc, without the per-machine lists.
+    fn naive_mis(p: &Matrix) -> Assignment {
+        let mut arcs: Vec<(usize, usize)> = (0..p.rows)
+            .flat_map(|i| (0..p.cols).map(move |m| (i, m)))
+            .filter(|&(i, m)| p.at(i, m) > 0.0)
+            .collect();
+        arcs.sort_by(|a, b| p.at(b.0, b.1).total_cmp(&p.at(a.0, a.1)).then(a.cmp(b)));
+        let mut job_of = vec![None; p.cols];
+        let mut used = vec![false; p.rows];
+        for (i, m) in arcs {
+            if !used[i] && job_of[m].is_none() {
+                used[i] = true;
+                job_of[m] = Some(i);
+            }
+        }
+        job_of
+    }
+
+    #[test]
+    fn many_more_jobs_than_machines_keep_the_optimum_and_the_greedy() {
+        // Rows far beyond the columns, few distinct values (many ties): the per-machine lists of
+        // the best |machines| jobs must change neither MFS's optimum nor MIS's pairs.
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..400 {
+            let rows = rng.random_range(5..=14);
+            let cols = rng.random_range(1..=4);
+            let mut p = Matrix::zeros(rows, cols);
+            for x in &mut p.p {
+                if rng.random_bool(0.5) {
+                    *x = f64::from(rng.random_range(1..=4u32));
+                }
+            }
+            assert_eq!(mis(&p), naive_mis(&p), "MIS on {p:?}");
+            let a = mfs(&p);
+            valid(&p, &a);
+            let (n, w) = score(&p, &a);
+            let (bn, bw) = brute(&p);
+            assert_eq!(n, bn, "cardinality on {p:?}");
+            assert!((w - bw).abs() < 1e-9, "weight {w} vs {bw} on {p:?}");
+            let i = imfs(&p, &a);
+            valid(&p, &i);
+            assert_eq!(score(&p, &i).0, bn);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! of the matching.
 
 use super::matching::Matrix;
-use crate::cluster::ClusterState;
+use crate::cluster::{ClusterState, Eligibility};
 use crate::model::{Job, Time};
 use serde::{Deserialize, Serialize};
 
@@ -142,21 +142,31 @@ pub fn build(
         })
         .collect();
     let wmax = w.iter().copied().fold(0.0f64, f64::max);
+    // M_Aff_i: machines up where the job can ever run, plus the one it runs on.
+    let elig = Eligibility::new(state);
+    let slots = state.slots();
     let aff: Vec<Vec<usize>> = rows
         .iter()
         .map(|r| {
-            (0..ncols)
-                .filter(|&m| {
-                    state.slots()[m].up && state.can_ever_run(r.job, m) || r.running_on == Some(m)
-                })
-                .collect()
+            let mut a = Vec::new();
+            elig.slots_for(r.job, &mut a);
+            a.retain(|&m| slots[m].up || r.running_on == Some(m));
+            if let Some(m) = r.running_on
+                && let Err(at) = a.binary_search(&m)
+            {
+                a.insert(at, m);
+            }
+            a
         })
         .collect();
-    let global_sup = rows
-        .iter()
-        .zip(&aff)
-        .flat_map(|(r, a)| a.iter().map(move |&m| nxtime(state, r, m)))
-        .fold(0.0f64, f64::max);
+    let global_sup = match p.wait_scope {
+        WaitScope::PerJob => 0.0,
+        WaitScope::Global => rows
+            .iter()
+            .zip(&aff)
+            .flat_map(|(r, a)| a.iter().map(move |&m| nxtime(state, r, m)))
+            .fold(0.0f64, f64::max),
+    };
     for (i, r) in rows.iter().enumerate() {
         let a = &aff[i];
         if a.is_empty() {

@@ -128,15 +128,28 @@ impl ConvergentScheduling {
         (nxtime(&self.state, &r, slot).ceil() as i64).max(1)
     }
 
+    /// A job's fraction executed at `now`: what it had when last suspended plus, while it runs,
+    /// the work done since it (re)started on its machine (the estimate scaled by the benchmark
+    /// ratio, Eq. 3.9). Always below 1 while the job is known.
+    fn progress_at(&self, e: &Entry, now: Time) -> f64 {
+        match e.running {
+            None => e.progress,
+            Some((slot, since)) => {
+                let bm = f64::from(self.state.slots()[slot].machine.benchmark.max(1));
+                let done = match e.job.benchmark {
+                    None => (now - since).max(0) as f64,
+                    Some(b) => (now - since).max(0) as f64 * bm / f64::from(b.max(1)),
+                };
+                (e.progress + done / e.job.estimate.max(1) as f64).min(0.999_999)
+            }
+        }
+    }
+
     fn suspend(&mut self, i: usize, now: Time) {
+        let progress = self.progress_at(&self.jobs[i], now);
         let e = &mut self.jobs[i];
-        if let Some((slot, since)) = e.running.take() {
-            let bm = f64::from(self.state.slots()[slot].machine.benchmark.max(1));
-            let done = match e.job.benchmark {
-                None => (now - since) as f64,
-                Some(b) => (now - since) as f64 * bm / f64::from(b.max(1)),
-            };
-            e.progress = (e.progress + done / e.job.estimate.max(1) as f64).min(0.999_999);
+        if let Some((slot, _)) = e.running.take() {
+            e.progress = progress;
             e.last_slot = Some(slot);
             self.state.finish(e.job.id);
             self.suspended.push(e.job.id);
@@ -150,10 +163,12 @@ impl ConvergentScheduling {
             .iter()
             .map(|&i| {
                 let e = &self.jobs[i];
+                // A running job is scored on what it still has to do now (Nxtime of its
+                // remaining part), so the Deadline, Wait and Overhead terms see its real state.
                 RowJob {
                     job: &e.job,
                     arrived: e.arrived,
-                    progress: e.progress,
+                    progress: self.progress_at(e, now),
                     running_on: e.running.map(|r| r.0),
                     results_on: e.last_slot,
                 }

@@ -90,3 +90,33 @@ fn the_plan_respects_licence_copies() {
         assert_eq!(cs.state().pool(LicenceId(0)).unwrap().in_use, 2);
     }
 }
+
+#[test]
+fn a_running_job_is_scored_on_its_remaining_work() {
+    // Job 1 runs from 0 (estimate 1,000, deadline 1,050). At 900 it has 100 s left: Extime
+    // 1,000 lies in its urgent zone (T = 1,050 - 1.3 × 100 = 920), f1 = 0.1 + 9.9 × 80 / 130 =
+    // 6.19, plus Δ 8 and IN 3 = 17.19 on its machine. Scored as if it had not started (1,000 s
+    // left, late) it would be worth 0.1 + 8 + 3 = 11.1 and lose the machine to job 2, worth
+    // f1 = MAX 10 + IN 3 = 13 (it ends exactly at its deadline). Anti-aging is off to isolate
+    // the Deadline term.
+    let params = CsParams {
+        age_factor: 0.0,
+        ..CsParams::default()
+    };
+    let mut cs = ConvergentScheduling::new(one_machine(), true, true, None, params);
+    let mut long = Job::new(1, 0, 2, 1_000, 1_000);
+    long.deadline = Some(1_050);
+    cs.submit(0, &long).unwrap();
+    assert_eq!(pass(&mut cs, 0), (vec![1], vec![]));
+    let mut urgent = Job::new(2, 900, 2, 100, 100);
+    urgent.deadline = Some(1_000);
+    cs.submit(900, &urgent).unwrap();
+    assert_eq!(
+        pass(&mut cs, 900),
+        (vec![], vec![]),
+        "job 1 keeps its machine"
+    );
+    assert_eq!(cs.state().running()[&JobId(1)].end, 1_000);
+    cs.terminate(1_000, JobId(1));
+    assert_eq!(pass(&mut cs, 1_000), (vec![2], vec![]));
+}

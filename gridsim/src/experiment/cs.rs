@@ -8,6 +8,7 @@
 //! 20 repetitions (common random numbers across algorithms). The CS runs dominate the cost
 //! (seconds each): `--reps` trades precision for time.
 
+use super::cs_findings;
 use super::fb::single_cluster_metrics;
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup, verdict};
 use anyhow::Result;
@@ -157,6 +158,10 @@ impl Experiment for CsExperiment {
             ),
             ("machine_pct", "Fig. 22 — % machine usage"),
             (
+                "suspensions_per_job",
+                "Preemptions — suspensions per job (the `_p` variants suspend, D7.5)",
+            ),
+            (
                 "mean_pass_us",
                 "Fig. 23 — mean scheduling time per plan, µs (wall clock)",
             ),
@@ -236,6 +241,31 @@ impl Experiment for CsExperiment {
             verdict(ok),
             ev.join("; ")
         );
+        let mut ok = true;
+        let mut ev = Vec::new();
+        for ta in s.tas().into_iter().filter(|ta| *ta >= 10.0) {
+            let worst = cs
+                .iter()
+                .map(|a| g(a, ta, "slowdown_no_deadline"))
+                .fold(f64::MIN, f64::max);
+            ok &= worst <= 1.25;
+            ev.push(format!("Ta={ta}: worst CS {worst:.2}"));
+        }
+        let _ = writeln!(
+            r,
+            "- **{}** — for Ta ≥ 10 the slowdown of jobs without deadline is 1 or very close (every CS variant ≤ 1.25): {}\n",
+            verdict(ok),
+            ev.join("; ")
+        );
+        let hopeless: Vec<(f64, f64)> = s
+            .tas()
+            .into_iter()
+            .map(|ta| {
+                let seeds = (0..self.reps).map(|k| self.seed + u64::from(k));
+                (ta, cs_findings::hopeless_pct(&self.setup, ta, seeds))
+            })
+            .collect();
+        r.push_str(&cs_findings::section(s, &hopeless));
         r
     }
 }

@@ -105,6 +105,7 @@ pub fn single_cluster_metrics(
     Ok(vec![
         ("missed_pct", rep.jobs.missed_pct),
         ("slowdown", rep.jobs.slowdown),
+        ("slowdown_no_deadline", rep.jobs.slowdown_no_deadline),
         ("system_pct", rep.usage.system_pct),
         ("machine_pct", rep.usage.machine_pct),
         ("processor_pct", rep.usage.processor_pct),
@@ -112,6 +113,10 @@ pub fn single_cluster_metrics(
         ("mean_wait", rep.jobs.mean_wait),
         ("finished", rep.jobs.finished as f64),
         ("mean_pass_us", rep.stats.mean_pass_us),
+        (
+            "suspensions_per_job",
+            rep.stats.suspensions as f64 / rep.jobs.finished.max(1) as f64,
+        ),
     ])
 }
 

@@ -18,6 +18,7 @@
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
 pub mod cs;
+pub mod cs_findings;
 pub mod fb;
 pub mod lcg;
 pub mod mkp;
