@@ -134,15 +134,19 @@ fn seeded_output_is_reproducible_and_errors_are_clear() {
     }
 }
 
-#[test]
-fn kth_scaled_to_1024_keeps_the_work_per_processor() {
-    let Some(_) =
-        gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz", Path::new(TRACES))
-    else {
-        return;
-    };
+/// A temporary directory and an output path in it, when the KTH trace is present.
+fn kth_and_output() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz", Path::new(TRACES))?;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("kth.jsonl");
+    Some((dir, out))
+}
+
+#[test]
+fn kth_scaled_to_1024_keeps_the_work_per_processor() {
+    let Some((_dir, out)) = kth_and_output() else {
+        return;
+    };
     let v = json(&gridsim(&[
         "trace",
         "scale",
@@ -168,4 +172,93 @@ fn kth_scaled_to_1024_keeps_the_work_per_processor() {
     let jobs = v["after"]["jobs"].as_f64().unwrap();
     let expected = v["expected_jobs"].as_f64().unwrap();
     assert!((jobs / expected - 1.0).abs() < 0.01, "{jobs} vs {expected}");
+}
+
+#[test]
+fn synth_follows_the_small_trace_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.swf");
+    std::fs::write(&input, SWF).unwrap();
+    let out = dir.path().join("s.swf");
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    let args = [
+        "trace",
+        "synth",
+        "--trace",
+        i,
+        "--arrivals",
+        "ctc",
+        "--jobs",
+        "300",
+        "--out",
+        o,
+        "--json",
+    ];
+    let v = json(&gridsim(&args));
+    assert_eq!(v["generated"]["jobs"], 300);
+    assert_eq!(v["alpha"], 0.35);
+    let jobs = read(&out);
+    assert_eq!(jobs.len(), 300);
+    // Every (width, actual run time) is one of the trace's three jobs.
+    for (_, procs, runtime) in &jobs {
+        assert!(
+            [(4, Some(100)), (8, Some(50)), (3, Some(30))].contains(&(*procs, *runtime)),
+            "{procs} {runtime:?}"
+        );
+    }
+    // The same seed gives the same file.
+    let again = dir.path().join("t.swf");
+    let mut args2 = args;
+    args2[9] = again.to_str().unwrap();
+    json(&gridsim(&args2));
+    assert_eq!(read(&again), jobs);
+    // An unknown fit is a clear error naming the option and the known names.
+    let bad = gridsim(&[
+        "trace",
+        "synth",
+        "--trace",
+        i,
+        "--arrivals",
+        "xyz",
+        "--out",
+        o,
+    ]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("--arrivals") && err.contains("KTH"),
+        "{err}"
+    );
+}
+
+#[test]
+fn synth_from_kth_keeps_its_job_sizes_and_the_fitted_arrivals() {
+    let Some((_dir, out)) = kth_and_output() else {
+        return;
+    };
+    let v = json(&gridsim(&[
+        "trace",
+        "synth",
+        "--trace",
+        "KTH",
+        "--arrivals",
+        "KTH",
+        "--jobs",
+        "10000",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]));
+    let per_job = |s: &serde_json::Value| s["area"].as_f64().unwrap() / s["jobs"].as_f64().unwrap();
+    let (trace, generated) = (per_job(&v["trace_summary"]), per_job(&v["generated"]));
+    assert!(
+        (generated / trace - 1.0).abs() < 0.05,
+        "mean job area {generated} vs the trace's {trace}"
+    );
+    let (gap, expected) = (
+        v["mean_interarrival"].as_f64().unwrap(),
+        v["expected_mean_interarrival"].as_f64().unwrap(),
+    );
+    assert!((expected - 1006.0).abs() < 1.0, "{expected}");
+    assert!((gap / expected - 1.0).abs() < 0.1, "{gap} vs {expected}");
+    assert!(v["generated"]["max_procs"].as_u64().unwrap() <= 100);
 }

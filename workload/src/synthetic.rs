@@ -259,3 +259,4 @@ impl Iterator for SyntheticGenerator {
 
 #[cfg(test)]
 mod tests;
+pub mod trace_model;

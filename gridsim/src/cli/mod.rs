@@ -11,6 +11,7 @@ mod knobs;
 mod output;
 mod run;
 mod trace;
+mod trace_synth;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;

@@ -19,6 +19,9 @@ pub enum TraceCommand {
     /// Scale a trace to a larger machine (Part C): job copies, enlarged widths or per job by
     /// the decision value d.
     Scale(ScaleArgs),
+    /// Generate a synthetic workload (§5.4): shapes from a trace's (width, estimate, actual)
+    /// matrix, Weibull arrivals with a fitted (α, β).
+    Synth(super::trace_synth::SynthArgs),
 }
 
 /// Arguments of `gridsim trace`.
@@ -98,6 +101,7 @@ pub struct ScaleArgs {
 pub fn trace(args: &TraceArgs) -> Result<()> {
     match &args.command {
         TraceCommand::Scale(a) => scale(a),
+        TraceCommand::Synth(a) => super::trace_synth::synth(a),
     }
 }
 
@@ -184,20 +188,6 @@ fn scale(a: &ScaleArgs) -> Result<()> {
         },
         seed: a.seed,
     };
-    let swf = a
-        .out
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("swf"));
-    if !swf
-        && !a
-            .out
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
-    {
-        bail!("--out {}: expected a .jsonl or .swf file", a.out.display());
-    }
-    let file = std::fs::File::create(&a.out)
-        .with_context(|| format!("--out {}: cannot create", a.out.display()))?;
     let header = format!(
         "scaled from {} ({original} processors) to {} by gridsched trace scale: {:?}, {:?}, seed {}",
         path.file_name()
@@ -209,24 +199,14 @@ fn scale(a: &ScaleArgs) -> Result<()> {
     );
     let mut after = Summary::default();
     let scaled = Scale::new(jobs.into_iter(), opts)?;
-    if swf {
-        let mut w = BufWriter::new(file);
-        writeln!(w, "; {header}")?;
-        writeln!(w, "; MaxProcs: {}", a.to)?;
-        for s in scaled {
-            after.add(&s.job);
-            writeln!(w, "{}", swf_line(&s.job))?;
-        }
-        w.flush()?;
-    } else {
-        let mut w = JsonlWriter::new(BufWriter::new(file), src.licence_names().to_vec());
-        w.write_comment(&header)?;
-        for s in scaled {
-            after.add(&s.job);
-            w.write_job(&s.job)?;
-        }
-        w.flush()?;
-    }
+    write_jobs(
+        &a.out,
+        &header,
+        a.to,
+        src.licence_names(),
+        scaled.map(|s| s.job),
+        |j| after.add(j),
+    )?;
     if a.json {
         let v = serde_json::json!({
             "trace": path.display().to_string(),
@@ -240,7 +220,7 @@ fn scale(a: &ScaleArgs) -> Result<()> {
             "after": after,
             "out": a.out.display().to_string(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        print_json(&v)?;
     } else {
         println!(
             "{} jobs, area {}, max width {} → {} jobs, area {}, max width {} ({})",
@@ -252,6 +232,49 @@ fn scale(a: &ScaleArgs) -> Result<()> {
             after.max_procs,
             a.out.display()
         );
+    }
+    Ok(())
+}
+
+/// Prints a JSON summary on stdout.
+pub fn print_json(v: &serde_json::Value) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+/// Writes `jobs` to `out` (`.swf` with a MaxProcs header, or `.jsonl`), calling `seen` on each.
+pub fn write_jobs(
+    out: &std::path::Path,
+    header: &str,
+    max_procs: u32,
+    licence_names: &[String],
+    jobs: impl Iterator<Item = Job>,
+    mut seen: impl FnMut(&Job),
+) -> Result<()> {
+    let ext = |e: &str| out.extension().is_some_and(|x| x.eq_ignore_ascii_case(e));
+    let swf = ext("swf");
+    if !swf && !ext("jsonl") {
+        bail!("--out {}: expected a .jsonl or .swf file", out.display());
+    }
+    let file = std::fs::File::create(out)
+        .with_context(|| format!("--out {}: cannot create", out.display()))?;
+    if swf {
+        let mut w = BufWriter::new(file);
+        writeln!(w, "; {header}")?;
+        writeln!(w, "; MaxProcs: {max_procs}")?;
+        for j in jobs {
+            seen(&j);
+            writeln!(w, "{}", swf_line(&j))?;
+        }
+        w.flush()?;
+    } else {
+        let mut w = JsonlWriter::new(BufWriter::new(file), licence_names.to_vec());
+        w.write_comment(header)?;
+        for j in jobs {
+            seen(&j);
+            w.write_job(&j)?;
+        }
+        w.flush()?;
     }
     Ok(())
 }
