@@ -158,6 +158,19 @@ fn cs_and_mkp_quick_run_end_to_end() {
         rows[1..].iter().all(|r| r[finished] == "120.000000"),
         "every job ends"
     );
+    // Fig. 21's metric is a slowdown (≥ 1); only the preemptive CS variants suspend jobs.
+    let col = |h: &str| rows[0].iter().position(|x| x == h).unwrap();
+    let (sd, susp, alg) = (
+        col("slowdown_no_deadline"),
+        col("suspensions_per_job"),
+        col("algorithm"),
+    );
+    for r in &rows[1..] {
+        assert!(r[sd].parse::<f64>().unwrap() >= 1.0, "{r:?}");
+        if !r[alg].ends_with("_p") {
+            assert_eq!(r[susp], "0.000000", "{r:?}");
+        }
+    }
     let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
     let verdicts =
         report.matches("- **holds**").count() + report.matches("- **does not hold**").count();

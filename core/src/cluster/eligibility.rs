@@ -3,14 +3,14 @@
 //! suitable pool with copies), one bit per slot. A job's eligible machines are then the AND of its
 //! licences' sets, filtered by processors: `O(L · M / 64)` words per job instead of a licence
 //! lookup per (job, machine) pair, which the Convergent Scheduling matrix does for every queued
-//! job at every event.
+//! job at every event. Built once with the [`ClusterState`] (machines and pools do not change).
 
 use super::ClusterState;
 use crate::model::Job;
 
 /// The licence sets of one cluster state (machines up or down alike: `can_ever_run` semantics).
-#[derive(Clone, Debug)]
-pub struct Eligibility {
+#[derive(Clone, Debug, Default)]
+pub(super) struct Eligibility {
     words: usize,
     slots: usize,
     /// Per licence index, the slots where it can be activated.
@@ -20,7 +20,7 @@ pub struct Eligibility {
 
 impl Eligibility {
     /// The sets of `state`'s machines and licences.
-    pub fn new(state: &ClusterState) -> Eligibility {
+    pub(super) fn new(state: &ClusterState) -> Eligibility {
         let slots = state.slots.len();
         let words = slots.div_ceil(64);
         let nlic = state.licence_slots();
@@ -45,22 +45,22 @@ impl Eligibility {
     }
 
     /// The slots where `job` can ever run (processors and every licence), ascending: the same as
-    /// filtering every slot by [`ClusterState::can_ever_run`].
-    pub fn slots_for(&self, job: &Job, out: &mut Vec<usize>) {
+    /// filtering every slot by [`ClusterState::can_ever_run`]. No allocation: each word is the AND
+    /// of the job's licence sets.
+    pub(super) fn slots_for(&self, job: &Job, out: &mut Vec<usize>) {
         out.clear();
-        let mut set = vec![u64::MAX; self.words];
-        for l in &job.licences {
-            match self.by_licence.get(l.index()) {
-                Some(ls) => {
-                    for (w, x) in set.iter_mut().zip(ls) {
-                        *w &= x;
-                    }
-                }
-                None => return,
-            }
+        if job
+            .licences
+            .iter()
+            .any(|l| l.index() >= self.by_licence.len())
+        {
+            return;
         }
-        for (w, &bits) in set.iter().enumerate() {
-            let mut b = bits;
+        for w in 0..self.words {
+            let mut b = job
+                .licences
+                .iter()
+                .fold(u64::MAX, |acc, l| acc & self.by_licence[l.index()][w]);
             while b != 0 {
                 let s = w * 64 + b.trailing_zeros() as usize;
                 b &= b - 1;
@@ -110,7 +110,6 @@ mod tests {
                 }
             }
             let state = ClusterState::from_parts(machines, &pools, false).unwrap();
-            let e = Eligibility::new(&state);
             let mut out = Vec::new();
             for k in 0..40 {
                 let procs = rng.random_range(1..10);
@@ -120,7 +119,7 @@ mod tests {
                     .filter(|_| rng.random_bool(0.3))
                     .map(LicenceId)
                     .collect();
-                e.slots_for(&job, &mut out);
+                state.eligible_slots(&job, &mut out);
                 let want: Vec<usize> = (0..n as usize)
                     .filter(|&s| state.can_ever_run(&job, s))
                     .collect();

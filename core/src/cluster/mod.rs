@@ -18,7 +18,7 @@ mod accounting;
 mod eligibility;
 
 pub use accounting::{Alloc, ClusterError};
-pub use eligibility::Eligibility;
+use eligibility::Eligibility;
 
 use crate::model::{
     ClusterId, Duration, Job, JobId, LicenceId, LicencePool, Machine, MachineId, Platform, Time,
@@ -63,6 +63,8 @@ pub struct ClusterState {
     pools: Vec<Option<Pool>>,
     space_sharing: bool,
     running: HashMap<JobId, Alloc>,
+    /// Minimal Requirements as bit sets, fixed with the machines and pools.
+    eligibility: Eligibility,
 }
 
 /// How a job would get a licence on a machine.
@@ -141,14 +143,23 @@ impl ClusterState {
                 up: true,
             })
             .collect();
-        Ok(ClusterState {
+        let mut state = ClusterState {
             slots,
             by_speed,
             slot_of,
             pools: pool_vec,
             space_sharing,
             running: HashMap::new(),
-        })
+            eligibility: Eligibility::default(),
+        };
+        state.eligibility = Eligibility::new(&state);
+        Ok(state)
+    }
+
+    /// The slots where `job` can ever run, ascending, into `out` (the slots
+    /// [`can_ever_run`](Self::can_ever_run) accepts, from bit sets built once per cluster).
+    pub fn eligible_slots(&self, job: &Job, out: &mut Vec<usize>) {
+        self.eligibility.slots_for(job, out);
     }
 
     /// The machines, by slot.

@@ -5,14 +5,17 @@
 //! * [`mis`]: the greedy Maximum Iterative Search — the largest remaining entry whose job and
 //!   machine are both free, repeatedly (ties: lower job row, then lower machine).
 //! * [`mfs`]: Maximum Flow Search, exact: a Hungarian algorithm (shortest augmenting paths with
-//!   potentials, `O(M²·N)` with machines as rows) on weights `p + BIG` where `BIG` exceeds any
-//!   possible total, so that cardinality comes first and weight second — the reading the spec's
-//!   implementation note recommends.
-//! * [`imfs`]: the incremental variant: the previous plan's pairs that are still valid and that no
-//!   unmatched job values more on that machine are inherited; the exact algorithm then matches
-//!   only the remaining machines and jobs. Its cost falls with the number of machines that change
-//!   between two events; it is an approximation of [`mfs`] (our reading of the seed's IMFS: start
-//!   from the previous matching, augment, prefer paths that add a pair).
+//!   potentials, `O(r²·c)` over the smaller side `r`, after keeping only each machine's best
+//!   `|machines|` jobs) on weights `p + BIG` where `BIG` exceeds any possible total, so that
+//!   cardinality comes first and weight second — the reading the spec's implementation note
+//!   recommends.
+//! * [`imfs`]: the incremental variant: the previous plan's pairs that are still valid are
+//!   inherited, except where an unmatched job values that machine more, where the held job values
+//!   a machine left free more (repeated while machines are released), or where two held jobs gain
+//!   by exchanging their machines (the short alternating paths and cycles of the seed's IMFS);
+//!   the exact algorithm then matches only the released and remaining machines and jobs. Its cost
+//!   falls with the number of machines that change between two events; it is an approximation of
+//!   [`mfs`] (longer exchange cycles are not searched).
 
 /// A dense preference matrix: `rows` jobs × `cols` machines, row-major; entries ≤ 0 are not arcs.
 #[derive(Clone, Debug, PartialEq)]
@@ -448,6 +451,38 @@ mod tests {
             valid(&p, &i);
             assert_eq!(score(&p, &i).0, bn);
         }
+    }
+
+    #[test]
+    fn imfs_moves_a_held_job_to_a_freed_machine_it_prefers() {
+        // Job 0 held machine 0 (worth 1); machine 1 is free and worth 5 to it.
+        let mut p = Matrix::zeros(1, 2);
+        *p.at_mut(0, 0) = 1.0;
+        *p.at_mut(0, 1) = 5.0;
+        assert_eq!(imfs(&p, &vec![Some(0), None]), vec![None, Some(0)]);
+        // A chain: job 1 leaves machine 1 for the free machine 2, then job 0 takes machine 1.
+        let mut p = Matrix::zeros(2, 3);
+        *p.at_mut(0, 0) = 1.0;
+        *p.at_mut(0, 1) = 5.0;
+        *p.at_mut(1, 1) = 1.0;
+        *p.at_mut(1, 2) = 5.0;
+        assert_eq!(
+            imfs(&p, &vec![Some(0), Some(1), None]),
+            vec![None, Some(0), Some(1)]
+        );
+    }
+
+    #[test]
+    fn imfs_exchanges_two_held_jobs_that_gain_by_it() {
+        // No free machine and no unmatched job: only the exchange improves (2 → 10).
+        let mut p = Matrix::zeros(2, 2);
+        *p.at_mut(0, 0) = 1.0;
+        *p.at_mut(0, 1) = 5.0;
+        *p.at_mut(1, 0) = 5.0;
+        *p.at_mut(1, 1) = 1.0;
+        assert_eq!(imfs(&p, &vec![Some(0), Some(1)]), vec![Some(1), Some(0)]);
+        // Held pairs that would lose by exchanging stay (no recomputation).
+        assert_eq!(imfs(&p, &vec![Some(1), Some(0)]), vec![Some(1), Some(0)]);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! of the matching.
 
 use super::matching::Matrix;
-use crate::cluster::{ClusterState, Eligibility};
+use crate::cluster::ClusterState;
 use crate::model::{Job, Time};
 use serde::{Deserialize, Serialize};
 
@@ -143,13 +143,12 @@ pub fn build(
         .collect();
     let wmax = w.iter().copied().fold(0.0f64, f64::max);
     // M_Aff_i: machines up where the job can ever run, plus the one it runs on.
-    let elig = Eligibility::new(state);
     let slots = state.slots();
     let aff: Vec<Vec<usize>> = rows
         .iter()
         .map(|r| {
             let mut a = Vec::new();
-            elig.slots_for(r.job, &mut a);
+            state.eligible_slots(r.job, &mut a);
             a.retain(|&m| slots[m].up || r.running_on == Some(m));
             if let Some(m) = r.running_on
                 && let Err(at) = a.binary_search(&m)

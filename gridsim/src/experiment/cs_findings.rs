@@ -135,3 +135,48 @@ pub fn section(s: &Summary, hopeless: &[(f64, f64)]) -> String {
     );
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::fb::single_cluster_metrics;
+    use gridsched_core::heuristics::HeuristicParams;
+    use gridsched_core::policy::{PolicyConfig, PolicyKind};
+
+    fn small() -> SetupParams {
+        let mut s = SetupParams::table4();
+        s.jobs = 150;
+        s.clusters = vec![20];
+        s
+    }
+
+    #[test]
+    fn hopeless_is_none_with_wide_margins_and_all_when_no_machine_is_fast_enough() {
+        let mut s = small();
+        s.margin = (100_000, 100_000);
+        assert_eq!(hopeless_pct(&s, 6.0, 1..3), 0.0);
+        // Every machine three times slower than every job's reference, a margin of 25 s.
+        s.margin = (25, 25);
+        s.job_benchmark = (600, 600);
+        s.machine_benchmark = (200, 200);
+        assert_eq!(hopeless_pct(&s, 6.0, 1..3), 100.0);
+    }
+
+    #[test]
+    fn no_algorithm_misses_fewer_deadlines_than_the_hopeless_floor() {
+        let mut s = small();
+        s.margin = (0, 400);
+        let h = hopeless_pct(&s, 4.0, 1..2);
+        assert!(h > 0.0, "the set-up leaves some deadlines unreachable: {h}");
+        let platform = s.platform(1);
+        for kind in [PolicyKind::Edf, PolicyKind::CsIP, PolicyKind::Easy] {
+            let cfg = PolicyConfig {
+                heuristics: HeuristicParams::CS,
+                ..PolicyConfig::new(kind)
+            };
+            let m = single_cluster_metrics(&platform, cfg, s.jobs(&platform, 4.0, 1)).unwrap();
+            let missed = m.iter().find(|(k, _)| *k == "missed_pct").unwrap().1;
+            assert!(missed >= h - 1e-9, "{kind:?}: {missed} < {h}");
+        }
+    }
+}
