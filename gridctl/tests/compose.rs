@@ -4,8 +4,9 @@
 //! binary, which serves every service), then driven from the host through the published port.
 //!
 //! Scenarios, each ending by accounting for every submitted job exactly once: a few hundred jobs
-//! spread over the sites all finish; a site's local-scheduler container stopped is marked down,
-//! gets no work, and rejoins when started again with nothing run twice; a site cut off the grid
+//! spread over the sites all finish; a site's local-scheduler container stopped with a full queue
+//! is marked down, gets no work, its waiting jobs (unclaimed: not started) run at another site, and
+//! it rejoins when started again, dropping them, with nothing run twice; a site cut off the grid
 //! network while it runs jobs keeps running them and is reconciled when reconnected; an agent
 //! container killed mid-job at a site configured to requeue has its jobs run again elsewhere in
 //! the site; the meta-scheduler container killed in the middle of a stream of submissions and
@@ -161,6 +162,11 @@ fn emulated(i: u32) -> v1::JobSpec {
 /// Waits until each of `ids` is COMPLETED; every other job known must have ended too. Returns
 /// the jobs.
 async fn all_completed(c: &mut Client, ids: &[u64]) -> HashMap<u64, v1::Job> {
+    completed(c, ids, true).await
+}
+
+/// Waits until each of `ids` is COMPLETED, and with `others` every other job known has ended.
+async fn completed(c: &mut Client, ids: &[u64], others: bool) -> HashMap<u64, v1::Job> {
     let t = Instant::now();
     loop {
         let all: HashMap<u64, v1::Job> = all_jobs(c).await.into_iter().map(|j| (j.id, j)).collect();
@@ -174,7 +180,7 @@ async fn all_completed(c: &mut Client, ids: &[u64]) -> HashMap<u64, v1::Job> {
             .collect();
         pending.extend(
             all.values()
-                .filter(|j| !j.state().is_terminal() && !ids.contains(&j.id))
+                .filter(|j| others && !j.state().is_terminal() && !ids.contains(&j.id))
                 .map(|j| (j.id, j.state)),
         );
         if pending.is_empty() {
@@ -263,12 +269,76 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         "{page}"
     );
 
-    // 2. A site's local scheduler stops: marked down, no new work; it rejoins when started.
+    // 2. A site's local scheduler stops with jobs waiting in its queue: the site is marked down
+    //    and gets no new work; the jobs waiting there, which had not started (no start claim),
+    //    run elsewhere; it rejoins when started.
+    let wide = |i: u32| v1::JobSpec {
+        processors: 8,
+        licences: vec![],
+        emulate_runtime_s: Some(100), // 5 s at the time scale 0.05
+        ..emulated(i)
+    };
+    let full = submit_all(&mut c, (0..12).map(wide).collect()).await;
+    let t = Instant::now();
+    let waiting_at_alpha: Vec<u64> = loop {
+        let jobs: Vec<v1::Job> = all_jobs(&mut c)
+            .await
+            .into_iter()
+            .filter(|j| full.contains(&j.id))
+            .collect();
+        if jobs.iter().all(|j| j.state() >= JobState::Queued) {
+            break jobs
+                .iter()
+                .filter(|j| j.site.as_deref() == Some("alpha") && j.state() == JobState::Queued)
+                .map(|j| j.id)
+                .collect();
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "{jobs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(!waiting_at_alpha.is_empty(), "no job waits at alpha");
     p.must(&["stop", "alpha-local"]);
+    let stopped = Instant::now();
     wait_sites(&mut c, Some(("alpha", false))).await;
-    tokio::time::sleep(Duration::from_secs(6)).await; // past links.site_down_after_ms
+    let unreachable = stopped.elapsed();
+    // Each ends elsewhere, unless alpha started it (claimed it) in the instant before its stop:
+    // that one stays and is checked once alpha is back.
+    let moved: HashMap<u64, v1::Job> = loop {
+        let all: HashMap<u64, v1::Job> = all_jobs(&mut c)
+            .await
+            .into_iter()
+            .filter(|j| waiting_at_alpha.contains(&j.id))
+            .map(|j| (j.id, j))
+            .collect();
+        let settled = |id: &u64| {
+            all.get(id).is_some_and(|j| {
+                j.state().is_terminal() || j.claimed_by.as_deref() == Some("alpha")
+            })
+        };
+        if waiting_at_alpha.iter().all(settled) {
+            break all;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(120), "{all:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let moved_after = stopped.elapsed();
+    let mut n_moved = 0;
+    for j in moved.values() {
+        if j.claimed_by.as_deref() != Some("alpha") {
+            assert_ne!(j.site.as_deref(), Some("alpha"), "{j:?}");
+            assert_eq!(j.state(), JobState::Completed, "{j:?}");
+            n_moved += 1;
+        }
+    }
+    assert!(n_moved > 0, "no waiting job left alpha");
+    eprintln!(
+        "scenario 2: alpha unreachable after {unreachable:?} (down 5 s later); {n_moved} of {} \
+         jobs waiting there ran elsewhere, all done {moved_after:?} after the stop",
+        waiting_at_alpha.len()
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let during = submit_all(&mut c, (0..60).map(emulated).collect()).await;
-    let all = all_completed(&mut c, &during).await;
+    let all = completed(&mut c, &during, false).await;
     assert!(
         during
             .iter()
@@ -279,6 +349,9 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
     wait_sites(&mut c, None).await;
     let after = submit_all(&mut c, (0..60).map(emulated).collect()).await;
     let all = all_completed(&mut c, &after).await;
+    for id in &full {
+        assert_eq!(all[id].state(), JobState::Completed, "{:?}", all[id]);
+    }
     assert!(
         after
             .iter()
@@ -387,6 +460,7 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
     // Accounting: every submitted job is known exactly once, and ended.
     let submitted: Vec<u64> = first
         .iter()
+        .chain(&full)
         .chain(&during)
         .chain(&after)
         .chain(&cut)

@@ -45,6 +45,8 @@ pub struct LocalMetrics {
     pub heartbeats: Family<MachineLabel, Counter>,
     /// Scheduling pass durations.
     pub pass_seconds: Histogram,
+    /// Jobs started by the policy whose start claim the meta-scheduler has not granted yet.
+    pub awaiting_claim: Gauge,
 }
 
 impl LocalMetrics {
@@ -57,6 +59,7 @@ impl LocalMetrics {
             licences_in_use: Family::default(),
             heartbeats: Family::default(),
             pass_seconds: Histogram::new(gridsched_telemetry::duration_buckets()),
+            awaiting_claim: Gauge::default(),
         };
         r.register(
             "gridsched_local_queued_jobs",
@@ -87,6 +90,11 @@ impl LocalMetrics {
             "gridsched_local_scheduling_pass_duration_seconds",
             "Duration of one scheduling pass of the local policy",
             m.pass_seconds.clone(),
+        );
+        r.register(
+            "gridsched_local_jobs_awaiting_claim",
+            "Jobs the policy started that wait for the meta-scheduler's start grant",
+            m.awaiting_claim.clone(),
         );
         m
     }

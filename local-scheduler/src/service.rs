@@ -145,6 +145,28 @@ impl LocalScheduler for Service {
         let s = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
         Ok(Response::new(Box::pin(tokio_stream::StreamExt::map(s, Ok))))
     }
+
+    type StartClaimsStream = BoxStream<v1::ClaimRequest>;
+
+    async fn start_claims(
+        &self,
+        r: Request<tonic::Streaming<v1::ClaimAnswer>>,
+    ) -> Result<Response<Self::StartClaimsStream>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
+        let rx = self.ask(Msg::Claims).await?;
+        tokio::spawn(forward_answers(r.into_inner(), self.tx.clone()));
+        let s = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+        Ok(Response::new(Box::pin(tokio_stream::StreamExt::map(s, Ok))))
+    }
+}
+
+/// Forwards the meta-scheduler's answers on the StartClaims link to the driver.
+async fn forward_answers(mut inbound: tonic::Streaming<v1::ClaimAnswer>, tx: mpsc::Sender<Msg>) {
+    while let Ok(Some(a)) = inbound.message().await {
+        if tx.send(Msg::ClaimAnswer(a)).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// A stream yielding `first`, then what `rest` sends.

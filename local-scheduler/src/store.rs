@@ -1,6 +1,7 @@
 //! Durable state of a local scheduler (issue 5, part 2) in an embedded `redb` database: the jobs
 //! not yet ended (their Enqueue request, state, machine and start) and the event log, keyed by
-//! sequence number for JobEvents resumption. Every change is committed before it is acknowledged.
+//! sequence number for JobEvents resumption; a granted start claim is kept with its job. Every
+//! change is committed before it is acknowledged.
 
 use gridsched_proto::v1;
 use prost::Message;
@@ -25,6 +26,9 @@ pub struct StoredJob {
     /// When it started.
     #[prost(int64, optional, tag = "4")]
     pub start_time: Option<i64>,
+    /// The meta-scheduler granted its start claim.
+    #[prost(bool, tag = "5")]
+    pub claimed: bool,
 }
 
 /// The database.

@@ -52,7 +52,8 @@ pub struct MetaConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct LinkConfig {
     /// A site whose local scheduler could not be reached for this long (milliseconds) is marked
-    /// down: it receives no new job and its jobs not yet sent are dispatched again elsewhere.
+    /// down: it receives no new job and its jobs that have not started (not sent yet, or waiting
+    /// there without a start claim) are dispatched again elsewhere.
     pub site_down_after_ms: u64,
     /// Delay before reconnecting to an unreachable local scheduler (milliseconds).
     pub retry_ms: u64,
@@ -65,6 +66,11 @@ pub struct LinkConfig {
     /// Interval of the HTTP/2 pings on each link (milliseconds); a link whose ping is not answered
     /// within twice this is broken, so a partitioned site is noticed within about three times it.
     pub keepalive_ms: u64,
+    /// Dispatch jobs under the start-claim protocol: a site starts a job only once the
+    /// meta-scheduler has durably granted it, so the jobs waiting at a site that goes down can be
+    /// withdrawn and run elsewhere without ever running twice. Off: a job sent to a site stays
+    /// there (it waits for the site to come back), and starts save one round trip.
+    pub start_claims: bool,
 }
 
 impl Default for LinkConfig {
@@ -76,6 +82,7 @@ impl Default for LinkConfig {
             forward_concurrency: 32,
             poll_ms: 500,
             keepalive_ms: 1_000,
+            start_claims: true,
         }
     }
 }

@@ -165,6 +165,15 @@ pub fn explain(
             ));
         }
         JobState::Queued => match &local {
+            Some(Ok(status)) if let Some(r) = held(status, id) => {
+                text += &format!("; placed on {} by {}", r.machine, status.policy);
+                out.blockers.push(blocker(
+                    BlockerKind::StartClaim,
+                    Some(r.machine.clone()),
+                    None,
+                    "the meta-scheduler to grant its start claim".into(),
+                ));
+            }
             Some(Ok(status)) => {
                 out.queue_position = status
                     .queue
@@ -210,9 +219,47 @@ pub fn explain(
     out
 }
 
+/// Job `id` as placed by the local policy but held for its start claim, if it is.
+fn held(status: &v1::StatusResponse, id: u64) -> Option<&v1::RunningJob> {
+    status
+        .running
+        .iter()
+        .find(|r| r.job_id == id && r.awaiting_claim)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_placed_job_waits_for_its_start_claim() {
+        let job = v1::Job {
+            id: 7,
+            state: JobState::Queued.into(),
+            site: Some("a".into()),
+            ..Default::default()
+        };
+        let status = v1::StatusResponse {
+            policy: "easy".into(),
+            running: vec![v1::RunningJob {
+                job_id: 7,
+                machine: "a1".into(),
+                awaiting_claim: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let e = explain(&job, Decision::default(), Some(Ok(status)));
+        let kinds: Vec<BlockerKind> = e.blockers.iter().map(|b| b.kind()).collect();
+        assert_eq!(kinds, vec![BlockerKind::StartClaim]);
+        assert_eq!(e.blockers[0].resource.as_deref(), Some("a1"));
+        assert!(
+            e.text
+                .contains("placed on a1 by easy; waits for: the meta-scheduler to grant"),
+            "{}",
+            e.text
+        );
+    }
 
     #[test]
     fn a_queued_job_behind_a_full_licence_pool() {

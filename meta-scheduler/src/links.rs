@@ -2,9 +2,10 @@
 //! that streams the site's job events (`JobEvents` from the last applied sequence, which is stored
 //! with the jobs it changed) and a *forwarder* that sends the site its jobs (`Enqueue`); one
 //! *monitor* for the whole grid that marks a site down once it has been unreachable for
-//! `links.site_down_after_ms` (its jobs not yet sent are dispatched again elsewhere) and retries
-//! the jobs waiting for a site; and, for strategies that read the sites' state, a *poller* of
-//! their `Status`.
+//! `links.site_down_after_ms` (its jobs that have not started there are dispatched again
+//! elsewhere) and retries the jobs waiting for a site; per site a *claim link* (`StartClaims`)
+//! that answers the site's start claims (see [`State::claims`](crate::state::State::claims));
+//! and, for strategies that read the sites' state, a *poller* of their `Status`.
 //!
 //! The only upward notices the dispatch strategies see are the terminations of the event stream,
 //! as in the seed's protocol (D3); a site is *reachable* while its event stream is open.
@@ -26,6 +27,7 @@ pub fn start(svc: &MetaService) {
         }
         tokio::spawn(follow(svc.clone(), i));
         tokio::spawn(forward(svc.clone(), i));
+        tokio::spawn(claim_link(svc.clone(), i));
     }
     tokio::spawn(monitor(svc.clone()));
     let polls = svc.lock().is_ok_and(|st| st.decider.reads_site_state());
@@ -74,21 +76,14 @@ async fn follow(svc: MetaService, i: usize) {
             Ok(mut events) => {
                 set_reachable(&svc, i, true);
                 loop {
-                    let first = match events.message().await {
-                        Ok(Some(ev)) => ev,
+                    let batch = match next_batch(&mut events).await {
+                        Ok(Some(b)) => b,
                         Ok(None) => break,
                         Err(e) => {
                             tracing::warn!(site = i, error = %e, "event stream broken");
                             break;
                         }
                     };
-                    let mut batch = vec![first];
-                    while batch.len() < 4096 {
-                        match events.message().now_or_never() {
-                            Some(Ok(Some(ev))) => batch.push(ev),
-                            _ => break,
-                        }
-                    }
                     let r = svc.mutate(|st, b, _| {
                         for ev in &batch {
                             st.apply_local(b, i, ev);
@@ -108,6 +103,22 @@ async fn follow(svc: MetaService, i: usize) {
         set_reachable(&svc, i, false);
         tokio::time::sleep(retry(&svc)).await;
     }
+}
+
+/// The next message of `stream` and those already arrived behind it (at most 4,096), to be
+/// applied in one commit; `None` when the stream ended.
+async fn next_batch<T>(stream: &mut tonic::Streaming<T>) -> Result<Option<Vec<T>>, tonic::Status> {
+    let Some(first) = stream.message().await? else {
+        return Ok(None);
+    };
+    let mut batch = vec![first];
+    while batch.len() < 4096 {
+        match stream.message().now_or_never() {
+            Some(Ok(Some(m))) => batch.push(m),
+            _ => break,
+        }
+    }
+    Ok(Some(batch))
 }
 
 /// The outcome of one Enqueue.
@@ -139,6 +150,7 @@ async fn forward(svc: MetaService, i: usize) {
                             spec: j.spec.clone(),
                             priority: j.priority,
                             submit_time: j.submit_time.unwrap_or(t),
+                            claim_before_start: j.start_claims,
                         })
                     })
                     .collect::<Vec<_>>())
@@ -219,6 +231,51 @@ async fn forward(svc: MetaService, i: usize) {
                 break;
             }
         }
+    }
+}
+
+/// Keeps site `i`'s StartClaims link open and answers its claims: every request already
+/// waiting is answered in one durable commit, then each answer is sent in order.
+async fn claim_link(svc: MetaService, i: usize) {
+    loop {
+        let Ok(mut client) = svc.client(i) else {
+            return;
+        };
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<v1::ClaimAnswer>();
+        let answers = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+        match svc.call(client.start_claims(answers)).await {
+            Ok(mut requests) => loop {
+                let batch = match next_batch(&mut requests).await {
+                    Ok(Some(b)) => b,
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::debug!(site = i, error = %e, "claim link broken");
+                        break;
+                    }
+                };
+                let r = svc.mutate(|st, b, _| {
+                    Ok(batch
+                        .iter()
+                        .map(|req| st.claims(b, i, req))
+                        .collect::<Vec<_>>())
+                });
+                match r {
+                    Ok(answers) => {
+                        if answers.into_iter().any(|a| tx.send(a).is_err()) {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(site = i, error = %e, "cannot record start claims");
+                        break;
+                    }
+                }
+            },
+            Err(e) => {
+                tracing::debug!(site = i, error = %e, "claim link: local scheduler unreachable");
+            }
+        }
+        tokio::time::sleep(retry(&svc)).await;
     }
 }
 

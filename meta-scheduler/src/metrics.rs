@@ -46,6 +46,19 @@ pub struct MetaMetrics {
     pub up: Family<SiteLabel, Gauge>,
     /// Jobs accepted.
     pub accepted: Counter,
+    /// Start claims answered, by site and outcome (`granted`, `withdrawn`).
+    pub claims: Family<ClaimLabel, Counter>,
+    /// Jobs withdrawn from a down site before they started, by the site they left.
+    pub withdrawn: Family<SiteLabel, Counter>,
+}
+
+/// Labels of a start-claim answer.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClaimLabel {
+    /// Site name.
+    pub site: String,
+    /// `granted` or `withdrawn`.
+    pub outcome: String,
 }
 
 impl MetaMetrics {
@@ -57,6 +70,8 @@ impl MetaMetrics {
             reachable: Family::default(),
             up: Family::default(),
             accepted: Counter::default(),
+            claims: Family::default(),
+            withdrawn: Family::default(),
         };
         r.register(
             "gridsched_meta_jobs",
@@ -82,6 +97,16 @@ impl MetaMetrics {
             "gridsched_meta_jobs_accepted",
             "Jobs accepted (acknowledged and durable)",
             m.accepted.clone(),
+        );
+        r.register(
+            "gridsched_meta_start_claims",
+            "Start claims of the sites answered, by site and outcome",
+            m.claims.clone(),
+        );
+        r.register(
+            "gridsched_meta_withdrawn_jobs",
+            "Jobs withdrawn from a down site before they started and dispatched again",
+            m.withdrawn.clone(),
         );
         m
     }

@@ -112,6 +112,7 @@ impl MetaService {
         let loaded = store.load()?;
         let decider = Decider::new(&cfg, loaded.last_id)?;
         let mut state = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
+        state.start_claims = cfg.links.start_claims;
         state.restore(loaded);
         tracing::info!(
             jobs = state.jobs.len(),

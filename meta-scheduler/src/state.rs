@@ -9,8 +9,14 @@
 //! Job life cycle at the meta level: ACCEPTED (classified; assigned a site, or waiting for one
 //! that is up) → DISPATCHED (written durably *before* the Enqueue call, so a job that may have
 //! reached a site is never dispatched elsewhere) → QUEUED / RUNNING / terminal, as the site's
-//! local scheduler reports them through its event stream. Only ACCEPTED jobs are re-dispatched
-//! when their site goes down.
+//! local scheduler reports them through its event stream.
+//!
+//! Start claims (issue 6 part 2): a job dispatched with `start_claims` starts at its site only
+//! once [`State::claims`] has granted it, durably (`claimed_by`); from then on it stays with that
+//! site. When a site goes down, its ACCEPTED jobs and its unclaimed DISPATCHED / QUEUED ones are
+//! withdrawn and dispatched again ([`State::redispatch`]); the site is told on its next claim or
+//! when its StartClaims link opens again, and drops them unstarted. So a job waiting at a down
+//! site runs elsewhere, and no job runs at two sites.
 
 use crate::config::SiteConfig;
 use crate::decide::Decider;
@@ -77,6 +83,8 @@ pub struct State {
     pub sites: Vec<SiteConfig>,
     /// Highest priority.
     pub max_priority: u32,
+    /// Dispatch new jobs under the start-claim protocol (`links.start_claims`).
+    pub start_claims: bool,
     /// Prometheus metrics.
     pub metrics: crate::metrics::MetaMetrics,
 }
@@ -110,6 +118,7 @@ impl State {
             reachable: vec![false; n],
             sites,
             max_priority,
+            start_claims: true,
             metrics: crate::metrics::MetaMetrics::new(&mut Default::default()),
         }
     }
@@ -177,6 +186,7 @@ impl State {
             exit_code: job.exit_code,
             signal: job.signal,
             cluster: job.cluster.clone(),
+            withdrawn: false,
         };
         if self.events.len() == RETAINED_EVENTS {
             self.events.pop_front();
@@ -195,6 +205,7 @@ impl State {
     ) {
         let (site, dispatch) = self.decider.dispatch(time, model, job.priority, None);
         self.metrics.accepted.inc();
+        job.start_claims = self.start_claims;
         let detail = match site {
             Some(i) => {
                 self.count_dispatch(i);
@@ -281,19 +292,24 @@ impl State {
     /// job at once, RUNNING (with its machine and start time) comes only from the site's event
     /// stream: taking it from the answer made the stream's earlier QUEUED event look like a
     /// requeue, and the job went RUNNING → QUEUED → RUNNING.
+    /// A job withdrawn from the site meanwhile is left as it is: the site drops it when it claims
+    /// it or when its StartClaims link opens.
     pub fn sent(&mut self, b: &mut Batch, i: usize, id: u64, time: i64) {
         self.in_flight[i].remove(&id);
         let name = self.sites[i].name.clone();
         self.update(b, id, time, |j| {
-            (j.state() == JobState::Dispatched).then(|| {
-                j.state = JobState::Queued.into();
-                format!("queued at {name}")
-            })
+            (j.state() == JobState::Dispatched && j.site.as_deref() == Some(name.as_str())).then(
+                || {
+                    j.state = JobState::Queued.into();
+                    format!("queued at {name}")
+                },
+            )
         });
     }
 
     /// The Enqueue of job `id` at site `i` failed without an answer: it is sent again later.
     pub fn send_failed(&mut self, i: usize, id: u64) {
+        // A job withdrawn meanwhile has already left `in_flight[i]`.
         if self.in_flight[i].remove(&id)
             && self
                 .jobs
@@ -319,10 +335,15 @@ impl State {
     }
 
     /// Applies one event of site `i`'s local scheduler.
+    /// The site's drop of a job withdrawn from it (`withdrawn`) changes nothing: the job is
+    /// elsewhere.
     pub fn apply_local(&mut self, b: &mut Batch, i: usize, ev: &v1::JobEvent) {
         if ev.sequence > self.site_seq[i] {
             self.site_seq[i] = ev.sequence;
             b.site_seqs.insert(i);
+        }
+        if ev.withdrawn {
+            return;
         }
         let name = self.sites[i].name.clone();
         let Some(job) = self.jobs.get(&ev.job_id) else {
@@ -355,6 +376,10 @@ impl State {
                 JobState::Running => {
                     j.machine.clone_from(&ev.machine);
                     j.start_time = Some(ev.time);
+                    // Started there: it stays there.
+                    if j.claimed_by.is_none() {
+                        j.claimed_by = Some(name.clone());
+                    }
                 }
                 _ => {
                     if ev.machine.is_some() {
@@ -370,20 +395,31 @@ impl State {
         });
     }
 
-    /// Dispatches again the ACCEPTED jobs of `down` (its site went down) and the jobs waiting for
-    /// a site; each goes where the strategy sends it now, or keeps waiting.
+    /// Dispatches again the jobs of `down` (its site went down) that have not started there (its
+    /// ACCEPTED jobs and its unclaimed DISPATCHED / QUEUED ones, see [`withdrawable`]) and the
+    /// jobs waiting for a site; each goes where the strategy sends it now, or keeps waiting. A
+    /// job no other site can take stays with its down site.
     pub fn redispatch(&mut self, b: &mut Batch, down: Option<usize>, time: i64) {
         let mut ids: Vec<(u64, Option<usize>)> =
             self.unplaced.iter().map(|&id| (id, None)).collect();
         if let Some(i) = down {
             ids.extend(self.outbox[i].iter().map(|&id| (id, Some(i))));
+            let name = self.sites[i].name.as_str();
+            ids.extend(
+                self.jobs
+                    .values()
+                    .filter(|j| j.site.as_deref() == Some(name) && withdrawable(j))
+                    .map(|j| (j.id, Some(i))),
+            );
         }
         ids.sort_unstable();
+        ids.dedup();
         for (id, from) in ids {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
-            if job.state() != JobState::Accepted {
+            let withdrawn = from.is_some() && withdrawable(job);
+            if job.state() != JobState::Accepted && !withdrawn {
                 continue;
             }
             let Some(spec) = job.spec.clone() else {
@@ -408,6 +444,7 @@ impl State {
             };
             if let Some(i) = from {
                 self.outbox[i].remove(&id);
+                self.in_flight[i].remove(&id);
             }
             self.count_dispatch(target);
             self.unplaced.remove(&id);
@@ -417,15 +454,74 @@ impl State {
             self.decisions.entry(id).or_default().dispatch = Some(dispatch);
             b.decisions.insert(id);
             let detail = match from {
+                Some(i) if withdrawn => {
+                    self.metrics
+                        .withdrawn
+                        .get_or_create(&crate::metrics::SiteLabel {
+                            site: self.sites[i].name.clone(),
+                        })
+                        .inc();
+                    format!(
+                        "{} is down: withdrawn before it started there, dispatched again to {name}",
+                        self.sites[i].name
+                    )
+                }
                 Some(i) => format!("{} is down: dispatched again to {name}", self.sites[i].name),
                 None => format!("dispatched to {name}"),
             };
+            let claims = self.start_claims;
             self.update(b, id, time, |j| {
                 j.site = Some(name.clone());
                 j.cluster = Some(name);
+                j.state = JobState::Accepted.into();
+                j.dispatch_time = None;
+                j.start_claims = claims;
                 Some(detail)
             });
         }
+    }
+
+    /// Answers site `i`'s start claims: a job still dispatched to it is granted (recorded in
+    /// `claimed_by`, committed before the answer leaves, and never withdrawn from then on); a job
+    /// that has been withdrawn from it, or has ended (e.g. cancelled while the site was down), is
+    /// answered withdrawn, as is any such job among the unclaimed ones it lists as `held`.
+    pub fn claims(&mut self, b: &mut Batch, i: usize, req: &v1::ClaimRequest) -> v1::ClaimAnswer {
+        let name = self.sites[i].name.clone();
+        let ours =
+            |j: &v1::Job| j.site.as_deref() == Some(name.as_str()) && !j.state().is_terminal();
+        let mut answer = v1::ClaimAnswer::default();
+        for &id in &req.start {
+            match self.jobs.get_mut(&id) {
+                Some(j) if ours(j) => {
+                    if j.claimed_by.is_none() {
+                        j.claimed_by = Some(name.clone());
+                        b.jobs.insert(id);
+                    }
+                    answer.granted.push(id);
+                }
+                _ => answer.withdrawn.push(id),
+            }
+        }
+        for &id in &req.held {
+            if !self.jobs.get(&id).is_some_and(ours) {
+                answer.withdrawn.push(id);
+            }
+        }
+        for (outcome, n) in [
+            ("granted", answer.granted.len()),
+            ("withdrawn", answer.withdrawn.len()),
+        ] {
+            if n > 0 {
+                self.metrics
+                    .claims
+                    .get_or_create(&crate::metrics::ClaimLabel {
+                        site: name.clone(),
+                        outcome: outcome.into(),
+                    })
+                    .inc_by(n as u64);
+            }
+        }
+        answer
     }
 
     /// Rebuilds the state from the store's content: the classifier replays every job in id
@@ -474,3 +570,14 @@ impl State {
         }
     }
 }
+
+/// Whether a job dispatched to a site that went down can be taken from it: sent under the
+/// start-claim protocol, not granted to it, and not started.
+fn withdrawable(j: &v1::Job) -> bool {
+    j.start_claims
+        && j.claimed_by.is_none()
+        && matches!(j.state(), JobState::Dispatched | JobState::Queued)
+}
+
+#[cfg(test)]
+mod tests;

@@ -167,6 +167,15 @@ impl v1::local_scheduler_server::LocalScheduler for NoLocal {
     ) -> Result<Response<Self::AgentOrdersStream>, Status> {
         Err(Status::unimplemented("agent_orders"))
     }
+
+    type StartClaimsStream = BoxStream<v1::ClaimRequest>;
+
+    async fn start_claims(
+        &self,
+        _: Request<tonic::Streaming<v1::ClaimAnswer>>,
+    ) -> Result<Response<Self::StartClaimsStream>, Status> {
+        Err(Status::unimplemented("start_claims"))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

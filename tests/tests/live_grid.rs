@@ -409,7 +409,40 @@ async fn a_site_that_goes_down_gets_no_work_and_rejoins() {
         assert!(t.elapsed() < Duration::from_secs(10), "{j:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Jobs as long as it, by the Load function, go to beta and alpha in turn; those at alpha wait
+    // behind it, unclaimed.
+    let waiting = submit_all(&mut c, vec![emulated("u", 4, 3600, 20); 4]).await;
+    let at_alpha: Vec<u64> = {
+        let t = std::time::Instant::now();
+        loop {
+            let jobs: Vec<v1::Job> = gridsched_tests::live::all_jobs(&mut c)
+                .await
+                .into_iter()
+                .filter(|j| waiting.contains(&j.id))
+                .collect();
+            if jobs.iter().all(|j| j.state() >= JobState::Queued) {
+                break jobs
+                    .iter()
+                    .filter(|j| j.site.as_deref() == Some("alpha"))
+                    .inspect(|j| assert_eq!(j.state(), JobState::Queued, "{j:?}"))
+                    .map(|j| j.id)
+                    .collect();
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "{jobs:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    assert!(!at_alpha.is_empty(), "no job waits at alpha");
     g.kill_local(0);
+    // The jobs waiting at alpha had not started: they are withdrawn and run at beta.
+    let jobs = wait_ended(&mut c, &waiting, Duration::from_secs(30)).await;
+    for j in jobs.iter().filter(|j| waiting.contains(&j.id)) {
+        assert_eq!(
+            (j.site.as_deref(), j.state(), j.claimed_by.as_deref()),
+            (Some("beta"), JobState::Completed, Some("beta")),
+            "{j:?}"
+        );
+    }
     // Cancelling a job of a site that is down: UNAVAILABLE, and the job is untouched.
     let e = c
         .cancel_job(v1::CancelJobRequest {
@@ -463,6 +496,25 @@ async fn a_site_that_goes_down_gets_no_work_and_rejoins() {
     let ended = wait_ended(&mut c, &[long], Duration::from_secs(15)).await;
     let j = ended.iter().find(|j| j.id == long).unwrap();
     assert_eq!(j.state(), JobState::Cancelled, "{j:?}");
+    // alpha dropped the jobs withdrawn from it without running them.
+    let mut local = gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient::connect(
+        format!("http://{}", g.local_addrs[0]),
+    )
+    .await
+    .expect("alpha");
+    let t = std::time::Instant::now();
+    loop {
+        let s = local
+            .status(v1::StatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if s.queue.is_empty() && s.running.is_empty() {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{s:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     for addr in &g.local_addrs {
         let starts = starts_at(addr).await;
         assert!(

@@ -130,6 +130,7 @@ async fn enqueue(c: &mut LocalSchedulerClient<Channel>, id: u64, s: v1::JobSpec)
         spec: Some(s),
         priority: 1,
         submit_time: 0,
+        ..Default::default()
     })
     .await
     .unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
@@ -316,6 +317,7 @@ async fn cancel_queued_and_running_and_bad_requests() {
         spec: Some(s),
         priority: 0,
         submit_time: 0,
+        ..Default::default()
     };
     let e = c.enqueue(bad(shell(0, 10, "true"))).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
@@ -340,6 +342,7 @@ async fn cancel_queued_and_running_and_bad_requests() {
             spec: None,
             priority: 0,
             submit_time: 0,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -463,5 +466,210 @@ async fn restart_keeps_queued_jobs() {
             v1::JobState::Completed,
             "queued job {i} survived the restart"
         );
+    }
+}
+
+/// Events of `c` from sequence `from` until `done` holds for one; returns them all.
+async fn events_until(
+    c: &mut LocalSchedulerClient<Channel>,
+    from: u64,
+    done: impl Fn(&v1::JobEvent) -> bool,
+) -> Vec<v1::JobEvent> {
+    let req = v1::JobEventsRequest {
+        from_sequence: Some(from),
+    };
+    let mut s = c.job_events(req).await.unwrap().into_inner();
+    let mut all = Vec::new();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), s.message())
+            .await
+            .unwrap_or_else(|_| panic!("timeout after {all:?}"))
+            .unwrap()
+            .expect("stream open");
+        all.push(e.clone());
+        if done(&e) {
+            return all;
+        }
+    }
+}
+
+/// Opens the StartClaims link as the meta-scheduler would: the sender of the answers and the
+/// stream of the site's requests.
+async fn claim_link(
+    c: &mut LocalSchedulerClient<Channel>,
+) -> (
+    tokio::sync::mpsc::UnboundedSender<v1::ClaimAnswer>,
+    tonic::Streaming<v1::ClaimRequest>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let answers = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+    (tx, c.start_claims(answers).await.unwrap().into_inner())
+}
+
+/// The site's next claim request.
+async fn next_claim(link: &mut tonic::Streaming<v1::ClaimRequest>) -> v1::ClaimRequest {
+    tokio::time::timeout(Duration::from_secs(5), link.message())
+        .await
+        .expect("a claim request")
+        .unwrap()
+        .expect("link open")
+}
+
+/// Job `id`, one processor for 1 s, enqueued as the meta-scheduler does: to start on its grant.
+fn claim(id: u64) -> v1::EnqueueRequest {
+    v1::EnqueueRequest {
+        job_id: id,
+        spec: Some(emulated(1, 100, 20)),
+        priority: 1,
+        submit_time: 0,
+        claim_before_start: true,
+    }
+}
+
+/// The start-claim protocol seen from a site (the test plays the meta-scheduler): jobs enqueued
+/// with `claim_before_start` hold their machine but get no start order until granted; when the
+/// link opens the site asks for its held jobs and lists its unclaimed waiting ones; withdrawn jobs
+/// are dropped unstarted (CANCELLED, `withdrawn`) and may be enqueued again, also after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
+    let mut g = Grid::new(&[("m1", 2)], "");
+    g.online(1).await;
+    let mut c = g.client().await;
+    for id in 1..=3 {
+        c.enqueue(claim(id)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let s = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+    let held: Vec<(u64, bool)> = s
+        .running
+        .iter()
+        .map(|r| (r.job_id, r.awaiting_claim))
+        .collect();
+    assert_eq!(held, [(1, true), (2, true)], "placed but held");
+    assert_eq!(s.queue.iter().map(|q| q.job_id).collect::<Vec<_>>(), [3]);
+    assert_eq!(
+        s.machines[0].busy_processors, 2,
+        "held jobs keep their processors"
+    );
+
+    let (tx, mut link) = claim_link(&mut c).await;
+    let mut next = async || next_claim(&mut link).await;
+    let first = next().await;
+    assert_eq!((first.start, first.held), (vec![1, 2], vec![3]));
+    tx.send(v1::ClaimAnswer {
+        granted: vec![1],
+        withdrawn: vec![2, 3],
+    })
+    .unwrap();
+    let (all, last) = until_ended(&mut c, &[1, 2, 3], 10).await;
+    assert_eq!(last[&1].state(), v1::JobState::Completed);
+    for id in [2, 3] {
+        assert_eq!(last[&id].state(), v1::JobState::Cancelled);
+        assert!(last[&id].withdrawn, "{:?}", last[&id]);
+        assert!(
+            !all.iter()
+                .any(|e| e.job_id == id && e.state() == v1::JobState::Running),
+            "withdrawn job {id} never ran"
+        );
+    }
+    let running1 = all
+        .iter()
+        .position(|e| e.job_id == 1 && e.state() == v1::JobState::Running);
+    assert!(running1.is_some(), "the granted job ran");
+
+    // A withdrawn job may come back; it claims again and runs once granted.
+    c.enqueue(claim(2)).await.unwrap();
+    assert_eq!(next().await.start, [2]);
+    tx.send(v1::ClaimAnswer {
+        granted: vec![2],
+        withdrawn: vec![],
+    })
+    .unwrap();
+    let from = all.last().unwrap().sequence + 1;
+    events_until(&mut c, from, |e| {
+        e.job_id == 2 && e.state() == v1::JobState::Completed
+    })
+    .await;
+    let again = c.enqueue(claim(1)).await.unwrap_err();
+    assert_eq!(
+        again.code(),
+        tonic::Code::AlreadyExists,
+        "an ended job stays ended"
+    );
+
+    // After a restart the withdrawal is remembered as such: job 3 is accepted again and its
+    // claim is asked for on the new link.
+    drop(link);
+    drop(g.sched.take());
+    let addr = g.url.trim_start_matches("http://").to_string();
+    let (sched, _) = start_scheduler(&g.config, Some(&addr));
+    g.sched = Some(sched);
+    let mut c = g.client().await;
+    c.enqueue(claim(3)).await.unwrap();
+    let (tx, mut link) = claim_link(&mut c).await;
+    // Until its agent is back job 3 only waits (listed as held); then it asks to start.
+    loop {
+        let req = next_claim(&mut link).await;
+        if req.start == [3] {
+            break;
+        }
+        assert_eq!((req.start, req.held), (vec![], vec![3]));
+    }
+    tx.send(v1::ClaimAnswer {
+        granted: vec![3],
+        withdrawn: vec![],
+    })
+    .unwrap();
+    events_until(&mut c, 1, |e| {
+        e.job_id == 3 && e.state() == v1::JobState::Completed
+    })
+    .await;
+}
+
+/// A held job (placed by the policy, its claim not granted) shows since when it is placed; it is
+/// cancelled like a waiting job, freeing its processor, and when its machine's agent is lost it
+/// waits in the queue again (it never ran: not LOST).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_job_is_cancelled_like_a_waiting_one_and_waits_again_without_its_agent() {
+    let mut g = Grid::new(&[("m1", 2)], "");
+    g.online(1).await;
+    let mut c = g.client().await;
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    for id in [1, 2] {
+        c.enqueue(claim(id)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+    assert_eq!(s.running.len(), 2, "{s:?}");
+    for r in &s.running {
+        assert!(r.awaiting_claim && r.start_time >= t0, "{r:?}");
+    }
+    let r = c
+        .cancel(v1::CancelRequest {
+            job_id: 1,
+            reason: "no longer needed".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.state(), v1::JobState::Cancelled, "no agent to wait for");
+    let s = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+    assert_eq!(s.running.iter().map(|r| r.job_id).collect::<Vec<_>>(), [2]);
+    assert_eq!(s.machines[0].busy_processors, 1);
+
+    drop(g.agents.pop());
+    let t = Instant::now();
+    loop {
+        let s = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+        if s.running.is_empty() {
+            // Waiting again (a LOST job would have left the queue).
+            assert_eq!(s.queue.iter().map(|q| q.job_id).collect::<Vec<_>>(), [2]);
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "{s:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -320,7 +320,6 @@ mod tests {
         }
     }
 
-    /// The recount-everything greedy this module used before (reference for the equivalence test).
     /// The next item to discard: the first of the ranking under the current critical set.
     fn victim(
         items: &[Item],
@@ -331,7 +330,8 @@ mod tests {
         ranked(items, keep, critical, caps).first().copied()
     }
 
-    /// The greedy as the spec states it: recount the demand and rescan every item per discard.
+    /// The greedy as the spec states it and as this module did before (the reference of the
+    /// equivalence test): recount the demand and rescan every item per discard.
     fn greedy_reference(items: &[Item], caps: &[u32], readmit: bool) -> Vec<bool> {
         let mut keep = vec![true; items.len()];
         let mut discarded: Vec<(usize, f64)> = Vec::new();

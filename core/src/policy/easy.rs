@@ -13,6 +13,8 @@
 //! count decreased by every backfilled job still running at `S`; the queue's block summaries
 //! then find each next candidate without scanning the queue.
 //!
+//! While its machine is down (`set_machine_available`) nothing starts.
+//!
 //! Variants ([`BackfillOptions`]): stale shadow, strict `<` at the shadow time, extra-processors
 //! rule off (the seed's "conservative" wording), pass only on fitting submissions; queue order FCFS
 //! (EASY), SJF or LJF.
@@ -43,6 +45,8 @@ pub struct Easy {
     head_reservation: Option<Reservation>,
     /// Whether something happened since the last pass that calls for one.
     pass_needed: bool,
+    /// The machine is down: nothing starts until it is back.
+    down: bool,
 }
 
 impl Easy {
@@ -65,6 +69,7 @@ impl Easy {
             stale: None,
             head_reservation: None,
             pass_needed: false,
+            down: false,
         }
     }
 
@@ -172,7 +177,7 @@ impl Policy for Easy {
     }
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
-        if self.opts.submit_pass == SubmitPass::IfFits && !self.pass_needed {
+        if self.down || self.opts.submit_pass == SubmitPass::IfFits && !self.pass_needed {
             return;
         }
         self.pass_needed = false;
@@ -219,6 +224,13 @@ impl Policy for Easy {
             }
             after = c.key;
             self.start(now, c, starts);
+        }
+    }
+
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        if machine == self.machine && self.down == available {
+            self.down = !available;
+            self.pass_needed = true;
         }
     }
 

@@ -1,6 +1,6 @@
 //! First come, first served without backfilling (`reference-semantics.md`: step 1 of the EASY
 //! pass alone): start the queue head while it fits in the processors free now; the head blocks
-//! everything behind it.
+//! everything behind it. While its machine is down (`set_machine_available`) nothing starts.
 
 use super::{Policy, Rejection, Reservation, Start};
 use crate::model::{Job, JobId, MachineId, Time};
@@ -21,6 +21,8 @@ pub struct Fcfs {
     capacity: u32,
     queue: VecDeque<Waiting>,
     running: RunningSet,
+    /// The machine is down: nothing starts.
+    down: bool,
 }
 
 impl Fcfs {
@@ -31,6 +33,7 @@ impl Fcfs {
             capacity,
             queue: VecDeque::new(),
             running: RunningSet::new(),
+            down: false,
         }
     }
 }
@@ -81,6 +84,9 @@ impl Policy for Fcfs {
     }
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if self.down {
+            return;
+        }
         let mut free = self.running.free_at(now, self.capacity);
         while let Some(h) = self.queue.front().copied() {
             if h.procs > free {
@@ -95,6 +101,12 @@ impl Policy for Fcfs {
 
     fn waiting_len(&self) -> usize {
         self.queue.len()
+    }
+
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        if machine == self.machine {
+            self.down = !available;
+        }
     }
 
     fn running_len(&self) -> usize {
@@ -185,6 +197,30 @@ mod restore_tests {
             p.schedule(60, &mut starts);
             assert_eq!(starts.len(), 1);
             assert_eq!(starts[0].job, JobId(2));
+        }
+    }
+
+    #[test]
+    fn nothing_starts_on_a_machine_that_is_down() {
+        let m = MachineId(0);
+        let mut easy = Easy::new(m, 8, QueueOrder::Fcfs, BackfillOptions::default());
+        let mut fcfs = Fcfs::new(m, 8);
+        for p in [&mut easy as &mut dyn Policy, &mut fcfs] {
+            p.set_machine_available(0, m, false);
+            p.submit(0, &Job::new(1, 0, 2, 10, 10)).unwrap();
+            let mut starts = Vec::new();
+            p.schedule(0, &mut starts);
+            assert!(
+                starts.is_empty(),
+                "{}: started on a down machine",
+                p.describe()
+            );
+            p.set_machine_available(5, MachineId(9), true);
+            p.schedule(5, &mut starts);
+            assert!(starts.is_empty(), "another machine's news changes nothing");
+            p.set_machine_available(10, m, true);
+            p.schedule(10, &mut starts);
+            assert_eq!(starts.len(), 1, "{}", p.describe());
         }
     }
 }

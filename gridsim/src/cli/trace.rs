@@ -207,38 +207,38 @@ fn scale(a: &ScaleArgs) -> Result<()> {
         scaled.map(|s| s.job),
         |j| after.add(j),
     )?;
-    if a.json {
-        let v = serde_json::json!({
-            "trace": path.display().to_string(),
-            "from": original,
-            "to": a.to,
-            "stage": format!("{:?}", opts.stage),
-            "method": format!("{:?}", opts.method),
-            "seed": a.seed,
-            "expected_jobs": opts.expected_jobs(before.jobs),
-            "before": before,
-            "after": after,
-            "out": a.out.display().to_string(),
-        });
-        print_json(&v)?;
-    } else {
-        println!(
-            "{} jobs, area {}, max width {} → {} jobs, area {}, max width {} ({})",
-            before.jobs,
-            before.area,
-            before.max_procs,
-            after.jobs,
-            after.area,
-            after.max_procs,
-            a.out.display()
-        );
-    }
-    Ok(())
+    let json = serde_json::json!({
+        "trace": path.display().to_string(),
+        "from": original,
+        "to": a.to,
+        "stage": format!("{:?}", opts.stage),
+        "method": format!("{:?}", opts.method),
+        "seed": a.seed,
+        "expected_jobs": opts.expected_jobs(before.jobs),
+        "before": before,
+        "after": after,
+        "out": a.out.display().to_string(),
+    });
+    let text = format!(
+        "{} jobs, area {}, max width {} → {} jobs, area {}, max width {} ({})",
+        before.jobs,
+        before.area,
+        before.max_procs,
+        after.jobs,
+        after.area,
+        after.max_procs,
+        a.out.display()
+    );
+    print_summary(a.json, &json, &text)
 }
 
-/// Prints a JSON summary on stdout.
-pub fn print_json(v: &serde_json::Value) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+/// Prints a command's summary on stdout: `json` (pretty) with `--json`, else the `text` line.
+pub fn print_summary(as_json: bool, json: &serde_json::Value, text: &str) -> Result<()> {
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(json)?);
+    } else {
+        println!("{text}");
+    }
     Ok(())
 }
 

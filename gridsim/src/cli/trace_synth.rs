@@ -3,7 +3,7 @@
 //! shapes from a trace's 3-D (width, estimate, actual) matrix, Weibull arrivals with one of the
 //! study's per-trace fits, written as SWF or JSON Lines with an optional JSON summary.
 
-use super::trace::{print_json, write_jobs};
+use super::trace::{print_summary, write_jobs};
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use gridsched_workload::scale::Summary;
@@ -81,29 +81,25 @@ pub fn synth(a: &SynthArgs) -> Result<()> {
     } else {
         0.0
     };
-    if a.json {
-        let v = serde_json::json!({
-            "trace": path.display().to_string(),
-            "alpha": arrivals.alpha,
-            "beta": arrivals.beta,
-            "expected_mean_interarrival": arrivals.mean(),
-            "mean_interarrival": mean_gap,
-            "seed": a.seed,
-            "trace_summary": before,
-            "generated": after,
-            "out": a.out.display().to_string(),
-        });
-        print_json(&v)?;
-    } else {
-        println!(
-            "{} jobs, area {}, max width {}, mean inter-arrival {:.0} s (Weibull mean {:.0} s) ({})",
-            after.jobs,
-            after.area,
-            after.max_procs,
-            mean_gap,
-            arrivals.mean(),
-            a.out.display()
-        );
-    }
-    Ok(())
+    let json = serde_json::json!({
+        "trace": path.display().to_string(),
+        "alpha": arrivals.alpha,
+        "beta": arrivals.beta,
+        "expected_mean_interarrival": arrivals.mean(),
+        "mean_interarrival": mean_gap,
+        "seed": a.seed,
+        "trace_summary": before,
+        "generated": after,
+        "out": a.out.display().to_string(),
+    });
+    let text = format!(
+        "{} jobs, area {}, max width {}, mean inter-arrival {:.0} s (Weibull mean {:.0} s) ({})",
+        after.jobs,
+        after.area,
+        after.max_procs,
+        mean_gap,
+        arrivals.mean(),
+        a.out.display()
+    );
+    print_summary(a.json, &json, &text)
 }

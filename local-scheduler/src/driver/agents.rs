@@ -1,0 +1,293 @@
+//! The agents' side of the local-scheduler driver (issue 5 part 2): registration (with the jobs a
+//! returning agent still runs), the order streams, heartbeats and their job reports, and the loss
+//! of an agent (its jobs LOST or requeued, per `lost_agent`) found by the periodic tick.
+
+use super::{Agent, Driver, now_s};
+use crate::config::LostAgent;
+use gridsched_core::Time;
+use gridsched_core::model::{JobId, MachineId};
+use gridsched_proto::v1::{self, AgentJobState, JobState, agent_command::Kind};
+use std::time::{Duration as StdDuration, Instant};
+use tokio::sync::mpsc;
+use tonic::Status;
+
+impl Driver {
+    pub(super) fn agent_of(&mut self, id: &str) -> Result<MachineId, Status> {
+        self.agents
+            .iter()
+            .position(|a| a.as_ref().is_some_and(|a| !a.placeholder && a.id == id))
+            .map(|i| MachineId(i as u32))
+            .ok_or_else(|| Status::not_found(format!("agent_id: unknown agent session `{id}`")))
+    }
+
+    pub(super) fn register(
+        &mut self,
+        r: v1::RegisterAgentRequest,
+    ) -> Result<v1::RegisterAgentResponse, Status> {
+        if r.machine.is_empty() {
+            return Err(Status::invalid_argument("machine: must not be empty"));
+        }
+        if r.processors == 0 {
+            return Err(Status::invalid_argument("processors: must be at least 1"));
+        }
+        let m = self.names.machine_id(&r.machine).ok_or_else(|| {
+            Status::not_found(format!("machine: unknown machine `{}`", r.machine))
+        })?;
+        let conf = self.platform.machine(m).expect("named machines exist");
+        if r.processors > conf.procs {
+            return Err(Status::failed_precondition(format!(
+                "processors: {} exceed the configured {}",
+                r.processors, conf.procs
+            )));
+        }
+        if r.benchmark != 0 && r.benchmark != conf.benchmark {
+            tracing::warn!(
+                "{}: agent benchmark {} differs from the configured {}",
+                r.machine,
+                r.benchmark,
+                conf.benchmark
+            );
+        }
+        let now = now_s();
+        let id = uuid::Uuid::new_v4().to_string();
+        self.agents[m.index()] = Some(Agent {
+            id: id.clone(),
+            last_seen: Instant::now(),
+            orders: None,
+            placeholder: false,
+        });
+        // Jobs this machine should run that the (new) agent does not report are gone, unless their
+        // start order was never delivered.
+        let pending: Vec<u64> = self.pending[m.index()]
+            .iter()
+            .filter_map(|c| match &c.kind {
+                Some(Kind::Start(s)) => Some(s.job_id),
+                _ => None,
+            })
+            .collect();
+        let gone: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(id, rec)| {
+                rec.state == JobState::Running
+                    && rec.machine == Some(m)
+                    && !pending.contains(id)
+                    && !r.jobs.iter().any(|j| j.job_id == **id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        self.lose(now, m, &gone, "its agent restarted without it");
+        self.policy.set_machine_available(now, m, true);
+        self.reports(now, m, &r.jobs);
+        self.pass(now);
+        Ok(v1::RegisterAgentResponse {
+            agent_id: id,
+            heartbeat_interval_ms: self.cfg.heartbeat_interval_ms,
+            lost_after_ms: self.cfg.lost_after_ms,
+            cluster: self.cfg.cluster.clone(),
+        })
+    }
+
+    pub(super) fn open_orders(
+        &mut self,
+        id: &str,
+    ) -> Result<mpsc::UnboundedReceiver<v1::AgentCommand>, Status> {
+        let m = self.agent_of(id)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        for c in std::mem::take(&mut self.pending[m.index()]) {
+            let _ = tx.send(c);
+        }
+        if let Some(a) = &mut self.agents[m.index()] {
+            a.orders = Some(tx);
+        }
+        Ok(rx)
+    }
+
+    pub(super) fn heartbeat(
+        &mut self,
+        r: v1::HeartbeatRequest,
+    ) -> Result<v1::HeartbeatResponse, Status> {
+        let m = self.agent_of(&r.agent_id)?;
+        let now = now_s();
+        if let Some(a) = &mut self.agents[m.index()] {
+            a.last_seen = Instant::now();
+        }
+        if let Some(mm) = &self.metrics {
+            let machine = self.names.machine_name(m).unwrap_or("?").to_owned();
+            mm.heartbeats
+                .get_or_create(&crate::metrics::MachineLabel { machine })
+                .inc();
+        }
+        let acked = self.reports(now, m, &r.jobs);
+        self.pass(now);
+        Ok(v1::HeartbeatResponse {
+            commands: std::mem::take(&mut self.pending[m.index()]),
+            acknowledged_jobs: acked,
+            heartbeat_interval_ms: 0,
+        })
+    }
+
+    /// Applies an agent's job reports; returns the ended jobs now recorded.
+    pub(super) fn reports(
+        &mut self,
+        now: Time,
+        m: MachineId,
+        reports: &[v1::JobReport],
+    ) -> Vec<u64> {
+        let mut acked = Vec::new();
+        for rep in reports {
+            let id = rep.job_id;
+            let st = AgentJobState::try_from(rep.state).unwrap_or(AgentJobState::Unspecified);
+            let ours = self
+                .jobs
+                .get(&id)
+                .is_some_and(|r| r.state == JobState::Running && r.machine == Some(m));
+            if st == AgentJobState::Running {
+                if !ours {
+                    self.order(
+                        m,
+                        Kind::Kill(v1::KillJob {
+                            job_id: id,
+                            reason: "not scheduled here".into(),
+                        }),
+                    );
+                } else if let Some(rec) = self.jobs.get_mut(&id)
+                    && !rec.reported_running
+                {
+                    rec.reported_running = true;
+                    let detail =
+                        format!("started on {}", self.names.machine_name(m).unwrap_or("?"));
+                    self.emit(id, JobState::Running, now, &detail, Some(rep));
+                }
+                continue;
+            }
+            acked.push(id);
+            if !ours {
+                continue;
+            }
+            let cancel = self.jobs.get(&id).is_some_and(|r| r.cancel_requested);
+            let (state, detail) = match st {
+                AgentJobState::Exited if rep.exit_code == Some(0) => {
+                    (JobState::Completed, "exited with code 0".to_string())
+                }
+                AgentJobState::Exited => (
+                    JobState::Failed,
+                    match (rep.exit_code, rep.signal) {
+                        (Some(c), _) => format!("exited with code {c}"),
+                        (None, Some(s)) => format!("ended by signal {s}"),
+                        _ => "ended".into(),
+                    },
+                ),
+                AgentJobState::StartFailed => {
+                    (JobState::Failed, format!("could not start: {}", rep.detail))
+                }
+                AgentJobState::KilledTimeLimit => {
+                    (JobState::Killed, "exceeded its wall-time limit".into())
+                }
+                AgentJobState::KilledByOrder if cancel => (JobState::Cancelled, "cancelled".into()),
+                AgentJobState::KilledByOrder => (JobState::Failed, "killed".into()),
+                _ => (
+                    JobState::Lost,
+                    format!("unknown to its agent: {}", rep.detail),
+                ),
+            };
+            if !rep.detail.is_empty() {
+                tracing::debug!("job {id}: {}", rep.detail);
+            }
+            self.policy.terminate(now, JobId(id));
+            // A process so short that its RUNNING report was coalesced away still shows RUNNING.
+            if let Some(rec) = self.jobs.get_mut(&id)
+                && !rec.reported_running
+            {
+                rec.reported_running = true;
+                let detail = format!("started on {}", self.names.machine_name(m).unwrap_or("?"));
+                self.emit(id, JobState::Running, now, &detail, None);
+            }
+            self.emit(id, state, now, &detail, Some(rep));
+        }
+        acked
+    }
+
+    /// Handles running jobs of machine `m` whose process is gone: LOST or requeued.
+    pub(super) fn lose(&mut self, now: Time, m: MachineId, ids: &[u64], why: &str) {
+        for &id in ids {
+            self.policy.terminate(now, JobId(id));
+            match self.cfg.lost_agent {
+                LostAgent::Fail => self.emit(id, JobState::Lost, now, why, None),
+                LostAgent::Requeue => {
+                    let Some(rec) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
+                    rec.machine = None;
+                    rec.start = None;
+                    rec.reported_running = false;
+                    let job = rec.job.clone();
+                    match self.policy.submit(now, &job) {
+                        Ok(()) => {
+                            self.emit(id, JobState::Queued, now, &format!("requeued: {why}"), None)
+                        }
+                        Err(e) => self.emit(
+                            id,
+                            JobState::Lost,
+                            now,
+                            &format!("{why}; cannot requeue: {e}"),
+                            None,
+                        ),
+                    }
+                }
+            }
+        }
+        let _ = m;
+    }
+
+    pub(super) fn tick(&mut self) {
+        self.refresh_metrics();
+        let now = now_s();
+        let lost_after = StdDuration::from_millis(u64::from(self.cfg.lost_after_ms));
+        for i in 0..self.agents.len() {
+            let expired = self.agents[i]
+                .as_ref()
+                .is_some_and(|a| a.last_seen.elapsed() > lost_after);
+            if !expired {
+                continue;
+            }
+            let m = MachineId(i as u32);
+            tracing::warn!(
+                "agent of {} lost",
+                self.names.machine_name(m).unwrap_or("?")
+            );
+            self.agents[i] = None;
+            self.pending[i].clear();
+            self.policy.set_machine_available(now, m, false);
+            let ids: Vec<u64> = self
+                .jobs
+                .iter()
+                .filter(|(_, r)| r.state == JobState::Running && r.machine == Some(m))
+                .map(|(id, _)| *id)
+                .collect();
+            self.lose(now, m, &ids, "its agent stopped sending heartbeats");
+            let held: Vec<u64> = self
+                .jobs
+                .iter()
+                .filter(|(_, r)| r.held.as_ref().is_some_and(|h| h.machine == m))
+                .map(|(id, _)| *id)
+                .collect();
+            for id in held {
+                self.unhold(now, id);
+            }
+        }
+        let over: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(_, r)| r.state == JobState::Running && r.predicted_end <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in over {
+            self.policy.overrun(now, JobId(id), now + 1);
+            if let Some(r) = self.jobs.get_mut(&id) {
+                r.predicted_end = now + 1;
+            }
+        }
+        self.pass(now);
+    }
+}

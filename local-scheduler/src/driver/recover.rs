@@ -1,0 +1,98 @@
+//! What a restarted local scheduler rebuilds from its store (issue 5 part 2, issue 6 part 2): the
+//! ended jobs from the event log (a job dropped as withdrawn does not count as ended, so the
+//! meta-scheduler may send it again), the waiting jobs back in the policy's queue with their start
+//! claims, and the running ones restored on their machines (`restore_running`), which wait for
+//! their agents to re-register, or requeued when the policy cannot restore them.
+
+use super::{Agent, Driver, JobRec};
+use gridsched_core::Time;
+use gridsched_core::model::{JobId, MachineId};
+use gridsched_proto::job_from_spec;
+use gridsched_proto::v1::JobState;
+use std::time::Instant;
+
+impl Driver {
+    /// Rebuilds the jobs from the store, if there is one.
+    pub(super) fn recover(&mut self, now: Time) -> anyhow::Result<()> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let (jobs, events) = store.load().map_err(|e| anyhow::anyhow!("{e}"))?;
+        for e in &events {
+            let st = JobState::try_from(e.state).unwrap_or(JobState::Unspecified);
+            if e.withdrawn {
+                // Dropped unstarted: the meta-scheduler may send it here again.
+                self.ended.remove(&e.job_id);
+            } else if st.is_terminal() {
+                self.ended.insert(e.job_id, st);
+            }
+        }
+        self.events = events;
+        let mut jobs = jobs;
+        jobs.sort_by_key(|j| j.request.as_ref().map_or(0, |r| r.job_id));
+        for sj in jobs {
+            let Some(req) = sj.request.clone() else {
+                continue;
+            };
+            let Some(spec) = &req.spec else { continue };
+            let job = job_from_spec(spec, JobId(req.job_id), now, &mut self.names)
+                .map_err(|e| anyhow::anyhow!("stored job {}: {e}", req.job_id))?;
+            let id = req.job_id;
+            let mut rec = JobRec::queued(req, job);
+            rec.claimed = sj.claimed;
+            let running = sj.state == JobState::Running as i32;
+            let mut why = String::from("its machine or start time was not recorded");
+            let restored = match (running, sj.machine, sj.start_time) {
+                (true, Some(m), Some(t)) => {
+                    let m = MachineId(m);
+                    // The machine runs the job: it is expected back (its agent re-registers and
+                    // re-reports), so it counts as available; a lost-agent timeout takes it
+                    // offline again if the agent does not return.
+                    self.policy.set_machine_available(now, m, true);
+                    match self
+                        .policy
+                        .restore_running(now, &rec.job, t, m, rec.job.procs)
+                    {
+                        Ok(()) => Some((m, t)),
+                        Err(e) => {
+                            why = e.to_string();
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            match restored {
+                Some((m, t)) => {
+                    rec.state = JobState::Running;
+                    rec.machine = Some(m);
+                    rec.start = Some(t);
+                    rec.reported_running = true;
+                    rec.predicted_end = t + self.duration(&rec.job, rec.job.estimate, m);
+                    self.agents[m.index()] = Some(Agent {
+                        id: String::new(),
+                        last_seen: Instant::now(),
+                        orders: None,
+                        placeholder: true,
+                    });
+                    self.jobs.insert(id, rec);
+                }
+                None => {
+                    self.policy
+                        .submit(now, &rec.job)
+                        .map_err(|e| anyhow::anyhow!("stored job {id}: {e}"))?;
+                    if running {
+                        self.jobs.insert(id, rec);
+                        tracing::warn!(job = id, "requeued after a restart: {why}");
+                        let detail = format!("requeued after a restart: {why}");
+                        self.emit(id, JobState::Queued, now, &detail, None);
+                    } else {
+                        self.jobs.insert(id, rec);
+                    }
+                }
+            }
+        }
+        self.flush().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(())
+    }
+}

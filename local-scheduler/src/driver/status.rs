@@ -1,0 +1,176 @@
+//! What a local scheduler shows of itself (issue 5 part 2, issue 6 part 3): the `Status` answer
+//! (queue in the policy's order, running jobs, reservations, licence pools, machines) and the
+//! Prometheus gauges refreshed on every tick. A held job (started by the policy, its start claim
+//! not granted yet) is shown running with `awaiting_claim` and counts as waiting in the gauges.
+
+use super::{Driver, now_s};
+use gridsched_core::model::{Job, MachineId};
+use gridsched_proto::v1::{self, JobState};
+use std::collections::BTreeMap;
+
+impl Driver {
+    /// Refreshes the gauges from the current state.
+    pub(super) fn refresh_metrics(&self) {
+        let Some(m) = &self.metrics else { return };
+        let mut queued: BTreeMap<u32, i64> = BTreeMap::new();
+        let (mut running, mut held) = (0, 0);
+        let mut licences: BTreeMap<&str, i64> = BTreeMap::new();
+        for r in self.jobs.values() {
+            match r.state {
+                JobState::Queued => *queued.entry(r.req.priority).or_default() += 1,
+                JobState::Running => running += 1,
+                _ => {}
+            }
+            held += i64::from(r.held.is_some());
+            if r.state == JobState::Running || r.held.is_some() {
+                for l in r.req.spec.iter().flat_map(|s| &s.licences) {
+                    *licences.entry(l.as_str()).or_default() += 1;
+                }
+            }
+        }
+        m.awaiting_claim.set(held);
+        m.queued.clear();
+        for (priority, n) in queued {
+            m.queued
+                .get_or_create(&crate::metrics::PriorityLabel { priority })
+                .set(n);
+        }
+        m.running.set(running);
+        m.licences_in_use.clear();
+        for pool in &self.cfg.licences {
+            let n = licences.get(pool.name.as_str()).copied().unwrap_or(0);
+            m.licences_in_use
+                .get_or_create(&crate::metrics::LicenceLabel {
+                    licence: pool.name.clone(),
+                })
+                .set(n);
+        }
+        let online = self.agents.iter().filter(|a| a.is_some()).count();
+        m.machines_online.set(online as i64);
+    }
+
+    pub(super) fn status(&self) -> v1::StatusResponse {
+        let now = now_s();
+        let name = |m: MachineId| self.names.machine_name(m).unwrap_or("?").to_string();
+        let lic_names = |j: &Job| -> Vec<String> {
+            j.licences
+                .iter()
+                .filter_map(|l| self.names.licence_name(*l).map(str::to_string))
+                .collect()
+        };
+        let queue = self
+            .policy
+            .queue()
+            .into_iter()
+            .filter_map(|id| self.jobs.get(&id.0))
+            .map(|r| v1::QueuedJob {
+                job_id: r.req.job_id,
+                user: r
+                    .req
+                    .spec
+                    .as_ref()
+                    .map(|s| s.user.clone())
+                    .unwrap_or_default(),
+                processors: r.job.procs,
+                estimate_s: r.job.estimate,
+                priority: r.req.priority,
+                enqueue_time: r.job.submit,
+                licences: lic_names(&r.job),
+                deadline: r.job.deadline,
+            })
+            .collect();
+        let mut running: Vec<v1::RunningJob> = self
+            .jobs
+            .values()
+            .filter(|r| r.state == JobState::Running || r.held.is_some())
+            .map(|r| v1::RunningJob {
+                job_id: r.req.job_id,
+                machine: r
+                    .machine
+                    .or(r.held.as_ref().map(|h| h.machine))
+                    .map(name)
+                    .unwrap_or_default(),
+                processors: r.job.procs,
+                start_time: r.start.or(r.held.as_ref().map(|h| h.since)).unwrap_or(0),
+                predicted_end: match &r.held {
+                    Some(h) => h.since + h.order.wall_time_limit_s.unwrap_or(0),
+                    None => r.predicted_end,
+                },
+                kill_time: None,
+                licences: lic_names(&r.job),
+                awaiting_claim: r.held.is_some(),
+            })
+            .collect();
+        running.sort_by_key(|r| r.job_id);
+        let machines = self
+            .platform
+            .machines
+            .iter()
+            .map(|m| {
+                let jobs: Vec<&v1::RunningJob> =
+                    running.iter().filter(|r| r.machine == m.name).collect();
+                v1::MachineInfo {
+                    name: m.name.clone(),
+                    processors: m.procs,
+                    benchmark: m.benchmark,
+                    memory_kb: m.memory_kb,
+                    node_locked_licences: m
+                        .node_locked
+                        .iter()
+                        .filter_map(|l| self.names.licence_name(*l).map(str::to_string))
+                        .collect(),
+                    online: self.agents[m.id.index()]
+                        .as_ref()
+                        .is_some_and(|a| !a.placeholder),
+                    busy_processors: jobs.iter().map(|r| r.processors).sum(),
+                    running_jobs: jobs.iter().map(|r| r.job_id).collect(),
+                }
+            })
+            .collect();
+        let licence_pools = self.platform.clusters[0]
+            .pools
+            .iter()
+            .map(|p| {
+                let lname = self
+                    .names
+                    .licence_name(p.licence)
+                    .unwrap_or("?")
+                    .to_string();
+                let holds = |placed: bool| {
+                    self.jobs
+                        .values()
+                        .filter(|r| {
+                            let on = r.state == JobState::Running || r.held.is_some();
+                            on == placed && r.job.licences.contains(&p.licence)
+                        })
+                        .count() as u32
+                };
+                v1::LicencePoolState {
+                    licence: lname,
+                    copies: p.copies,
+                    in_use: holds(true),
+                    machines: p.machines.iter().map(|m| name(*m)).collect(),
+                    requested_by_waiting: holds(false),
+                }
+            })
+            .collect();
+        let reservations = self
+            .policy
+            .reservations()
+            .iter()
+            .filter_map(|r| gridsched_proto::reservation_to_proto(r, &self.names).ok())
+            .collect();
+        v1::StatusResponse {
+            cluster: self.cfg.cluster.clone(),
+            site: self.cfg.site.clone(),
+            policy: self.policy.describe(),
+            time: now,
+            queue,
+            running,
+            reservations,
+            licence_pools,
+            machines,
+            next_wakeup: self.policy.next_wakeup(),
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The start-claim protocol at the meta level: what a site that goes down gives up, what it keeps,
+//! and how its claims are answered.
+
+use super::*;
+use crate::config::MetaConfig;
+
+/// Sites `a` (with the only `matlab` licence) and `b`, both reachable, every job sent to `a`.
+fn grid(start_claims: bool) -> State {
+    let cfg = MetaConfig::from_toml(
+        "[dispatch]\nstrategy = \"round-robin\"\n\
+         [[sites]]\nname = \"a\"\nlicences = [\"matlab\"]\nmachines = [{ name = \"a1\", processors = 8 }]\n\
+         [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 8 }]\n",
+    )
+    .unwrap();
+    let decider = Decider::new(&cfg, 0).unwrap();
+    let mut st = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
+    st.start_claims = start_claims;
+    st.reachable = vec![true, true];
+    st
+}
+
+/// Accepts job `id` while only site `a` is up, and has it sent there.
+fn at_a(st: &mut State, id: u64, licences: &[&str]) {
+    let spec = v1::JobSpec {
+        user: "u".into(),
+        processors: 1,
+        estimate_s: 100,
+        emulate_runtime_s: Some(1),
+        licences: licences.iter().map(|l| l.to_string()).collect(),
+        ..Default::default()
+    };
+    let model = st.decider.job(&spec, id, 0).unwrap();
+    let priority = st.decider.classify(&model).priority;
+    let job = v1::Job {
+        id,
+        priority,
+        state: JobState::Accepted.into(),
+        submit_time: Some(0),
+        spec: Some(spec),
+        ..Default::default()
+    };
+    // Not reachable while it is accepted: it waits in a's outbox as ACCEPTED.
+    st.reachable[0] = false;
+    st.decider.set_up(1, false);
+    st.add(&mut Batch::default(), job, &model, 0);
+    st.decider.set_up(1, true);
+    st.reachable[0] = true;
+    assert_eq!(st.jobs[&id].site.as_deref(), Some("a"));
+}
+
+/// Sends job `id` (alone) from site `i`'s outbox and has it queued there.
+fn send(st: &mut State, i: usize, id: u64) {
+    let others = std::mem::take(&mut st.outbox[i]);
+    assert!(others.contains(&id));
+    st.outbox[i].insert(id);
+    let b = &mut Batch::default();
+    assert_eq!(st.take_for_sending(b, i, 100, 1), [id]);
+    st.outbox[i] = others;
+    st.outbox[i].remove(&id);
+    st.sent(b, i, id, 1);
+    assert_eq!(st.jobs[&id].state(), JobState::Queued);
+}
+
+fn event(st: &mut State, site: usize, seq: u64, id: u64, state: JobState, withdrawn: bool) {
+    let ev = v1::JobEvent {
+        sequence: seq,
+        job_id: id,
+        state: state.into(),
+        time: 2,
+        machine: Some("a1".into()),
+        withdrawn,
+        ..Default::default()
+    };
+    st.apply_local(&mut Batch::default(), site, &ev);
+}
+
+fn claim(st: &mut State, site: usize, start: &[u64], held: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let req = v1::ClaimRequest {
+        start: start.to_vec(),
+        held: held.to_vec(),
+    };
+    let mut b = Batch::default();
+    let a = st.claims(&mut b, site, &req);
+    for id in &a.granted {
+        assert!(b.jobs.contains(id) || st.jobs[id].claimed_by.is_some());
+    }
+    (a.granted, a.withdrawn)
+}
+
+fn site(st: &State, id: u64) -> (&str, JobState) {
+    (st.jobs[&id].site.as_deref().unwrap(), st.jobs[&id].state())
+}
+
+#[test]
+fn a_down_site_gives_up_exactly_its_jobs_that_have_not_started() {
+    let mut st = grid(true);
+    for id in 1..=6 {
+        at_a(&mut st, id, if id == 5 { &["matlab"] } else { &[] });
+    }
+    // 1: queued at a, unclaimed. 2: queued, claimed. 3: started. 4: its Enqueue in flight.
+    // 5: queued, unclaimed, but only a has its licence. 6: queued, then cancelled.
+    for id in [1, 2, 3, 5, 6] {
+        send(&mut st, 0, id);
+    }
+    assert_eq!(st.take_for_sending(&mut Batch::default(), 0, 100, 1), [4]);
+    assert_eq!(st.jobs[&4].state(), JobState::Dispatched);
+    assert_eq!(claim(&mut st, 0, &[2], &[]), (vec![2], vec![]));
+    assert_eq!(st.jobs[&2].claimed_by.as_deref(), Some("a"));
+    event(&mut st, 0, 1, 3, JobState::Running, false);
+    assert_eq!(
+        st.jobs[&3].claimed_by.as_deref(),
+        Some("a"),
+        "started there"
+    );
+    st.update(&mut Batch::default(), 6, 2, |j| {
+        j.state = JobState::Cancelled.into();
+        Some("cancelled".into())
+    });
+
+    st.decider.set_up(0, false);
+    st.redispatch(&mut Batch::default(), Some(0), 3);
+    assert_eq!(site(&st, 1), ("b", JobState::Accepted), "withdrawn");
+    assert_eq!(
+        site(&st, 4),
+        ("b", JobState::Accepted),
+        "in flight, unclaimed"
+    );
+    assert_eq!(site(&st, 2), ("a", JobState::Queued), "claimed: stays");
+    assert_eq!(site(&st, 3), ("a", JobState::Running), "started: stays");
+    assert_eq!(site(&st, 5), ("a", JobState::Queued), "nowhere else to go");
+    assert!(st.outbox[1].contains(&1) && st.outbox[1].contains(&4));
+    assert!(st.outbox[0].is_empty() && st.in_flight[0].is_empty());
+    let site_a = crate::metrics::SiteLabel { site: "a".into() };
+    assert_eq!(
+        st.metrics.withdrawn.get_or_create(&site_a).get(),
+        2,
+        "1 (queued) and 4 (in flight)"
+    );
+    let reason = st.events.iter().rev().find(|e| e.job_id == 1).unwrap();
+    assert!(
+        reason.detail.contains("withdrawn before it started"),
+        "{reason:?}"
+    );
+
+    // a comes back: its claims for withdrawn or ended jobs are refused, the others granted; it
+    // is told to drop the withdrawn and ended ones it lists as held.
+    assert_eq!(
+        claim(&mut st, 0, &[1, 2, 5], &[4, 6]),
+        (vec![2, 5], vec![1, 4, 6])
+    );
+    assert_eq!(st.jobs[&5].claimed_by.as_deref(), Some("a"));
+    let count = |outcome: &str| {
+        let label = crate::metrics::ClaimLabel {
+            site: "a".into(),
+            outcome: outcome.into(),
+        };
+        st.metrics.claims.get_or_create(&label).get()
+    };
+    assert_eq!((count("granted"), count("withdrawn")), (3, 3));
+    // b is sent both; a's late answers change nothing: the Enqueue of 4 that lands now, its drop
+    // of 1.
+    assert_eq!(
+        st.take_for_sending(&mut Batch::default(), 1, 100, 4),
+        [1, 4]
+    );
+    st.sent(&mut Batch::default(), 0, 4, 4);
+    assert_eq!(site(&st, 4), ("b", JobState::Dispatched));
+    event(&mut st, 0, 2, 1, JobState::Cancelled, true);
+    assert_eq!(site(&st, 1), ("b", JobState::Dispatched));
+    st.sent(&mut Batch::default(), 1, 1, 5);
+    assert_eq!(claim(&mut st, 1, &[1], &[]), (vec![1], vec![]));
+    assert_eq!(
+        claim(&mut st, 0, &[1], &[]),
+        (vec![], vec![1]),
+        "b has it now"
+    );
+}
+
+#[test]
+fn without_start_claims_a_sent_job_stays_with_its_down_site() {
+    let mut st = grid(false);
+    at_a(&mut st, 1, &[]);
+    at_a(&mut st, 2, &[]);
+    send(&mut st, 0, 1);
+    st.decider.set_up(0, false);
+    st.redispatch(&mut Batch::default(), Some(0), 3);
+    assert_eq!(site(&st, 1), ("a", JobState::Queued));
+    assert_eq!(site(&st, 2), ("b", JobState::Accepted), "never sent: moves");
+    assert!(!st.jobs[&2].start_claims);
+}
