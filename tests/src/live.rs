@@ -223,6 +223,10 @@ impl LiveGrid {
     ) -> LiveGrid {
         let dir = tempfile::tempdir().expect("tempdir");
         let security = secure.then(|| Security::generate(&dir.path().join("certs")));
+        if let Some(sec) = &security {
+            std::fs::write(dir.path().join("agent.token"), &sec.agent_token)
+                .expect("write the agent token");
+        }
         let mut g = LiveGrid {
             dir,
             bins,
@@ -353,9 +357,10 @@ impl LiveGrid {
             .clone();
         let mut cmd = Command::new(&self.bins.agent);
         if let Some(sec) = &self.security {
-            let token = self.path("agent.token");
-            std::fs::write(&token, &sec.agent_token).expect("write the agent token");
-            cmd.arg("--token-file").arg(token);
+            // Written once, before any agent exists: rewriting it here would truncate the file
+            // while an agent started just before reads it, and an agent refused for an empty
+            // token stops for good.
+            cmd.arg("--token-file").arg(self.path("agent.token"));
             cmd.arg("--tls-ca").arg(&sec.certs.ca);
             cmd.arg("--tls-cert").arg(&sec.certs.cert);
             cmd.arg("--tls-key").arg(&sec.certs.key);
