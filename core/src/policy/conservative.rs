@@ -17,6 +17,10 @@
 //! nothing, cannot move anything either (only additions happened since), so it is skipped; results
 //! are identical to running it. An overrun (a job still running at its predicted end) can
 //! over-commit the profile: then every waiting job is re-planned from scratch, in arrival order.
+//!
+//! While the machine is down (`set_machine_available`) nothing starts, and no planned start is
+//! due; when it returns, its jobs are re-planned from scratch in arrival order, as after an
+//! overrun (the plan made before the outage promised starts that have passed).
 
 use super::fcfs::check_job;
 use super::{Policy, Rejection, Reservation, ReservationKind, Start};
@@ -53,8 +57,10 @@ pub struct Conservative {
     dirty: bool,
     /// A termination (or cancellation) happened since the last pass.
     round_pending: bool,
-    /// An overrun over-committed the profile: re-plan everything.
+    /// An overrun over-committed the profile, or the machine came back: re-plan everything.
     replan_all: bool,
+    /// The machine is down: nothing starts.
+    down: bool,
 }
 
 impl Conservative {
@@ -74,6 +80,7 @@ impl Conservative {
             dirty: false,
             round_pending: false,
             replan_all: false,
+            down: false,
         }
     }
 
@@ -212,6 +219,9 @@ impl Policy for Conservative {
     }
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if self.down {
+            return;
+        }
         if self.replan_all {
             self.replan_all = false;
             self.replan(now, true);
@@ -238,7 +248,21 @@ impl Policy for Conservative {
     }
 
     fn next_wakeup(&self) -> Option<Time> {
+        if self.down {
+            return None;
+        }
         self.due.first().map(|&(t, _, _)| t)
+    }
+
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        // `down != available`: already in that state.
+        if machine != self.machine || self.down != available {
+            return;
+        }
+        self.down = !available;
+        if available {
+            self.replan_all = true;
+        }
     }
 
     fn waiting_len(&self) -> usize {
@@ -268,5 +292,53 @@ impl Policy for Conservative {
             .collect();
         v.sort_by_key(|r| (r.start, r.job));
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn starts(p: &mut Conservative, now: Time) -> Vec<u64> {
+        let mut v = Vec::new();
+        p.schedule(now, &mut v);
+        v.iter().map(|s| s.job.0).collect()
+    }
+
+    fn planned(p: &Conservative) -> Vec<(u64, Time)> {
+        p.reservations()
+            .iter()
+            .map(|r| (r.job.0, r.start))
+            .collect()
+    }
+
+    /// A plan made before an outage promised starts that passed while the machine was down: on
+    /// its return the jobs are placed again from that instant, in arrival order, and no two of
+    /// them start together on more processors than the machine has.
+    #[test]
+    fn an_outage_replans_the_waiting_jobs_from_the_return() {
+        let m = MachineId(0);
+        let mut p = Conservative::new(m, 8);
+        p.submit(0, &Job::new(1, 0, 8, 100, 100)).unwrap();
+        assert_eq!(starts(&mut p, 0), [1]);
+        p.submit(1, &Job::new(2, 1, 8, 50, 50)).unwrap();
+        p.submit(2, &Job::new(3, 2, 4, 10, 10)).unwrap();
+        assert_eq!(planned(&p), [(2, 100), (3, 150)]);
+
+        // The machine goes down; its job is lost (the driver ends it).
+        p.set_machine_available(20, m, false);
+        p.terminate(20, JobId(1));
+        assert!(starts(&mut p, 20).is_empty(), "started on a down machine");
+        assert_eq!(p.next_wakeup(), None, "no start is due while down");
+        assert!(starts(&mut p, 120).is_empty());
+        p.set_machine_available(150, MachineId(7), true);
+        assert!(starts(&mut p, 160).is_empty(), "another machine's news");
+
+        p.set_machine_available(200, m, true);
+        assert_eq!(starts(&mut p, 200), [2], "job 3 would oversubscribe");
+        assert_eq!(planned(&p), [(3, 250)]);
+        assert_eq!(p.next_wakeup(), Some(250));
+        p.terminate(250, JobId(2));
+        assert_eq!(starts(&mut p, 250), [3]);
     }
 }

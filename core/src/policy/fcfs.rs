@@ -205,7 +205,8 @@ mod restore_tests {
         let m = MachineId(0);
         let mut easy = Easy::new(m, 8, QueueOrder::Fcfs, BackfillOptions::default());
         let mut fcfs = Fcfs::new(m, 8);
-        for p in [&mut easy as &mut dyn Policy, &mut fcfs] {
+        let mut cons = crate::policy::conservative::Conservative::new(m, 8);
+        for p in [&mut easy as &mut dyn Policy, &mut fcfs, &mut cons] {
             p.set_machine_available(0, m, false);
             p.submit(0, &Job::new(1, 0, 2, 10, 10)).unwrap();
             let mut starts = Vec::new();
