@@ -47,7 +47,7 @@ fn set_reachable(svc: &MetaService, i: usize, reachable: bool) {
         st.reachable[i] = reachable;
         if reachable && st.decider.set_up(i, true) {
             tracing::info!(site = %st.sites[i].name, "site is up");
-            st.redispatch(b, None, t);
+            st.site_up(b, i, t);
         }
         if reachable {
             b.wake.insert(i);

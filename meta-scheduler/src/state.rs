@@ -395,6 +395,17 @@ impl State {
         });
     }
 
+    /// Site `i` is up again: the jobs waiting for a site, and those a down site kept because no
+    /// other site could take them when it went down, are dispatched again (now `i` may).
+    pub fn site_up(&mut self, b: &mut Batch, i: usize, time: i64) {
+        self.redispatch(b, None, time);
+        for d in 0..self.sites.len() {
+            if d != i && !self.decider.is_up(d) {
+                self.redispatch(b, Some(d), time);
+            }
+        }
+    }
+
     /// Dispatches again the jobs of `down` (its site went down) that have not started there (its
     /// ACCEPTED jobs and its unclaimed DISPATCHED / QUEUED ones, see [`withdrawable`]) and the
     /// jobs waiting for a site; each goes where the strategy sends it now, or keeps waiting. A

@@ -188,3 +188,33 @@ fn without_start_claims_a_sent_job_stays_with_its_down_site() {
     assert_eq!(site(&st, 2), ("b", JobState::Accepted), "never sent: moves");
     assert!(!st.jobs[&2].start_claims);
 }
+
+#[test]
+fn a_job_kept_by_a_down_site_moves_when_another_site_comes_back() {
+    let mut st = grid(true);
+    at_a(&mut st, 1, &[]);
+    at_a(&mut st, 2, &[]);
+    send(&mut st, 0, 1); // 1: queued at a, unclaimed; 2: waits in a's outbox
+    // b is down first, then a: nowhere to go, both stay with a.
+    st.reachable = vec![false, false];
+    st.decider.set_up(1, false);
+    st.redispatch(&mut Batch::default(), Some(1), 3);
+    st.decider.set_up(0, false);
+    st.redispatch(&mut Batch::default(), Some(0), 4);
+    assert_eq!(site(&st, 1), ("a", JobState::Queued));
+    assert_eq!(site(&st, 2), ("a", JobState::Accepted));
+
+    // b comes back while a is still down: both move to b, the queued one withdrawn from a.
+    st.reachable[1] = true;
+    assert!(st.decider.set_up(1, true));
+    st.site_up(&mut Batch::default(), 1, 5);
+    assert_eq!(site(&st, 1), ("b", JobState::Accepted), "withdrawn from a");
+    assert_eq!(site(&st, 2), ("b", JobState::Accepted));
+    assert!(st.outbox[0].is_empty());
+    assert_eq!(
+        st.take_for_sending(&mut Batch::default(), 1, 100, 6),
+        [1, 2]
+    );
+    // a returns and claims job 1: refused, b has it.
+    assert_eq!(claim(&mut st, 0, &[1], &[]), (vec![], vec![1]));
+}
