@@ -532,7 +532,15 @@ fn claim(id: u64) -> v1::EnqueueRequest {
 /// are dropped unstarted (CANCELLED, `withdrawn`) and may be enqueued again, also after a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
-    let mut g = Grid::new(&[("m1", 2)], "");
+    let metrics = gridsched_tests::live::free_addr();
+    let mut g = Grid::new(&[("m1", 2)], &format!("metrics_listen = \"{metrics}\""));
+    let gauge = |m: &str| {
+        let text = gridsched_tests::live::scrape(m);
+        text.lines()
+            .find_map(|l| l.strip_prefix("gridsched_local_jobs_awaiting_claim "))
+            .map(|v| v.trim().to_owned())
+            .unwrap_or_else(|| panic!("no awaiting-claim gauge in {text}"))
+    };
     g.online(1).await;
     let mut c = g.client().await;
     for id in 1..=3 {
@@ -551,6 +559,7 @@ async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
         s.machines[0].busy_processors, 2,
         "held jobs keep their processors"
     );
+    assert_eq!(gauge(&metrics), "2", "both held jobs counted");
 
     let (tx, mut link) = claim_link(&mut c).await;
     let mut next = async || next_claim(&mut link).await;
@@ -576,6 +585,8 @@ async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
         .iter()
         .position(|e| e.job_id == 1 && e.state() == v1::JobState::Running);
     assert!(running1.is_some(), "the granted job ran");
+    tokio::time::sleep(Duration::from_millis(300)).await; // a tick refreshes the gauges
+    assert_eq!(gauge(&metrics), "0", "nothing held any more");
 
     // A withdrawn job may come back; it claims again and runs once granted.
     c.enqueue(claim(2)).await.unwrap();
