@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// Submit-to-start latency samples.
     #[arg(long, default_value_t = 200)]
     pub samples: usize,
+    /// Start jobs without asking the meta-scheduler (`start_claims = false`), to measure what
+    /// the claims cost.
+    #[arg(long)]
+    pub no_start_claims: bool,
     /// Directory of the benchmark grid (default: a temporary one).
     #[arg(long)]
     pub dir: Option<std::path::PathBuf>,
@@ -127,12 +131,14 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let dir = a.dir.clone().unwrap_or_else(|| tmp.path().to_owned());
-    let g = grid();
+    let mut g = grid();
+    g.meta.start_claims = !a.no_start_claims;
     let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", None, 1.0)?;
     let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
     wait_ready(&mut c, 12).await?;
     println!(
-        "benchmark grid: 3 sites x 4 agents x 8 processors (EASY) in {}",
+        "benchmark grid: 3 sites x 4 agents x 8 processors (EASY), start claims {}, in {}",
+        if a.no_start_claims { "off" } else { "on" },
         grid.dir.display()
     );
 

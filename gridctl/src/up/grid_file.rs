@@ -27,14 +27,23 @@ pub struct MetaPart {
     /// Dispatch strategy.
     #[serde(default = "default_dispatch")]
     pub dispatch: String,
+    /// Sites ask before they start a job (`[links] start_claims` of the meta-scheduler), so a
+    /// down site's waiting jobs can be dispatched again.
+    #[serde(default = "yes")]
+    pub start_claims: bool,
 }
 
 impl Default for MetaPart {
     fn default() -> Self {
         MetaPart {
             dispatch: default_dispatch(),
+            start_claims: true,
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_dispatch() -> String {
@@ -144,9 +153,11 @@ impl GridFile {
     ) -> String {
         let http = http.map_or(String::new(), |h| format!("metrics_listen = {h:?}\n"));
         let mut t = format!(
-            "listen = {listen:?}\n{http}state_dir = {:?}\n[dispatch]\nstrategy = {:?}\n",
+            "listen = {listen:?}\n{http}state_dir = {:?}\n[dispatch]\nstrategy = {:?}\n\
+             [links]\nstart_claims = {}\n",
             dir.join("meta-state"),
-            self.meta.dispatch
+            self.meta.dispatch,
+            self.meta.start_claims
         );
         for (s, ep) in self.sites.iter().zip(endpoints) {
             let machines = s
@@ -188,6 +199,19 @@ mod tests {
         .unwrap();
         assert_eq!(m.sites.len(), 3);
         assert_eq!(m.sites[1].licences, vec!["ansys", "matlab"]);
+        assert!(m.links.start_claims);
+    }
+
+    #[test]
+    fn start_claims_can_be_turned_off() {
+        let g = GridFile::parse(
+            "[meta]\nstart_claims = false\n[[sites]]\nname = \"a\"\nmachines = [{ name = \"m\", processors = 2 }]\n",
+        )
+        .unwrap();
+        let eps = ["127.0.0.1:6000".to_string()];
+        let toml = g.meta_toml("127.0.0.1:50051", None, Path::new("/tmp/x"), &eps);
+        let m = meta_scheduler::MetaConfig::from_toml(&toml).unwrap();
+        assert!(!m.links.start_claims, "{toml}");
     }
 
     #[test]
