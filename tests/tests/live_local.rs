@@ -516,6 +516,28 @@ async fn next_claim(link: &mut tonic::Streaming<v1::ClaimRequest>) -> v1::ClaimR
 }
 
 /// Job `id`, one processor for 1 s, enqueued as the meta-scheduler does: to start on its grant.
+/// Waits (up to 5 s: the gauges are refreshed by the 100 ms tick) until the local scheduler's
+/// `gridsched_local_jobs_awaiting_claim` gauge at `metrics` reads `want`.
+async fn awaiting_claim_gauge(metrics: &str, want: &str) {
+    let t = std::time::Instant::now();
+    loop {
+        let text = gridsched_tests::live::scrape(metrics);
+        let v = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gridsched_local_jobs_awaiting_claim "))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no awaiting-claim gauge in {text}"));
+        if v == want {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "awaiting-claim gauge {v}, expected {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn claim(id: u64) -> v1::EnqueueRequest {
     v1::EnqueueRequest {
         job_id: id,
@@ -534,13 +556,7 @@ fn claim(id: u64) -> v1::EnqueueRequest {
 async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
     let metrics = gridsched_tests::live::free_addr();
     let mut g = Grid::new(&[("m1", 2)], &format!("metrics_listen = \"{metrics}\""));
-    let gauge = |m: &str| {
-        let text = gridsched_tests::live::scrape(m);
-        text.lines()
-            .find_map(|l| l.strip_prefix("gridsched_local_jobs_awaiting_claim "))
-            .map(|v| v.trim().to_owned())
-            .unwrap_or_else(|| panic!("no awaiting-claim gauge in {text}"))
-    };
+
     g.online(1).await;
     let mut c = g.client().await;
     for id in 1..=3 {
@@ -559,7 +575,7 @@ async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
         s.machines[0].busy_processors, 2,
         "held jobs keep their processors"
     );
-    assert_eq!(gauge(&metrics), "2", "both held jobs counted");
+    awaiting_claim_gauge(&metrics, "2").await; // both held jobs counted
 
     let (tx, mut link) = claim_link(&mut c).await;
     let mut next = async || next_claim(&mut link).await;
@@ -585,8 +601,7 @@ async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
         .iter()
         .position(|e| e.job_id == 1 && e.state() == v1::JobState::Running);
     assert!(running1.is_some(), "the granted job ran");
-    tokio::time::sleep(Duration::from_millis(300)).await; // a tick refreshes the gauges
-    assert_eq!(gauge(&metrics), "0", "nothing held any more");
+    awaiting_claim_gauge(&metrics, "0").await; // nothing held any more
 
     // A withdrawn job may come back; it claims again and runs once granted.
     c.enqueue(claim(2)).await.unwrap();
