@@ -17,7 +17,7 @@
 //! Without a Docker engine the test says SKIPPED, loudly, and passes.
 
 use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
-use gridsched_tests::live::{Client, all_jobs, submit_all};
+use gridsched_tests::live::{Client, all_jobs, submit_all, wait_queued};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -279,23 +279,12 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         ..emulated(i)
     };
     let full = submit_all(&mut c, (0..12).map(wide).collect()).await;
-    let t = Instant::now();
-    let waiting_at_alpha: Vec<u64> = loop {
-        let jobs: Vec<v1::Job> = all_jobs(&mut c)
-            .await
-            .into_iter()
-            .filter(|j| full.contains(&j.id))
-            .collect();
-        if jobs.iter().all(|j| j.state() >= JobState::Queued) {
-            break jobs
-                .iter()
-                .filter(|j| j.site.as_deref() == Some("alpha") && j.state() == JobState::Queued)
-                .map(|j| j.id)
-                .collect();
-        }
-        assert!(t.elapsed() < Duration::from_secs(30), "{jobs:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let waiting_at_alpha: Vec<u64> = wait_queued(&mut c, &full, Duration::from_secs(30))
+        .await
+        .iter()
+        .filter(|j| j.site.as_deref() == Some("alpha") && j.state() == JobState::Queued)
+        .map(|j| j.id)
+        .collect();
     assert!(!waiting_at_alpha.is_empty(), "no job waits at alpha");
     p.must(&["stop", "alpha-local"]);
     let stopped = Instant::now();

@@ -35,6 +35,9 @@ pub struct StoredJob {
 #[derive(Debug)]
 pub struct Store {
     db: Database,
+    /// Tests: every commit fails while set.
+    #[cfg(test)]
+    pub(crate) fail_commits: std::sync::atomic::AtomicBool,
 }
 
 /// A store failure.
@@ -49,7 +52,11 @@ impl Store {
         w.open_table(JOBS)?;
         w.open_table(EVENTS)?;
         w.commit()?;
-        Ok(Store { db })
+        Ok(Store {
+            db,
+            #[cfg(test)]
+            fail_commits: Default::default(),
+        })
     }
 
     /// Writes events and job changes in one transaction (`None` = the job ended: removed).
@@ -58,6 +65,10 @@ impl Store {
         events: &[v1::JobEvent],
         jobs: &[(u64, Option<StoredJob>)],
     ) -> Result<(), StoreError> {
+        #[cfg(test)]
+        if self.fail_commits.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("commit failed (test)".into());
+        }
         let w = self.db.begin_write()?;
         {
             let mut t = w.open_table(EVENTS)?;

@@ -495,7 +495,7 @@ impl State {
     /// Answers site `i`'s start claims: a job still dispatched to it is granted (recorded in
     /// `claimed_by`, committed before the answer leaves, and never withdrawn from then on); a job
     /// that has been withdrawn from it, or has ended (e.g. cancelled while the site was down), is
-    /// answered withdrawn, as is any such job among the unclaimed ones it lists as `held`.
+    /// answered withdrawn, as is any such job among the unclaimed ones it lists as `waiting`.
     pub fn claims(&mut self, b: &mut Batch, i: usize, req: &v1::ClaimRequest) -> v1::ClaimAnswer {
         let name = self.sites[i].name.clone();
         let ours =
@@ -513,7 +513,7 @@ impl State {
                 _ => answer.withdrawn.push(id),
             }
         }
-        for &id in &req.held {
+        for &id in &req.waiting {
             if !self.jobs.get(&id).is_some_and(ours) {
                 answer.withdrawn.push(id);
             }

@@ -516,6 +516,27 @@ pub async fn all_jobs(c: &mut Client) -> Vec<v1::Job> {
     }
 }
 
+/// Waits until every job of `ids` has reached its site's queue or gone further (QUEUED or a
+/// later state); returns those jobs.
+pub async fn wait_queued(c: &mut Client, ids: &[u64], limit: Duration) -> Vec<v1::Job> {
+    let t = Instant::now();
+    loop {
+        let jobs: Vec<v1::Job> = all_jobs(c)
+            .await
+            .into_iter()
+            .filter(|j| ids.contains(&j.id))
+            .collect();
+        if jobs.len() == ids.len() && jobs.iter().all(|j| j.state() >= v1::JobState::Queued) {
+            return jobs;
+        }
+        assert!(
+            t.elapsed() < limit,
+            "not all queued after {limit:?}: {jobs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits until every job of `ids` has ended; returns them all.
 pub async fn wait_ended(c: &mut Client, ids: &[u64], limit: Duration) -> Vec<v1::Job> {
     let t = Instant::now();

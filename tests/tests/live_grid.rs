@@ -412,26 +412,14 @@ async fn a_site_that_goes_down_gets_no_work_and_rejoins() {
     // Jobs as long as it, by the Load function, go to beta and alpha in turn; those at alpha wait
     // behind it, unclaimed.
     let waiting = submit_all(&mut c, vec![emulated("u", 4, 3600, 20); 4]).await;
-    let at_alpha: Vec<u64> = {
-        let t = std::time::Instant::now();
-        loop {
-            let jobs: Vec<v1::Job> = gridsched_tests::live::all_jobs(&mut c)
-                .await
-                .into_iter()
-                .filter(|j| waiting.contains(&j.id))
-                .collect();
-            if jobs.iter().all(|j| j.state() >= JobState::Queued) {
-                break jobs
-                    .iter()
-                    .filter(|j| j.site.as_deref() == Some("alpha"))
-                    .inspect(|j| assert_eq!(j.state(), JobState::Queued, "{j:?}"))
-                    .map(|j| j.id)
-                    .collect();
-            }
-            assert!(t.elapsed() < Duration::from_secs(10), "{jobs:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let at_alpha: Vec<u64> =
+        gridsched_tests::live::wait_queued(&mut c, &waiting, Duration::from_secs(10))
+            .await
+            .iter()
+            .filter(|j| j.site.as_deref() == Some("alpha"))
+            .inspect(|j| assert_eq!(j.state(), JobState::Queued, "{j:?}"))
+            .map(|j| j.id)
+            .collect();
     assert!(!at_alpha.is_empty(), "no job waits at alpha");
     g.kill_local(0);
     // The jobs waiting at alpha had not started: they are withdrawn and run at beta.

@@ -580,7 +580,7 @@ async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
     let (tx, mut link) = claim_link(&mut c).await;
     let mut next = async || next_claim(&mut link).await;
     let first = next().await;
-    assert_eq!((first.start, first.held), (vec![1, 2], vec![3]));
+    assert_eq!((first.start, first.waiting), (vec![1, 2], vec![3]));
     tx.send(v1::ClaimAnswer {
         granted: vec![1],
         withdrawn: vec![2, 3],
@@ -633,13 +633,13 @@ async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
     let mut c = g.client().await;
     c.enqueue(claim(3)).await.unwrap();
     let (tx, mut link) = claim_link(&mut c).await;
-    // Until its agent is back job 3 only waits (listed as held); then it asks to start.
+    // Until its agent is back job 3 only waits (listed as waiting); then it asks to start.
     loop {
         let req = next_claim(&mut link).await;
         if req.start == [3] {
             break;
         }
-        assert_eq!((req.start, req.held), (vec![], vec![3]));
+        assert_eq!((req.start, req.waiting), (vec![], vec![3]));
     }
     tx.send(v1::ClaimAnswer {
         granted: vec![3],

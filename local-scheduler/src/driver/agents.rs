@@ -76,7 +76,7 @@ impl Driver {
             })
             .map(|(id, _)| *id)
             .collect();
-        self.lose(now, m, &gone, "its agent restarted without it");
+        self.lose(now, &gone, "its agent restarted without it");
         self.policy.set_machine_available(now, m, true);
         self.reports(now, m, &r.jobs);
         self.pass(now);
@@ -208,8 +208,8 @@ impl Driver {
         acked
     }
 
-    /// Handles running jobs of machine `m` whose process is gone: LOST or requeued.
-    pub(super) fn lose(&mut self, now: Time, m: MachineId, ids: &[u64], why: &str) {
+    /// Handles running jobs whose process is gone: LOST or requeued.
+    pub(super) fn lose(&mut self, now: Time, ids: &[u64], why: &str) {
         for &id in ids {
             self.policy.terminate(now, JobId(id));
             match self.cfg.lost_agent {
@@ -237,7 +237,6 @@ impl Driver {
                 }
             }
         }
-        let _ = m;
     }
 
     pub(super) fn tick(&mut self) {
@@ -265,7 +264,7 @@ impl Driver {
                 .filter(|(_, r)| r.state == JobState::Running && r.machine == Some(m))
                 .map(|(id, _)| *id)
                 .collect();
-            self.lose(now, m, &ids, "its agent stopped sending heartbeats");
+            self.lose(now, &ids, "its agent stopped sending heartbeats");
             let held: Vec<u64> = self
                 .jobs
                 .iter()

@@ -26,19 +26,19 @@ impl Driver {
     pub(super) fn open_claims(&mut self) -> mpsc::UnboundedReceiver<v1::ClaimRequest> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut start = Vec::new();
-        let mut held = Vec::new();
+        let mut waiting = Vec::new();
         for (id, r) in &self.jobs {
             if r.held.is_some() {
                 start.push(*id);
             } else if r.req.claim_before_start && !r.claimed && r.state == JobState::Queued {
-                held.push(*id);
+                waiting.push(*id);
             }
         }
         start.sort_unstable();
-        held.sort_unstable();
+        waiting.sort_unstable();
         self.to_claim.clear();
-        if !start.is_empty() || !held.is_empty() {
-            let _ = tx.send(v1::ClaimRequest { start, held });
+        if !start.is_empty() || !waiting.is_empty() {
+            let _ = tx.send(v1::ClaimRequest { start, waiting });
         }
         self.claim_link = Some(tx);
         rx
@@ -58,7 +58,7 @@ impl Driver {
         let sent = self.claim_link.as_ref().is_some_and(|tx| {
             tx.send(v1::ClaimRequest {
                 start,
-                held: Vec::new(),
+                waiting: Vec::new(),
             })
             .is_ok()
         });

@@ -18,6 +18,8 @@ mod agents;
 mod claims;
 mod recover;
 mod status;
+#[cfg(test)]
+mod tests;
 
 use crate::config::Config;
 use crate::store::{Store, StoredJob};
@@ -335,20 +337,33 @@ impl Driver {
 
     /// Commits the events and job changes recorded since the last call, then sends the start
     /// orders decided meanwhile: a job runs only once its start is durable here (a restart finds
-    /// it running, not waiting to be started a second time).
+    /// it running, not waiting to be started a second time). When the commit fails the orders
+    /// wait, their jobs marked to be saved again by the next flush (the next pass or tick).
     fn flush(&mut self) -> Result<(), Status> {
         let events = std::mem::take(&mut self.unsaved);
         let jobs: Vec<_> = std::mem::take(&mut self.dirty).into_iter().collect();
-        let r = match &self.store {
-            Some(s) if !events.is_empty() || !jobs.is_empty() => {
-                s.commit(&events, &jobs).map_err(internal)
+        if let Some(s) = &self.store
+            && (!events.is_empty() || !jobs.is_empty())
+            && let Err(e) = s.commit(&events, &jobs)
+        {
+            for (_, order) in &self.starts {
+                if let Some(rec) = self.jobs.get(&order.job_id) {
+                    self.dirty.insert(order.job_id, Some(Self::stored(rec)));
+                }
             }
-            _ => Ok(()),
-        };
-        for (m, order) in std::mem::take(&mut self.starts) {
-            self.order(m, Kind::Start(order));
+            return Err(internal(e));
         }
-        r
+        for (m, order) in std::mem::take(&mut self.starts) {
+            // Not if it was cancelled or lost while its order waited.
+            if self
+                .jobs
+                .get(&order.job_id)
+                .is_some_and(|r| r.state == JobState::Running && r.machine == Some(m))
+            {
+                self.order(m, Kind::Start(order));
+            }
+        }
+        Ok(())
     }
 
     /// Admits one job into the queue (not yet durable, not yet scheduled).

@@ -81,13 +81,11 @@ impl Driver {
                     self.policy
                         .submit(now, &rec.job)
                         .map_err(|e| anyhow::anyhow!("stored job {id}: {e}"))?;
+                    self.jobs.insert(id, rec);
                     if running {
-                        self.jobs.insert(id, rec);
                         tracing::warn!(job = id, "requeued after a restart: {why}");
                         let detail = format!("requeued after a restart: {why}");
                         self.emit(id, JobState::Queued, now, &detail, None);
-                    } else {
-                        self.jobs.insert(id, rec);
                     }
                 }
             }

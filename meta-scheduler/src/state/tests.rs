@@ -74,10 +74,10 @@ fn event(st: &mut State, site: usize, seq: u64, id: u64, state: JobState, withdr
     st.apply_local(&mut Batch::default(), site, &ev);
 }
 
-fn claim(st: &mut State, site: usize, start: &[u64], held: &[u64]) -> (Vec<u64>, Vec<u64>) {
+fn claim(st: &mut State, site: usize, start: &[u64], waiting: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let req = v1::ClaimRequest {
         start: start.to_vec(),
-        held: held.to_vec(),
+        waiting: waiting.to_vec(),
     };
     let mut b = Batch::default();
     let a = st.claims(&mut b, site, &req);
@@ -143,7 +143,7 @@ fn a_down_site_gives_up_exactly_its_jobs_that_have_not_started() {
     );
 
     // a comes back: its claims for withdrawn or ended jobs are refused, the others granted; it
-    // is told to drop the withdrawn and ended ones it lists as held.
+    // is told to drop the withdrawn and ended ones it lists as waiting.
     assert_eq!(
         claim(&mut st, 0, &[1, 2, 5], &[4, 6]),
         (vec![2, 5], vec![1, 4, 6])
