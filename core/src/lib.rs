@@ -17,6 +17,8 @@
 //!   `two-level-grid-scheduler.md` D4.2).
 //! * [`metrics`]: per-job and aggregate metrics (`self-tuning-and-multisite.md` §3,
 //!   `gang-urgent-scaling.md` A.4 and C.4).
+//! * [`runner`]: the cluster runner that drives a policy for both clocks (submissions with the
+//!   meta priority, passes, suspensions, overruns, machine changes, validation of every start).
 //! * [`structures`]: the data structures the policies are built on (ordered queue with summaries,
 //!   running set, availability profile).
 
@@ -28,6 +30,7 @@ pub mod heuristics;
 pub mod metrics;
 pub mod model;
 pub mod policy;
+pub mod runner;
 pub mod structures;
 
 pub use model::{Duration, Time};

@@ -325,8 +325,10 @@ where
                 EventKind::Overrun => {
                     let f = inflight.get(&ev.job).expect("overrunning job is in flight");
                     let (start, _) = f.start.expect("overrunning job has started");
-                    let step = opts.overrun_extension.unwrap_or(f.estimate).max(1);
-                    let predicted = clock + step;
+                    let rule = gridsched_core::runner::OverrunRule {
+                        extension: opts.overrun_extension,
+                    };
+                    let predicted = rule.next_end(clock, f.estimate);
                     stats.overruns += 1;
                     policy.overrun(clock, ev.job, predicted);
                     if start + f.run > predicted {

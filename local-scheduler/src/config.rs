@@ -107,6 +107,14 @@ pub struct Config {
     /// Who may call: the meta-scheduler and the agents, by two separate secrets.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// File to which the cluster runner's inputs and decisions are appended (JSON Lines, a header
+    /// at every start), for `gridsim rerun`; absent = no log.
+    #[serde(default)]
+    pub input_log: Option<PathBuf>,
+    /// Seconds an overrunning job's predicted end moves each time it is reached; absent = one
+    /// more estimate (the reference simulator's rule, the simulator's default too).
+    #[serde(default)]
+    pub overrun_extension_s: Option<i64>,
 }
 
 /// The `[auth]` section: the secret the meta-scheduler must present (for Enqueue, Cancel,

@@ -1,10 +1,16 @@
-//! The `site-agent` service (issue 5, part 3): one per machine. It registers the machine
-//! (processors, benchmark score, node-locked licences) with its local scheduler, opens the
-//! `AgentOrders` stream, sends heartbeats (at once after any job change, so terminations reach the
-//! scheduler quickly) carrying reports of every running job and every ended job not yet
-//! acknowledged, and runs jobs ([`runner`]). When the scheduler forgets its session (restart:
-//! NOT_FOUND) or is unreachable, the agent registers again and re-reports what it runs, so the
-//! scheduler can reconcile.
+//! The `site-agent` service: one per machine. It registers the machine (processors, benchmark
+//! score, node-locked licences) with its local scheduler, opens the `AgentOrders` stream, sends
+//! heartbeats (at once after any job change, so terminations and suspensions reach the scheduler
+//! quickly) carrying reports of every job it runs and every ended job not yet acknowledged, and
+//! runs jobs ([`runner`]). When the scheduler forgets its session (restart: NOT_FOUND) or is
+//! unreachable, the agent registers again and re-reports what it runs, so the scheduler can
+//! reconcile.
+//!
+//! Orders: a start order spawns a runner with its own control channel; kill, suspend and resume
+//! orders go down that channel ([`runner::Control`]) to the job's runner, which signals the job's
+//! process group. A suspended job is reported SUSPENDED (in heartbeats and in registrations) until
+//! it is resumed; reports of live jobs carry their running time so far, suspended time excluded
+//! (`ran_ms`, read from the job's [`runner::RunClock`] when the report is sent).
 
 pub mod runner;
 
@@ -12,11 +18,11 @@ use clap::Parser;
 use gridsched_proto::v1::{
     self, AgentJobState, agent_command::Kind, local_scheduler_client::LocalSchedulerClient,
 };
-use runner::RunnerConfig;
+use runner::{Control, RunClock, RunnerConfig};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tonic::transport::Channel;
 
 /// Command line of the `site-agent` binary.
@@ -119,8 +125,17 @@ impl AgentMetrics {
     }
 }
 
+/// A job the agent runs (or has suspended).
 struct Running {
-    kill: Option<oneshot::Sender<String>>,
+    /// Orders for its runner.
+    control: mpsc::UnboundedSender<Control>,
+    /// Its running time.
+    clock: RunClock,
+}
+
+/// Whether a job in `state` (a [`v1::JobReport::state`]) is still there: running or suspended.
+fn is_live(state: i32) -> bool {
+    state == AgentJobState::Running as i32 || state == AgentJobState::Suspended as i32
 }
 
 /// The agent's state.
@@ -134,10 +149,36 @@ struct Agent {
 }
 
 impl Agent {
+    /// The reports to send: those of the live jobs with their current running time, and those of
+    /// the ended jobs not acknowledged yet.
     fn reports(&self) -> Vec<v1::JobReport> {
-        let mut v: Vec<_> = self.reports.values().cloned().collect();
+        let mut v: Vec<_> = self
+            .reports
+            .values()
+            .map(|r| {
+                let mut r = r.clone();
+                if is_live(r.state)
+                    && let Some(j) = self.running.get(&r.job_id)
+                {
+                    r.ran_ms = Some(j.clock.ran_ms());
+                }
+                r
+            })
+            .collect();
         v.sort_by_key(|r| r.job_id);
         v
+    }
+
+    /// Passes `c` to job `id`'s runner, if the job is live here.
+    fn control(&self, id: u64, c: Control) {
+        match self.running.get(&id) {
+            Some(r) => {
+                let _ = r.control.send(c);
+            }
+            None => {
+                tracing::debug!(job = id, order = ?c, "order for a job not running here: ignored")
+            }
+        }
     }
 
     fn order(&mut self, c: v1::AgentCommand) {
@@ -146,8 +187,15 @@ impl Agent {
                 if self.reports.contains_key(&s.job_id) {
                     return;
                 }
-                let (ktx, krx) = oneshot::channel();
-                self.running.insert(s.job_id, Running { kill: Some(ktx) });
+                let (ctx, crx) = mpsc::unbounded_channel();
+                let clock = RunClock::default();
+                self.running.insert(
+                    s.job_id,
+                    Running {
+                        control: ctx,
+                        clock: clock.clone(),
+                    },
+                );
                 self.metrics.running.set(self.running.len() as i64);
                 self.reports.insert(
                     s.job_id,
@@ -160,23 +208,26 @@ impl Agent {
                 tokio::spawn(runner::run_job(
                     self.runner.clone(),
                     s,
-                    krx,
+                    crx,
+                    clock,
                     self.done_tx.clone(),
                 ));
             }
-            Some(Kind::Kill(k)) => {
-                if let Some(r) = self.running.get_mut(&k.job_id)
-                    && let Some(tx) = r.kill.take()
-                {
-                    let _ = tx.send(k.reason);
-                }
+            Some(Kind::Kill(k)) => self.control(k.job_id, Control::Kill(k.reason)),
+            Some(Kind::Suspend(k)) => {
+                tracing::debug!(job = k.job_id, reason = %k.reason, "suspend order");
+                self.control(k.job_id, Control::Suspend);
+            }
+            Some(Kind::Resume(k)) => {
+                tracing::debug!(job = k.job_id, "resume order");
+                self.control(k.job_id, Control::Resume);
             }
             None => {}
         }
     }
 
     fn update(&mut self, r: v1::JobReport) {
-        if r.state != AgentJobState::Running as i32 && self.running.remove(&r.job_id).is_some() {
+        if !is_live(r.state) && self.running.remove(&r.job_id).is_some() {
             let outcome = AgentJobState::try_from(r.state)
                 .map_or("unknown", |s| s.as_str_name())
                 .trim_start_matches("AGENT_JOB_STATE_")
@@ -331,10 +382,7 @@ async fn session(
             .map_err(|_| anyhow::anyhow!("heartbeat unanswered for {CALL_TIMEOUT:?}"))??
             .into_inner();
         for id in resp.acknowledged_jobs {
-            if a.reports
-                .get(&id)
-                .is_some_and(|r| r.state != AgentJobState::Running as i32)
-            {
+            if a.reports.get(&id).is_some_and(|r| !is_live(r.state)) {
                 a.reports.remove(&id);
             }
         }

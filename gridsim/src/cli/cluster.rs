@@ -129,7 +129,7 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
         ..PolicyConfig::new(kind)
     };
     let (platform, jobs) = platform_and_jobs(args)?;
-    let mut policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
+    let policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
         .map(|c| cfg.build(&platform, ClusterId(c as u32)))
         .collect::<Result<_, _>>()?;
     let mut classifier = Classifier::new(ClassifierConfig {
@@ -147,9 +147,10 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
     }
     .build();
     let n = jobs.len();
+    let described = policies[0].describe();
     let report = simulate_jobs(
         &platform,
-        &mut policies,
+        policies,
         Meta {
             classify: &mut classify,
             dispatcher: dispatcher.as_mut(),
@@ -162,7 +163,7 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
     } else {
         say!(
             "{} on {} cluster(s), {} machines, dispatched by {}; {} jobs",
-            policies[0].describe(),
+            described,
             platform.clusters.len(),
             platform.machines.len(),
             dispatcher.describe(),

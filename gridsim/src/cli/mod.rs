@@ -9,6 +9,7 @@ mod experiment;
 mod grid;
 mod knobs;
 mod output;
+mod rerun;
 mod run;
 mod trace;
 mod trace_synth;
@@ -65,6 +66,9 @@ enum Command {
     Experiment(experiment::ExperimentArgs),
     /// Transform workload traces: `trace scale` (Ernemann's scaling to a larger machine).
     Trace(trace::TraceArgs),
+    /// Run a live local scheduler's input log through the same cluster runner again and check
+    /// that it makes the same decisions.
+    Rerun(rerun::RerunArgs),
 }
 
 /// Runs the command line; errors are printed on stderr with exit code 1.
@@ -77,6 +81,7 @@ pub fn main() -> ExitCode {
         Command::Grid(args) => grid::grid(&args),
         Command::Experiment(args) => experiment::experiment(&args),
         Command::Trace(args) => trace::trace(&args),
+        Command::Rerun(args) => rerun::rerun(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

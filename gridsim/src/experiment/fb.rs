@@ -89,12 +89,12 @@ pub fn single_cluster_metrics(
     cfg: PolicyConfig,
     jobs: Vec<Job>,
 ) -> Result<Metrics> {
-    let mut policies = vec![cfg.build(platform, ClusterId(0))?];
+    let policies = vec![cfg.build(platform, ClusterId(0))?];
     let mut rr = RoundRobin::default();
     let mut classify = |_: Time, _: &Job| 1;
     let rep = simulate_jobs(
         platform,
-        &mut policies,
+        policies,
         Meta {
             classify: &mut classify,
             dispatcher: &mut rr,

@@ -208,7 +208,7 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
         }
         .build()
     };
-    let mut policies = (0..platform.clusters.len())
+    let policies = (0..platform.clusters.len())
         .map(|c| PolicyConfig::new(PolicyKind::Easy).build(&platform, ClusterId(c as u32)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut classifier = Classifier::new(ClassifierConfig::default())?;
@@ -232,7 +232,7 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
     };
     let rep = simulate_platform(
         &platform,
-        &mut policies,
+        policies,
         Meta {
             classify: &mut classify,
             dispatcher: dispatcher.as_mut(),

@@ -287,7 +287,7 @@ pub fn simulate(
     cfg: &Config,
     seed: u64,
 ) -> Result<PlatformReport> {
-    let mut policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
+    let policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
         .map(|c| cfg.policy.build(platform, ClusterId(c as u32)))
         .collect::<Result<_, _>>()?;
     let mut classifier = Classifier::new(ClassifierConfig {
@@ -303,7 +303,7 @@ pub fn simulate(
     .build();
     simulate_jobs(
         platform,
-        &mut policies,
+        policies,
         Meta {
             classify: &mut classify,
             dispatcher: dispatcher.as_mut(),

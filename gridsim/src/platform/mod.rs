@@ -9,25 +9,26 @@
 //! machine for its run time scaled by the benchmark ratio (`Nxtime`, rounded up), killed at its
 //! scaled estimate. A policy may suspend running jobs ([`Policy::take_suspensions`]): the job keeps
 //! the reference work it has done (rounded down, so it never gains progress) and resumes wherever
-//! its policy starts it next. Every start is checked by an independent [`Validator`]; a schedule
-//! that would oversubscribe a machine or a licence pool stops the run with an error.
+//! its policy starts it next. Each cluster's policy is driven by the core's
+//! [`ClusterRunner`](gridsched_core::runner::ClusterRunner), the same code the live local scheduler
+//! drives in real time: it validates every start against the cluster's own accounting, and a
+//! schedule that would oversubscribe a machine or a licence pool stops the run with an error.
 //!
 //! This engine is separate from [`crate::engine`], which reproduces the reference trace simulator's
 //! exact event order on space-shared machines.
 
 mod metrics;
 mod run;
-mod validator;
 
 #[cfg(test)]
 mod tests;
 
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
-pub use validator::{Held, Validator};
 
 use gridsched_core::dispatch::{ClusterCaps, Dispatcher, GridState, Priority};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::{Policy, Start};
+use gridsched_core::runner::{ClusterRunner, Effect, RunnerConfig};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
@@ -187,17 +188,12 @@ impl std::fmt::Debug for Meta<'_> {
     }
 }
 
-#[derive(Clone, Debug)]
+/// Where a dispatched job is, for the engine: its cluster and the generation of its current run
+/// (an end event of an earlier run, before a suspension, is stale).
+#[derive(Clone, Copy, Debug)]
 struct Flight {
-    job: Job,
     cluster: ClusterId,
-    priority: Priority,
-    /// Remaining reference work (actual run time, capped by the estimate), seconds.
-    remaining: Duration,
-    running: Option<(Time, Held, u64)>,
-    first_start: Option<Time>,
-    exec: Duration,
-    suspensions: u32,
+    generation: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -208,7 +204,7 @@ enum Ev {
 
 struct Sim<'p, 'h> {
     platform: &'p Platform,
-    validator: Validator,
+    runners: Vec<ClusterRunner>,
     flights: HashMap<JobId, Flight>,
     events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
     seq: u64,
@@ -225,12 +221,13 @@ struct Sim<'p, 'h> {
     stats: PlatformStats,
     pass_time: f64,
     hooks: PlatformHooks<'h>,
+    effects: Vec<Effect>,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `meta`.
 pub fn simulate_platform<I, E>(
     platform: &Platform,
-    policies: &mut [Box<dyn Policy>],
+    policies: Vec<Box<dyn Policy>>,
     mut meta: Meta<'_>,
     jobs: I,
     hooks: PlatformHooks<'_>,
@@ -253,9 +250,24 @@ where
         }
         l.total_copies = c.pools.iter().map(|p| u64::from(p.copies)).sum();
     }
+    let runners = policies
+        .into_iter()
+        .enumerate()
+        .map(|(c, p)| {
+            let cluster = ClusterId(c as u32);
+            ClusterRunner::new(platform, cluster, p, RunnerConfig::default()).map_err(|e| {
+                PlatformError::BadDecision {
+                    time: 0,
+                    cluster,
+                    job: JobId(0),
+                    why: e.to_string(),
+                }
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut sim = Sim {
         platform,
-        validator: Validator::new(platform),
+        runners,
         flights: HashMap::new(),
         events: BinaryHeap::new(),
         seq: 0,
@@ -272,6 +284,7 @@ where
         stats: PlatformStats::default(),
         pass_time: 0.0,
         hooks,
+        effects: Vec::new(),
     };
     let mut grid = GridState {
         caps: caps_of(platform),
@@ -310,8 +323,7 @@ where
             sim.events.pop();
             match ev {
                 Ev::End { job, generation } => {
-                    if let Some(c) = sim.end(t, job, generation) {
-                        policies[c.index()].terminate(t, job);
+                    if let Some(c) = sim.end(t, job, generation)? {
                         meta.dispatcher.job_ended(t, job, c);
                         dirty[c.index()] = true;
                         ended = true;
@@ -327,15 +339,7 @@ where
             let held = std::mem::take(&mut sim.held);
             for id in held {
                 let (job, prio) = sim.held_jobs.remove(&id).expect("held job is kept");
-                sim.dispatch(
-                    t,
-                    job,
-                    Some(prio),
-                    &mut grid,
-                    policies,
-                    &mut meta,
-                    &mut dirty,
-                );
+                sim.dispatch(t, job, Some(prio), &mut grid, &mut meta, &mut dirty);
             }
         }
         while next.as_ref().is_some_and(|j| j.submit == t) {
@@ -344,12 +348,12 @@ where
             if sim.flights.contains_key(&job.id) || sim.held_jobs.contains_key(&job.id) {
                 return Err(PlatformError::DuplicateJob(job.id));
             }
-            sim.dispatch(t, job, None, &mut grid, policies, &mut meta, &mut dirty);
+            sim.dispatch(t, job, None, &mut grid, &mut meta, &mut dirty);
             next = jobs.next().transpose().map_err(PlatformError::Workload)?;
         }
-        for c in 0..n {
-            if std::mem::take(&mut dirty[c]) {
-                sim.pass(t, ClusterId(c as u32), policies[c].as_mut())?;
+        for (c, d) in dirty.iter_mut().enumerate() {
+            if std::mem::take(d) {
+                sim.pass(t, ClusterId(c as u32))?;
             }
         }
     }
@@ -366,7 +370,7 @@ where
 /// [`simulate_platform`] over an in-memory job list, without hooks.
 pub fn simulate_jobs(
     platform: &Platform,
-    policies: &mut [Box<dyn Policy>],
+    policies: Vec<Box<dyn Policy>>,
     meta: Meta<'_>,
     jobs: Vec<Job>,
 ) -> Result<PlatformReport, PlatformError<std::convert::Infallible>> {

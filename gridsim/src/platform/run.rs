@@ -1,10 +1,12 @@
-//! The platform engine's event handlers: dispatch at submission, start and suspension at a pass,
-//! end of a job, time integration of the usage levels, and the final report.
+//! The platform engine's event handlers: dispatch at submission, a cluster's scheduling pass
+//! (through its [`ClusterRunner`](gridsched_core::runner::ClusterRunner)), the end of a job, time
+//! integration of the usage levels, and the final report.
 
 use super::{ClusterReport, Ev, Flight, Meta, PlatformError, PlatformRecord, PlatformReport, Sim};
 use gridsched_core::dispatch::{ClusterLoad, GridState, Placement, Priority};
 use gridsched_core::model::{ClusterId, Job, JobId, Time};
-use gridsched_core::policy::Policy;
+use gridsched_core::policy::Start;
+use gridsched_core::runner::{Effect, Input, RunnerError};
 use std::cmp::Reverse;
 use std::time::Instant;
 
@@ -23,29 +25,29 @@ impl Sim<'_, '_> {
 
     /// The sites' dynamic state, for the dispatchers that read it (brokers); one walk over the
     /// jobs in flight.
-    fn site_loads(&self, t: Time, policies: &[Box<dyn Policy>]) -> Vec<ClusterLoad> {
-        let mut load: Vec<ClusterLoad> = self
-            .levels
+    fn site_loads(&self, t: Time) -> Vec<ClusterLoad> {
+        self.levels
             .iter()
-            .zip(policies)
-            .map(|(l, p)| ClusterLoad {
-                free_procs: l.total_procs - l.busy_procs,
-                waiting_jobs: p.waiting_len() as u64,
-                waiting_area: 0,
-                running_area: 0,
-            })
-            .collect();
-        for f in self.flights.values() {
-            let l = &mut load[f.cluster.index()];
-            match &f.running {
-                None => l.waiting_area += f.job.requested_area(),
-                Some((since, _, _)) => {
-                    let left = (f.job.estimate - (t - since)).max(0);
-                    l.running_area += i128::from(f.job.procs) * i128::from(left);
+            .zip(&self.runners)
+            .map(|(l, r)| {
+                let mut load = ClusterLoad {
+                    free_procs: l.total_procs - r.ledger().busy_procs(),
+                    waiting_jobs: r.policy().waiting_len() as u64,
+                    waiting_area: 0,
+                    running_area: 0,
+                };
+                for (job, running) in r.jobs() {
+                    match r.running_on(job.id).filter(|_| running) {
+                        None => load.waiting_area += job.requested_area(),
+                        Some((_, since)) => {
+                            let left = (job.estimate - (t - since)).max(0);
+                            load.running_area += i128::from(job.procs) * i128::from(left);
+                        }
+                    }
                 }
-            }
-        }
-        load
+                load
+            })
+            .collect()
     }
 
     /// Classifies (unless `priority` is known from an earlier hold) and dispatches a job.
@@ -56,7 +58,6 @@ impl Sim<'_, '_> {
         job: Job,
         priority: Option<Priority>,
         grid: &mut GridState,
-        policies: &mut [Box<dyn Policy>],
         meta: &mut Meta<'_>,
         dirty: &mut [bool],
     ) {
@@ -69,9 +70,9 @@ impl Sim<'_, '_> {
         grid.load = meta
             .dispatcher
             .reads_site_state()
-            .then(|| self.site_loads(t, policies));
+            .then(|| self.site_loads(t));
         let cluster = match meta.dispatcher.dispatch(t, &job, priority, grid) {
-            Placement::Cluster(c) if c.index() < policies.len() => c,
+            Placement::Cluster(c) if c.index() < self.runners.len() => c,
             Placement::Cluster(c) => {
                 self.reject(format!("job {}: dispatched to unknown cluster {c}", job.id));
                 return;
@@ -93,165 +94,134 @@ impl Sim<'_, '_> {
                 return;
             }
         };
-        if let Err(e) = policies[cluster.index()].submit(t, &job) {
-            meta.dispatcher.job_returned(t, job.id, cluster);
+        let (id, procs, licences, area) = (
+            job.id,
+            job.procs,
+            job.licences.len() as u64,
+            f64::from(job.procs) * job.estimate as f64,
+        );
+        let submit = Input::Submit {
+            job,
+            priority: Some(priority),
+        };
+        if let Err(e) = self.runners[cluster.index()].on(t, submit, &mut self.effects) {
+            meta.dispatcher.job_returned(t, id, cluster);
             self.reject(e.to_string());
             return;
         }
-        policies[cluster.index()].meta_priority(job.id, priority);
         let l = &mut self.levels[cluster.index()];
         l.jobs += 1;
-        l.req_procs += u64::from(job.procs);
-        l.req_licences += job.licences.len() as u64;
+        l.req_procs += u64::from(procs);
+        l.req_licences += licences;
         self.dispatched[cluster.index()] += 1;
-        self.workload[cluster.index()] += f64::from(job.procs) * job.estimate as f64;
+        self.workload[cluster.index()] += area;
         dirty[cluster.index()] = true;
-        let remaining = job.runtime.unwrap_or(job.estimate).clamp(0, job.estimate);
         self.flights.insert(
-            job.id,
+            id,
             Flight {
-                job,
                 cluster,
-                priority,
-                remaining,
-                running: None,
-                first_start: None,
-                exec: 0,
-                suspensions: 0,
+                generation: None,
             },
         );
     }
 
-    /// Stops a running job at `t`, releasing its resources and keeping its progress; returns
-    /// whether the job was running.
-    fn stop(&mut self, t: Time, job: JobId) -> bool {
-        let Some(f) = self.flights.get_mut(&job) else {
-            return false;
-        };
-        let Some((since, held, _)) = f.running.take() else {
-            return false;
-        };
-        let ran = t - since;
-        f.exec += ran;
-        let bm_m = self.platform.machines[held.machine.index()].benchmark;
-        let done = match f.job.benchmark {
-            None => ran,
-            Some(bm_ref) => (i128::from(ran) * i128::from(bm_m) / i128::from(bm_ref.max(1))) as i64,
-        };
-        f.remaining = (f.remaining - done).max(0);
-        self.validator.release(&held);
-        let l = &mut self.levels[f.cluster.index()];
-        l.busy_procs -= u64::from(held.procs);
-        l.used_copies -= held.pooled.len() as u64;
-        if !self.validator.active(held.machine.index()) {
-            l.active_machines -= 1;
-        }
-        true
-    }
-
     /// Handles an end event; returns the job's cluster when the event was current.
-    pub(super) fn end(&mut self, t: Time, job: JobId, generation: u64) -> Option<ClusterId> {
-        let current = self
+    pub(super) fn end<E>(
+        &mut self,
+        t: Time,
+        job: JobId,
+        generation: u64,
+    ) -> Result<Option<ClusterId>, PlatformError<E>> {
+        let Some(f) = self
             .flights
             .get(&job)
-            .and_then(|f| f.running.as_ref())
-            .is_some_and(|(_, _, g)| *g == generation);
-        if !current {
-            return None;
-        }
-        self.stop(t, job);
-        let f = self.flights.remove(&job).expect("current job is in flight");
-        let l = &mut self.levels[f.cluster.index()];
+            .copied()
+            .filter(|f| f.generation == Some(generation))
+        else {
+            return Ok(None);
+        };
+        let c = f.cluster;
+        let (procs, licences) = self.runners[c.index()]
+            .job(job)
+            .map_or((0, 0), |j| (u64::from(j.procs), j.licences.len() as u64));
+        self.effects.clear();
+        self.runners[c.index()]
+            .on(t, Input::Ended { job }, &mut self.effects)
+            .map_err(|e| bad_decision(c, e))?;
+        let Some(Effect::Finished(done)) = self.effects.pop() else {
+            unreachable!("an end gives its record");
+        };
+        self.flights.remove(&job);
+        let l = &mut self.levels[c.index()];
         l.jobs -= 1;
-        l.req_procs -= u64::from(f.job.procs);
-        l.req_licences -= f.job.licences.len() as u64;
+        l.req_procs -= procs;
+        l.req_licences -= licences;
         let rec = PlatformRecord {
             id: job,
-            cluster: f.cluster,
-            priority: f.priority,
-            submit: f.job.submit,
-            start: f.first_start.unwrap_or(t),
+            cluster: c,
+            priority: done.priority.unwrap_or_default(),
+            submit: done.submit,
+            start: done.start,
             end: t,
-            exec: f.exec,
-            deadline: f.job.deadline,
-            suspensions: f.suspensions,
+            exec: done.exec,
+            deadline: done.deadline,
+            suspensions: done.suspensions,
         };
-        self.job_stats[f.cluster.index()].add(rec.submit, rec.end, rec.exec, rec.deadline);
+        self.job_stats[c.index()].add(rec.submit, rec.end, rec.exec, rec.deadline);
         self.platform_jobs
             .add(rec.submit, rec.end, rec.exec, rec.deadline);
         if let Some(h) = self.hooks.record.as_mut() {
             h(&rec);
         }
-        Some(f.cluster)
+        Ok(Some(c))
     }
 
-    /// One scheduling pass of `cluster`: suspensions first, then starts, all validated.
-    pub(super) fn pass<E>(
-        &mut self,
-        t: Time,
-        cluster: ClusterId,
-        policy: &mut dyn Policy,
-    ) -> Result<(), PlatformError<E>> {
-        let mut starts = Vec::new();
+    /// One scheduling pass of `cluster` through its runner: suspensions first, then starts, all
+    /// validated by the runner.
+    pub(super) fn pass<E>(&mut self, t: Time, cluster: ClusterId) -> Result<(), PlatformError<E>> {
+        let mut effects = std::mem::take(&mut self.effects);
+        effects.clear();
         let clock = Instant::now();
-        policy.schedule(t, &mut starts);
-        let mut suspended = Vec::new();
-        policy.take_suspensions(&mut suspended);
+        let res = self.runners[cluster.index()].on(t, Input::Pass, &mut effects);
         self.pass_time += clock.elapsed().as_secs_f64();
         self.stats.passes += 1;
-        let bad = |job, why: String| PlatformError::BadDecision {
-            time: t,
-            cluster,
-            job,
-            why,
-        };
-        for job in suspended {
-            let ok = self.flights.get(&job).is_some_and(|f| f.cluster == cluster);
-            if !ok || !self.stop(t, job) {
-                return Err(bad(job, "suspended but not running on this cluster".into()));
+        res.map_err(|e| bad_decision(cluster, e))?;
+        let mut starts = Vec::new();
+        for e in &effects {
+            match *e {
+                Effect::Suspend { job, .. } => {
+                    if let Some(f) = self.flights.get_mut(&job) {
+                        f.generation = None;
+                    }
+                    self.stats.suspensions += 1;
+                }
+                Effect::Start(s) => {
+                    self.seq += 1;
+                    let generation = self.seq;
+                    if let Some(f) = self.flights.get_mut(&s.job) {
+                        f.generation = Some(generation);
+                    }
+                    self.stats.starts += 1;
+                    self.push(
+                        t + s.run,
+                        Ev::End {
+                            job: s.job,
+                            generation,
+                        },
+                    );
+                    if self.hooks.pass.is_some() {
+                        starts.push(Start::on(s.job, s.machine, s.procs));
+                    }
+                }
+                Effect::Finished(_) | Effect::Overrun { .. } => {}
             }
-            let f = self.flights.get_mut(&job).expect("checked");
-            f.suspensions += 1;
-            self.stats.suspensions += 1;
         }
-        for s in &starts {
-            let f = self
-                .flights
-                .get(&s.job)
-                .ok_or_else(|| bad(s.job, "started but not waiting".into()))?;
-            if f.cluster != cluster || f.running.is_some() {
-                return Err(bad(s.job, "started but not waiting on this cluster".into()));
-            }
-            let held = self
-                .validator
-                .acquire(&f.job, cluster, s.machine, s.procs)
-                .map_err(|why| bad(s.job, why))?;
-            let machine = &self.platform.machines[s.machine.index()];
-            let run = f.job.duration_on(f.remaining, machine);
-            let l = &mut self.levels[cluster.index()];
-            l.busy_procs += u64::from(held.procs);
-            l.used_copies += held.pooled.len() as u64;
-            if self.validator.jobs_on(s.machine) == 1 {
-                l.active_machines += 1;
-            }
-            self.seq += 1;
-            let generation = self.seq;
-            let f = self.flights.get_mut(&s.job).expect("checked");
-            f.running = Some((t, held, generation));
-            f.first_start.get_or_insert(t);
-            self.stats.starts += 1;
-            self.push(
-                t + run,
-                Ev::End {
-                    job: s.job,
-                    generation,
-                },
-            );
-        }
+        self.effects = effects;
+        let runner = &self.runners[cluster.index()];
         if let Some(h) = self.hooks.pass.as_mut() {
-            h(t, cluster, &starts, policy);
+            h(t, cluster, &starts, runner.policy());
         }
-        if let Some(w) = policy.next_wakeup()
+        if let Some(w) = runner.next_wakeup()
             && w > t
             && self.wakes.insert((w, cluster))
         {
@@ -262,6 +232,11 @@ impl Sim<'_, '_> {
 
     /// Accounts the interval `[from, to)` at the current levels.
     pub(super) fn integrate(&mut self, from: Time, to: Time) {
+        for (l, r) in self.levels.iter_mut().zip(&self.runners) {
+            l.busy_procs = r.ledger().busy_procs();
+            l.used_copies = r.ledger().used_copies();
+            l.active_machines = r.ledger().active_machines();
+        }
         let mut total = super::Level::default();
         for (l, i) in self.levels.iter().zip(self.integrals.iter_mut()) {
             i.add(l, from, to);
@@ -311,5 +286,22 @@ impl Sim<'_, '_> {
             clusters,
             stats: self.stats,
         }
+    }
+}
+
+fn bad_decision<E>(cluster: ClusterId, e: RunnerError) -> PlatformError<E> {
+    match e {
+        RunnerError::BadDecision { time, job, why } => PlatformError::BadDecision {
+            time,
+            cluster,
+            job,
+            why,
+        },
+        other => PlatformError::BadDecision {
+            time: 0,
+            cluster,
+            job: JobId(0),
+            why: other.to_string(),
+        },
     }
 }

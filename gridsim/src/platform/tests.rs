@@ -6,7 +6,8 @@ use gridsched_core::dispatch::RoundRobin;
 use gridsched_core::model::{
     Cluster, LicenceId, LicencePool, LicenceType, Machine, MachineId, SiteId,
 };
-use gridsched_core::policy::{PolicyConfig, PolicyKind, Rejection, Reservation};
+use gridsched_core::policy::{PolicyConfig, PolicyKind};
+use gridsched_core::runner::testing::Preemptor;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::convert::Infallible;
@@ -63,7 +64,7 @@ fn platform(clusters: &[ClusterSpec<'_>]) -> Platform {
 
 fn run(
     p: &Platform,
-    policies: &mut [Box<dyn Policy>],
+    policies: Vec<Box<dyn Policy>>,
     jobs: &[Job],
     hooks: PlatformHooks<'_>,
 ) -> PlatformReport {
@@ -108,7 +109,7 @@ fn exact_outcome_on_a_small_heterogeneous_cluster() {
     let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.end, r.exec));
     let rep = run(
         &p,
-        &mut build(&p, PolicyKind::Fcfs),
+        build(&p, PolicyKind::Fcfs),
         &[a, b, c],
         PlatformHooks {
             record: Some(&mut rec),
@@ -127,66 +128,6 @@ fn exact_outcome_on_a_small_heterogeneous_cluster() {
     assert_eq!(rep.clusters[0].workload_pct, 100.0);
 }
 
-/// A policy that runs every job on machine 0 one at a time and, when a job with a deadline
-/// arrives, suspends the running one to start it (a stand-in for a preemptive CS variant).
-#[derive(Debug, Default)]
-struct Preemptor {
-    queue: Vec<Job>,
-    running: Option<Job>,
-    suspend: Vec<JobId>,
-}
-
-impl Policy for Preemptor {
-    fn describe(&self) -> String {
-        "preemptor".into()
-    }
-    fn submit(&mut self, _: Time, job: &Job) -> Result<(), Rejection> {
-        self.queue.push(job.clone());
-        Ok(())
-    }
-    fn terminate(&mut self, _: Time, job: JobId) {
-        if self.running.as_ref().is_some_and(|j| j.id == job) {
-            self.running = None;
-        }
-    }
-    fn overrun(&mut self, _: Time, _: JobId, _: Time) {}
-    fn cancel(&mut self, _: Time, _: JobId) -> bool {
-        false
-    }
-    fn schedule(&mut self, _: Time, starts: &mut Vec<Start>) {
-        self.queue.sort_by_key(|j| (j.deadline.is_none(), j.id));
-        let urgent = self.queue.first().is_some_and(|j| j.deadline.is_some());
-        if let Some(r) = &self.running
-            && urgent
-            && r.deadline.is_none()
-        {
-            self.suspend.push(r.id);
-            let r = self.running.take().expect("checked");
-            self.queue.push(r);
-        }
-        if self.running.is_none() && !self.queue.is_empty() {
-            let j = self.queue.remove(0);
-            starts.push(Start::on(j.id, MachineId(0), j.procs));
-            self.running = Some(j);
-        }
-    }
-    fn take_suspensions(&mut self, out: &mut Vec<JobId>) {
-        out.append(&mut self.suspend);
-    }
-    fn waiting_len(&self) -> usize {
-        self.queue.len()
-    }
-    fn running_len(&self) -> usize {
-        usize::from(self.running.is_some())
-    }
-    fn queue(&self) -> Vec<JobId> {
-        self.queue.iter().map(|j| j.id).collect()
-    }
-    fn reservations(&self) -> Vec<Reservation> {
-        Vec::new()
-    }
-}
-
 #[test]
 fn a_suspended_job_keeps_its_progress() {
     let p = platform(&[(&[(4, 300)], true, &[])]);
@@ -197,10 +138,10 @@ fn a_suspended_job_keeps_its_progress() {
     urgent.deadline = Some(1_000);
     let mut recs = Vec::new();
     let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.end, r.exec, r.suspensions));
-    let mut pols: Vec<Box<dyn Policy>> = vec![Box::new(Preemptor::default())];
+    let pols: Vec<Box<dyn Policy>> = vec![Box::new(Preemptor::default())];
     let rep = run(
         &p,
-        &mut pols,
+        pols,
         &[long, urgent],
         PlatformHooks {
             record: Some(&mut rec),
@@ -279,10 +220,10 @@ fn every_cluster_policy_keeps_the_invariants_on_random_platforms() {
                     first_res.entry(r.job).or_insert(r.start);
                 }
             };
-            let mut pols = build(&p, kind);
+            let pols = build(&p, kind);
             let rep = run(
                 &p,
-                &mut pols,
+                pols,
                 &jobs,
                 PlatformHooks {
                     record: None,
@@ -335,7 +276,7 @@ fn the_ms_priority_reaches_the_local_queue() {
         let mut classify = |_: Time, j: &Job| prio(j);
         simulate_platform::<_, Infallible>(
             &p,
-            &mut build(&p, PolicyKind::FbMeta),
+            build(&p, PolicyKind::FbMeta),
             Meta {
                 classify: &mut classify,
                 dispatcher: &mut rr,
@@ -399,7 +340,7 @@ fn only_state_reading_dispatchers_get_the_sites_state() {
         let mut classify = |_: Time, _: &Job| 1;
         simulate_jobs(
             &p,
-            &mut build(&p, PolicyKind::Fcfs),
+            build(&p, PolicyKind::Fcfs),
             Meta {
                 classify: &mut classify,
                 dispatcher: &mut spy,

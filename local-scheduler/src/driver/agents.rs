@@ -1,13 +1,15 @@
-//! The agents' side of the local-scheduler driver (issue 5 part 2): registration (with the jobs a
-//! returning agent still runs), the order streams, heartbeats and their job reports, and the loss
-//! of an agent (its jobs LOST or requeued, per `lost_agent`) found by the periodic tick.
+//! The agents' side of the local-scheduler driver: registration (with the jobs a returning agent
+//! still runs), the order streams, heartbeats and their job reports, and the loss of an agent (its
+//! jobs LOST or requeued, per `lost_agent`) found by the periodic tick, which also hands the runner
+//! its overrun checks and due wake-ups.
 
-use super::{Agent, Driver, now_s};
+use super::{Agent, Driver, Now};
 use crate::config::LostAgent;
 use gridsched_core::Time;
 use gridsched_core::model::{JobId, MachineId};
+use gridsched_core::runner::{Input, Launch};
 use gridsched_proto::v1::{self, AgentJobState, JobState, agent_command::Kind};
-use std::time::{Duration as StdDuration, Instant};
+use std::time::Duration as StdDuration;
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -23,6 +25,7 @@ impl Driver {
     pub(super) fn register(
         &mut self,
         r: v1::RegisterAgentRequest,
+        now: Now,
     ) -> Result<v1::RegisterAgentResponse, Status> {
         if r.machine.is_empty() {
             return Err(Status::invalid_argument("machine: must not be empty"));
@@ -48,11 +51,12 @@ impl Driver {
                 conf.benchmark
             );
         }
-        let now = now_s();
+        let mono = now.mono;
+        let now = now.secs;
         let id = uuid::Uuid::new_v4().to_string();
         self.agents[m.index()] = Some(Agent {
             id: id.clone(),
-            last_seen: Instant::now(),
+            last_seen: mono,
             orders: None,
             placeholder: false,
         });
@@ -77,7 +81,23 @@ impl Driver {
             .map(|(id, _)| *id)
             .collect();
         self.lose(now, &gone, "its agent restarted without it");
-        self.policy.set_machine_available(now, m, true);
+        // Suspended jobs whose stopped process the agent no longer has lose their progress.
+        let stopped: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(id, rec)| {
+                rec.suspended_on == Some(m) && !r.jobs.iter().any(|j| j.job_id == **id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        self.forget_stopped(now, &stopped);
+        self.note(
+            now,
+            Input::Machine {
+                machine: m,
+                up: true,
+            },
+        );
         self.reports(now, m, &r.jobs);
         self.pass(now);
         Ok(v1::RegisterAgentResponse {
@@ -106,12 +126,13 @@ impl Driver {
     pub(super) fn heartbeat(
         &mut self,
         r: v1::HeartbeatRequest,
+        now: Now,
     ) -> Result<v1::HeartbeatResponse, Status> {
         let m = self.agent_of(&r.agent_id)?;
-        let now = now_s();
         if let Some(a) = &mut self.agents[m.index()] {
-            a.last_seen = Instant::now();
+            a.last_seen = now.mono;
         }
+        let now = now.secs;
         if let Some(mm) = &self.metrics {
             let machine = self.names.machine_name(m).unwrap_or("?").to_owned();
             mm.heartbeats
@@ -142,6 +163,32 @@ impl Driver {
                 .jobs
                 .get(&id)
                 .is_some_and(|r| r.state == JobState::Running && r.machine == Some(m));
+            let stopped_here = self
+                .jobs
+                .get(&id)
+                .is_some_and(|r| r.suspended_on == Some(m));
+            if st == AgentJobState::Suspended || (st == AgentJobState::Running && stopped_here) {
+                // Stopped on our order and waiting to resume, or not yet stopped (the order is on
+                // its way), or stopped before a resume order arrived; a stopped process nobody
+                // waits for is killed.
+                if !ours && !stopped_here {
+                    self.order(
+                        m,
+                        Kind::Kill(v1::KillJob {
+                            job_id: id,
+                            reason: "not scheduled here".into(),
+                        }),
+                    );
+                }
+                continue;
+            }
+            if stopped_here && st != AgentJobState::Running {
+                // The stopped process ended (killed, or it was already exiting): the job stays
+                // queued and will start again from scratch.
+                acked.push(id);
+                self.forget_stopped(now, &[id]);
+                continue;
+            }
             if st == AgentJobState::Running {
                 if !ours {
                     self.order(
@@ -155,8 +202,7 @@ impl Driver {
                     && !rec.reported_running
                 {
                     rec.reported_running = true;
-                    let detail =
-                        format!("started on {}", self.names.machine_name(m).unwrap_or("?"));
+                    let detail = Self::started_detail(rec.launch, self.names.machine_name(m));
                     self.emit(id, JobState::Running, now, &detail, Some(rep));
                 }
                 continue;
@@ -194,13 +240,16 @@ impl Driver {
             if !rep.detail.is_empty() {
                 tracing::debug!("job {id}: {}", rep.detail);
             }
-            self.policy.terminate(now, JobId(id));
+            let (_, res) = self.feed(now, Input::Ended { job: JobId(id) });
+            if let Err(e) = res {
+                tracing::warn!("job {id}: {e}");
+            }
             // A process so short that its RUNNING report was coalesced away still shows RUNNING.
             if let Some(rec) = self.jobs.get_mut(&id)
                 && !rec.reported_running
             {
                 rec.reported_running = true;
-                let detail = format!("started on {}", self.names.machine_name(m).unwrap_or("?"));
+                let detail = Self::started_detail(rec.launch, self.names.machine_name(m));
                 self.emit(id, JobState::Running, now, &detail, None);
             }
             self.emit(id, state, now, &detail, Some(rep));
@@ -211,9 +260,11 @@ impl Driver {
     /// Handles running jobs whose process is gone: LOST or requeued.
     pub(super) fn lose(&mut self, now: Time, ids: &[u64], why: &str) {
         for &id in ids {
-            self.policy.terminate(now, JobId(id));
             match self.cfg.lost_agent {
-                LostAgent::Fail => self.emit(id, JobState::Lost, now, why, None),
+                LostAgent::Fail => {
+                    self.note(now, Input::Ended { job: JobId(id) });
+                    self.emit(id, JobState::Lost, now, why, None);
+                }
                 LostAgent::Requeue => {
                     let Some(rec) = self.jobs.get_mut(&id) else {
                         continue;
@@ -221,8 +272,7 @@ impl Driver {
                     rec.machine = None;
                     rec.start = None;
                     rec.reported_running = false;
-                    let job = rec.job.clone();
-                    match self.policy.submit(now, &job) {
+                    match self.feed(now, Input::Requeue { job: JobId(id) }).1 {
                         Ok(()) => {
                             self.emit(id, JobState::Queued, now, &format!("requeued: {why}"), None)
                         }
@@ -239,17 +289,47 @@ impl Driver {
         }
     }
 
-    pub(super) fn tick(&mut self) {
+    /// Suspended jobs whose stopped process is gone: they keep waiting, from scratch.
+    pub(super) fn forget_stopped(&mut self, now: Time, ids: &[u64]) {
+        for &id in ids {
+            let Some(rec) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if rec.suspended_on.take().is_none() {
+                continue;
+            }
+            if let Err(e) = self.feed(now, Input::Requeue { job: JobId(id) }).1 {
+                tracing::warn!("job {id}: {e}");
+            }
+        }
+    }
+
+    /// The detail of a RUNNING event.
+    pub(super) fn started_detail(launch: Launch, machine: Option<&str>) -> String {
+        let m = machine.unwrap_or("?");
+        match launch {
+            Launch::First => format!("started on {m}"),
+            Launch::Resume => format!("resumed on {m} with its progress"),
+            Launch::Migrate | Launch::Restart => format!("restarted from scratch on {m}"),
+        }
+    }
+
+    /// The periodic tick: lost agents, then the runner's overrun check when a running job is
+    /// due, then a pass when the policy's wake-up is due or something changed; always a commit.
+    pub(super) fn tick(&mut self, now: Now) {
         self.refresh_metrics();
-        let now = now_s();
+        let mono = now.mono;
+        let now = now.secs;
         let lost_after = StdDuration::from_millis(u64::from(self.cfg.lost_after_ms));
+        let mut changed = false;
         for i in 0..self.agents.len() {
             let expired = self.agents[i]
                 .as_ref()
-                .is_some_and(|a| a.last_seen.elapsed() > lost_after);
+                .is_some_and(|a| mono.saturating_duration_since(a.last_seen) > lost_after);
             if !expired {
                 continue;
             }
+            changed = true;
             let m = MachineId(i as u32);
             tracing::warn!(
                 "agent of {} lost",
@@ -257,7 +337,13 @@ impl Driver {
             );
             self.agents[i] = None;
             self.pending[i].clear();
-            self.policy.set_machine_available(now, m, false);
+            self.note(
+                now,
+                Input::Machine {
+                    machine: m,
+                    up: false,
+                },
+            );
             let ids: Vec<u64> = self
                 .jobs
                 .iter()
@@ -265,6 +351,13 @@ impl Driver {
                 .map(|(id, _)| *id)
                 .collect();
             self.lose(now, &ids, "its agent stopped sending heartbeats");
+            let stopped: Vec<u64> = self
+                .jobs
+                .iter()
+                .filter(|(_, r)| r.suspended_on == Some(m))
+                .map(|(id, _)| *id)
+                .collect();
+            self.forget_stopped(now, &stopped);
             let held: Vec<u64> = self
                 .jobs
                 .iter()
@@ -275,18 +368,14 @@ impl Driver {
                 self.unhold(now, id);
             }
         }
-        let over: Vec<u64> = self
-            .jobs
-            .iter()
-            .filter(|(_, r)| r.state == JobState::Running && r.predicted_end <= now)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in over {
-            self.policy.overrun(now, JobId(id), now + 1);
-            if let Some(r) = self.jobs.get_mut(&id) {
-                r.predicted_end = now + 1;
-            }
+        if self.runner.next_overrun().is_some_and(|t| t <= now) {
+            self.note(now, Input::Tick);
+            changed = true;
         }
-        self.pass(now);
+        if changed || self.runner.next_wakeup().is_some_and(|w| w <= now) {
+            self.pass(now);
+        } else if let Err(e) = self.flush() {
+            tracing::error!("{e}");
+        }
     }
 }

@@ -11,9 +11,10 @@
 //! count as ended here: the meta-scheduler may send it again later. A granted claim is stored with
 //! the job and survives a restart.
 
-use super::{Driver, now_s};
+use super::Driver;
 use gridsched_core::Time;
 use gridsched_core::model::JobId;
+use gridsched_core::runner::Input;
 use gridsched_proto::v1::{self, JobState};
 use tokio::sync::mpsc;
 
@@ -69,15 +70,14 @@ impl Driver {
 
     /// Applies the meta-scheduler's answer: granted jobs get their start order, withdrawn ones
     /// are dropped.
-    pub(super) fn claim_answer(&mut self, a: v1::ClaimAnswer) {
-        let now = now_s();
+    pub(super) fn claim_answer(&mut self, a: v1::ClaimAnswer, now: Time) {
         for id in a.granted {
             let Some(rec) = self.jobs.get_mut(&id) else {
                 continue;
             };
             rec.claimed = true;
             match rec.held.take() {
-                Some(h) => self.launch(now, h.machine, h.order),
+                Some(h) => self.launch(now, h.machine, h.order, h.launch),
                 None => {
                     self.dirty.insert(id, Some(Self::stored(rec)));
                 }
@@ -109,7 +109,7 @@ impl Driver {
         true
     }
 
-    /// Puts a held job back in the policy's queue (its machine went away before the grant).
+    /// Puts a held job back in the runner's queue (its machine went away before the grant).
     pub(super) fn unhold(&mut self, now: Time, id: u64) {
         let Some(rec) = self.jobs.get_mut(&id) else {
             return;
@@ -117,9 +117,8 @@ impl Driver {
         if rec.held.take().is_none() {
             return;
         }
-        let job = rec.job.clone();
-        self.policy.terminate(now, JobId(id));
-        if let Err(e) = self.policy.submit(now, &job) {
+        let (_, res) = self.feed(now, Input::Requeue { job: JobId(id) });
+        if let Err(e) = res {
             let why = format!("its machine went offline and it cannot wait again: {e}");
             self.emit(id, JobState::Failed, now, &why, None);
         }

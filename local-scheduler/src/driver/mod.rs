@@ -1,21 +1,27 @@
-//! The driver of a local scheduler (issue 5, part 2): one task owns the policy, the jobs, the
-//! agents and the event log; gRPC handlers talk to it through messages (no lock is ever held
-//! across an await). Real time maps to the core's integer seconds as Unix seconds. The policy is
-//! called on every submission, termination, cancellation, agent change and on a 100 ms tick (its
-//! wake-ups and overruns).
+//! The driver of a local scheduler: the thin real-time shell around the core's
+//! [`ClusterRunner`]. One task owns the runner, the jobs' records, the agents and the event log;
+//! gRPC handlers talk to it through messages (no lock is ever held across an await). The clock is
+//! read once per message, at the edge ([`Driver::run`]), and handed to the handlers as a [`Now`]:
+//! real time maps to the core's integer seconds as Unix seconds. Every decision (which job starts
+//! where, which is suspended, how an overrun moves a predicted end, whether a start is valid) is
+//! the runner's, the same code the simulator drives in virtual time; with `input_log` set, every
+//! input and decision is logged so that `gridsim rerun` can prove it.
 //!
 //! Orders reach agents through their `AgentOrders` stream when open, else through the next
 //! heartbeat response. The RUNNING event is emitted when the agent reports the process started.
-//! A lost agent (no heartbeat for `lost_after_ms`) takes its machine offline
-//! (`set_machine_available(false)`); its jobs end LOST or are requeued, per configuration.
+//! A suspended job's process group is stopped (SIGSTOP) where it ran and keeps its progress: it
+//! continues (SIGCONT) when the runner starts it on that machine again, and starts again from
+//! scratch elsewhere (a restart, counted and reported as such). A lost agent (no heartbeat for
+//! `lost_after_ms`) takes its machine offline; its jobs end LOST or are requeued, per configuration.
 //!
-//! A job enqueued with `claim_before_start` is *held* when the policy starts it: it keeps its
-//! machine and licences in the policy, but its agent gets the start order only once the
+//! A job enqueued with `claim_before_start` is *held* when the runner starts it: it keeps its
+//! machine and licences in the runner, but its agent gets the start order only once the
 //! meta-scheduler grants the claim on the StartClaims link ([`claims`]); a withdrawn job is
 //! dropped. The agents' side lives in [`agents`], `Status` and the gauges in [`status`].
 
 mod agents;
 mod claims;
+mod log;
 mod recover;
 mod status;
 #[cfg(test)]
@@ -25,7 +31,12 @@ use crate::config::Config;
 use crate::store::{Store, StoredJob};
 use gridsched_core::Time;
 use gridsched_core::model::{ClusterId, Job, JobId, MachineId, Platform};
-use gridsched_core::policy::{Policy, Rejection, Start};
+use gridsched_core::policy::Rejection;
+use gridsched_core::runner::replay::Header;
+use gridsched_core::runner::{
+    ClusterRunner, Effect, Input, Launch, Migration, OverrunRule, RunnerConfig, RunnerError,
+    Started,
+};
 use gridsched_proto::v1::{self, JobState, agent_command::Kind};
 use gridsched_proto::{NameTable, job_from_spec};
 use std::collections::{BTreeMap, HashMap};
@@ -34,6 +45,28 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tonic::Status;
 
 type Reply<T> = oneshot::Sender<Result<T, Status>>;
+
+/// The clock reading a handler works with, taken once per message by [`Driver::run`]: the time
+/// of the runner (Unix seconds) and a monotonic instant for agent liveness.
+#[derive(Clone, Copy, Debug)]
+pub struct Now {
+    /// Unix seconds.
+    pub secs: Time,
+    /// Monotonic.
+    pub mono: Instant,
+}
+
+impl Now {
+    /// The wall clock and the monotonic clock, now (the edge).
+    pub fn read() -> Now {
+        Now {
+            secs: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as Time),
+            mono: Instant::now(),
+        }
+    }
+}
 
 /// A backlog of events plus the live feed that follows it without a gap.
 pub type EventFeed = (Vec<v1::JobEvent>, broadcast::Receiver<v1::JobEvent>);
@@ -68,22 +101,27 @@ struct JobRec {
     state: JobState,
     machine: Option<MachineId>,
     start: Option<Time>,
-    predicted_end: Time,
     reported_running: bool,
+    /// Where its stopped process waits, while it is suspended.
+    suspended_on: Option<MachineId>,
+    /// How its current run began.
+    launch: Launch,
     cancel_requested: bool,
     /// The meta-scheduler granted its start (never withdrawn from now on).
     claimed: bool,
-    /// Started by the policy, waiting for its claim to be granted.
+    /// Started by the runner, waiting for its claim to be granted.
     held: Option<Hold>,
 }
 
-/// A start the policy decided that waits for the meta-scheduler's grant.
+/// A start the runner decided that waits for the meta-scheduler's grant.
 #[derive(Debug)]
 struct Hold {
     machine: MachineId,
     order: v1::StartJob,
-    /// When the policy started it.
+    /// When the runner started it.
     since: Time,
+    /// First start, resumption or restart.
+    launch: Launch,
 }
 
 impl JobRec {
@@ -95,11 +133,28 @@ impl JobRec {
             state: JobState::Queued,
             machine: None,
             start: None,
-            predicted_end: 0,
             reported_running: false,
+            suspended_on: None,
+            launch: Launch::First,
             cancel_requested: false,
             claimed: false,
             held: None,
+        }
+    }
+}
+
+/// An order that waits for the commit of its job's start.
+#[derive(Debug)]
+enum Order {
+    Start(v1::StartJob),
+    Resume(u64),
+}
+
+impl Order {
+    fn job(&self) -> u64 {
+        match self {
+            Order::Start(o) => o.job_id,
+            Order::Resume(id) => *id,
         }
     }
 }
@@ -119,7 +174,8 @@ pub struct Driver {
     cfg: Config,
     platform: Platform,
     names: NameTable,
-    policy: Box<dyn Policy>,
+    runner: ClusterRunner,
+    log: Option<log::InputLog>,
     jobs: HashMap<u64, JobRec>,
     agents: Vec<Option<Agent>>,
     pending: Vec<Vec<v1::AgentCommand>>,
@@ -134,14 +190,8 @@ pub struct Driver {
     claim_link: Option<mpsc::UnboundedSender<v1::ClaimRequest>>,
     /// Held jobs whose claim has not been sent on the open link yet.
     to_claim: Vec<u64>,
-    /// Start orders waiting for the commit of their job's start.
-    starts: Vec<(MachineId, v1::StartJob)>,
-}
-
-fn now_s() -> Time {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as Time)
+    /// Start (and resume) orders waiting for the commit of their job's start.
+    starts: Vec<(MachineId, Order)>,
 }
 
 fn internal(e: impl std::fmt::Display) -> Status {
@@ -149,26 +199,59 @@ fn internal(e: impl std::fmt::Display) -> Status {
 }
 
 impl Driver {
-    /// Builds the driver, recovering the stored state when `cfg.state_dir` is set.
-    pub fn new(cfg: Config) -> anyhow::Result<Driver> {
+    /// Builds the driver at `now`, recovering the stored state when `cfg.state_dir` is set.
+    pub fn new(cfg: Config, now: Now) -> anyhow::Result<Driver> {
         let platform = cfg.platform()?;
-        let mut policy = cfg
+        let policy = cfg
             .policy
             .build(&platform, ClusterId(0))
             .map_err(|e| anyhow::anyhow!("policy: {e}"))?;
-        let now = now_s();
-        for m in &platform.machines {
-            policy.set_machine_available(now, m.id, false);
-        }
+        Driver::with_policy(cfg, platform, policy, now)
+    }
+
+    /// [`Driver::new`] with a policy built by the caller (tests drive the shell with policies of
+    /// their own).
+    fn with_policy(
+        cfg: Config,
+        platform: Platform,
+        policy: Box<dyn gridsched_core::policy::Policy>,
+        now: Now,
+    ) -> anyhow::Result<Driver> {
+        let config = RunnerConfig {
+            overrun: OverrunRule {
+                extension: cfg.overrun_extension_s,
+            },
+            // A live process cannot move to another machine.
+            migration: Migration::Restart,
+        };
+        let runner = ClusterRunner::new(&platform, ClusterId(0), policy, config)
+            .map_err(|e| anyhow::anyhow!("policy: {e}"))?;
+        let log = match &cfg.input_log {
+            Some(path) => {
+                let header = Header {
+                    platform: platform.clone(),
+                    cluster: ClusterId(0),
+                    policy: cfg.policy,
+                    config,
+                };
+                Some(
+                    log::InputLog::open(path, header)
+                        .map_err(|e| anyhow::anyhow!("input_log: {}: {e}", path.display()))?,
+                )
+            }
+            None => None,
+        };
         let store = match &cfg.state_dir {
             Some(d) => Some(Store::open(d).map_err(|e| anyhow::anyhow!("state store: {e}"))?),
             None => None,
         };
         let n = platform.machines.len();
+        let machines: Vec<MachineId> = platform.machines.iter().map(|m| m.id).collect();
         let mut d = Driver {
             names: NameTable::from_platform(&platform),
             platform,
-            policy,
+            runner,
+            log,
             jobs: HashMap::new(),
             agents: (0..n).map(|_| None).collect(),
             pending: vec![Vec::new(); n],
@@ -184,8 +267,35 @@ impl Driver {
             starts: Vec::new(),
             cfg,
         };
+        // No machine runs anything before its agent registers.
+        for machine in machines {
+            d.note(now.secs, Input::Machine { machine, up: false });
+        }
         d.recover(now)?;
         Ok(d)
+    }
+
+    /// Hands `input` to the runner at `now` (logged with its decisions when a log is open) and
+    /// returns the decisions. A refused input is logged too, with its error, for the re-run to
+    /// refuse it the same way.
+    fn feed(&mut self, now: Time, input: Input) -> (Vec<Effect>, Result<(), RunnerError>) {
+        if let Some(log) = &mut self.log {
+            log.input(now, &input);
+        }
+        let mut out = Vec::new();
+        let res = self.runner.on(now, input, &mut out);
+        if let Some(log) = &mut self.log {
+            log.effects(now, &out);
+        }
+        (out, res)
+    }
+
+    /// [`Driver::feed`] for an input whose refusal only needs a warning (it is logged, and the
+    /// re-run refuses it the same way).
+    fn note(&mut self, now: Time, input: Input) {
+        if let (_, Err(e)) = self.feed(now, input) {
+            tracing::warn!("cluster runner: {e}");
+        }
     }
 
     /// Runs the driver until every sender is dropped.
@@ -196,6 +306,7 @@ impl Driver {
             tokio::select! {
                 m = rx.recv() => match m {
                     Some(Msg::Enqueue(r, tx)) => {
+                        let now = Now::read();
                         // Group commit: every Enqueue already waiting joins this one.
                         let mut group = vec![(r, tx)];
                         let mut other = None;
@@ -209,28 +320,28 @@ impl Driver {
                                 Err(_) => break,
                             }
                         }
-                        self.enqueue_group(group);
+                        self.enqueue_group(group, now);
                         if let Some(m) = other {
-                            self.handle(m);
+                            self.handle(m, now);
                         }
                     }
-                    Some(m) => self.handle(m),
+                    Some(m) => self.handle(m, Now::read()),
                     None => return,
                 },
-                _ = tick.tick() => self.tick(),
+                _ = tick.tick() => self.tick(Now::read()),
             }
         }
     }
 
-    fn handle(&mut self, m: Msg) {
+    fn handle(&mut self, m: Msg, now: Now) {
         match m {
-            Msg::Enqueue(r, tx) => self.enqueue_group(vec![(r, tx)]),
+            Msg::Enqueue(r, tx) => self.enqueue_group(vec![(r, tx)], now),
             Msg::Cancel(r, tx) => {
-                let res = self.cancel(r);
+                let res = self.cancel(r, now.secs);
                 let _ = tx.send(res);
             }
             Msg::Status(tx) => {
-                let _ = tx.send(Ok(self.status()));
+                let _ = tx.send(Ok(self.status(now.secs)));
             }
             Msg::Events(from, tx) => {
                 let rx = self.live.subscribe();
@@ -244,11 +355,11 @@ impl Driver {
                 let _ = tx.send(Ok((backlog, rx)));
             }
             Msg::Register(r, tx) => {
-                let res = self.register(r);
+                let res = self.register(r, now);
                 let _ = tx.send(res);
             }
             Msg::Heartbeat(r, tx) => {
-                let res = self.heartbeat(r);
+                let res = self.heartbeat(r, now);
                 let _ = tx.send(res);
             }
             Msg::Orders(id, tx) => {
@@ -258,14 +369,8 @@ impl Driver {
             Msg::Claims(tx) => {
                 let _ = tx.send(Ok(self.open_claims()));
             }
-            Msg::ClaimAnswer(a) => self.claim_answer(a),
+            Msg::ClaimAnswer(a) => self.claim_answer(a, now.secs),
         }
-    }
-
-    fn duration(&self, job: &Job, d: gridsched_core::Duration, m: MachineId) -> Time {
-        self.platform
-            .machine(m)
-            .map_or(d, |mm| job.duration_on(d, mm))
     }
 
     fn stored(rec: &JobRec) -> StoredJob {
@@ -340,6 +445,9 @@ impl Driver {
     /// it running, not waiting to be started a second time). When the commit fails the orders
     /// wait, their jobs marked to be saved again by the next flush (the next pass or tick).
     fn flush(&mut self) -> Result<(), Status> {
+        if let Some(log) = &mut self.log {
+            log.flush();
+        }
         let events = std::mem::take(&mut self.unsaved);
         let jobs: Vec<_> = std::mem::take(&mut self.dirty).into_iter().collect();
         if let Some(s) = &self.store
@@ -347,8 +455,8 @@ impl Driver {
             && let Err(e) = s.commit(&events, &jobs)
         {
             for (_, order) in &self.starts {
-                if let Some(rec) = self.jobs.get(&order.job_id) {
-                    self.dirty.insert(order.job_id, Some(Self::stored(rec)));
+                if let Some(rec) = self.jobs.get(&order.job()) {
+                    self.dirty.insert(order.job(), Some(Self::stored(rec)));
                 }
             }
             return Err(internal(e));
@@ -357,10 +465,14 @@ impl Driver {
             // Not if it was cancelled or lost while its order waited.
             if self
                 .jobs
-                .get(&order.job_id)
+                .get(&order.job())
                 .is_some_and(|r| r.state == JobState::Running && r.machine == Some(m))
             {
-                self.order(m, Kind::Start(order));
+                let kind = match order {
+                    Order::Start(o) => Kind::Start(o),
+                    Order::Resume(job_id) => Kind::Resume(v1::ResumeJob { job_id }),
+                };
+                self.order(m, kind);
             }
         }
         Ok(())
@@ -382,11 +494,21 @@ impl Driver {
         }
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
-        self.policy.submit(now, &job).map_err(|e| match e {
-            Rejection::BadEstimate { .. } => {
+        let priority = Some(r.priority.min(u32::from(u8::MAX)) as u8);
+        let (_, res) = self.feed(
+            now,
+            Input::Submit {
+                job: job.clone(),
+                priority,
+            },
+        );
+        res.map_err(|e| match e {
+            RunnerError::Rejected(Rejection::BadEstimate { .. }) => {
                 Status::invalid_argument(format!("spec.estimate_s: {e}"))
             }
-            Rejection::Duplicate(_) => Status::already_exists(e.to_string()),
+            RunnerError::Rejected(Rejection::Duplicate(_)) | RunnerError::Duplicate(_) => {
+                Status::already_exists(e.to_string())
+            }
             _ => Status::failed_precondition(e.to_string()),
         })?;
         let id = r.job_id;
@@ -397,8 +519,12 @@ impl Driver {
 
     /// Enqueues a group of jobs with one durable commit (group commit), then one scheduling
     /// pass; answers each request.
-    fn enqueue_group(&mut self, group: Vec<(v1::EnqueueRequest, Reply<v1::EnqueueResponse>)>) {
-        let now = now_s();
+    fn enqueue_group(
+        &mut self,
+        group: Vec<(v1::EnqueueRequest, Reply<v1::EnqueueResponse>)>,
+        now: Now,
+    ) {
+        let now = now.secs;
         let mut admitted = Vec::with_capacity(group.len());
         for (r, tx) in group {
             match self.admit(r, now) {
@@ -415,7 +541,7 @@ impl Driver {
             // Not durable: undo, so that nothing acknowledged can be lost and nothing
             // unacknowledged runs.
             for (id, _, tx) in admitted {
-                self.policy.cancel(now, JobId(id));
+                self.note(now, Input::Cancel { job: JobId(id) });
                 self.jobs.remove(&id);
                 let _ = tx.send(Err(e.clone()));
             }
@@ -431,8 +557,7 @@ impl Driver {
         }
     }
 
-    fn cancel(&mut self, r: v1::CancelRequest) -> Result<v1::CancelResponse, Status> {
-        let now = now_s();
+    fn cancel(&mut self, r: v1::CancelRequest, now: Time) -> Result<v1::CancelResponse, Status> {
         let Some(rec) = self.jobs.get_mut(&r.job_id) else {
             return match self.ended.get(&r.job_id) {
                 Some(st) => Ok(v1::CancelResponse { state: *st as i32 }),
@@ -488,45 +613,22 @@ impl Driver {
         self.metrics = Some(m);
     }
 
+    /// A scheduling pass of the runner, its decisions applied, then the commit.
     fn pass(&mut self, now: Time) {
-        let mut starts: Vec<Start> = Vec::new();
         let t0 = Instant::now();
-        self.policy.schedule(now, &mut starts);
+        let (effects, res) = self.feed(now, Input::Pass);
         if let Some(m) = &self.metrics {
             m.pass_seconds.observe(t0.elapsed().as_secs_f64());
         }
-        let mut suspended = Vec::new();
-        self.policy.take_suspensions(&mut suspended);
-        for j in suspended {
-            if let Some(rec) = self.jobs.get_mut(&j.0)
-                && rec.held.take().is_some()
-            {
-                // Never ordered: back in the queue without a word to its agent.
-                continue;
-            }
-            if let Some(rec) = self.jobs.get_mut(&j.0)
-                && let Some(m) = rec.machine.take()
-            {
-                rec.start = None;
-                rec.reported_running = false;
-                self.order(
-                    m,
-                    Kind::Kill(v1::KillJob {
-                        job_id: j.0,
-                        reason: "suspended by the policy".into(),
-                    }),
-                );
-                self.emit(
-                    j.0,
-                    JobState::Queued,
-                    now,
-                    "suspended (restarts from scratch)",
-                    None,
-                );
-            }
+        if let Err(e) = res {
+            tracing::error!("scheduling pass refused: {e}");
         }
-        for s in starts {
-            self.start(now, s);
+        for e in effects {
+            match e {
+                Effect::Suspend { job, machine } => self.suspend(now, job.0, machine),
+                Effect::Start(s) => self.start(now, s),
+                Effect::Finished(_) | Effect::Overrun { .. } => {}
+            }
         }
         self.send_claims();
         if let Err(e) = self.flush() {
@@ -534,20 +636,44 @@ impl Driver {
         }
     }
 
-    fn start(&mut self, now: Time, s: Start) {
-        let Some(rec) = self.jobs.get(&s.job.0) else {
-            tracing::warn!("policy started unknown job {}", s.job);
+    /// The runner suspended a running job: its process is stopped where it runs (SIGSTOP) and
+    /// keeps its progress; a held job simply goes back to the queue.
+    fn suspend(&mut self, now: Time, id: u64, m: MachineId) {
+        let Some(rec) = self.jobs.get_mut(&id) else {
             return;
         };
-        let job = rec.job.clone();
-        let limit = self.duration(&job, job.estimate, s.machine);
+        if rec.held.take().is_some() {
+            // Never ordered: back in the queue without a word to its agent.
+            return;
+        }
+        rec.machine = None;
+        rec.start = None;
+        rec.reported_running = false;
+        rec.suspended_on = Some(m);
+        self.order(
+            m,
+            Kind::Suspend(v1::SuspendJob {
+                job_id: id,
+                reason: "suspended by the policy".into(),
+            }),
+        );
+        let detail = format!(
+            "suspended on {} (stopped, keeps its progress)",
+            self.names.machine_name(m).unwrap_or("?")
+        );
+        self.emit(id, JobState::Queued, now, &detail, None);
+    }
+
+    fn start(&mut self, now: Time, s: Started) {
+        let Some(rec) = self.jobs.get(&s.job.0) else {
+            tracing::warn!("runner started unknown job {}", s.job);
+            return;
+        };
         let execution = match (
             &rec.req.spec.as_ref().and_then(|sp| sp.command.clone()),
-            job.runtime,
+            rec.job.runtime,
         ) {
-            (_, Some(rt)) => {
-                v1::start_job::Execution::EmulateRuntimeS(self.duration(&job, rt, s.machine))
-            }
+            (_, Some(_)) => v1::start_job::Execution::EmulateRuntimeS(s.run),
             (Some(c), None) => v1::start_job::Execution::Command(c.clone()),
             (None, None) => v1::start_job::Execution::EmulateRuntimeS(0),
         };
@@ -560,45 +686,74 @@ impl Driver {
         let order = v1::StartJob {
             job_id: s.job.0,
             execution: Some(execution),
-            wall_time_limit_s: Some(limit),
+            wall_time_limit_s: Some(s.limit),
             processors: s.procs,
             user,
         };
+        let rec = self.jobs.get_mut(&s.job.0).expect("checked");
+        // A stopped process left elsewhere cannot follow the job: it goes, and the job restarts.
+        if let Some(old) = rec.suspended_on.take()
+            && s.launch != Launch::Resume
+        {
+            self.order(
+                old,
+                Kind::Kill(v1::KillJob {
+                    job_id: s.job.0,
+                    reason: "restarted on another machine".into(),
+                }),
+            );
+        }
         let rec = self.jobs.get_mut(&s.job.0).expect("checked");
         if rec.req.claim_before_start && !rec.claimed {
             rec.held = Some(Hold {
                 machine: s.machine,
                 order,
                 since: now,
+                launch: s.launch,
             });
             self.to_claim.push(s.job.0);
             return;
         }
-        self.launch(now, s.machine, order);
+        self.launch(now, s.machine, order, s.launch);
     }
 
-    /// Records job `order.job_id` running on `m` from `now`; its agent's order leaves with the
-    /// next [`Driver::flush`].
-    fn launch(&mut self, now: Time, m: MachineId, order: v1::StartJob) {
+    /// Records job `order.job_id` running on `m` from `now`; its agent's order (a start, or a
+    /// resumption of its stopped process) leaves with the next [`Driver::flush`].
+    fn launch(&mut self, now: Time, m: MachineId, order: v1::StartJob, launch: Launch) {
         let Some(rec) = self.jobs.get_mut(&order.job_id) else {
             return;
         };
         rec.machine = Some(m);
         rec.start = Some(now);
-        rec.predicted_end = now + order.wall_time_limit_s.unwrap_or(0);
         rec.state = JobState::Running;
         self.dirty.insert(order.job_id, Some(Self::stored(rec)));
-        self.starts.push((m, order));
+        rec.reported_running = false;
+        rec.launch = launch;
+        if launch == Launch::Resume {
+            // Its process is still there, stopped: the agent lets it run on, and it reports
+            // itself RUNNING again.
+            self.starts.push((m, Order::Resume(order.job_id)));
+        } else {
+            self.starts.push((m, Order::Start(order)));
+        }
     }
 
-    /// Takes a waiting job out of the policy: from its queue, or from the machine the policy
-    /// started it on while its claim is pending.
+    /// Takes a waiting job out of the runner: from its queue, or from the machine the runner
+    /// started it on while its claim is pending. A stopped process of a suspended job is killed.
     fn release(&mut self, now: Time, id: u64) {
-        match self.jobs.get_mut(&id).and_then(|r| r.held.take()) {
-            Some(_) => self.policy.terminate(now, JobId(id)),
-            None => {
-                self.policy.cancel(now, JobId(id));
-            }
+        let Some(rec) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        rec.held = None;
+        if let Some(m) = rec.suspended_on.take() {
+            self.order(
+                m,
+                Kind::Kill(v1::KillJob {
+                    job_id: id,
+                    reason: "cancelled while suspended".into(),
+                }),
+            );
         }
+        self.note(now, Input::Cancel { job: JobId(id) });
     }
 }

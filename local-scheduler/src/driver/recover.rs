@@ -1,19 +1,21 @@
-//! What a restarted local scheduler rebuilds from its store (issue 5 part 2, issue 6 part 2): the
-//! ended jobs from the event log (a job dropped as withdrawn does not count as ended, so the
-//! meta-scheduler may send it again), the waiting jobs back in the policy's queue with their start
-//! claims, and the running ones restored on their machines (`restore_running`), which wait for
-//! their agents to re-register, or requeued when the policy cannot restore them.
+//! What a restarted local scheduler rebuilds from its store: the ended jobs from the event log (a
+//! job dropped as withdrawn does not count as ended, so the meta-scheduler may send it again), the
+//! waiting jobs back in the runner's queue with their start claims and meta priorities, and the
+//! running ones restored on their machines ([`Input::Restore`]), which wait for their agents to
+//! re-register, or requeued when the policy cannot restore them. A job that was suspended starts
+//! again from scratch: its stopped process is killed when its agent reports it.
 
-use super::{Agent, Driver, JobRec};
-use gridsched_core::Time;
+use super::{Agent, Driver, JobRec, Now};
 use gridsched_core::model::{JobId, MachineId};
+use gridsched_core::runner::Input;
 use gridsched_proto::job_from_spec;
 use gridsched_proto::v1::JobState;
-use std::time::Instant;
 
 impl Driver {
     /// Rebuilds the jobs from the store, if there is one.
-    pub(super) fn recover(&mut self, now: Time) -> anyhow::Result<()> {
+    pub(super) fn recover(&mut self, now: Now) -> anyhow::Result<()> {
+        let mono = now.mono;
+        let now = now.secs;
         let Some(store) = &self.store else {
             return Ok(());
         };
@@ -38,6 +40,7 @@ impl Driver {
             let job = job_from_spec(spec, JobId(req.job_id), now, &mut self.names)
                 .map_err(|e| anyhow::anyhow!("stored job {}: {e}", req.job_id))?;
             let id = req.job_id;
+            let priority = req.priority.min(u32::from(u8::MAX)) as u8;
             let mut rec = JobRec::queued(req, job);
             rec.claimed = sj.claimed;
             let running = sj.state == JobState::Running as i32;
@@ -48,11 +51,20 @@ impl Driver {
                     // The machine runs the job: it is expected back (its agent re-registers and
                     // re-reports), so it counts as available; a lost-agent timeout takes it
                     // offline again if the agent does not return.
-                    self.policy.set_machine_available(now, m, true);
-                    match self
-                        .policy
-                        .restore_running(now, &rec.job, t, m, rec.job.procs)
-                    {
+                    self.note(
+                        now,
+                        Input::Machine {
+                            machine: m,
+                            up: true,
+                        },
+                    );
+                    let restore = Input::Restore {
+                        job: rec.job.clone(),
+                        priority: Some(priority),
+                        machine: m,
+                        started: t,
+                    };
+                    match self.feed(now, restore).1 {
                         Ok(()) => Some((m, t)),
                         Err(e) => {
                             why = e.to_string();
@@ -68,18 +80,21 @@ impl Driver {
                     rec.machine = Some(m);
                     rec.start = Some(t);
                     rec.reported_running = true;
-                    rec.predicted_end = t + self.duration(&rec.job, rec.job.estimate, m);
                     self.agents[m.index()] = Some(Agent {
                         id: String::new(),
-                        last_seen: Instant::now(),
+                        last_seen: mono,
                         orders: None,
                         placeholder: true,
                     });
                     self.jobs.insert(id, rec);
                 }
                 None => {
-                    self.policy
-                        .submit(now, &rec.job)
+                    let submit = Input::Submit {
+                        job: rec.job.clone(),
+                        priority: Some(priority),
+                    };
+                    self.feed(now, submit)
+                        .1
                         .map_err(|e| anyhow::anyhow!("stored job {id}: {e}"))?;
                     self.jobs.insert(id, rec);
                     if running {

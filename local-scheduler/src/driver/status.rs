@@ -3,8 +3,9 @@
 //! Prometheus gauges refreshed on every tick. A held job (started by the policy, its start claim
 //! not granted yet) is shown running with `awaiting_claim` and counts as waiting in the gauges.
 
-use super::{Driver, now_s};
-use gridsched_core::model::{Job, MachineId};
+use super::Driver;
+use gridsched_core::Time;
+use gridsched_core::model::{Job, JobId, MachineId};
 use gridsched_proto::v1::{self, JobState};
 use std::collections::BTreeMap;
 
@@ -49,8 +50,7 @@ impl Driver {
         m.machines_online.set(online as i64);
     }
 
-    pub(super) fn status(&self) -> v1::StatusResponse {
-        let now = now_s();
+    pub(super) fn status(&self, now: Time) -> v1::StatusResponse {
         let name = |m: MachineId| self.names.machine_name(m).unwrap_or("?").to_string();
         let lic_names = |j: &Job| -> Vec<String> {
             j.licences
@@ -59,7 +59,8 @@ impl Driver {
                 .collect()
         };
         let queue = self
-            .policy
+            .runner
+            .policy()
             .queue()
             .into_iter()
             .filter_map(|id| self.jobs.get(&id.0))
@@ -94,7 +95,7 @@ impl Driver {
                 start_time: r.start.or(r.held.as_ref().map(|h| h.since)).unwrap_or(0),
                 predicted_end: match &r.held {
                     Some(h) => h.since + h.order.wall_time_limit_s.unwrap_or(0),
-                    None => r.predicted_end,
+                    None => self.runner.predicted_end(JobId(r.req.job_id)).unwrap_or(0),
                 },
                 kill_time: None,
                 licences: lic_names(&r.job),
@@ -155,7 +156,8 @@ impl Driver {
             })
             .collect();
         let reservations = self
-            .policy
+            .runner
+            .policy()
             .reservations()
             .iter()
             .filter_map(|r| gridsched_proto::reservation_to_proto(r, &self.names).ok())
@@ -163,14 +165,14 @@ impl Driver {
         v1::StatusResponse {
             cluster: self.cfg.cluster.clone(),
             site: self.cfg.site.clone(),
-            policy: self.policy.describe(),
+            policy: self.runner.policy().describe(),
             time: now,
             queue,
             running,
             reservations,
             licence_pools,
             machines,
-            next_wakeup: self.policy.next_wakeup(),
+            next_wakeup: self.runner.next_wakeup(),
         }
     }
 }

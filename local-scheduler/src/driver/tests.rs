@@ -1,5 +1,7 @@
-//! The driver's durability rule for start orders: an agent is told to start a job only once the
-//! job's start is committed.
+//! The driver on a virtual clock, without processes: the durability rule for start orders (an
+//! agent is told to start a job only once the job's start is committed), and suspension (the
+//! agent is told to stop the job's process, then to let it run on where it was, and the input log
+//! re-runs to the same decisions).
 
 use super::*;
 
@@ -10,7 +12,7 @@ fn driver(dir: &std::path::Path) -> Driver {
         dir.join("state")
     ))
     .unwrap();
-    Driver::new(cfg).unwrap()
+    Driver::new(cfg, Now::read()).unwrap()
 }
 
 fn fail_commits(d: &Driver, fail: bool) {
@@ -48,24 +50,27 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
         submit_time: 0,
         claim_before_start: false,
     };
-    d.admit(req, now_s()).unwrap();
+    d.admit(req, Now::read().secs).unwrap();
     d.flush().unwrap();
     assert_eq!(d.jobs[&1].state, JobState::Queued, "no agent yet: waits");
 
     // The agent registers, the policy starts the job, but its start cannot be committed.
     fail_commits(&d, true);
-    d.register(v1::RegisterAgentRequest {
-        machine: "m1".into(),
-        processors: 2,
-        ..Default::default()
-    })
+    d.register(
+        v1::RegisterAgentRequest {
+            machine: "m1".into(),
+            processors: 2,
+            ..Default::default()
+        },
+        Now::read(),
+    )
     .unwrap();
     assert_eq!(d.jobs[&1].state, JobState::Running, "decided");
     assert!(start_orders(&d).is_empty(), "ordered before it was durable");
 
     // The store recovers: the next tick commits the start, then the order leaves.
     fail_commits(&d, false);
-    d.tick();
+    d.tick(Now::read());
     assert_eq!(start_orders(&d), [1]);
     let (jobs, _) = d.store.as_ref().unwrap().load().unwrap();
     let stored = jobs
@@ -76,4 +81,139 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
         Some(JobState::Running as i32),
         "stored as running"
     );
+}
+
+fn orders(d: &mut Driver) -> Vec<String> {
+    named(std::mem::take(&mut d.pending[0]))
+}
+
+fn named(commands: Vec<v1::AgentCommand>) -> Vec<String> {
+    commands
+        .into_iter()
+        .map(|c| match c.kind {
+            Some(Kind::Start(s)) => format!("start {}", s.job_id),
+            Some(Kind::Kill(k)) => format!("kill {}", k.job_id),
+            Some(Kind::Suspend(s)) => format!("suspend {}", s.job_id),
+            Some(Kind::Resume(r)) => format!("resume {}", r.job_id),
+            None => "none".into(),
+        })
+        .collect()
+}
+
+fn report(id: u64, state: v1::AgentJobState, exit: Option<i32>) -> v1::JobReport {
+    v1::JobReport {
+        job_id: id,
+        state: state as i32,
+        exit_code: exit,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
+    use gridsched_core::runner::replay;
+    use v1::AgentJobState as A;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("inputs.jsonl");
+    let cfg = Config::from_toml(&format!(
+        "cluster = \"c1\"\ninput_log = {log:?}\n[[machines]]\nname = \"m1\"\nprocessors = 2\n"
+    ))
+    .unwrap();
+    let platform = cfg.platform().unwrap();
+    let t0 = Instant::now();
+    let at = |s: i64| Now {
+        secs: 1_000 + s,
+        mono: t0 + std::time::Duration::from_secs(s as u64),
+    };
+    let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
+    let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
+    let agent = d
+        .register(
+            v1::RegisterAgentRequest {
+                machine: "m1".into(),
+                processors: 2,
+                ..Default::default()
+            },
+            at(0),
+        )
+        .unwrap()
+        .agent_id;
+    let enqueue = |d: &mut Driver, id: u64, deadline: Option<i64>, now: Now| {
+        let req = v1::EnqueueRequest {
+            job_id: id,
+            spec: Some(v1::JobSpec {
+                user: "u".into(),
+                processors: 1,
+                estimate_s: 100,
+                emulate_runtime_s: Some(60),
+                deadline,
+                ..Default::default()
+            }),
+            priority: 1,
+            ..Default::default()
+        };
+        let (tx, _rx) = oneshot::channel();
+        d.enqueue_group(vec![(req, tx)], now);
+    };
+    // The orders a heartbeat's answer carries.
+    let beat = |d: &mut Driver, jobs: Vec<v1::JobReport>, now: Now| {
+        let res = d
+            .heartbeat(
+                v1::HeartbeatRequest {
+                    agent_id: agent.clone(),
+                    jobs,
+                    time: now.secs,
+                },
+                now,
+            )
+            .unwrap();
+        named(res.commands)
+    };
+    enqueue(&mut d, 1, None, at(0));
+    assert_eq!(orders(&mut d), ["start 1"]);
+    assert!(beat(&mut d, vec![report(1, A::Running, None)], at(1)).is_empty());
+    // An urgent job: job 1 is stopped where it runs, job 2 takes the machine.
+    enqueue(&mut d, 2, Some(1_500), at(10));
+    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    assert_eq!(d.jobs[&1].state, JobState::Queued);
+    // The agent may still report job 1 running before it handles the order: it is not killed.
+    let running_both = vec![report(1, A::Running, None), report(2, A::Running, None)];
+    assert!(
+        beat(&mut d, running_both, at(11)).is_empty(),
+        "nothing killed"
+    );
+    // Job 2 is done: job 1 continues on m1, where its stopped process waits.
+    let done = vec![report(1, A::Suspended, None), report(2, A::Exited, Some(0))];
+    assert_eq!(beat(&mut d, done, at(70)), ["resume 1"]);
+    assert!(beat(&mut d, vec![report(1, A::Running, None)], at(71)).is_empty());
+    let details: Vec<String> = d
+        .events
+        .iter()
+        .filter(|e| e.job_id == 1)
+        .map(|e| e.detail.clone())
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "queued",
+            "started on m1",
+            "suspended on m1 (stopped, keeps its progress)",
+            "resumed on m1 with its progress"
+        ]
+    );
+    assert!(beat(&mut d, vec![report(1, A::Exited, Some(0))], at(121)).is_empty());
+    assert!(d.jobs.is_empty());
+    d.flush().unwrap();
+    // The logged inputs give the same decisions again.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<replay::Line> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let checked = replay::check_with(lines, |h| {
+        let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
+        ClusterRunner::new(&h.platform, h.cluster, policy, h.config)
+    })
+    .unwrap();
+    assert_eq!((checked.starts, checked.suspensions), (3, 1));
 }

@@ -1,0 +1,701 @@
+//! The cluster runner: the whole call sequence around one cluster's local policy, shared by both
+//! clocks. The simulator (virtual time) and the live local scheduler (real time) feed it the same
+//! [`Input`]s with the time they happen at, and it answers with the same [`Effect`]s; nothing in it
+//! reads a clock or does I/O, so a decision made live equals the one the simulator makes from the
+//! same inputs (Pasquali, thesis §3.1: the local scheduler plans at every submission and
+//! termination; spec `two-level-grid-scheduler.md` D3, D8).
+//!
+//! What it owns, beside the policy:
+//!
+//! * submissions with the meta-scheduler's priority (D3: the MS → LS descriptor carries it; D9.3),
+//!   handed to the policy right after it accepts the job;
+//! * scheduling passes: the policy's suspensions first, then its starts, each start checked against
+//!   the cluster's own [`Ledger`] (machine up and in the cluster, processors, licence copies); a
+//!   decision that breaks a rule is an error and is not handed out;
+//! * the progress of every job: a suspended job keeps the reference work it has done (rounded down,
+//!   so it never gains progress) and its remaining estimate. Where it resumes follows
+//!   [`Migration`]: on the machine it was suspended on it continues; elsewhere it keeps its progress
+//!   (a simulated migration) or, where processes cannot move, starts again from scratch, counted as
+//!   a restart;
+//! * overruns: a job still running at its predicted end gets a new predicted end by one
+//!   [`OverrunRule`], the reference simulator's;
+//! * cancellations, requeues, machines going down and up, and the restoration of running jobs after
+//!   a restart of the live service.
+//!
+//! An [`Input`] and the runner's [`RunnerConfig`] are plain serializable data, so a live service
+//! can log its inputs with their times and the simulator can run the log again ([`replay`]).
+
+mod ledger;
+pub mod replay;
+pub mod testing;
+#[cfg(test)]
+mod tests;
+
+pub use ledger::{Held, Ledger};
+
+use crate::dispatch::Priority;
+use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, Time};
+use crate::policy::{Policy, Rejection, Start};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// How an overrunning job's predicted end moves each time it is reached (the reference simulator's
+/// rule, `reference-semantics.md`): by `extension` seconds, or by one more estimate when `None`;
+/// never by less than one second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverrunRule {
+    /// Seconds added at every overrun; `None` = the job's estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<Duration>,
+}
+
+impl OverrunRule {
+    /// The new predicted end of a job with `estimate` that overruns at `now`.
+    pub fn next_end(&self, now: Time, estimate: Duration) -> Time {
+        now + self.extension.unwrap_or(estimate).max(1)
+    }
+}
+
+/// What a suspended job's progress becomes when it resumes on another machine than the one it was
+/// suspended on (on the same machine it always continues).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Migration {
+    /// It keeps its progress (the simulator's model of preemption, Pasquali §4.3).
+    #[default]
+    KeepProgress,
+    /// It starts again from scratch (a live process cannot move): counted as a restart.
+    Restart,
+}
+
+/// The runner's settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerConfig {
+    /// Overruns.
+    #[serde(default)]
+    pub overrun: OverrunRule,
+    /// Resumption on another machine.
+    #[serde(default)]
+    pub migration: Migration,
+}
+
+/// Something that happens on the cluster, at a time given with it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "kebab-case")]
+pub enum Input {
+    /// A job enters the queue, with the meta-scheduler's priority when it has one.
+    Submit {
+        /// The job.
+        job: Job,
+        /// The meta-scheduler's priority.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priority: Option<Priority>,
+    },
+    /// A running job ended (whatever its outcome): [`Effect::Finished`].
+    Ended {
+        /// The job.
+        job: JobId,
+    },
+    /// A job leaves: waiting, or running (its process is the driver's to stop).
+    Cancel {
+        /// The job.
+        job: JobId,
+    },
+    /// A running job goes back to the waiting queue (its process was lost or never started), or a
+    /// suspended job's stopped process is gone: it keeps no progress.
+    Requeue {
+        /// The job.
+        job: JobId,
+    },
+    /// A machine went down (it gets no new start) or came back.
+    Machine {
+        /// The machine.
+        machine: MachineId,
+        /// Up or down.
+        up: bool,
+    },
+    /// After a restart of the driver: `job` is already running on `machine` since `started`.
+    Restore {
+        /// The job.
+        job: Job,
+        /// The meta-scheduler's priority.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priority: Option<Priority>,
+        /// Its machine.
+        machine: MachineId,
+        /// When it started.
+        started: Time,
+    },
+    /// A scheduling pass.
+    Pass,
+    /// Overrun check: every running job at or past its predicted end gets a new one.
+    Tick,
+}
+
+/// How a start relates to the job's earlier runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Launch {
+    /// Its first start.
+    First,
+    /// It continues on the machine it was suspended on.
+    Resume,
+    /// It continues on another machine, with its progress.
+    Migrate,
+    /// It starts again from scratch on another machine (progress lost).
+    Restart,
+}
+
+/// A start handed out by a pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Started {
+    /// The job.
+    pub job: JobId,
+    /// Its machine.
+    pub machine: MachineId,
+    /// Processors it takes there.
+    pub procs: u32,
+    /// Pool copies it takes.
+    pub copies: u32,
+    /// How long it runs from now if its actual run time is known (the rest of its work, scaled to
+    /// the machine): the simulator ends it then, an emulated live job sleeps that long.
+    pub run: Duration,
+    /// The most it may run from now (the rest of its estimate, scaled to the machine): its
+    /// wall-time limit.
+    pub limit: Duration,
+    /// First start, resumption, migration or restart.
+    pub launch: Launch,
+}
+
+/// What a finished job did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finished {
+    /// The job.
+    pub job: JobId,
+    /// The meta-scheduler's priority, if it gave one.
+    pub priority: Option<Priority>,
+    /// Submission.
+    pub submit: Time,
+    /// First start.
+    pub start: Time,
+    /// End.
+    pub end: Time,
+    /// Seconds spent running (over all its runs).
+    pub exec: Duration,
+    /// Its deadline.
+    pub deadline: Option<Time>,
+    /// Times it was suspended.
+    pub suspensions: u32,
+    /// Times it started again from scratch after a suspension or a requeue.
+    pub restarts: u32,
+}
+
+/// What the driver must do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "kebab-case")]
+pub enum Effect {
+    /// Start (or resume) a job.
+    Start(Started),
+    /// Suspend a running job (its processors are free from now; it keeps its progress).
+    Suspend {
+        /// The job.
+        job: JobId,
+        /// Where it ran.
+        machine: MachineId,
+    },
+    /// A job ended ([`Input::Ended`]).
+    Finished(Finished),
+    /// A running job reached its predicted end and runs on; the policy now plans with this end.
+    Overrun {
+        /// The job.
+        job: JobId,
+        /// Its new predicted end.
+        predicted_end: Time,
+    },
+}
+
+/// Why an input was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunnerError {
+    /// The policy refused a submission.
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    /// A job id is already in the cluster.
+    #[error("job {0} is already in the cluster")]
+    Duplicate(JobId),
+    /// The job is not in the cluster, or not in the state the input needs.
+    #[error("job {job}: {why}")]
+    NotApplicable {
+        /// The job.
+        job: JobId,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// A machine of another cluster.
+    #[error("machine {0} is not part of this cluster")]
+    UnknownMachine(MachineId),
+    /// A decision of the policy breaks a rule: not handed out.
+    #[error("at {time}: job {job}: {why}")]
+    BadDecision {
+        /// When.
+        time: Time,
+        /// The job.
+        job: JobId,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Running {
+    since: Time,
+    held: Held,
+    predicted_end: Time,
+}
+
+/// One job in the cluster.
+#[derive(Clone, Debug)]
+struct Tracked {
+    job: Job,
+    priority: Option<Priority>,
+    /// Reference work left (actual run time capped by the estimate, or the estimate), seconds.
+    remaining: Duration,
+    /// Reference estimate left, seconds.
+    estimate_left: Duration,
+    running: Option<Running>,
+    /// The machine of its last run, while it waits after a suspension.
+    suspended_on: Option<MachineId>,
+    first_start: Option<Time>,
+    exec: Duration,
+    suspensions: u32,
+    restarts: u32,
+}
+
+impl Tracked {
+    fn new(job: Job, priority: Option<Priority>) -> Tracked {
+        let remaining = job.runtime.unwrap_or(job.estimate).clamp(0, job.estimate);
+        Tracked {
+            estimate_left: job.estimate,
+            remaining,
+            job,
+            priority,
+            running: None,
+            suspended_on: None,
+            first_start: None,
+            exec: 0,
+            suspensions: 0,
+            restarts: 0,
+        }
+    }
+
+    fn reset_progress(&mut self) {
+        let fresh = Tracked::new(self.job.clone(), self.priority);
+        self.remaining = fresh.remaining;
+        self.estimate_left = fresh.estimate_left;
+    }
+}
+
+/// The driver of one cluster's policy.
+#[derive(Debug)]
+pub struct ClusterRunner {
+    config: RunnerConfig,
+    policy: Box<dyn Policy>,
+    ledger: Ledger,
+    jobs: HashMap<JobId, Tracked>,
+    running: usize,
+    starts: Vec<Start>,
+    suspended: Vec<JobId>,
+}
+
+impl ClusterRunner {
+    /// A runner of `policy` over cluster `cluster` of `platform`, every machine up and idle.
+    pub fn new(
+        platform: &Platform,
+        cluster: ClusterId,
+        policy: Box<dyn Policy>,
+        config: RunnerConfig,
+    ) -> Result<ClusterRunner, RunnerError> {
+        let ledger = Ledger::new(platform, cluster).ok_or(RunnerError::Rejected(
+            Rejection::Unsupported(format!("unknown cluster {cluster}")),
+        ))?;
+        Ok(ClusterRunner {
+            config,
+            policy,
+            ledger,
+            jobs: HashMap::new(),
+            running: 0,
+            starts: Vec::new(),
+            suspended: Vec::new(),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> RunnerConfig {
+        self.config
+    }
+
+    /// The policy, to inspect (queue, reservations, description).
+    pub fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    /// The cluster's resource accounting.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The next time the policy wants a pass even if nothing happens.
+    pub fn next_wakeup(&self) -> Option<Time> {
+        self.policy.next_wakeup()
+    }
+
+    /// Jobs in the cluster (waiting or running).
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether the cluster holds no job.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Running jobs.
+    pub fn running_len(&self) -> usize {
+        self.running
+    }
+
+    /// Whether a job is in the cluster.
+    pub fn contains(&self, job: JobId) -> bool {
+        self.jobs.contains_key(&job)
+    }
+
+    /// The job, if it is in the cluster.
+    pub fn job(&self, job: JobId) -> Option<&Job> {
+        self.jobs.get(&job).map(|t| &t.job)
+    }
+
+    /// Where and since when a job runs.
+    pub fn running_on(&self, job: JobId) -> Option<(MachineId, Time)> {
+        let r = self.jobs.get(&job)?.running.as_ref()?;
+        Some((r.held.machine, r.since))
+    }
+
+    /// The predicted end of a running job.
+    pub fn predicted_end(&self, job: JobId) -> Option<Time> {
+        Some(self.jobs.get(&job)?.running.as_ref()?.predicted_end)
+    }
+
+    /// The earliest predicted end of a running job: from then on an [`Input::Tick`] has work.
+    pub fn next_overrun(&self) -> Option<Time> {
+        self.jobs
+            .values()
+            .filter_map(|t| t.running.as_ref().map(|r| r.predicted_end))
+            .min()
+    }
+
+    /// The machine a waiting job was suspended on, if it was.
+    pub fn suspended_on(&self, job: JobId) -> Option<MachineId> {
+        self.jobs.get(&job)?.suspended_on
+    }
+
+    /// Every job in the cluster with whether it runs, in no particular order.
+    pub fn jobs(&self) -> impl Iterator<Item = (&Job, bool)> {
+        self.jobs.values().map(|t| (&t.job, t.running.is_some()))
+    }
+
+    /// Handles `input` at `now`, appending what the driver must do to `out`. On an error nothing
+    /// is appended for the decision at fault.
+    pub fn on(
+        &mut self,
+        now: Time,
+        input: Input,
+        out: &mut Vec<Effect>,
+    ) -> Result<(), RunnerError> {
+        match input {
+            Input::Submit { job, priority } => self.submit(now, job, priority),
+            Input::Ended { job } => {
+                out.push(Effect::Finished(self.end(now, job)?));
+                Ok(())
+            }
+            Input::Cancel { job } => self.cancel(now, job),
+            Input::Requeue { job } => self.requeue(now, job),
+            Input::Machine { machine, up } => {
+                if !self.ledger.set_up(machine, up) {
+                    return Err(RunnerError::UnknownMachine(machine));
+                }
+                self.policy.set_machine_available(now, machine, up);
+                Ok(())
+            }
+            Input::Restore {
+                job,
+                priority,
+                machine,
+                started,
+            } => self.restore(now, job, priority, machine, started),
+            Input::Pass => self.pass(now, out),
+            Input::Tick => {
+                self.tick(now, out);
+                Ok(())
+            }
+        }
+    }
+
+    fn submit(
+        &mut self,
+        now: Time,
+        job: Job,
+        priority: Option<Priority>,
+    ) -> Result<(), RunnerError> {
+        if self.jobs.contains_key(&job.id) {
+            return Err(RunnerError::Duplicate(job.id));
+        }
+        self.policy.submit(now, &job)?;
+        if let Some(p) = priority {
+            self.policy.meta_priority(job.id, p);
+        }
+        self.jobs.insert(job.id, Tracked::new(job, priority));
+        Ok(())
+    }
+
+    /// Stops a running job at `now`, releasing its resources and keeping its progress.
+    fn stop(&mut self, now: Time, id: JobId) -> Option<MachineId> {
+        let t = self.jobs.get_mut(&id)?;
+        let r = t.running.take()?;
+        self.running -= 1;
+        let ran = now - r.since;
+        t.exec += ran;
+        let machine = self
+            .ledger
+            .machine(r.held.machine)
+            .expect("held machines are the cluster's");
+        let done = match t.job.benchmark {
+            None => ran,
+            Some(bm_ref) => {
+                (i128::from(ran) * i128::from(machine.benchmark) / i128::from(bm_ref.max(1))) as i64
+            }
+        };
+        t.remaining = (t.remaining - done).max(0);
+        t.estimate_left = (t.estimate_left - done).max(0);
+        self.ledger.release(&r.held);
+        Some(r.held.machine)
+    }
+
+    fn end(&mut self, now: Time, id: JobId) -> Result<Finished, RunnerError> {
+        if self.stop(now, id).is_none() {
+            return Err(RunnerError::NotApplicable {
+                job: id,
+                why: "ended but not running",
+            });
+        }
+        self.policy.terminate(now, id);
+        let t = self.jobs.remove(&id).expect("stopped jobs are tracked");
+        Ok(Finished {
+            job: id,
+            priority: t.priority,
+            submit: t.job.submit,
+            start: t.first_start.unwrap_or(now),
+            end: now,
+            exec: t.exec,
+            deadline: t.job.deadline,
+            suspensions: t.suspensions,
+            restarts: t.restarts,
+        })
+    }
+
+    fn cancel(&mut self, now: Time, id: JobId) -> Result<(), RunnerError> {
+        if !self.jobs.contains_key(&id) {
+            return Err(RunnerError::NotApplicable {
+                job: id,
+                why: "not in the cluster",
+            });
+        }
+        if self.stop(now, id).is_some() {
+            self.policy.terminate(now, id);
+        } else {
+            self.policy.cancel(now, id);
+        }
+        self.jobs.remove(&id);
+        Ok(())
+    }
+
+    fn requeue(&mut self, now: Time, id: JobId) -> Result<(), RunnerError> {
+        if self.stop(now, id).is_none() {
+            // A suspended job whose stopped process is gone waits on, from scratch.
+            let Some(t) = self.jobs.get_mut(&id).filter(|t| t.suspended_on.is_some()) else {
+                return Err(RunnerError::NotApplicable {
+                    job: id,
+                    why: "requeued but neither running nor suspended",
+                });
+            };
+            t.suspended_on = None;
+            t.reset_progress();
+            t.restarts += 1;
+            return Ok(());
+        }
+        self.policy.terminate(now, id);
+        let t = self.jobs.get_mut(&id).expect("stopped jobs are tracked");
+        t.reset_progress();
+        t.suspended_on = None;
+        if t.first_start.is_some() {
+            t.restarts += 1;
+        }
+        let (job, priority) = (t.job.clone(), t.priority);
+        if let Err(e) = self.policy.submit(now, &job) {
+            self.jobs.remove(&id);
+            return Err(e.into());
+        }
+        if let Some(p) = priority {
+            self.policy.meta_priority(id, p);
+        }
+        Ok(())
+    }
+
+    fn restore(
+        &mut self,
+        now: Time,
+        job: Job,
+        priority: Option<Priority>,
+        machine: MachineId,
+        started: Time,
+    ) -> Result<(), RunnerError> {
+        if self.jobs.contains_key(&job.id) {
+            return Err(RunnerError::Duplicate(job.id));
+        }
+        let m = self
+            .ledger
+            .machine(machine)
+            .ok_or(RunnerError::UnknownMachine(machine))?;
+        let predicted_end = started + job.duration_on(job.estimate, m);
+        self.policy
+            .restore_running(now, &job, started, machine, job.procs)?;
+        if let Some(p) = priority {
+            self.policy.meta_priority(job.id, p);
+        }
+        let held = match self.ledger.acquire(&job, machine, job.procs) {
+            Ok(h) => h,
+            Err(why) => {
+                self.policy.terminate(now, job.id);
+                return Err(RunnerError::BadDecision {
+                    time: now,
+                    job: job.id,
+                    why,
+                });
+            }
+        };
+        let mut t = Tracked::new(job, priority);
+        t.first_start = Some(started);
+        t.running = Some(Running {
+            since: started,
+            held,
+            predicted_end,
+        });
+        self.running += 1;
+        self.jobs.insert(t.job.id, t);
+        Ok(())
+    }
+
+    /// One scheduling pass: the policy's suspensions first, then its starts, all validated.
+    fn pass(&mut self, now: Time, out: &mut Vec<Effect>) -> Result<(), RunnerError> {
+        let mut starts = std::mem::take(&mut self.starts);
+        let mut suspended = std::mem::take(&mut self.suspended);
+        starts.clear();
+        suspended.clear();
+        self.policy.schedule(now, &mut starts);
+        self.policy.take_suspensions(&mut suspended);
+        let res = self.apply(now, &starts, &suspended, out);
+        self.starts = starts;
+        self.suspended = suspended;
+        res
+    }
+
+    fn apply(
+        &mut self,
+        now: Time,
+        starts: &[Start],
+        suspended: &[JobId],
+        out: &mut Vec<Effect>,
+    ) -> Result<(), RunnerError> {
+        let bad = |job, why: String| RunnerError::BadDecision {
+            time: now,
+            job,
+            why,
+        };
+        for &job in suspended {
+            let Some(machine) = self.stop(now, job) else {
+                return Err(bad(job, "suspended but not running here".into()));
+            };
+            let t = self.jobs.get_mut(&job).expect("stopped jobs are tracked");
+            t.suspensions += 1;
+            t.suspended_on = Some(machine);
+            out.push(Effect::Suspend { job, machine });
+        }
+        for s in starts {
+            let t = self
+                .jobs
+                .get(&s.job)
+                .ok_or_else(|| bad(s.job, "started but not in the cluster".into()))?;
+            if t.running.is_some() {
+                return Err(bad(s.job, "started but already running".into()));
+            }
+            let held = self
+                .ledger
+                .acquire(&t.job, s.machine, s.procs)
+                .map_err(|why| bad(s.job, why))?;
+            let machine = self.ledger.machine(s.machine).expect("acquired").clone();
+            let t = self.jobs.get_mut(&s.job).expect("checked");
+            let launch = match t.suspended_on.take() {
+                None if t.first_start.is_none() => Launch::First,
+                None => Launch::Restart,
+                Some(m) if m == s.machine => Launch::Resume,
+                Some(_) => match self.config.migration {
+                    Migration::KeepProgress => Launch::Migrate,
+                    Migration::Restart => {
+                        t.reset_progress();
+                        t.restarts += 1;
+                        Launch::Restart
+                    }
+                },
+            };
+            let run = t.job.duration_on(t.remaining, &machine);
+            let limit = t.job.duration_on(t.estimate_left, &machine);
+            let copies = held.pooled.len() as u32;
+            t.running = Some(Running {
+                since: now,
+                held,
+                predicted_end: now + limit,
+            });
+            t.first_start.get_or_insert(now);
+            self.running += 1;
+            out.push(Effect::Start(Started {
+                job: s.job,
+                machine: s.machine,
+                procs: s.procs,
+                copies,
+                run,
+                limit,
+                launch,
+            }));
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, now: Time, out: &mut Vec<Effect>) {
+        let mut over: Vec<JobId> = self
+            .jobs
+            .iter()
+            .filter(|(_, t)| t.running.as_ref().is_some_and(|r| r.predicted_end <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        over.sort_unstable();
+        for id in over {
+            let t = self.jobs.get_mut(&id).expect("listed");
+            let end = self.config.overrun.next_end(now, t.job.estimate);
+            t.running.as_mut().expect("listed").predicted_end = end;
+            self.policy.overrun(now, id, end);
+            out.push(Effect::Overrun {
+                job: id,
+                predicted_end: end,
+            });
+        }
+    }
+}

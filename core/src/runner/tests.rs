@@ -1,0 +1,438 @@
+//! The runner on a virtual clock: the meta priority orders an `fb-meta` queue, suspension keeps
+//! progress (continue, migrate, restart), the overrun rule, validation of bad decisions, cancel,
+//! requeue, restore, machines down, and a logged run giving the same decisions again.
+
+use super::replay::{Entry, rerun};
+use super::testing::Preemptor;
+use super::*;
+use crate::model::{Cluster, Machine, Site, SiteId};
+use crate::policy::{PolicyConfig, PolicyKind, Reservation};
+use std::collections::BTreeSet;
+
+/// One cluster of machines as (processors, benchmark), space sharing.
+fn platform(machines: &[(u32, u32)]) -> Platform {
+    let mut p = Platform::default();
+    for (k, (procs, bm)) in machines.iter().enumerate() {
+        p.machines.push(Machine::new(
+            MachineId(k as u32),
+            &format!("m{k}"),
+            *procs,
+            *bm,
+        ));
+    }
+    p.clusters.push(Cluster {
+        id: ClusterId(0),
+        name: "c".into(),
+        site: SiteId(0),
+        machines: (0..machines.len() as u32).map(MachineId).collect(),
+        pools: Vec::new(),
+        space_sharing: true,
+    });
+    p.sites.push(Site {
+        id: SiteId(0),
+        name: "s".into(),
+        clusters: vec![ClusterId(0)],
+    });
+    p.validate().unwrap();
+    p
+}
+
+fn runner(p: &Platform, kind: PolicyKind, config: RunnerConfig) -> ClusterRunner {
+    let policy = PolicyConfig::new(kind).build(p, ClusterId(0)).unwrap();
+    ClusterRunner::new(p, ClusterId(0), policy, config).unwrap()
+}
+
+fn on(r: &mut ClusterRunner, now: Time, input: Input) -> Vec<Effect> {
+    let mut out = Vec::new();
+    r.on(now, input, &mut out).unwrap();
+    out
+}
+
+fn submit(r: &mut ClusterRunner, now: Time, job: Job, priority: Option<Priority>) {
+    assert!(on(r, now, Input::Submit { job, priority }).is_empty());
+}
+
+fn started(effects: &[Effect]) -> Vec<(u64, u32, Duration, Launch)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Start(s) => Some((s.job.0, s.machine.0, s.run, s.launch)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_meta_priority_orders_an_fb_meta_queue() {
+    let p = platform(&[(4, 100)]);
+    let mut r = runner(&p, PolicyKind::FbMeta, RunnerConfig::default());
+    submit(&mut r, 0, Job::new(1, 0, 4, 100, 100), Some(0));
+    assert_eq!(started(&on(&mut r, 0, Input::Pass)).len(), 1);
+    // The machine is full: three jobs wait, arriving in the order 2, 3, 4 with priorities 0, 2, 1.
+    for (id, prio) in [(2, 0), (3, 2), (4, 1)] {
+        submit(&mut r, 1, Job::new(id, 1, 4, 10, 10), Some(prio));
+    }
+    on(&mut r, 1, Input::Pass);
+    let queue: Vec<u64> = r.policy().queue().iter().map(|j| j.0).collect();
+    assert_eq!(queue, vec![3, 4, 2], "higher meta priority first");
+    on(&mut r, 100, Input::Ended { job: JobId(1) });
+    assert_eq!(started(&on(&mut r, 100, Input::Pass))[0].0, 3);
+}
+
+/// Runs job 1 on machine 0 from 0, suspends it at 100 and starts job 2 there (the `Preemptor`
+/// below), then lets job 1 start again at 130 on `resume_on`.
+fn suspend_and_resume(migration: Migration, resume_on: u32) -> (Vec<Effect>, ClusterRunner) {
+    let p = platform(&[(4, 300), (4, 300)]);
+    let policy = Box::new(Preemptor::resuming_on(MachineId(resume_on)));
+    let cfg = RunnerConfig {
+        migration,
+        ..RunnerConfig::default()
+    };
+    let mut r = ClusterRunner::new(&p, ClusterId(0), policy, cfg).unwrap();
+    let mut long = Job::new(1, 0, 4, 1_000, 900);
+    long.benchmark = Some(100);
+    let mut all = Vec::new();
+    submit(&mut r, 0, long, None);
+    all.extend(on(&mut r, 0, Input::Pass));
+    let mut urgent = Job::new(2, 100, 4, 30, 30);
+    urgent.deadline = Some(1_000);
+    submit(&mut r, 100, urgent, None);
+    all.extend(on(&mut r, 100, Input::Pass));
+    all.extend(on(&mut r, 130, Input::Ended { job: JobId(2) }));
+    all.extend(on(&mut r, 130, Input::Pass));
+    (all, r)
+}
+
+#[test]
+fn a_job_resumed_where_it_was_suspended_continues_with_its_progress() {
+    let (effects, mut r) = suspend_and_resume(Migration::Restart, 0);
+    // 900 reference seconds take 300 s at bm 300; 100 s done = 300 reference seconds.
+    assert_eq!(
+        started(&effects),
+        vec![
+            (1, 0, 300, Launch::First),
+            (2, 0, 30, Launch::First),
+            (1, 0, 200, Launch::Resume)
+        ]
+    );
+    assert!(effects.contains(&Effect::Suspend {
+        job: JobId(1),
+        machine: MachineId(0)
+    }));
+    // The limit left: 1,000 − 300 reference seconds, scaled: ⌈700 / 3⌉.
+    let Some(Effect::Start(s)) = effects.iter().rev().find(|e| matches!(e, Effect::Start(_)))
+    else {
+        unreachable!()
+    };
+    assert_eq!(s.limit, 234);
+    let done = on(&mut r, 330, Input::Ended { job: JobId(1) });
+    let Effect::Finished(f) = done[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (f.start, f.end, f.exec, f.suspensions, f.restarts),
+        (0, 330, 300, 1, 0)
+    );
+}
+
+#[test]
+fn resumed_elsewhere_a_job_migrates_in_simulation_and_restarts_live() {
+    let (effects, _) = suspend_and_resume(Migration::KeepProgress, 1);
+    assert_eq!(started(&effects)[2], (1, 1, 200, Launch::Migrate));
+    let (effects, mut r) = suspend_and_resume(Migration::Restart, 1);
+    assert_eq!(started(&effects)[2], (1, 1, 300, Launch::Restart));
+    let done = on(&mut r, 430, Input::Ended { job: JobId(1) });
+    let Effect::Finished(f) = done[0] else {
+        unreachable!()
+    };
+    assert_eq!((f.exec, f.suspensions, f.restarts), (400, 1, 1));
+}
+
+#[test]
+fn overruns_follow_the_reference_rule() {
+    let p = platform(&[(4, 100)]);
+    for (extension, expected) in [(None, 120), (Some(5), 65)] {
+        let cfg = RunnerConfig {
+            overrun: OverrunRule { extension },
+            ..RunnerConfig::default()
+        };
+        let mut r = runner(&p, PolicyKind::Easy, cfg);
+        let mut j = Job::new(1, 0, 4, 60, 60);
+        j.runtime = None;
+        submit(&mut r, 0, j, None);
+        on(&mut r, 0, Input::Pass);
+        assert!(on(&mut r, 59, Input::Tick).is_empty());
+        assert_eq!(
+            on(&mut r, 60, Input::Tick),
+            vec![Effect::Overrun {
+                job: JobId(1),
+                predicted_end: expected
+            }]
+        );
+        assert_eq!(r.predicted_end(JobId(1)), Some(expected));
+        assert!(on(&mut r, 61, Input::Tick).is_empty());
+    }
+}
+
+/// A policy that starts every job on one fixed machine with the processors it is told to give.
+#[derive(Debug)]
+struct Blind {
+    machine: MachineId,
+    procs: Option<u32>,
+    queue: Vec<Job>,
+}
+
+impl Policy for Blind {
+    fn describe(&self) -> String {
+        "blind".into()
+    }
+    fn submit(&mut self, _: Time, job: &Job) -> Result<(), Rejection> {
+        self.queue.push(job.clone());
+        Ok(())
+    }
+    fn terminate(&mut self, _: Time, _: JobId) {}
+    fn overrun(&mut self, _: Time, _: JobId, _: Time) {}
+    fn cancel(&mut self, _: Time, _: JobId) -> bool {
+        false
+    }
+    fn schedule(&mut self, _: Time, starts: &mut Vec<Start>) {
+        for j in self.queue.drain(..) {
+            starts.push(Start::on(j.id, self.machine, self.procs.unwrap_or(j.procs)));
+        }
+    }
+    fn waiting_len(&self) -> usize {
+        self.queue.len()
+    }
+    fn running_len(&self) -> usize {
+        0
+    }
+    fn queue(&self) -> Vec<JobId> {
+        self.queue.iter().map(|j| j.id).collect()
+    }
+    fn reservations(&self) -> Vec<Reservation> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn a_start_that_breaks_a_rule_is_refused() {
+    let p = platform(&[(4, 100), (4, 100)]);
+    let cases: [(MachineId, Option<u32>, bool, &str); 4] = [
+        (MachineId(0), None, false, ""),
+        (MachineId(7), None, false, "not in cluster"),
+        (MachineId(0), Some(2), false, "2 processors given, 3 asked"),
+        (MachineId(1), None, true, "machine m1 is down"),
+    ];
+    for (machine, procs, down, why) in cases {
+        let policy = Box::new(Blind {
+            machine,
+            procs,
+            queue: Vec::new(),
+        });
+        let mut r = ClusterRunner::new(&p, ClusterId(0), policy, RunnerConfig::default()).unwrap();
+        if down {
+            on(
+                &mut r,
+                0,
+                Input::Machine {
+                    machine: MachineId(1),
+                    up: false,
+                },
+            );
+        }
+        submit(&mut r, 0, Job::new(1, 0, 3, 10, 10), None);
+        submit(&mut r, 0, Job::new(2, 0, 3, 10, 10), None);
+        let mut out = Vec::new();
+        let res = r.on(0, Input::Pass, &mut out);
+        if why.is_empty() {
+            // Two 3-processor jobs on one 4-processor machine: the second is the bad one.
+            let Err(RunnerError::BadDecision { job, why, .. }) = res else {
+                panic!("oversubscription accepted")
+            };
+            assert_eq!(job, JobId(2));
+            assert_eq!(why, "3 processors needed, 1 free");
+            assert_eq!(started(&out).len(), 1);
+        } else {
+            let Err(RunnerError::BadDecision { why: got, .. }) = res else {
+                panic!("{why}: accepted")
+            };
+            assert!(got.contains(why), "{got} should say {why}");
+            assert!(out.is_empty());
+        }
+        r.ledger().check().unwrap();
+    }
+}
+
+#[test]
+fn cancel_requeue_and_restore() {
+    let p = platform(&[(4, 100)]);
+    let mut r = runner(&p, PolicyKind::Fcfs, RunnerConfig::default());
+    // A job found running after a restart holds its processors.
+    let mut out = Vec::new();
+    r.on(
+        50,
+        Input::Restore {
+            job: Job::new(1, 0, 4, 100, 100),
+            priority: Some(2),
+            machine: MachineId(0),
+            started: 10,
+        },
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(r.running_on(JobId(1)), Some((MachineId(0), 10)));
+    assert_eq!(r.predicted_end(JobId(1)), Some(110));
+    submit(&mut r, 50, Job::new(2, 50, 4, 10, 10), None);
+    assert!(started(&on(&mut r, 50, Input::Pass)).is_empty());
+    // Its process is lost: requeued, it starts again from scratch, after job 2 (FCFS order).
+    assert!(on(&mut r, 60, Input::Requeue { job: JobId(1) }).is_empty());
+    assert_eq!(
+        started(&on(&mut r, 60, Input::Pass)),
+        vec![(2, 0, 10, Launch::First)]
+    );
+    // Cancelling the running job 2 frees the machine for job 1.
+    on(&mut r, 65, Input::Cancel { job: JobId(2) });
+    assert_eq!(
+        started(&on(&mut r, 65, Input::Pass)),
+        vec![(1, 0, 100, Launch::Restart)]
+    );
+    assert!(matches!(
+        r.on(65, Input::Cancel { job: JobId(2) }, &mut out),
+        Err(RunnerError::NotApplicable { .. })
+    ));
+    let Effect::Finished(f) = on(&mut r, 165, Input::Ended { job: JobId(1) })[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (f.start, f.exec, f.restarts, f.priority),
+        (10, 150, 1, Some(2))
+    );
+    assert!(r.is_empty());
+    assert_eq!(r.ledger().busy_procs(), 0);
+}
+
+#[test]
+fn nothing_starts_on_a_machine_that_is_down() {
+    let p = platform(&[(4, 100)]);
+    let mut r = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+    let down = Input::Machine {
+        machine: MachineId(0),
+        up: false,
+    };
+    on(&mut r, 0, down);
+    submit(&mut r, 0, Job::new(1, 0, 4, 10, 10), None);
+    assert!(on(&mut r, 0, Input::Pass).is_empty());
+    on(
+        &mut r,
+        5,
+        Input::Machine {
+            machine: MachineId(0),
+            up: true,
+        },
+    );
+    assert_eq!(started(&on(&mut r, 5, Input::Pass)).len(), 1);
+    let mut out = Vec::new();
+    let other = Input::Machine {
+        machine: MachineId(3),
+        up: true,
+    };
+    assert_eq!(
+        r.on(5, other, &mut out),
+        Err(RunnerError::UnknownMachine(MachineId(3)))
+    );
+}
+
+#[test]
+fn a_logged_run_gives_the_same_decisions_again() {
+    let p = platform(&[(8, 100), (4, 200)]);
+    let mut log = Vec::new();
+    let mut t = 0;
+    for i in 1..=40u64 {
+        t += (i * 7 % 13) as Time;
+        let job = Job::new(
+            i,
+            t,
+            1 + (i * 5 % 8) as u32,
+            20 + (i * 11 % 50) as i64,
+            10 + (i * 3 % 40) as i64,
+        );
+        log.push(Entry {
+            time: t,
+            input: Input::Submit {
+                job,
+                priority: Some((i % 3) as u8),
+            },
+        });
+        log.push(Entry {
+            time: t,
+            input: Input::Pass,
+        });
+    }
+    // The live side: the same inputs, with the ends the decisions cause fed back in time order.
+    let mut live = runner(&p, PolicyKind::FbMeta, RunnerConfig::default());
+    let mut ends: BTreeSet<(Time, u64)> = BTreeSet::new();
+    let mut handled = Vec::new();
+    let mut decisions = Vec::new();
+    let mut feed = |r: &mut ClusterRunner, e: Entry, ends: &mut BTreeSet<(Time, u64)>| {
+        let mut out = Vec::new();
+        r.on(e.time, e.input.clone(), &mut out).unwrap();
+        for d in &out {
+            if let Effect::Start(s) = d {
+                ends.insert((e.time + s.run, s.job.0));
+            }
+            decisions.push(replay::Decision {
+                time: e.time,
+                effect: *d,
+            });
+        }
+        handled.push(e);
+    };
+    // Every end due by `until` (all of them when `None`), each followed by a pass, then `next`.
+    type Ends = BTreeSet<(Time, u64)>;
+    fn drain(
+        feed: &mut impl FnMut(&mut ClusterRunner, Entry, &mut Ends),
+        live: &mut ClusterRunner,
+        ends: &mut Ends,
+        next: Option<Entry>,
+    ) {
+        let until = next.as_ref().map(|e| e.time);
+        while let Some(&(te, j)) = ends
+            .first()
+            .filter(|(te, _)| until.is_none_or(|u| *te <= u))
+        {
+            ends.pop_first();
+            for input in [Input::Ended { job: JobId(j) }, Input::Pass] {
+                feed(live, Entry { time: te, input }, ends);
+            }
+        }
+        if let Some(e) = next {
+            feed(live, e, ends);
+        }
+    }
+    for e in log {
+        drain(&mut feed, &mut live, &mut ends, Some(e));
+    }
+    drain(&mut feed, &mut live, &mut ends, None);
+    assert!(live.is_empty());
+    // The log goes through JSON and a fresh runner.
+    let text: Vec<String> = handled
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    let back: Vec<Entry> = text
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(back, handled);
+    let mut again = runner(&p, PolicyKind::FbMeta, RunnerConfig::default());
+    let res = rerun(&mut again, back);
+    assert!(res.refused.is_empty());
+    assert_eq!(res.decisions, decisions);
+    assert_eq!(
+        decisions
+            .iter()
+            .filter(|d| matches!(d.effect, Effect::Finished(_)))
+            .count(),
+        40
+    );
+}
