@@ -1,4 +1,4 @@
-//! The local scheduler's side of the start-claim protocol (issue 6 part 2): a job the
+//! The local scheduler's side of the start-claim protocol: a job the
 //! meta-scheduler enqueued with `claim_before_start` starts only once the meta-scheduler has
 //! durably granted it, so that while it waits here unclaimed it can be withdrawn and run at another
 //! site when this one is unreachable, and never runs twice.

@@ -1,4 +1,4 @@
-//! What a local scheduler shows of itself (issue 5 part 2, issue 6 part 3): the `Status` answer
+//! What a local scheduler shows of itself: the `Status` answer
 //! (queue in the policy's order, running jobs, reservations, licence pools, machines) and the
 //! Prometheus gauges refreshed on every tick. A held job (started by the policy, its start claim
 //! not granted yet) is shown running with `awaiting_claim` and counts as waiting in the gauges.

@@ -217,3 +217,71 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     .unwrap();
     assert_eq!((checked.starts, checked.suspensions), (3, 1));
 }
+
+#[test]
+fn an_overrun_moves_the_predicted_end_by_the_simulators_rule() {
+    use gridsched_core::runner::replay;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("inputs.jsonl");
+    let cfg = Config::from_toml(&format!(
+        "cluster = \"c1\"\nlost_after_ms = 600000\ninput_log = {log:?}\n[policy]\npolicy = \"easy\"\n\
+         [[machines]]\nname = \"m1\"\nprocessors = 2\n"
+    ))
+    .unwrap();
+    let t0 = Instant::now();
+    let at = |s: i64| Now {
+        secs: 1_000 + s,
+        mono: t0 + std::time::Duration::from_secs(s as u64),
+    };
+    let mut d = Driver::new(cfg, at(0)).unwrap();
+    d.register(
+        v1::RegisterAgentRequest {
+            machine: "m1".into(),
+            processors: 2,
+            ..Default::default()
+        },
+        at(0),
+    )
+    .unwrap();
+    let req = v1::EnqueueRequest {
+        job_id: 1,
+        spec: Some(v1::JobSpec {
+            user: "u".into(),
+            processors: 2,
+            estimate_s: 30,
+            command: Some(v1::Command {
+                program: "true".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        priority: 1,
+        ..Default::default()
+    };
+    let (tx, mut rx) = oneshot::channel();
+    d.enqueue_group(vec![(req, tx)], at(0));
+    rx.try_recv().unwrap().unwrap();
+    assert_eq!(d.runner.predicted_end(JobId(1)), Some(1_030));
+    d.tick(at(29));
+    assert_eq!(d.runner.predicted_end(JobId(1)), Some(1_030));
+    // Still running at its predicted end: one more estimate, as in the reference simulator.
+    d.tick(at(31));
+    assert_eq!(d.runner.predicted_end(JobId(1)), Some(1_061));
+    d.flush().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<replay::Line> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().any(|l| matches!(
+        l,
+        replay::Line::Out(replay::Decision {
+            effect: gridsched_core::runner::Effect::Overrun {
+                predicted_end: 1_061,
+                ..
+            },
+            ..
+        })
+    )));
+    replay::check(lines).unwrap();
+}
