@@ -7,6 +7,7 @@ use gridsched_core::model::MachineId;
 use gridsched_core::policy::PolicyConfig;
 use gridsched_workload::{JobSource, NormalizeOptions, traces};
 use gridsim::{EngineOptions, Hooks, RunReport, simulate};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The path of a shared trace, or `None` after printing `SKIPPED` when it is absent (a failure
@@ -28,8 +29,9 @@ pub fn skip_in(why: &str, ci: bool) {
     if ci {
         panic!("{why} — under CI=true this test must run, not skip");
     }
+    // Straight to stderr, not `eprintln!`, which the test harness captures and hides on success.
     let rule = "=".repeat(60);
-    eprintln!("\n{rule}\nSKIPPED: {why}\n{rule}\n");
+    let _ = writeln!(std::io::stderr(), "\n{rule}\nSKIPPED: {why}\n{rule}\n");
 }
 
 /// Replays `path` on its header's machine size through `policy`.
