@@ -1,4 +1,4 @@
-//! `gridctl bench` (issue 5 part 8): measures a live grid it starts itself (3 sites x 4 agents x
+//! `gridctl bench`: measures a live grid it starts itself (3 sites x 4 agents x
 //! 8 processors, EASY, real processes on loopback): acknowledged-and-durable submissions per
 //! second through the meta endpoint (unary with concurrent clients, and batched), the latency from
 //! the submit call to the job's process running on an idle grid (read from the process's own

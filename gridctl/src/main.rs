@@ -1,4 +1,4 @@
-//! `gridctl`, the gridsched client (issue 5 part 4): submit, status, list, cancel, watch, sites
+//! `gridctl`, the gridsched client: submit, status, list, cancel, watch, sites
 //! and explain against a meta-scheduler; tables by default, `--json` everywhere; errors print the
 //! gRPC status code and message. `gridctl up` starts a whole grid on localhost ([`up`]).
 

@@ -1,16 +1,14 @@
 //! The `gridsim` command as a user meets it: the built-in default, the JSON contract,
 //! determinism of per-job output, and clear errors (file, line, field; exit code) on bad input.
 
+use gridsched_workload::traces;
 use std::path::Path;
 use std::process::{Command, Output};
 
 fn gridsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gridsim"))
         .args(args)
-        .env(
-            "GRIDSCHED_TRACES",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces"),
-        )
+        .env(traces::TRACES_ENV, traces::dir())
         .output()
         .expect("gridsim runs")
 }
@@ -260,12 +258,45 @@ fn usage_errors_are_clear() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// The directory `gridsim` looks in for a trace named without a path, when `$GRIDSCHED_TRACES` is
+/// unset and the command runs in `cwd` (read from the error for an unknown name).
+fn default_traces_dir_from(cwd: &Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args(["run", "--trace", "NO-SUCH-TRACE"])
+        .env_remove(traces::TRACES_ENV)
+        .current_dir(cwd)
+        .output()
+        .expect("gridsim runs");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    let dir = e
+        .split_once("no file in ")
+        .and_then(|(_, rest)| rest.split_once(" (set GRIDSCHED_TRACES)"))
+        .unwrap_or_else(|| panic!("no directory in: {e}"))
+        .0;
+    dir.to_string()
+}
+
+#[test]
+fn the_default_traces_dir_is_the_same_from_the_crate_and_from_the_workspace_root() {
+    let krate = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = traces::workspace_root(krate).expect("a workspace above the crate");
+    let expected = root.join("../shared/traces");
+    assert_eq!(
+        default_traces_dir_from(krate),
+        expected.display().to_string()
+    );
+    assert_eq!(
+        default_traces_dir_from(&root),
+        expected.display().to_string()
+    );
+    // That directory holds the shared traces (a failure under CI=true, else a loud skip).
+    traces::for_test_in("KTH-SP2-1996-2.1-cln.swf.gz", &expected, traces::ci());
+}
+
 #[test]
 fn kth_by_name_gives_the_golden_values() {
-    let Some(_) = gridsched_workload::traces::for_test(
-        "KTH-SP2-1996-2.1-cln.swf.gz",
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")),
-    ) else {
+    let Some(_) = traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz") else {
         return;
     };
     let v = json(&gridsim(&[

@@ -1,6 +1,7 @@
 //! `gridsim experiment` end to end in its reduced (`--quick`) form: every output file exists and
 //! parses, the report carries a verdict per claim, and results do not depend on the thread count.
 
+use gridsched_workload::traces;
 use std::path::Path;
 use std::process::Command;
 
@@ -114,8 +115,11 @@ fn fb_quick_writes_every_output_and_is_deterministic() {
     );
 }
 
+/// The quick multi-site experiment runs from this crate's directory without `$GRIDSCHED_TRACES`
+/// being needed: it must find the shared KTH trace (`traces::dir`), and under `CI=true` it must.
 #[test]
 fn multisite_quick_runs_every_scenario() {
+    let kth = traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz").is_some();
     let a = tempfile::tempdir().unwrap();
     experiment("multisite", a.path(), &[]);
     let rows = deterministic_csv(a.path());
@@ -124,7 +128,11 @@ fn multisite_quick_runs_every_scenario() {
     let per_workload = 2 * (2 + 5 * 3) + 1;
     let workloads = (rows.len() - 1) / per_workload;
     assert_eq!(rows.len() - 1, workloads * per_workload);
-    assert!(workloads >= 1, "at least the synthetic workload");
+    assert_eq!(
+        workloads,
+        if kth { 2 } else { 1 },
+        "synthetic, and KTH when present"
+    );
     let refused = rows[0].iter().position(|h| h == "refused").unwrap();
     assert!(
         rows[1..].iter().all(|r| r[refused] == "0.000000"),
@@ -133,6 +141,10 @@ fn multisite_quick_runs_every_scenario() {
     let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
     assert!(report.contains("## synthetic"));
     assert!(report.contains("job sharing beats local processing"));
+    if kth {
+        assert!(report.contains("## KTH"), "{report}");
+        assert!(!report.contains("SKIPPED"), "{report}");
+    }
     for f in [
         "awrt-synthetic-m128",
         "multi-site-configs-synthetic",
@@ -305,10 +317,7 @@ fn lcg_quick(dir: &Path, extra: &[&str]) {
         .args(["experiment", "lcg", "--quick", "--quiet", "--out"])
         .arg(dir)
         .args(extra)
-        .env(
-            "GRIDSCHED_TRACES",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces"),
-        )
+        .env(traces::TRACES_ENV, traces::dir())
         .output()
         .expect("gridsim runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -316,10 +325,7 @@ fn lcg_quick(dir: &Path, extra: &[&str]) {
 
 #[test]
 fn lcg_quick_runs_every_strategy_and_the_home_site_baseline() {
-    let Some(_) = gridsched_workload::traces::for_test(
-        "LCG-2005-1.swf.gz",
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")),
-    ) else {
+    let Some(_) = traces::for_test("LCG-2005-1.swf.gz") else {
         return;
     };
     let a = tempfile::tempdir().unwrap();
@@ -365,10 +371,7 @@ fn lcg_quick_runs_every_strategy_and_the_home_site_baseline() {
             "--out",
         ])
         .arg(b.path())
-        .env(
-            "GRIDSCHED_TRACES",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces"),
-        )
+        .env(traces::TRACES_ENV, traces::dir())
         .output()
         .expect("gridsim runs");
     assert!(o.status.success());

@@ -1,16 +1,14 @@
 //! `gridsim trace scale` as a user meets it: JSON summary, both output formats read back,
 //! determinism with a seed, clear errors, and a real trace when present.
 
-use gridsched_workload::{JobSource, NormalizeOptions};
+use gridsched_workload::{JobSource, NormalizeOptions, traces};
 use std::path::Path;
 use std::process::{Command, Output};
-
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces");
 
 fn gridsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gridsim"))
         .args(args)
-        .env("GRIDSCHED_TRACES", TRACES)
+        .env(traces::TRACES_ENV, traces::dir())
         .output()
         .expect("gridsim runs")
 }
@@ -136,7 +134,7 @@ fn seeded_output_is_reproducible_and_errors_are_clear() {
 
 /// A temporary directory and an output path in it, when the KTH trace is present.
 fn kth_and_output() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
-    gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz", Path::new(TRACES))?;
+    traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz")?;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("kth.jsonl");
     Some((dir, out))

@@ -1,4 +1,4 @@
-//! Configuration of a local scheduler (issue 5, part 2): its cluster's machines and floating
+//! Configuration of a local scheduler (`docs/operations.md`): its cluster's machines and floating
 //! licence pools, the policy (a [`PolicyConfig`], the same one `gridsim` uses), agent liveness and
 //! lost-agent handling, and the state directory. Read from TOML; unknown keys are errors that name
 //! the key.
@@ -101,7 +101,7 @@ pub struct Config {
     /// Address of the Prometheus `/metrics` endpoint; absent = no endpoint.
     #[serde(default)]
     pub metrics_listen: Option<SocketAddr>,
-    /// TLS of the gRPC server and of `/metrics` (issue 6 part 4).
+    /// TLS of the gRPC server and of `/metrics` (`docs/security.md`).
     #[serde(default)]
     pub tls: gridsched_security::TlsConfig,
     /// Who may call: the meta-scheduler and the agents, by two separate secrets.

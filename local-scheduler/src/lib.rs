@@ -1,11 +1,12 @@
-//! The `local-scheduler` service (issue 5, part 2): one per cluster. It queues the jobs the
-//! meta-scheduler enqueues, runs the configured gridsched-core policy (built by name through
-//! `PolicyConfig`, the same code `gridsim` simulates) in real time, orders its machines' site
+//! The `local-scheduler` service (the Local-Scheduler of spec `two-level-grid-scheduler.md`
+//! D3): one per cluster. It queues the jobs the meta-scheduler enqueues, runs the configured
+//! gridsched-core policy (built by name through `PolicyConfig`, the same code `gridsim`
+//! simulates) in real time, orders its machines' site
 //! agents to start and kill jobs, and streams job events. State is kept in `redb` and survives a
 //! restart (queued jobs are resubmitted; running ones restored with `restore_running`, or requeued
 //! when the policy cannot).
 //!
-//! Reading adopted where the issue leaves it open: a lost agent's jobs end in state LOST
+//! Reading adopted where the specification leaves it open: a lost agent's jobs end in state LOST
 //! (`lost_agent = "fail"`, the proto's state for "outcome unknown") or are requeued
 //! (`lost_agent = "requeue"`); the RUNNING event is emitted when the agent reports the process
 //! started, not when the order is sent.

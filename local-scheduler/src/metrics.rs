@@ -1,4 +1,4 @@
-//! The local scheduler's Prometheus metrics (issue 6 part 3), refreshed by the driver on its
+//! The local scheduler's Prometheus metrics, refreshed by the driver on its
 //! 100 ms tick and at each event: waiting jobs per meta-scheduler priority, running jobs, machines
 //! online, licence copies in use, agent heartbeats, and the duration of every scheduling pass.
 

@@ -1,6 +1,6 @@
-//! The gRPC face of a local scheduler (issue 5, part 2): each call becomes a message to the
+//! The gRPC face of a local scheduler: each call becomes a message to the
 //! [`crate::driver`] task and waits for its answer. Calls are checked against the secret of the
-//! peer they belong to (issue 6 part 4): the meta-scheduler's or the agents'.
+//! peer they belong to: the meta-scheduler's or the agents'.
 
 use crate::driver::Msg;
 use gridsched_proto::v1::{self, local_scheduler_server::LocalScheduler};

@@ -1,4 +1,4 @@
-//! Durable state of a local scheduler (issue 5, part 2) in an embedded `redb` database: the jobs
+//! Durable state of a local scheduler in an embedded `redb` database: the jobs
 //! not yet ended (their Enqueue request, state, machine and start) and the event log, keyed by
 //! sequence number for JobEvents resumption; a granted start claim is kept with its job. Every
 //! change is committed before it is acknowledged.

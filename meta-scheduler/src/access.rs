@@ -1,7 +1,7 @@
-//! Who may see and do what through the client API (issue 6 part 4). With `[auth]` users
-//! configured every call needs a known bearer token; a user submits only in their own name (an
-//! empty `spec.user` becomes theirs), sees, watches, explains and cancels only their own jobs;
-//! an admin may do all of it for everyone. Another user's job is answered with
+//! Who may see and do what through the client API (per-user visibility, `docs/security.md`). With
+//! `[auth]` users configured every call needs a known bearer token; a user submits only in their
+//! own name (an empty `spec.user` becomes theirs), sees, watches, explains and cancels only their
+//! own jobs; an admin may do all of it for everyone. Another user's job is answered with
 //! PERMISSION_DENIED (job ids are sequential, so hiding their existence would protect nothing).
 //! Without users everything is allowed, as before.
 

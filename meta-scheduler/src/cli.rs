@@ -1,4 +1,4 @@
-//! The command line of the `meta-scheduler` binary (issue 5 part 1): a TOML configuration file,
+//! The command line of the `meta-scheduler` binary: a TOML configuration file,
 //! flags that override it, structured logs on stderr (`RUST_LOG`, default `info`), and
 //! `listening on ADDR` printed on stdout once the port is bound.
 

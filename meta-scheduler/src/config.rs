@@ -1,10 +1,10 @@
-//! Configuration of the meta-scheduler (issue 5 part 1): listen address, state directory, the
+//! Configuration of the meta-scheduler (`docs/operations.md`): listen address, state directory, the
 //! classification (`[classifier]`, the core's `ClassifierConfig`) and dispatch (`[dispatch]`, the
 //! core's `DispatchConfig`: the same names and defaults as `gridsim`), the links to the local
 //! schedulers, and the sites with their endpoints and static capabilities.
 //!
 //! Read from a TOML file; unknown keys are refused and every error names the offending key.
-//! `[tls]` and `[auth]` (issue 6 part 4) secure the client API and the links to the sites.
+//! `[tls]` and `[auth]` (`docs/security.md`) secure the client API and the links to the sites.
 
 use gridsched_core::classify::ClassifierConfig;
 use gridsched_core::dispatch::DispatchConfig;

@@ -1,4 +1,4 @@
-//! Classification and dispatch of the live meta-scheduler (issue 5 part 1; spec
+//! Classification and dispatch of the live meta-scheduler (spec
 //! `two-level-grid-scheduler.md` D4.1–D4.2): the core's [`Classifier`] and [`Dispatcher`], built
 //! from the configuration by the same names as in `gridsim`, fed the same calls the simulator
 //! makes (classify at submission, dispatch, termination notices), so a decision taken live is the

@@ -1,4 +1,4 @@
-//! Why a job is where it is (issue 5 part 1, `Explain`): its priority and the heuristics behind it
+//! Why a job is where it is (the `Explain` call): its priority and the heuristics behind it
 //! (D4.1), the dispatch decision with every candidate site (D4.2), and, for a job waiting in a
 //! local queue, its position, its reservation and what blocks it, read from its local scheduler's
 //! status.

@@ -1,5 +1,6 @@
-//! The gridsched meta-scheduler service (issue 5 part 1): the grid's gRPC entry point. It
-//! validates each submitted job, classifies and dispatches it with the core's classifier and
+//! The gridsched meta-scheduler service (the Meta-Scheduler of spec
+//! `two-level-grid-scheduler.md` D3–D4): the grid's gRPC entry point. It validates each submitted
+//! job, classifies and dispatches it with the core's classifier and
 //! dispatch strategy, records it durably in a `redb` store before acknowledging, forwards it to
 //! its site's local scheduler and follows it to its end through that scheduler's event stream;
 //! it serves get / list / cancel / watch / sites / explain.

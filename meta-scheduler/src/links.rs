@@ -1,11 +1,13 @@
-//! The meta-scheduler's links to the local schedulers (issue 5 part 1): per site, a *follower*
-//! that streams the site's job events (`JobEvents` from the last applied sequence, which is stored
-//! with the jobs it changed) and a *forwarder* that sends the site its jobs (`Enqueue`); one
-//! *monitor* for the whole grid that marks a site down once it has been unreachable for
-//! `links.site_down_after_ms` (its jobs that have not started there are dispatched again
-//! elsewhere) and retries the jobs waiting for a site; per site a *claim link* (`StartClaims`)
-//! that answers the site's start claims (see [`State::claims`](crate::state::State::claims));
-//! and, for strategies that read the sites' state, a *poller* of their `Status`.
+//! The meta-scheduler's links to the local schedulers (the MS–LS protocol of spec
+//! `two-level-grid-scheduler.md` D3, extended with events, polled status and start claims): per
+//! site, a *follower* that streams the site's job events (`JobEvents` from the last applied
+//! sequence, which is stored with the jobs it changed) and a *forwarder* that sends the site its
+//! jobs (`Enqueue`); one *monitor* for the whole grid that marks a site down once it has been
+//! unreachable for `links.site_down_after_ms` (its jobs that have not started there are dispatched
+//! again elsewhere) and retries the jobs waiting for a site; per site a *claim link*
+//! (`StartClaims`) that answers the site's start claims (see
+//! [`State::claims`](crate::state::State::claims)); and, for strategies that read the sites' state,
+//! a *poller* of their `Status`.
 //!
 //! The only upward notices the dispatch strategies see are the terminations of the event stream,
 //! as in the seed's protocol (D3); a site is *reachable* while its event stream is open.

@@ -1,4 +1,4 @@
-//! The meta-scheduler's Prometheus metrics (issue 6 part 3): jobs not ended per priority and
+//! The meta-scheduler's Prometheus metrics: jobs not ended per priority and
 //! state, dispatch decisions per site and strategy, and whether each site is reachable and up
 //! (gRPC request counts and latencies come from the shared layer of `gridsched-telemetry`).
 

@@ -1,4 +1,4 @@
-//! The `MetaScheduler` gRPC service (issue 5 part 1): submit (single and batch), get, list,
+//! The `MetaScheduler` gRPC service: submit (single and batch), get, list,
 //! cancel, watch, sites and explain, over the in-memory [`State`] and the durable [`Store`].
 //!
 //! Every accepted job and state change is committed to the store before the answer is sent (a

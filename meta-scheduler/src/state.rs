@@ -1,7 +1,8 @@
-//! The meta-scheduler's in-memory view of the grid (issue 5 part 1): every job by id, the
-//! idempotency tokens, the classification and dispatch decisions ([`Decider`]), what each site
-//! still has to receive, the last event applied from each local scheduler, and the retained job
-//! events, kept in step with the durable [`Store`](crate::store::Store).
+//! The meta-scheduler's in-memory view of the grid (the Meta-Scheduler of spec
+//! `two-level-grid-scheduler.md` D3): every job by id, the idempotency tokens, the classification
+//! and dispatch decisions ([`Decider`]), what each site still has to receive, the last event
+//! applied from each local scheduler, and the retained job events, kept in step with the durable
+//! [`Store`](crate::store::Store).
 //!
 //! Every change goes through [`State`] methods that record what a [`Batch`] must commit; the
 //! service commits the batch in one transaction and publishes its events only then.
@@ -11,12 +12,12 @@
 //! reached a site is never dispatched elsewhere) → QUEUED / RUNNING / terminal, as the site's
 //! local scheduler reports them through its event stream.
 //!
-//! Start claims (issue 6 part 2): a job dispatched with `start_claims` starts at its site only
-//! once [`State::claims`] has granted it, durably (`claimed_by`); from then on it stays with that
-//! site. When a site goes down, its ACCEPTED jobs and its unclaimed DISPATCHED / QUEUED ones are
-//! withdrawn and dispatched again ([`State::redispatch`]); the site is told on its next claim or
-//! when its StartClaims link opens again, and drops them unstarted. So a job waiting at a down
-//! site runs elsewhere, and no job runs at two sites.
+//! Start claims (the protocol of `docs/live-grid.md`): a job dispatched with `start_claims` starts
+//! at its site only once [`State::claims`] has granted it, durably (`claimed_by`); from then on it
+//! stays with that site. When a site goes down, its ACCEPTED jobs and its unclaimed DISPATCHED /
+//! QUEUED ones are withdrawn and dispatched again ([`State::redispatch`]); the site is told on its
+//! next claim or when its StartClaims link opens again, and drops them unstarted. So a job waiting
+//! at a down site runs elsewhere, and no job runs at two sites.
 
 use crate::config::SiteConfig;
 use crate::decide::Decider;

@@ -1,4 +1,4 @@
-//! The durable job store of the meta-scheduler (issue 5 part 1), on `redb`.
+//! The durable job store of the meta-scheduler, on `redb`.
 //!
 //! Every accepted job and every state change is committed here before the client gets its
 //! answer; a batch of submissions is one transaction. Jobs are stored as encoded `v1::Job`

@@ -1,5 +1,6 @@
-//! Admission checks of the meta-scheduler (issue 5 part 6): a job that no site can ever run is
-//! refused with INVALID_ARGUMENT naming the `JobSpec` field to blame.
+//! Admission checks of the meta-scheduler (the static feasibility filtering of spec
+//! `two-level-grid-scheduler.md` D3): a job that no site can ever run is refused with
+//! INVALID_ARGUMENT naming the `JobSpec` field to blame.
 
 use crate::config::SiteConfig;
 use gridsched_proto::v1;

@@ -1,6 +1,6 @@
 //! The real `meta-scheduler` binary on a loopback port: submissions (unary and batch), get,
 //! list, cancel, the error codes of malformed requests, and a kill -9 followed by a restart on the
-//! same state directory that finds every acknowledged job as it was (issue 5 parts 1, 6 and 7).
+//! same state directory that finds every acknowledged job as it was.
 
 use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
 use std::io::{BufRead, BufReader};

@@ -1,8 +1,7 @@
-//! A development certificate set (issue 6 part 4, "a documented way to generate a development
-//! set"): one CA and one certificate signed by it, valid both as a server and as a client
-//! certificate, for every name the grid's services are reached by. Generated in pure Rust
-//! (`rcgen`), so `gridctl certs` needs no `openssl` on the machine. Not for production: the CA
-//! key is written next to the certificates.
+//! A development certificate set (`gridctl certs`, documented in `docs/security.md`): one CA and
+//! one certificate signed by it, valid both as a server and as a client certificate, for every name
+//! the grid's services are reached by. Generated in pure Rust (`rcgen`), so `gridctl certs` needs
+//! no `openssl` on the machine. Not for production: the CA key is written next to the certificates.
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,

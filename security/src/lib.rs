@@ -1,4 +1,4 @@
-//! Security of the gridsched services (issue 6 part 4): TLS on every gRPC link and on the HTTP
+//! Security of the gridsched services (`docs/security.md`): TLS on every gRPC link and on the HTTP
 //! endpoints, with certificates read from PEM files ([`tls`]); a development certificate set
 //! generated without any external tool ([`devcerts`]); bearer tokens, sent by clients
 //! ([`token::Bearer`]) and checked by servers ([`token::Tokens`], [`token::SharedSecret`]).

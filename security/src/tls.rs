@@ -1,4 +1,4 @@
-//! TLS configuration of a gridsched service (issue 6 part 4): the `[tls]` section of every
+//! TLS configuration of a gridsched service: the `[tls]` section of every
 //! service's configuration file, turned into tonic's server and client TLS settings (rustls with
 //! the `ring` provider) and into a rustls server configuration for the HTTP endpoints (metrics
 //! and dashboard).

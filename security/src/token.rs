@@ -1,4 +1,4 @@
-//! Bearer tokens (issue 6 part 4): what a client sends (`authorization: Bearer <token>` metadata,
+//! Bearer tokens: what a client sends (`authorization: Bearer <token>` metadata,
 //! added by the [`Bearer`] interceptor) and what a server checks — the meta-scheduler maps each
 //! user's token to a [`Caller`] ([`Tokens`]); a local scheduler compares a shared secret
 //! ([`SharedSecret`]) in constant time.

@@ -1,4 +1,4 @@
-//! Prometheus metrics of the gridsched services (issue 6 part 3): each service registers its own
+//! Prometheus metrics of the gridsched services: each service registers its own
 //! metrics in a [`Registry`], serves them in the text exposition format on `GET /metrics`
 //! ([`serve`]), and counts and times its gRPC requests with [`GrpcMetricsLayer`]
 //! (`gridsched_grpc_requests_total{method, code}`, `gridsched_grpc_request_duration_seconds`).

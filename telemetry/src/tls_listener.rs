@@ -1,4 +1,4 @@
-//! HTTPS for the services' HTTP endpoints (issue 6 part 4): an axum [`Listener`] that accepts TCP
+//! HTTPS for the services' HTTP endpoints: an axum [`Listener`] that accepts TCP
 //! connections and hands over only those whose TLS handshake succeeded. Handshakes run in their
 //! own tasks (bounded by a timeout), so a slow or hostile client cannot hold up the others.
 

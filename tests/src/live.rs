@@ -1,4 +1,4 @@
-//! A whole live grid for the end-to-end tests (issue 5 part 7): one meta-scheduler, local
+//! A whole live grid for the end-to-end tests: one meta-scheduler, local
 //! schedulers and site agents as real processes on loopback ports, started from the tests crate's
 //! copies of the service binaries (their paths are given by the test, from
 //! `env!("CARGO_BIN_EXE_...")`, which only integration tests can read).

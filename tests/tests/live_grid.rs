@@ -1,4 +1,4 @@
-//! A whole live grid (issue 5 part 7): the meta-scheduler, two local schedulers and their site
+//! A whole live grid: the meta-scheduler, two local schedulers and their site
 //! agents as real processes on loopback ports. Jobs submitted to the meta-scheduler are
 //! classified, dispatched, forwarded, run as real processes and followed to their end; cancel,
 //! deadline order, licence limits, a kill -9 of the meta-scheduler in the middle of a stream of

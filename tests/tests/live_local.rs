@@ -1,4 +1,4 @@
-//! Live tests of the local scheduler and site agents (issue 5, parts 2–3): real processes on
+//! Live tests of the local scheduler and site agents: real processes on
 //! loopback ports. The binaries are the tests crate's copies (`gridsched-test-local-scheduler`,
 //! `gridsched-test-site-agent`, see `Cargo.toml`), located with `env!("CARGO_BIN_EXE_...")`; the
 //! scheduler listens on port 0 and prints its address on stdout.

@@ -1,4 +1,4 @@
-//! A secured live grid (issue 6 part 4): TLS on every link (client → meta-scheduler →
+//! A secured live grid (`docs/security.md`): TLS on every link (client → meta-scheduler →
 //! local schedulers ← agents, and the HTTP endpoint), bearer tokens with per-user visibility, and
 //! local schedulers that accept only the meta-scheduler's and the agents' secrets (and, with
 //! `require_client_cert`, only holders of a certificate of the grid's CA).

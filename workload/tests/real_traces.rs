@@ -1,17 +1,14 @@
 //! Reads the shared Parallel Workloads Archive traces (see `shared/traces/PROVENANCE.md`) from
-//! `$GRIDSCHED_TRACES` (default: `shared/traces` beside the workspace). A missing trace skips the
-//! test, except under `CI=true`, where it fails.
+//! `$GRIDSCHED_TRACES` (default: `../shared/traces` beside the workspace root, see `traces::dir`).
+//! A missing trace skips the test, except under `CI=true`, where it fails.
 
 use gridsched_workload::{JobSource, NormalizeOptions, SwfReader, traces};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// The path of a trace, or `None` (after saying so) when it is absent outside CI.
 fn trace(name: &str) -> Option<PathBuf> {
-    traces::for_test(
-        name,
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")),
-    )
+    traces::for_test(name)
 }
 
 #[test]

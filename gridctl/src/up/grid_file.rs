@@ -1,4 +1,4 @@
-//! The grid description `gridctl up` starts (issue 5 part 5): sites with their machines, floating
+//! The grid description `gridctl up` starts: sites with their machines, floating
 //! licences and local policy, plus the meta-scheduler's dispatch strategy; and the configuration
 //! files of each service generated from it. Unknown keys are refused, naming the key.
 

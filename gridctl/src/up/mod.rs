@@ -1,4 +1,4 @@
-//! `gridctl up` (issue 5 part 5): a complete grid on localhost in one command. It starts, as real
+//! `gridctl up`: a complete grid on localhost in one command. It starts, as real
 //! processes of this very binary (`gridctl __serve <service> ...`), one local scheduler per site,
 //! one site agent per machine and the meta-scheduler, all configured from a grid description (the
 //! embedded default: three sites with different machines, licences and policies), prints the

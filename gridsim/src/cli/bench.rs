@@ -2,7 +2,7 @@
 //! run including decompression and parsing — on every shared trace, and its growth with the
 //! queue length when the same trace's arrivals are compressed (shrinking factor, §5.5) to raise
 //! the load. With `--fb`, the cost of one Flexible Backfilling pass instead (see `bench_fb`).
-//! Figures go to the README; no test asserts a timing.
+//! Figures go to docs/performance.md; no test asserts a timing.
 
 use super::bench_fb::{fb_pass, parse_size};
 use super::dispatch_bench;
@@ -200,7 +200,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     if args.dispatch {
         return dispatch_bench::run(args.clusters, args.warm_jobs, args.repeat, args.json);
     }
-    let dir = traces::cli_traces_dir();
+    let dir = traces::dir();
     let names: Vec<PathBuf> = if args.traces.is_empty() {
         traces::list(&dir)
     } else {

@@ -22,8 +22,8 @@ use std::time::Instant;
 #[derive(Clone, Debug, Args)]
 pub struct RunArgs {
     /// Workload: a path (SWF, plain or gzip, or JSON Lines), a file name in the traces directory
-    /// ($GRIDSCHED_TRACES, default ../shared/traces) or a unique prefix of one (`KTH`). Without
-    /// it, the built-in synthetic workload is used.
+    /// ($GRIDSCHED_TRACES, default ../shared/traces beside the workspace root) or a unique prefix
+    /// of one (`KTH`). Without it, the built-in synthetic workload is used.
     #[arg(long)]
     pub trace: Option<String>,
     /// Processors of the machine. Default: the SWF header's MaxProcs (else MaxNodes); 128 for
@@ -102,8 +102,7 @@ pub struct RunOutcome {
 pub fn open_source(args: &RunArgs) -> Result<(JobSource, String)> {
     let source = match &args.trace {
         Some(name) => {
-            let path =
-                traces::resolve(name, &traces::cli_traces_dir()).map_err(anyhow::Error::msg)?;
+            let path = traces::resolve(name, &traces::dir()).map_err(anyhow::Error::msg)?;
             let s = JobSource::open(&path, args.procs, args.knobs.normalize())?;
             (s, path.display().to_string())
         }

@@ -164,7 +164,7 @@ fn swf_line(j: &Job) -> String {
 }
 
 fn scale(a: &ScaleArgs) -> Result<()> {
-    let path = traces::resolve(&a.trace, &traces::cli_traces_dir()).map_err(|e| anyhow!(e))?;
+    let path = traces::resolve(&a.trace, &traces::dir()).map_err(|e| anyhow!(e))?;
     let mut src = JobSource::open(&path, None, NormalizeOptions::default())?;
     let original = match a.from.or(src.normalized_procs()) {
         Some(n) => n,

@@ -51,7 +51,7 @@ pub fn synth(a: &SynthArgs) -> Result<()> {
         }
         _ => Weibull::fitted(&a.arrivals).map_err(|e| anyhow!("--arrivals: {e}"))?,
     };
-    let path = traces::resolve(&a.trace, &traces::cli_traces_dir()).map_err(|e| anyhow!(e))?;
+    let path = traces::resolve(&a.trace, &traces::dir()).map_err(|e| anyhow!(e))?;
     let mut src = JobSource::open(&path, None, NormalizeOptions::default())?;
     let mut fitted = Vec::new();
     for j in src.by_ref() {

@@ -289,7 +289,7 @@ pub struct LcgExperiment {
 impl LcgExperiment {
     /// Reads the trace from the traces directory (the first [`QUICK_JOBS`] jobs with `quick`).
     pub fn new(opts: &Options) -> Result<LcgExperiment> {
-        let path = traces::resolve(TRACE, &traces::cli_traces_dir()).map_err(|e| anyhow!(e))?;
+        let path = traces::resolve(TRACE, &traces::dir()).map_err(|e| anyhow!(e))?;
         let take = opts.quick.then_some(QUICK_JOBS);
         Ok(LcgExperiment::with_workload(
             LcgWorkload::read(&path, take)?,

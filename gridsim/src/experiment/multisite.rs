@@ -66,7 +66,7 @@ pub struct MultisiteExperiment {
 /// `total` nodes (`⌈w · total / N⌉`, [`scale::resize_widths`]), submissions shifted to start at 0
 /// and ids renumbered ([`scale::rebase`]).
 pub fn trace_workload(name: &str, skip: usize, take: usize, total: u32) -> Result<Workload> {
-    let path = traces::resolve(name, &traces::cli_traces_dir()).map_err(|e| anyhow!(e))?;
+    let path = traces::resolve(name, &traces::dir()).map_err(|e| anyhow!(e))?;
     let mut src = JobSource::open(&path, None, NormalizeOptions::default())?;
     let n = src
         .normalized_procs()

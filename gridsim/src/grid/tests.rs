@@ -286,9 +286,7 @@ fn multi_site_at_zero_overhead_equals_one_machine_of_the_summed_size() {
 /// workload crate): multi-site at p = 0 on m128 starts every job when EASY on 512 nodes does.
 #[test]
 fn the_kth_grid_workload_at_zero_overhead_equals_m512() {
-    let default = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    let Some(path) = gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz", &default)
-    else {
+    let Some(path) = gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz") else {
         return;
     };
     let w =

@@ -1,4 +1,4 @@
-//! The Gantt view of one cluster (issue 6 part 3): one row per machine, one bar per job that ran
+//! The Gantt view of one cluster: one row per machine, one bar per job that ran
 //! there during the window, in the colour of its state, linked to its page. Jobs sharing an SMP
 //! machine at the same time are drawn in lanes of the machine's row (first lane free, in start
 //! order), so no bar hides another.

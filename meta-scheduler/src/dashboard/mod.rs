@@ -1,4 +1,4 @@
-//! The meta-scheduler's web dashboard (issue 6 part 3), served beside `/metrics` on the HTTP
+//! The meta-scheduler's web dashboard, served beside `/metrics` on the HTTP
 //! endpoint (`metrics_listen`): the sites with their reachability, Load / Count arrays, machines
 //! and licence pools; the queues by state and priority; the running jobs; recent events; a Gantt
 //! view per cluster; and a page per job with its explain text and its events.

@@ -5,7 +5,6 @@ use super::*;
 use crate::source::JobSource;
 use crate::swf::NormalizeOptions;
 use crate::traces;
-use std::path::Path;
 
 fn toy(n: u64) -> Vec<Job> {
     (0..n)
@@ -22,7 +21,7 @@ fn toy(n: u64) -> Vec<Job> {
 }
 
 fn load(file: &str) -> Option<(Vec<Job>, u32)> {
-    let path = traces::for_test(file, Path::new("../../shared/traces"))?;
+    let path = traces::for_test(file)?;
     let mut src = JobSource::open(&path, None, NormalizeOptions::default()).expect("open trace");
     let procs = src.normalized_procs().expect("machine size in header");
     let jobs: Vec<Job> = src.by_ref().map(|j| j.expect("job")).collect();
