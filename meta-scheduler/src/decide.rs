@@ -31,6 +31,8 @@ pub struct Decider {
     dispatcher: Box<dyn Dispatcher>,
     grid: GridState,
     names_of_sites: Vec<String>,
+    /// Per site: the longest estimate it runs (its `max_estimate_s` within the grid's cap).
+    max_estimate: Vec<i64>,
     describe: String,
 }
 
@@ -71,6 +73,11 @@ impl Decider {
             },
             names,
             names_of_sites: cfg.sites.iter().map(|s| s.name.clone()).collect(),
+            max_estimate: cfg
+                .sites
+                .iter()
+                .map(|s| s.max_estimate(cfg.limits.max_estimate_s))
+                .collect(),
         })
     }
 
@@ -119,9 +126,15 @@ impl Decider {
     ) -> (Option<usize>, v1::DispatchExplanation) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
         let before = self.dispatcher.arrays(self.grid.caps.len());
-        let excluded = exclude.map(|i| std::mem::replace(&mut self.grid.caps[i].up, false));
+        // The core's strategies know processors and licences, not the sites' estimate limits:
+        // the sites whose limit is shorter than the job's estimate look down to them.
+        let too_short = |i: usize| job.estimate > self.max_estimate[i];
+        let hidden: Vec<(usize, bool)> = (0..self.grid.caps.len())
+            .filter(|&i| exclude == Some(i) || too_short(i))
+            .map(|i| (i, std::mem::replace(&mut self.grid.caps[i].up, false)))
+            .collect();
         let placement = self.dispatcher.dispatch(now, job, p, &self.grid);
-        if let (Some(i), Some(up)) = (exclude, excluded) {
+        for (i, up) in hidden {
             self.grid.caps[i].up = up;
         }
         let chosen = match &placement {
@@ -136,11 +149,17 @@ impl Decider {
             .enumerate()
             .map(|(i, caps)| {
                 let (load, count) = before.get(i).map_or((0, 0), |a| (a.load[pi], a.count[pi]));
-                let fits = caps.up && caps.can_run(job);
+                let long = job.estimate > self.max_estimate[i];
+                let fits = caps.up && caps.can_run(job) && !long;
                 let note = if exclude == Some(i) {
                     "refused the job or went down".into()
                 } else if !caps.up {
                     "site down".into()
+                } else if long {
+                    format!(
+                        "estimate above the site's limit of {} s",
+                        self.max_estimate[i]
+                    )
                 } else if !fits {
                     "cannot run the job (processors or licences)".into()
                 } else if chosen == Some(i) {
@@ -208,10 +227,12 @@ impl Decider {
         self.grid.caps[site].up
     }
 
-    /// Whether `site` could run `job` at all (processors, licences), up or not.
+    /// Whether `site` could run `job` at all (processors, licences, estimate limit), up or not.
     pub fn can_ever_run(&self, site: usize, job: &Job) -> bool {
         let c = &self.grid.caps[site];
-        job.procs <= c.max_machine_procs && job.licences.iter().all(|l| c.licences.contains(l))
+        job.procs <= c.max_machine_procs
+            && job.licences.iter().all(|l| c.licences.contains(l))
+            && job.estimate <= self.max_estimate[site]
     }
 
     /// Records the polled state of a site (for the strategies that read it).
@@ -311,6 +332,38 @@ mod tests {
         assert!(e5.decided_by.starts_with("waiting"), "{}", e5.decided_by);
         let job = d.job(&spec(1, &[]), 6, 0).unwrap();
         assert_eq!(d.dispatch(0, &job, 1, Some(0)).0, None);
+    }
+
+    #[test]
+    fn a_site_with_a_shorter_limit_is_not_a_candidate() {
+        let text = "[[sites]]\nname = \"a\"\nmax_estimate_s = 100\n\
+                    machines = [{ name = \"a1\", processors = 8 }]\n\
+                    [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 8 }]\n";
+        let mut d = Decider::new(&MetaConfig::from_toml(text).unwrap(), 0).unwrap();
+        let long = v1::JobSpec {
+            estimate_s: 101,
+            ..spec(1, &[])
+        };
+        for id in 1..=3 {
+            // Site a is idle and first, yet never chosen for a job longer than its limit.
+            let job = d.job(&long, id, 0).unwrap();
+            let (site, e) = d.dispatch(0, &job, 1, None);
+            assert_eq!(site, Some(1));
+            assert!(!e.candidates[0].feasible);
+            assert!(
+                e.candidates[0].note.contains("100 s"),
+                "{}",
+                e.candidates[0].note
+            );
+            assert!(!d.can_ever_run(0, &job) && d.can_ever_run(1, &job));
+        }
+        assert!(d.is_up(0), "the site's own state is left as it was");
+        let short = d.job(&spec(1, &[]), 4, 0).unwrap();
+        assert_eq!(short.estimate, 100);
+        assert_eq!(d.dispatch(0, &short, 1, None).0, Some(0));
+        // With its only site excluded, the long job waits.
+        let job = d.job(&long, 5, 0).unwrap();
+        assert_eq!(d.dispatch(0, &job, 1, Some(1)).0, None);
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! Admission checks of the meta-scheduler (issue 5 part 6): a job that no site can ever run is
-//! refused with INVALID_ARGUMENT naming the `JobSpec` field to blame.
+//! Admission checks of the meta-scheduler (issue 5 part 6): a job that no site can ever run, or
+//! that breaks the configured size limits (`[limits]`, [`SpecLimits`]), is refused with
+//! INVALID_ARGUMENT naming the `JobSpec` field to blame.
 
 use crate::config::SiteConfig;
-use gridsched_proto::v1;
+use gridsched_proto::{SpecLimits, v1};
 
 /// A refused job: the field to blame and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,20 +29,30 @@ impl From<Refusal> for tonic::Status {
     }
 }
 
-/// Whether a site can ever run a job: a machine with enough processors and every licence.
-pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec) -> bool {
+/// Whether a site can ever run a job: a machine with enough processors, every licence and an
+/// estimate within the site's limit (capped by the grid's `max_estimate_s`).
+pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec, max_estimate_s: i64) -> bool {
     site.machines
         .iter()
         .any(|m| m.processors >= spec.processors)
         && spec.licences.iter().all(|l| site.licences.contains(l))
+        && spec.estimate_s <= site.max_estimate(max_estimate_s)
 }
 
-/// Checks a submitted job against the grid at time `now`.
-pub fn check(spec: Option<&v1::JobSpec>, sites: &[SiteConfig], now: i64) -> Result<(), Refusal> {
+/// Checks a submitted job against the grid and the `limits` at time `now`.
+pub fn check(
+    spec: Option<&v1::JobSpec>,
+    sites: &[SiteConfig],
+    limits: &SpecLimits,
+    now: i64,
+) -> Result<(), Refusal> {
     let spec = spec.ok_or_else(|| Refusal::new("spec", "required"))?;
     if spec.user.trim().is_empty() {
         return Err(Refusal::new("user", "required"));
     }
+    limits
+        .check(spec)
+        .map_err(|e| Refusal::new(e.field(), e.reason()))?;
     if spec.owner_priority > 3 {
         return Err(Refusal::new("owner_priority", "must be 0 to 3"));
     }
@@ -64,6 +75,20 @@ pub fn check(spec: Option<&v1::JobSpec>, sites: &[SiteConfig], now: i64) -> Resu
     }
     if spec.estimate_s < 1 {
         return Err(Refusal::new("estimate_s", "must be at least 1"));
+    }
+    let longest = sites
+        .iter()
+        .map(|s| s.max_estimate(limits.max_estimate_s))
+        .max()
+        .unwrap_or(0);
+    if spec.estimate_s > longest {
+        return Err(Refusal::new(
+            "estimate_s",
+            format!(
+                "{} s is more than every site's limit (largest: {longest} s)",
+                spec.estimate_s
+            ),
+        ));
     }
     if let Some(d) = spec.deadline
         && d < now
@@ -106,10 +131,14 @@ pub fn check(spec: Option<&v1::JobSpec>, sites: &[SiteConfig], now: i64) -> Resu
         }
         _ => {}
     }
-    if !sites.iter().any(|s| site_can_run(s, spec)) {
+    if !sites
+        .iter()
+        .any(|s| site_can_run(s, spec, limits.max_estimate_s))
+    {
         return Err(Refusal::new(
             "licences",
-            "no single site has a machine wide enough together with every licence",
+            "no single site has a machine wide enough together with every licence and an \
+             estimate limit at least `estimate_s`",
         ));
     }
     Ok(())
@@ -129,6 +158,7 @@ mod tests {
                 processors: 8,
             }],
             licences: vec!["matlab".into()],
+            max_estimate_s: Some(3600),
             token: None,
             token_file: None,
         }]
@@ -145,13 +175,16 @@ mod tests {
     }
 
     fn field(spec: v1::JobSpec) -> String {
-        check(Some(&spec), &sites(), 1000).unwrap_err().field
+        check(Some(&spec), &sites(), &SpecLimits::default(), 1000)
+            .unwrap_err()
+            .field
     }
 
     #[test]
     fn names_the_field() {
-        assert!(check(Some(&ok_spec()), &sites(), 1000).is_ok());
-        assert_eq!(check(None, &sites(), 0).unwrap_err().field, "spec");
+        let limits = SpecLimits::default();
+        assert!(check(Some(&ok_spec()), &sites(), &limits, 1000).is_ok());
+        assert_eq!(check(None, &sites(), &limits, 0).unwrap_err().field, "spec");
         assert_eq!(
             field(v1::JobSpec {
                 processors: 9,
@@ -195,5 +228,38 @@ mod tests {
             }),
             "estimate_s"
         );
+        assert_eq!(
+            field(v1::JobSpec {
+                user: "u".repeat(10_000),
+                ..ok_spec()
+            }),
+            "user"
+        );
+    }
+
+    #[test]
+    fn estimate_within_the_largest_site_limit() {
+        let limits = SpecLimits::default();
+        let spec = |estimate_s| v1::JobSpec {
+            estimate_s,
+            ..ok_spec()
+        };
+        assert!(check(Some(&spec(3600)), &sites(), &limits, 0).is_ok());
+        let r = check(Some(&spec(3601)), &sites(), &limits, 0).unwrap_err();
+        assert_eq!(r.field, "estimate_s");
+        assert!(r.message.contains("largest: 3600 s"), "{}", r.message);
+        let r = check(Some(&spec(1 << 62)), &sites(), &limits, 0).unwrap_err();
+        assert_eq!(r.field, "estimate_s");
+        // The grid-wide cap also caps a site's own limit.
+        let tight = SpecLimits {
+            max_estimate_s: 60,
+            ..limits
+        };
+        let r = check(Some(&spec(61)), &sites(), &tight, 0).unwrap_err();
+        assert!(r.message.contains("60 s"), "{}", r.message);
+        // A site without a limit of its own takes the grid's.
+        let mut open = sites();
+        open[0].max_estimate_s = None;
+        assert!(check(Some(&spec(86_400)), &open, &limits, 0).is_ok());
     }
 }
