@@ -9,7 +9,7 @@ mod show;
 mod up;
 
 use clap::{Parser, Subcommand};
-use gridsched_proto::standard::tonic_health::ServingStatus;
+use gridsched_proto::standard::tonic_health::pb::health_check_response::ServingStatus;
 use gridsched_proto::standard::tonic_health::pb::{
     HealthCheckRequest, health_client::HealthClient,
 };

@@ -39,6 +39,16 @@ pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec, max_estimate_s: i64) 
         && spec.estimate_s <= site.max_estimate(max_estimate_s)
 }
 
+/// Whether a site holds every machine the job's inputs name (its local scheduler knows no
+/// other machine, and refuses the job).
+pub fn site_holds_inputs(site: &SiteConfig, spec: &v1::JobSpec) -> bool {
+    spec.inputs.iter().all(|i| {
+        i.machine
+            .as_ref()
+            .is_none_or(|m| site.machines.iter().any(|x| &x.name == m))
+    })
+}
+
 /// Checks a submitted job against the grid and the `limits` at time `now`.
 pub fn check(
     spec: Option<&v1::JobSpec>,
@@ -141,6 +151,15 @@ pub fn check(
              estimate limit at least `estimate_s`",
         ));
     }
+    if !sites
+        .iter()
+        .any(|s| site_can_run(s, spec, limits.max_estimate_s) && site_holds_inputs(s, spec))
+    {
+        return Err(Refusal::new(
+            "inputs",
+            "no site that can run the job holds every machine its inputs name",
+        ));
+    }
     Ok(())
 }
 
@@ -234,6 +253,17 @@ mod tests {
                 ..ok_spec()
             }),
             "user"
+        );
+        let elsewhere = vec![v1::InputRef {
+            machine: Some("not-at-a".into()),
+            size: 1,
+        }];
+        assert_eq!(
+            field(v1::JobSpec {
+                inputs: elsewhere,
+                ..ok_spec()
+            }),
+            "inputs"
         );
     }
 

@@ -3,7 +3,7 @@
 //! v1alpha) answer on the meta-scheduler and on a local scheduler without any bearer token,
 //! while the gridsched services themselves still refuse a call without one.
 
-use gridsched_proto::standard::tonic_health::ServingStatus;
+use gridsched_proto::standard::tonic_health::pb::health_check_response::ServingStatus;
 use gridsched_proto::standard::tonic_health::pb::{
     HealthCheckRequest, health_client::HealthClient,
 };
