@@ -5,6 +5,7 @@
 //! clock: the job is `date +%s%N`), and the time to run N one-second emulated jobs against the
 //! ideal `N x 1 s / 96 processors`.
 
+use crate::out::outln;
 use crate::up::grid_file::GridFile;
 use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -136,7 +137,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", None, 1.0)?;
     let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
     wait_ready(&mut c, 12).await?;
-    println!(
+    outln!(
         "benchmark grid: 3 sites x 4 agents x 8 processors (EASY), start claims {}, in {}",
         if a.no_start_claims { "off" } else { "on" },
         grid.dir.display()
@@ -182,7 +183,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         lat.push(started.saturating_sub(t0) as f64 / 1e6);
     }
     let (p50, p99, max) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99), pct(&mut lat, 1.0));
-    println!(
+    outln!(
         "submit -> process start, idle grid, {} samples: p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
         a.samples
     );
@@ -207,7 +208,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         t.await??;
     }
     let unary = (per * a.clients.max(1)) as f64 / t.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "unary submissions, {} clients: {unary:.0} jobs/s acknowledged and durable",
         a.clients
     );
@@ -241,7 +242,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         submitted += n;
     }
     let ack = t.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "batched submissions ({} per batch): {:.0} jobs/s acknowledged and durable ({} jobs in {ack:.2} s)",
         a.batch,
         a.jobs as f64 / ack,
@@ -250,7 +251,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     wait_all_ended(&mut c, last).await?;
     let run = t.elapsed().as_secs_f64();
     let ideal = (a.jobs as f64 / 96.0).ceil();
-    println!(
+    outln!(
         "{} one-second jobs on 96 processors: {run:.1} s from the first submission to the last end; ideal {ideal:.0} s ({:.1}% above)",
         a.jobs,
         (run / ideal - 1.0) * 100.0

@@ -4,12 +4,18 @@
 
 mod bench;
 mod job_file;
+mod out;
 mod show;
 mod up;
 
 use clap::{Parser, Subcommand};
+use gridsched_proto::standard::tonic_health::pb::health_check_response::ServingStatus;
+use gridsched_proto::standard::tonic_health::pb::{
+    HealthCheckRequest, health_client::HealthClient,
+};
 use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
 use gridsched_security::Bearer;
+use out::outln;
 use tokio_stream::StreamExt;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -67,9 +73,12 @@ enum Cmd {
         /// Only jobs at this site.
         #[arg(long)]
         site: Option<String>,
-        /// At most this many jobs.
-        #[arg(long, default_value_t = 100)]
+        /// At most this many jobs (fetched in pages of up to 1,000, by increasing id).
+        #[arg(long, default_value_t = 100, conflicts_with = "all")]
         limit: u32,
+        /// Every matching job, however many (page after page).
+        #[arg(long)]
+        all: bool,
     },
     /// Cancels a job.
     Cancel {
@@ -100,8 +109,9 @@ enum Cmd {
     /// Starts a benchmark grid and measures submissions per second, submit-to-start latency and
     /// the run of many one-second jobs against the ideal.
     Bench(bench::BenchArgs),
-    /// Health check (for containers): exits 0 when the meta-scheduler answers, or, with
-    /// `--local URL`, when that local scheduler does.
+    /// Health check (for containers): asks the meta-scheduler (or, with `--local URL`, that
+    /// local scheduler) through the standard `grpc.health.v1.Health` service, which needs no
+    /// token; exits 0 when its service is SERVING.
     Health {
         /// A local scheduler's URL instead of the meta-scheduler.
         #[arg(long)]
@@ -149,6 +159,8 @@ fn main() -> std::process::ExitCode {
     };
     match rt.block_on(run(cli)) {
         Ok(code) => code,
+        // The reader of our output has gone (`gridctl watch | head`): nothing more to say.
+        Err(e) if out::is_closed_pipe(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             if let Some(s) = e.downcast_ref::<tonic::Status>() {
                 eprintln!("gridctl: {:?}: {}", s.code(), s.message());
@@ -206,6 +218,31 @@ async fn connect(cli: &Conn) -> anyhow::Result<Client> {
     ))
 }
 
+/// The jobs `req` matches, by increasing id: at most `limit` of them (all when `None`), asked
+/// for in pages of at most 1,000 (the server's cap), each continuing from the previous one's
+/// `next_page_token`.
+async fn list_pages(
+    c: &mut Client,
+    mut req: v1::ListJobsRequest,
+    limit: Option<usize>,
+) -> anyhow::Result<Vec<v1::Job>> {
+    const PAGE: usize = 1000;
+    let mut jobs = Vec::new();
+    loop {
+        let want = limit.map_or(PAGE, |l| (l - jobs.len()).min(PAGE));
+        if want == 0 {
+            return Ok(jobs);
+        }
+        req.limit = want as u32;
+        let page = c.list_jobs(req.clone()).await?.into_inner();
+        jobs.extend(page.jobs);
+        if page.next_page_token.is_empty() {
+            return Ok(jobs);
+        }
+        req.page_token = page.next_page_token;
+    }
+}
+
 fn parse_state(s: &str) -> anyhow::Result<i32> {
     let name = format!("JOB_STATE_{}", s.to_ascii_uppercase());
     v1::JobState::from_str_name(&name)
@@ -229,7 +266,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         Cmd::Certs { out, names } => {
             let f = gridsched_security::devcerts::generate(&out, &names)?;
-            println!(
+            outln!(
                 "CA {}\ncertificate {} (key {})\nnames: {}",
                 f.ca.display(),
                 f.cert.display(),
@@ -245,24 +282,26 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         Cmd::Token => {
             let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
-            println!("{}{}", a.simple(), b.simple());
+            outln!("{}{}", a.simple(), b.simple());
             return Ok(std::process::ExitCode::SUCCESS);
         }
-        Cmd::Health { local: Some(url) } => {
-            let bearer = Bearer::new(conn.token()?.as_deref())?;
-            let mut c =
-                gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient::with_interceptor(
-                    conn.channel(&url).await?,
-                    bearer,
-                );
-            let s = c.status(v1::StatusRequest {}).await?.into_inner();
-            let online = s.machines.iter().filter(|m| m.online).count();
-            println!(
-                "{}: {online}/{} machines online",
-                s.cluster,
-                s.machines.len()
-            );
-            return Ok(std::process::ExitCode::SUCCESS);
+        Cmd::Health { local } => {
+            let url = local.as_deref().unwrap_or(&conn.endpoint);
+            let service = if local.is_some() {
+                v1::local_scheduler_server::SERVICE_NAME
+            } else {
+                v1::meta_scheduler_server::SERVICE_NAME
+            };
+            let mut c = HealthClient::new(conn.channel(url).await?);
+            let r = c
+                .check(HealthCheckRequest {
+                    service: service.to_owned(),
+                })
+                .await?
+                .into_inner();
+            outln!("{service} at {url}: {}", r.status().as_str_name());
+            let serving = r.status() == ServingStatus::Serving;
+            return Ok(if serving { 0.into() } else { 1.into() });
         }
         cmd => cmd,
     };
@@ -278,7 +317,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 .await?
                 .into_inner();
             if !wait {
-                show::submitted(&r, json);
+                show::submitted(&r, json)?;
                 return Ok(std::process::ExitCode::SUCCESS);
             }
             let mut events = c
@@ -295,7 +334,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                     .into_inner();
                 let job = job.job.unwrap_or_default();
                 if job.state().is_terminal() {
-                    show::jobs(std::slice::from_ref(&job), json);
+                    show::jobs(std::slice::from_ref(&job), json)?;
                     let ok = job.state() == v1::JobState::Completed;
                     return Ok(if ok { 0.into() } else { 1.into() });
                 }
@@ -309,36 +348,34 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         Cmd::Status { job_id } => {
             let r = c.get_job(v1::GetJobRequest { job_id }).await?.into_inner();
-            show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json);
+            show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json)?;
         }
         Cmd::List {
             state,
             user,
             site,
             limit,
+            all,
         } => {
             let states = state
                 .iter()
                 .map(|s| parse_state(s))
                 .collect::<anyhow::Result<_>>()?;
-            let r = c
-                .list_jobs(v1::ListJobsRequest {
-                    states,
-                    user,
-                    site,
-                    limit,
-                    ..Default::default()
-                })
-                .await?
-                .into_inner();
-            show::jobs(&r.jobs, json);
+            let req = v1::ListJobsRequest {
+                states,
+                user,
+                site,
+                ..Default::default()
+            };
+            let jobs = list_pages(&mut c, req, (!all).then_some(limit as usize)).await?;
+            show::jobs(&jobs, json)?;
         }
         Cmd::Cancel { job_id, reason } => {
             let r = c
                 .cancel_job(v1::CancelJobRequest { job_id, reason })
                 .await?
                 .into_inner();
-            show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json);
+            show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json)?;
         }
         Cmd::Watch { job_ids, from } => {
             let mut s = c
@@ -350,7 +387,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 .await?
                 .into_inner();
             while let Some(ev) = s.next().await {
-                show::event(&ev?, json);
+                show::event(&ev?, json)?;
             }
         }
         Cmd::Sites => {
@@ -361,26 +398,14 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 })
                 .await?
                 .into_inner();
-            show::sites(&r, json);
+            show::sites(&r, json)?;
         }
         Cmd::Explain { job_id } => {
             let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();
-            show::explain(&r, json);
+            show::explain(&r, json)?;
         }
         // Handled before connecting.
-        Cmd::Health { .. } => {
-            let r = c
-                .list_sites(v1::ListSitesRequest::default())
-                .await?
-                .into_inner();
-            let up = r
-                .sites
-                .iter()
-                .filter(|s| s.clusters.iter().all(|c| c.reachable))
-                .count();
-            println!("meta-scheduler: {up}/{} sites reachable", r.sites.len());
-        }
-        Cmd::Up(_) | Cmd::Bench(_) | Cmd::Certs { .. } | Cmd::Token => {}
+        Cmd::Up(_) | Cmd::Bench(_) | Cmd::Certs { .. } | Cmd::Token | Cmd::Health { .. } => {}
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

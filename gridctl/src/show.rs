@@ -1,5 +1,6 @@
 //! Output of `gridctl`: comfy-table tables, or JSON with `--json`.
 
+use crate::out::outln;
 use comfy_table::Table;
 use gridsched_proto::v1;
 use serde_json::{Value, json};
@@ -26,32 +27,33 @@ fn job_json(j: &v1::Job) -> Value {
 }
 
 /// Prints a submission's result.
-pub fn submitted(r: &v1::SubmitResponse, json: bool) {
+pub fn submitted(r: &v1::SubmitResponse, json: bool) -> std::io::Result<()> {
     if json {
         let v = json!({"job_id": r.job_id, "state": state_name(r.state), "priority": r.priority,
             "duplicate": r.duplicate});
-        println!("{v}");
+        outln!("{v}");
     } else {
         let dup = if r.duplicate {
             " (duplicate of an earlier submission)"
         } else {
             ""
         };
-        println!(
+        outln!(
             "job {} {} with priority {}{dup}",
             r.job_id,
             state_name(r.state),
             r.priority
         );
     }
+    Ok(())
 }
 
 /// Prints jobs.
-pub fn jobs(jobs: &[v1::Job], json: bool) {
+pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
     if json {
         let v: Vec<Value> = jobs.iter().map(job_json).collect();
-        println!("{}", Value::Array(v));
-        return;
+        outln!("{}", Value::Array(v));
+        return Ok(());
     }
     let mut t = Table::new();
     t.set_header([
@@ -71,17 +73,18 @@ pub fn jobs(jobs: &[v1::Job], json: bool) {
             j.reason.clone(),
         ]);
     }
-    println!("{t}");
+    outln!("{t}");
+    Ok(())
 }
 
 /// Prints one event.
-pub fn event(e: &v1::JobEvent, json: bool) {
+pub fn event(e: &v1::JobEvent, json: bool) -> std::io::Result<()> {
     if json {
         let v = json!({"sequence": e.sequence, "job_id": e.job_id, "state": state_name(e.state),
             "time": e.time, "detail": e.detail, "cluster": e.cluster, "exit_code": e.exit_code});
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "#{} job {} {} {}",
             e.sequence,
             e.job_id,
@@ -89,10 +92,11 @@ pub fn event(e: &v1::JobEvent, json: bool) {
             e.detail
         );
     }
+    Ok(())
 }
 
 /// Prints the sites.
-pub fn sites(r: &v1::ListSitesResponse, json: bool) {
+pub fn sites(r: &v1::ListSitesResponse, json: bool) -> std::io::Result<()> {
     if json {
         let v: Vec<Value> = r
             .sites
@@ -110,8 +114,8 @@ pub fn sites(r: &v1::ListSitesResponse, json: bool) {
             .collect();
         let out = json!({"dispatch_policy": r.dispatch_policy, "max_priority": r.max_priority,
             "clusters": v});
-        println!("{out}");
-        return;
+        outln!("{out}");
+        return Ok(());
     }
     let mut t = Table::new();
     t.set_header([
@@ -137,18 +141,20 @@ pub fn sites(r: &v1::ListSitesResponse, json: bool) {
             format!("{:?}", c.count),
         ]);
     }
-    println!("dispatch policy: {}\n{t}", r.dispatch_policy);
+    outln!("dispatch policy: {}\n{t}", r.dispatch_policy);
+    Ok(())
 }
 
 /// Prints an explanation.
-pub fn explain(r: &v1::ExplainResponse, json: bool) {
+pub fn explain(r: &v1::ExplainResponse, json: bool) -> std::io::Result<()> {
     if json {
         let d = r.dispatch.clone().unwrap_or_default();
         let v = json!({"job_id": r.job_id, "state": state_name(r.state),
             "priority": r.priority.as_ref().map(|p| p.priority), "cluster": d.cluster,
             "decided_by": d.decided_by, "queue_position": r.queue_position, "text": r.text});
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("{}", r.text);
+        outln!("{}", r.text);
     }
+    Ok(())
 }

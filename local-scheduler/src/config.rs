@@ -65,6 +65,9 @@ fn default_interval() -> u32 {
 fn default_lost() -> u32 {
     3000
 }
+fn default_max_estimate() -> i64 {
+    365 * 86_400
+}
 
 /// The whole configuration.
 #[derive(Clone, Debug, Deserialize)]
@@ -115,6 +118,11 @@ pub struct Config {
     /// more estimate (the reference simulator's rule, the simulator's default too).
     #[serde(default)]
     pub overrun_extension_s: Option<i64>,
+    /// The longest estimate (`estimate_s`, seconds) the cluster runs, like a batch partition's
+    /// time limit; a longer job is refused at Enqueue with INVALID_ARGUMENT. Default 31536000
+    /// (a year). Give the meta-scheduler's `[[sites]]` entry the same `max_estimate_s`.
+    #[serde(default = "default_max_estimate")]
+    pub max_estimate_s: i64,
 }
 
 /// The `[auth]` section: the secret the meta-scheduler must present (for Enqueue, Cancel,
@@ -185,6 +193,9 @@ impl Config {
     pub fn platform(&self) -> anyhow::Result<Platform> {
         if self.machines.is_empty() {
             bail!("machines: at least one machine is needed");
+        }
+        if self.max_estimate_s < 1 {
+            bail!("max_estimate_s: must be at least 1");
         }
         if self.heartbeat_interval_ms == 0 || self.lost_after_ms <= self.heartbeat_interval_ms {
             bail!("lost_after_ms: must exceed heartbeat_interval_ms (> 0)");
@@ -288,6 +299,17 @@ copies = 2
         assert_eq!(p.machines.len(), 2);
         assert_eq!(p.clusters[0].pools[0].copies, 2);
         assert_eq!(p.clusters[0].pools[0].machines.len(), 2);
+    }
+
+    #[test]
+    fn max_estimate_defaults_to_a_year() {
+        assert_eq!(Config::from_toml(OK).unwrap().max_estimate_s, 365 * 86_400);
+        let c = Config::from_toml(&format!("max_estimate_s = 600\n{OK}")).unwrap();
+        assert_eq!(c.max_estimate_s, 600);
+        let e = Config::from_toml(&format!("max_estimate_s = 0\n{OK}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_estimate_s"), "{e}");
     }
 
     #[test]

@@ -42,6 +42,15 @@ pub struct MetaConfig {
     /// Authentication of the client API.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// How big a submitted job may be: longer text, more arguments or a longer estimate is
+    /// refused at submission with INVALID_ARGUMENT naming the field. Keys and defaults:
+    /// `max_name_bytes` = 256 (`user`, `client_token`), `max_path_bytes` = 4096
+    /// (`command.program`, `command.working_directory`), `max_args` = 4096, `max_env` = 1024,
+    /// `max_command_bytes` = 131072 (program, arguments, environment and working directory
+    /// together), `max_inputs` = 1024, `max_estimate_s` = 31536000 (a year: the grid-wide cap,
+    /// see also each site's `max_estimate_s`).
+    #[serde(default)]
+    pub limits: gridsched_proto::SpecLimits,
     /// The sites of the grid, one cluster (local scheduler) each.
     #[serde(default)]
     pub sites: Vec<SiteConfig>,
@@ -111,6 +120,12 @@ pub struct SiteConfig {
     /// Names of the licences available at the site.
     #[serde(default)]
     pub licences: Vec<String>,
+    /// The longest estimate (`estimate_s`, seconds) the site runs, like a batch partition's time
+    /// limit: the same value as its local scheduler's `max_estimate_s`. Absent = the grid-wide
+    /// `limits.max_estimate_s`, which also caps it. A job no site's limit admits is refused at
+    /// submission; one that some site admits is only dispatched to those sites.
+    #[serde(default)]
+    pub max_estimate_s: Option<i64>,
     /// The secret this site's local scheduler expects from the meta-scheduler (its
     /// `auth.meta_token`), inline ...
     #[serde(default)]
@@ -148,6 +163,7 @@ impl Default for MetaConfig {
             metrics_listen: None,
             tls: Default::default(),
             auth: Default::default(),
+            limits: Default::default(),
             sites: Vec::new(),
         }
     }
@@ -178,6 +194,11 @@ pub enum ConfigError {
 }
 
 impl SiteConfig {
+    /// The longest estimate the site runs: its own limit within the grid's `cap`.
+    pub fn max_estimate(&self, cap: i64) -> i64 {
+        self.max_estimate_s.map_or(cap, |m| m.min(cap))
+    }
+
     /// The secret sent to this site's local scheduler, if any.
     pub fn token(&self) -> Result<Option<String>, gridsched_security::token::TokenError> {
         gridsched_security::token::read_secret(
@@ -236,6 +257,9 @@ impl MetaConfig {
             key: "tls".into(),
             reason: e.to_string(),
         })?;
+        self.limits
+            .validate()
+            .map_err(|key| bad(format!("limits.{key}"), "must be at least 1"))?;
         gridsched_security::Tokens::new(&self.auth.users).map_err(|e| ConfigError::Invalid {
             key: "auth".into(),
             reason: e.to_string(),
@@ -256,6 +280,12 @@ impl MetaConfig {
                 return Err(bad(
                     format!("sites[{i}].machines"),
                     "a site needs a machine",
+                ));
+            }
+            if s.max_estimate_s.is_some_and(|m| m < 1) {
+                return Err(bad(
+                    format!("sites[{i}].max_estimate_s"),
+                    "must be at least 1",
                 ));
             }
             let url = s.endpoint.starts_with("http://") || s.endpoint.starts_with("https://");
@@ -329,5 +359,29 @@ mod tests {
             e.to_string().contains("sites[0].machines[0].processors"),
             "{e}"
         );
+        let e = MetaConfig::from_toml("[limits]\nmax_name_byte = 3\n").unwrap_err();
+        assert!(e.to_string().contains("max_name_byte"), "{e}");
+        let e = MetaConfig::from_toml("[limits]\nmax_estimate_s = 0\n").unwrap_err();
+        assert!(e.to_string().contains("limits.max_estimate_s"), "{e}");
+        let e = MetaConfig::from_toml(
+            "[[sites]]\nname = \"a\"\nmax_estimate_s = -1\nmachines = [{ name = \"m\", processors = 1 }]\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("sites[0].max_estimate_s"), "{e}");
+    }
+
+    #[test]
+    fn limits_default_and_override() {
+        let cfg = MetaConfig::from_toml(
+            "[limits]\nmax_estimate_s = 7200\n[[sites]]\nname = \"a\"\nmax_estimate_s = 600\n\
+             machines = [{ name = \"m\", processors = 1 }]\n[[sites]]\nname = \"b\"\n\
+             machines = [{ name = \"m2\", processors = 1 }]\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.limits.max_name_bytes, 256);
+        assert_eq!(cfg.limits.max_command_bytes, 128 * 1024);
+        assert_eq!(cfg.sites[0].max_estimate(cfg.limits.max_estimate_s), 600);
+        assert_eq!(cfg.sites[1].max_estimate(cfg.limits.max_estimate_s), 7200);
+        assert_eq!(MetaConfig::default().limits.max_estimate_s, 365 * 86_400);
     }
 }

@@ -19,7 +19,7 @@ use gridsched_core::classify::{Classifier, ClassifierError};
 use gridsched_core::dispatch::{
     ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, GridState, Placement, Priority,
 };
-use gridsched_core::model::{ClusterId, Job, JobId, LicenceId};
+use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, MachineId};
 use gridsched_proto::v1;
 use gridsched_proto::{ConvertError, NameTable, job_from_spec};
 
@@ -31,6 +31,10 @@ pub struct Decider {
     dispatcher: Box<dyn Dispatcher>,
     grid: GridState,
     names_of_sites: Vec<String>,
+    /// Per site: the longest estimate it runs (its `max_estimate_s` within the grid's cap).
+    max_estimate: Vec<i64>,
+    /// Per site: its machines (the only ones its local scheduler accepts in a job's inputs).
+    machines: Vec<Vec<MachineId>>,
     describe: String,
 }
 
@@ -40,10 +44,14 @@ impl Decider {
     pub fn new(cfg: &MetaConfig, accepted_before: u64) -> Result<Decider, ClassifierError> {
         let mut names = NameTable::new();
         let mut caps = Vec::with_capacity(cfg.sites.len());
+        let mut machines = Vec::with_capacity(cfg.sites.len());
         for (i, s) in cfg.sites.iter().enumerate() {
-            for m in &s.machines {
-                names.add_machine(&m.name);
-            }
+            machines.push(
+                s.machines
+                    .iter()
+                    .map(|m| names.add_machine(&m.name))
+                    .collect(),
+            );
             let licences: Vec<LicenceId> =
                 s.licences.iter().map(|l| names.add_licence(l)).collect();
             caps.push(ClusterCaps {
@@ -71,6 +79,12 @@ impl Decider {
             },
             names,
             names_of_sites: cfg.sites.iter().map(|s| s.name.clone()).collect(),
+            max_estimate: cfg
+                .sites
+                .iter()
+                .map(|s| s.max_estimate(cfg.limits.max_estimate_s))
+                .collect(),
+            machines,
         })
     }
 
@@ -119,9 +133,17 @@ impl Decider {
     ) -> (Option<usize>, v1::DispatchExplanation) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
         let before = self.dispatcher.arrays(self.grid.caps.len());
-        let excluded = exclude.map(|i| std::mem::replace(&mut self.grid.caps[i].up, false));
+        // The core's strategies know processors and licences, not the sites' estimate limits nor
+        // where the inputs are: the sites that cannot take the job for those look down to them.
+        let hide: Vec<usize> = (0..self.grid.caps.len())
+            .filter(|&i| exclude == Some(i) || !self.takes(i, job))
+            .collect();
+        let hidden: Vec<(usize, bool)> = hide
+            .into_iter()
+            .map(|i| (i, std::mem::replace(&mut self.grid.caps[i].up, false)))
+            .collect();
         let placement = self.dispatcher.dispatch(now, job, p, &self.grid);
-        if let (Some(i), Some(up)) = (exclude, excluded) {
+        for (i, up) in hidden {
             self.grid.caps[i].up = up;
         }
         let chosen = match &placement {
@@ -136,11 +158,20 @@ impl Decider {
             .enumerate()
             .map(|(i, caps)| {
                 let (load, count) = before.get(i).map_or((0, 0), |a| (a.load[pi], a.count[pi]));
-                let fits = caps.up && caps.can_run(job);
+                let long = job.estimate > self.max_estimate[i];
+                let takes = self.takes(i, job);
+                let fits = caps.up && caps.can_run(job) && takes;
                 let note = if exclude == Some(i) {
                     "refused the job or went down".into()
                 } else if !caps.up {
                     "site down".into()
+                } else if long {
+                    format!(
+                        "estimate above the site's limit of {} s",
+                        self.max_estimate[i]
+                    )
+                } else if !takes {
+                    "does not hold the machines of the job's inputs".into()
                 } else if !fits {
                     "cannot run the job (processors or licences)".into()
                 } else if chosen == Some(i) {
@@ -208,10 +239,23 @@ impl Decider {
         self.grid.caps[site].up
     }
 
-    /// Whether `site` could run `job` at all (processors, licences), up or not.
+    /// Whether `site` could run `job` at all (processors, licences, estimate limit, inputs), up
+    /// or not.
     pub fn can_ever_run(&self, site: usize, job: &Job) -> bool {
         let c = &self.grid.caps[site];
-        job.procs <= c.max_machine_procs && job.licences.iter().all(|l| c.licences.contains(l))
+        job.procs <= c.max_machine_procs
+            && job.licences.iter().all(|l| c.licences.contains(l))
+            && self.takes(site, job)
+    }
+
+    /// Whether `site` takes `job` on what the core's capabilities do not say: its estimate is
+    /// within the site's limit and its inputs are on the site's machines.
+    fn takes(&self, site: usize, job: &Job) -> bool {
+        job.estimate <= self.max_estimate[site]
+            && job
+                .inputs
+                .iter()
+                .all(|i| i.machine.is_none_or(|m| self.machines[site].contains(&m)))
     }
 
     /// Records the polled state of a site (for the strategies that read it).
@@ -311,6 +355,54 @@ mod tests {
         assert!(e5.decided_by.starts_with("waiting"), "{}", e5.decided_by);
         let job = d.job(&spec(1, &[]), 6, 0).unwrap();
         assert_eq!(d.dispatch(0, &job, 1, Some(0)).0, None);
+    }
+
+    #[test]
+    fn a_site_with_a_shorter_limit_is_not_a_candidate() {
+        let text = "[[sites]]\nname = \"a\"\nmax_estimate_s = 100\n\
+                    machines = [{ name = \"a1\", processors = 8 }]\n\
+                    [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 8 }]\n";
+        let mut d = Decider::new(&MetaConfig::from_toml(text).unwrap(), 0).unwrap();
+        let long = v1::JobSpec {
+            estimate_s: 101,
+            ..spec(1, &[])
+        };
+        for id in 1..=3 {
+            // Site a is idle and first, yet never chosen for a job longer than its limit.
+            let job = d.job(&long, id, 0).unwrap();
+            let (site, e) = d.dispatch(0, &job, 1, None);
+            assert_eq!(site, Some(1));
+            assert!(!e.candidates[0].feasible);
+            assert!(
+                e.candidates[0].note.contains("100 s"),
+                "{}",
+                e.candidates[0].note
+            );
+            assert!(!d.can_ever_run(0, &job) && d.can_ever_run(1, &job));
+        }
+        assert!(d.is_up(0), "the site's own state is left as it was");
+        let short = d.job(&spec(1, &[]), 4, 0).unwrap();
+        assert_eq!(short.estimate, 100);
+        assert_eq!(d.dispatch(0, &short, 1, None).0, Some(0));
+        // With its only site excluded, the long job waits.
+        let job = d.job(&long, 5, 0).unwrap();
+        assert_eq!(d.dispatch(0, &job, 1, Some(1)).0, None);
+        // A job whose input is on b1 goes to b, however idle a is.
+        let on_b1 = v1::JobSpec {
+            inputs: vec![v1::InputRef {
+                machine: Some("b1".into()),
+                size: 1,
+            }],
+            ..spec(1, &[])
+        };
+        let job = d.job(&on_b1, 6, 0).unwrap();
+        let (site, e) = d.dispatch(0, &job, 1, None);
+        assert_eq!(site, Some(1));
+        assert!(
+            e.candidates[0].note.contains("inputs"),
+            "{}",
+            e.candidates[0].note
+        );
     }
 
     #[test]

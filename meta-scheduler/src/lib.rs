@@ -25,8 +25,9 @@ pub use service::MetaService;
 use gridsched_proto::v1::meta_scheduler_server::MetaSchedulerServer;
 
 /// Starts the links to the local schedulers and serves `service` on an already bound listener
-/// until `shutdown` resolves: the gRPC API (over TLS when `tls.cert` is set) and, on
-/// `metrics_listen`, `/metrics` and the dashboard.
+/// until `shutdown` resolves: the gRPC API (over TLS when `tls.cert` is set) with the standard
+/// health and reflection services ([`gridsched_proto::standard`], reachable without a token:
+/// the API checks tokens in each method) and, on `metrics_listen`, `/metrics` and the dashboard.
 pub async fn serve(
     service: MetaService,
     listener: tokio::net::TcpListener,
@@ -55,8 +56,13 @@ pub async fn serve(
         server = server.tls_config(tls)?;
     }
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let standard = gridsched_proto::standard::standard_services(
+        gridsched_proto::v1::meta_scheduler_server::SERVICE_NAME,
+    )
+    .await?;
     server
         .layer(layer)
+        .add_routes(standard.routes)
         .add_service(MetaSchedulerServer::new(service))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;

@@ -245,7 +245,7 @@ impl MetaService {
                     message: format!("field `{field}`: {message}"),
                 })),
             };
-            if let Err(r) = validate::check(spec.as_ref(), &st.sites, t) {
+            if let Err(r) = validate::check(spec.as_ref(), &st.sites, &self.inner.cfg.limits, t) {
                 results.push(reject(&r.field, &r.message));
                 continue;
             }

@@ -1,9 +1,10 @@
 //! Admission checks of the meta-scheduler (the static feasibility filtering of spec
-//! `two-level-grid-scheduler.md` D3): a job that no site can ever run is refused with
+//! `two-level-grid-scheduler.md` D3): a job that no site can ever run, or
+//! that breaks the configured size limits (`[limits]`, [`SpecLimits`]), is refused with
 //! INVALID_ARGUMENT naming the `JobSpec` field to blame.
 
 use crate::config::SiteConfig;
-use gridsched_proto::v1;
+use gridsched_proto::{SpecLimits, v1};
 
 /// A refused job: the field to blame and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,20 +30,40 @@ impl From<Refusal> for tonic::Status {
     }
 }
 
-/// Whether a site can ever run a job: a machine with enough processors and every licence.
-pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec) -> bool {
+/// Whether a site can ever run a job: a machine with enough processors, every licence and an
+/// estimate within the site's limit (capped by the grid's `max_estimate_s`).
+pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec, max_estimate_s: i64) -> bool {
     site.machines
         .iter()
         .any(|m| m.processors >= spec.processors)
         && spec.licences.iter().all(|l| site.licences.contains(l))
+        && spec.estimate_s <= site.max_estimate(max_estimate_s)
 }
 
-/// Checks a submitted job against the grid at time `now`.
-pub fn check(spec: Option<&v1::JobSpec>, sites: &[SiteConfig], now: i64) -> Result<(), Refusal> {
+/// Whether a site holds every machine the job's inputs name (its local scheduler knows no
+/// other machine, and refuses the job).
+pub fn site_holds_inputs(site: &SiteConfig, spec: &v1::JobSpec) -> bool {
+    spec.inputs.iter().all(|i| {
+        i.machine
+            .as_ref()
+            .is_none_or(|m| site.machines.iter().any(|x| &x.name == m))
+    })
+}
+
+/// Checks a submitted job against the grid and the `limits` at time `now`.
+pub fn check(
+    spec: Option<&v1::JobSpec>,
+    sites: &[SiteConfig],
+    limits: &SpecLimits,
+    now: i64,
+) -> Result<(), Refusal> {
     let spec = spec.ok_or_else(|| Refusal::new("spec", "required"))?;
     if spec.user.trim().is_empty() {
         return Err(Refusal::new("user", "required"));
     }
+    limits
+        .check(spec)
+        .map_err(|e| Refusal::new(e.field(), e.reason()))?;
     if spec.owner_priority > 3 {
         return Err(Refusal::new("owner_priority", "must be 0 to 3"));
     }
@@ -65,6 +86,20 @@ pub fn check(spec: Option<&v1::JobSpec>, sites: &[SiteConfig], now: i64) -> Resu
     }
     if spec.estimate_s < 1 {
         return Err(Refusal::new("estimate_s", "must be at least 1"));
+    }
+    let longest = sites
+        .iter()
+        .map(|s| s.max_estimate(limits.max_estimate_s))
+        .max()
+        .unwrap_or(0);
+    if spec.estimate_s > longest {
+        return Err(Refusal::new(
+            "estimate_s",
+            format!(
+                "{} s is more than every site's limit (largest: {longest} s)",
+                spec.estimate_s
+            ),
+        ));
     }
     if let Some(d) = spec.deadline
         && d < now
@@ -107,10 +142,23 @@ pub fn check(spec: Option<&v1::JobSpec>, sites: &[SiteConfig], now: i64) -> Resu
         }
         _ => {}
     }
-    if !sites.iter().any(|s| site_can_run(s, spec)) {
+    if !sites
+        .iter()
+        .any(|s| site_can_run(s, spec, limits.max_estimate_s))
+    {
         return Err(Refusal::new(
             "licences",
-            "no single site has a machine wide enough together with every licence",
+            "no single site has a machine wide enough together with every licence and an \
+             estimate limit at least `estimate_s`",
+        ));
+    }
+    if !sites
+        .iter()
+        .any(|s| site_can_run(s, spec, limits.max_estimate_s) && site_holds_inputs(s, spec))
+    {
+        return Err(Refusal::new(
+            "inputs",
+            "no site that can run the job holds every machine its inputs name",
         ));
     }
     Ok(())
@@ -130,6 +178,7 @@ mod tests {
                 processors: 8,
             }],
             licences: vec!["matlab".into()],
+            max_estimate_s: Some(3600),
             token: None,
             token_file: None,
         }]
@@ -146,13 +195,16 @@ mod tests {
     }
 
     fn field(spec: v1::JobSpec) -> String {
-        check(Some(&spec), &sites(), 1000).unwrap_err().field
+        check(Some(&spec), &sites(), &SpecLimits::default(), 1000)
+            .unwrap_err()
+            .field
     }
 
     #[test]
     fn names_the_field() {
-        assert!(check(Some(&ok_spec()), &sites(), 1000).is_ok());
-        assert_eq!(check(None, &sites(), 0).unwrap_err().field, "spec");
+        let limits = SpecLimits::default();
+        assert!(check(Some(&ok_spec()), &sites(), &limits, 1000).is_ok());
+        assert_eq!(check(None, &sites(), &limits, 0).unwrap_err().field, "spec");
         assert_eq!(
             field(v1::JobSpec {
                 processors: 9,
@@ -196,5 +248,49 @@ mod tests {
             }),
             "estimate_s"
         );
+        assert_eq!(
+            field(v1::JobSpec {
+                user: "u".repeat(10_000),
+                ..ok_spec()
+            }),
+            "user"
+        );
+        let elsewhere = vec![v1::InputRef {
+            machine: Some("not-at-a".into()),
+            size: 1,
+        }];
+        assert_eq!(
+            field(v1::JobSpec {
+                inputs: elsewhere,
+                ..ok_spec()
+            }),
+            "inputs"
+        );
+    }
+
+    #[test]
+    fn estimate_within_the_largest_site_limit() {
+        let limits = SpecLimits::default();
+        let spec = |estimate_s| v1::JobSpec {
+            estimate_s,
+            ..ok_spec()
+        };
+        assert!(check(Some(&spec(3600)), &sites(), &limits, 0).is_ok());
+        let r = check(Some(&spec(3601)), &sites(), &limits, 0).unwrap_err();
+        assert_eq!(r.field, "estimate_s");
+        assert!(r.message.contains("largest: 3600 s"), "{}", r.message);
+        let r = check(Some(&spec(1 << 62)), &sites(), &limits, 0).unwrap_err();
+        assert_eq!(r.field, "estimate_s");
+        // The grid-wide cap also caps a site's own limit.
+        let tight = SpecLimits {
+            max_estimate_s: 60,
+            ..limits
+        };
+        let r = check(Some(&spec(61)), &sites(), &tight, 0).unwrap_err();
+        assert!(r.message.contains("60 s"), "{}", r.message);
+        // A site without a limit of its own takes the grid's.
+        let mut open = sites();
+        open[0].max_estimate_s = None;
+        assert!(check(Some(&spec(86_400)), &open, &limits, 0).is_ok());
     }
 }

@@ -6,6 +6,7 @@
 //! [`ConvertError`] naming the offending `JobSpec` field, which becomes a gRPC `INVALID_ARGUMENT`
 //! status. Conversions towards the wire fail only when an id has no name ([`UnnamedId`]).
 
+use crate::limits::check_text;
 use crate::v1;
 use gridsched_core::Time;
 use gridsched_core::model::{
@@ -269,6 +270,7 @@ pub fn job_from_spec(
     if spec.user.is_empty() {
         return Err(ConvertError::new("user", "must not be empty"));
     }
+    check_strings(spec)?;
     let user_class = v1::UserClass::try_from(spec.user_class)
         .map_err(|_| ConvertError::new("user_class", format!("unknown value {}", spec.user_class)))?
         .into();
@@ -348,6 +350,40 @@ pub fn job_from_spec(
     job.validate()?;
     job.user = names.intern_user(&spec.user);
     Ok(job)
+}
+
+/// Refuses the text a program cannot be given: a NUL byte anywhere in the user, the client
+/// token or the command, and an environment variable name that is empty or holds `=`.
+fn check_strings(spec: &v1::JobSpec) -> Result<(), ConvertError> {
+    check_text(|| "user".into(), &spec.user)?;
+    if let Some(t) = &spec.client_token {
+        check_text(|| "client_token".into(), t)?;
+    }
+    let Some(c) = &spec.command else {
+        return Ok(());
+    };
+    check_text(|| "command.program".into(), &c.program)?;
+    for (i, a) in c.args.iter().enumerate() {
+        check_text(|| format!("command.args[{i}]"), a)?;
+    }
+    // A map: sorted, so that the same spec always blames the same entry.
+    let mut env: Vec<(&String, &String)> = c.env.iter().collect();
+    env.sort();
+    for (k, v) in env {
+        let field = || format!("command.env[{k:?}]");
+        if k.is_empty() || k.contains('=') {
+            return Err(ConvertError::new(
+                field(),
+                "a variable name must be non-empty and without `=`",
+            ));
+        }
+        check_text(field, k)?;
+        check_text(field, v)?;
+    }
+    if let Some(d) = &c.working_directory {
+        check_text(|| "command.working_directory".into(), d)?;
+    }
+    Ok(())
 }
 
 /// The `JobSpec` describing a model [`Job`] (its id and submission time are not part of a spec).
@@ -526,6 +562,15 @@ mod tests {
         assert_eq!(convert(&spec).unwrap().user_class, UserClass::Regular);
     }
 
+    /// Turns the spec into a real command's (program `echo`), returning the command.
+    fn with_command(s: &mut v1::JobSpec) -> &mut v1::Command {
+        s.emulate_runtime_s = None;
+        s.command.insert(v1::Command {
+            program: "echo".into(),
+            ..Default::default()
+        })
+    }
+
     #[test]
     fn each_invalid_field_is_named() {
         type Breaker = fn(&mut v1::JobSpec);
@@ -555,6 +600,26 @@ mod tests {
             ("command.program", |s| {
                 s.emulate_runtime_s = None;
                 s.command = Some(v1::Command::default());
+            }),
+            ("user", |s| s.user = "al\0ice".into()),
+            ("client_token", |s| s.client_token = Some("\0".into())),
+            ("command.program", |s| {
+                with_command(s).program = "ec\0ho".into()
+            }),
+            ("command.args[1]", |s| {
+                with_command(s).args = vec!["ok".into(), "n\0ul".into()]
+            }),
+            ("command.env[\"A\"]", |s| {
+                with_command(s).env.insert("A".into(), "x\0".into());
+            }),
+            ("command.env[\"A=B\"]", |s| {
+                with_command(s).env.insert("A=B".into(), "x".into());
+            }),
+            ("command.env[\"\"]", |s| {
+                with_command(s).env.insert(String::new(), "x".into());
+            }),
+            ("command.working_directory", |s| {
+                with_command(s).working_directory = Some("/tmp\0".into())
             }),
         ];
         for (field, breaker) in cases {

@@ -8,12 +8,17 @@
 //!   directory and are compiled by the pure-Rust `protox`, so no `protoc` is needed.
 //! * [`convert`]: model ↔ message conversions, validating what comes from the wire.
 //! * [`FILE_DESCRIPTOR_SET`]: the encoded descriptors of all the files, for gRPC reflection.
+//! * [`limits`]: how big a submitted job may be ([`SpecLimits`]), the meta-scheduler's door check.
+//! * [`standard`]: the standard health and reflection services every gridsched server offers.
 
 pub mod convert;
+pub mod limits;
+pub mod standard;
 
 pub use convert::{
     ConvertError, NameTable, UnnamedId, job_from_spec, reservation_to_proto, spec_from_job,
 };
+pub use limits::SpecLimits;
 
 /// The generated messages, clients (`*_client`) and servers (`*_server`) of `gridsched.v1`.
 #[allow(

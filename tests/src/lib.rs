@@ -1,6 +1,7 @@
 //! Shared helpers of gridsched's end-to-end tests: finding the shared traces and replaying one
 //! through a policy with the library API.
 
+pub mod arbitrary;
 pub mod live;
 
 use gridsched_core::model::MachineId;

@@ -85,6 +85,19 @@ pub struct Bins {
     pub agent: PathBuf,
 }
 
+/// The [`Bins`] of this crate's copies of the service binaries. `env!("CARGO_BIN_EXE_...")`
+/// is known only to the crate's integration tests, so only they can expand it.
+#[macro_export]
+macro_rules! test_bins {
+    () => {
+        $crate::live::Bins {
+            meta: env!("CARGO_BIN_EXE_gridsched-test-meta-scheduler").into(),
+            local: env!("CARGO_BIN_EXE_gridsched-test-local-scheduler").into(),
+            agent: env!("CARGO_BIN_EXE_gridsched-test-site-agent").into(),
+        }
+    };
+}
+
 /// One cluster of a test grid.
 #[derive(Debug, Clone)]
 pub struct SiteSpec {
@@ -96,6 +109,9 @@ pub struct SiteSpec {
     pub machines: Vec<(String, u32)>,
     /// Floating licence pools: name and copies.
     pub licences: Vec<(String, u32)>,
+    /// The longest estimate the site runs (its local scheduler's and its `[[sites]]` entry's
+    /// `max_estimate_s`); `None` = the default.
+    pub max_estimate_s: Option<i64>,
 }
 
 impl SiteSpec {
@@ -108,6 +124,7 @@ impl SiteSpec {
                 .map(|k| (format!("{name}-m{k}"), procs))
                 .collect(),
             licences: Vec::new(),
+            max_estimate_s: None,
         }
     }
 }
@@ -253,6 +270,9 @@ impl LiveGrid {
                 g.metrics[i + 1],
                 s.policy
             );
+            if let Some(m) = s.max_estimate_s {
+                toml = format!("max_estimate_s = {m}\n{toml}");
+            }
             for (m, p) in &s.machines {
                 toml += &format!("[[machines]]\nname = \"{m}\"\nprocessors = {p}\n");
             }
@@ -311,6 +331,9 @@ impl LiveGrid {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            if let Some(m) = s.max_estimate_s {
+                toml += &format!("max_estimate_s = {m}\n");
+            }
         }
         std::fs::write(g.path("meta.toml"), toml).expect("write meta config");
         g.start_meta(None);

@@ -64,6 +64,10 @@ pub struct SitePart {
     /// Floating licence pools.
     #[serde(default)]
     pub licences: Vec<LicencePart>,
+    /// The longest estimate the site runs (seconds), given to its local scheduler and to the
+    /// meta-scheduler's entry for it; absent = their default (a year).
+    #[serde(default)]
+    pub max_estimate_s: Option<i64>,
 }
 
 fn default_policy() -> String {
@@ -125,6 +129,10 @@ impl GridFile {
             dir.join(&s.name).join("state"),
             s.policy
         );
+        if let Some(m) = s.max_estimate_s {
+            // A top-level key: it must come before the first table.
+            t = format!("max_estimate_s = {m}\n{t}");
+        }
         for m in &s.machines {
             let _ = write!(
                 t,
@@ -172,6 +180,9 @@ impl GridFile {
                 s.name,
                 quoted(s.licences.iter().map(|l| l.name.clone())),
             );
+            if let Some(m) = s.max_estimate_s {
+                let _ = writeln!(t, "max_estimate_s = {m}");
+            }
         }
         t
     }
@@ -212,6 +223,22 @@ mod tests {
         let toml = g.meta_toml("127.0.0.1:50051", None, Path::new("/tmp/x"), &eps);
         let m = meta_scheduler::MetaConfig::from_toml(&toml).unwrap();
         assert!(!m.links.start_claims, "{toml}");
+    }
+
+    #[test]
+    fn a_site_limit_reaches_both_schedulers() {
+        let g = GridFile::parse(
+            "[[sites]]\nname = \"a\"\nmax_estimate_s = 3600\nmachines = [{ name = \"m\", processors = 2 }]\n",
+        )
+        .unwrap();
+        let dir = Path::new("/tmp/x");
+        let local = local_scheduler::Config::from_toml(&g.local_toml(0, dir)).unwrap();
+        assert_eq!(local.max_estimate_s, 3600);
+        let eps = ["127.0.0.1:6000".to_string()];
+        let meta =
+            meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:0", None, dir, &eps))
+                .unwrap();
+        assert_eq!(meta.sites[0].max_estimate_s, Some(3600));
     }
 
     #[test]

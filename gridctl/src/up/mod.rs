@@ -9,6 +9,7 @@
 
 pub mod grid_file;
 
+use crate::out::outln;
 use grid_file::GridFile;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -225,7 +226,7 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
         None => grid_file::DEFAULT.to_owned(),
     };
     if a.print_grid {
-        print!("{text}");
+        outln!("{}", text.trim_end_matches('\n'));
         return Ok(());
     }
     let grid = GridFile::parse(&text)?;
@@ -233,9 +234,9 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
     let mut g = launch(&grid, &a.dir, &a.listen, http, a.time_scale)?;
     let (meta, dir) = (g.meta.clone(), g.dir.clone());
     let endpoints = g.endpoints.clone();
-    println!("gridsched grid up: meta-scheduler at http://{meta}");
+    outln!("gridsched grid up: meta-scheduler at http://{meta}");
     if let Some(h) = http {
-        println!("dashboard at http://{h}/ (metrics at http://{h}/metrics)");
+        outln!("dashboard at http://{h}/ (metrics at http://{h}/metrics)");
     }
     for (s, ep) in grid.sites.iter().zip(&endpoints) {
         let procs: u32 = s.machines.iter().map(|m| m.processors).sum();
@@ -244,7 +245,7 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
             .iter()
             .map(|l| format!("{} x{}", l.name, l.copies))
             .collect();
-        println!(
+        outln!(
             "  site {:<8} {:<13} {} machines, {procs} processors{}  (local scheduler {ep})",
             s.name,
             s.policy,
@@ -256,9 +257,9 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
             }
         );
     }
-    println!("state, logs and job outputs in {}", dir.display());
-    println!("try:  gridctl submit -n 2 --estimate 60 --wait -- echo hello");
-    println!("Ctrl-C stops the grid.");
+    outln!("state, logs and job outputs in {}", dir.display());
+    outln!("try:  gridctl submit -n 2 --estimate 60 --wait -- echo hello");
+    outln!("Ctrl-C stops the grid.");
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
