@@ -87,7 +87,6 @@ impl Cli {
 /// scheduler's own methods check the caller's).
 pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     let metrics_listen = cfg.metrics_listen;
-    let max_estimate_s = cfg.max_estimate_s;
     let (meta_secret, agent_secret) = cfg.auth.secrets()?;
     let http_tls = cfg.tls.rustls_server()?;
     let grpc_tls = cfg.tls.server()?;
@@ -103,7 +102,6 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     }
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
     tokio::spawn(driver.run(rx));
-    let tx = admission(tx, max_estimate_s);
     let mut server = tonic::transport::Server::builder();
     if let Some(tls) = grpc_tls {
         server = server.tls_config(tls)?;
@@ -125,39 +123,6 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The door of the driver: a sender whose Enqueue requests of a job longer than
-/// `max_estimate_s` are refused (INVALID_ARGUMENT naming `spec.estimate_s` and the limit) and
-/// whose other messages go on to `driver`, in order.
-fn admission(
-    driver: tokio::sync::mpsc::Sender<driver::Msg>,
-    max_estimate_s: i64,
-) -> tokio::sync::mpsc::Sender<driver::Msg> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
-    tokio::spawn(async move {
-        while let Some(msg) = rx.recv().await {
-            let msg = match msg {
-                driver::Msg::Enqueue(r, reply)
-                    if r.spec
-                        .as_ref()
-                        .is_some_and(|s| s.estimate_s > max_estimate_s) =>
-                {
-                    let e = r.spec.map_or(0, |s| s.estimate_s);
-                    let _ = reply.send(Err(tonic::Status::invalid_argument(format!(
-                        "spec.estimate_s: {e} s is more than this cluster's limit of \
-                         {max_estimate_s} s"
-                    ))));
-                    continue;
-                }
-                other => other,
-            };
-            if driver.send(msg).await.is_err() {
-                return;
-            }
-        }
-    });
-    tx
-}
-
 /// The binary's main: parses `args`, binds, prints `listening on ADDR`, serves.
 pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
     let cli = Cli::try_parse_from(args)?;
@@ -172,40 +137,4 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<
         println!("listening on {}", listener.local_addr()?);
         serve(cfg, listener).await
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use gridsched_proto::v1;
-
-    #[tokio::test]
-    async fn admission_refuses_a_job_longer_than_the_limit() {
-        let (to_driver, mut driver) = tokio::sync::mpsc::channel(8);
-        let door = admission(to_driver, 600);
-        let enqueue = |estimate_s| {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let spec = v1::JobSpec {
-                estimate_s,
-                ..Default::default()
-            };
-            let r = v1::EnqueueRequest {
-                job_id: 1,
-                spec: Some(spec),
-                ..Default::default()
-            };
-            (driver::Msg::Enqueue(r, tx), rx)
-        };
-        let (long, answer) = enqueue(601);
-        door.send(long).await.unwrap();
-        let e = answer.await.unwrap().unwrap_err();
-        assert_eq!(e.code(), tonic::Code::InvalidArgument);
-        assert!(e.message().contains("spec.estimate_s") && e.message().contains("600"));
-        let (ok, _answer) = enqueue(600);
-        door.send(ok).await.unwrap();
-        match driver.recv().await {
-            Some(driver::Msg::Enqueue(r, _)) => assert_eq!(r.spec.unwrap().estimate_s, 600),
-            other => panic!("not passed on: {other:?}"),
-        }
-    }
 }

@@ -486,6 +486,12 @@ impl Driver {
         let Some(spec) = &r.spec else {
             return Err(Status::invalid_argument("spec: required"));
         };
+        if spec.estimate_s > self.cfg.max_estimate_s {
+            return Err(Status::invalid_argument(format!(
+                "spec.estimate_s: {} s is more than this cluster's limit of {} s",
+                spec.estimate_s, self.cfg.max_estimate_s
+            )));
+        }
         if self.jobs.contains_key(&r.job_id) || self.ended.contains_key(&r.job_id) {
             return Err(Status::already_exists(format!(
                 "job {} already enqueued",

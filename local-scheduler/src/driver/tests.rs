@@ -285,3 +285,28 @@ fn an_overrun_moves_the_predicted_end_by_the_simulators_rule() {
     )));
     replay::check(lines).unwrap();
 }
+
+#[test]
+fn a_job_longer_than_the_clusters_limit_is_refused_at_the_door() {
+    let cfg = Config::from_toml(
+        "cluster = \"c1\"\nmax_estimate_s = 600\n[[machines]]\nname = \"m1\"\nprocessors = 2\n",
+    )
+    .unwrap();
+    let mut d = Driver::new(cfg, Now::read()).unwrap();
+    let req = |id: u64, estimate_s| v1::EnqueueRequest {
+        job_id: id,
+        spec: Some(v1::JobSpec {
+            user: "u".into(),
+            processors: 1,
+            estimate_s,
+            emulate_runtime_s: Some(1),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let e = d.admit(req(1, 601), 0).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().starts_with("spec.estimate_s") && e.message().contains("600"));
+    assert!(!d.runner.contains(JobId(1)), "nothing half-admitted");
+    d.admit(req(2, 600), 0).unwrap();
+}
