@@ -72,6 +72,39 @@ impl PolicyKind {
         PolicyKind::FbMeta,
     ];
 
+    /// Every kind, single-machine ones first, each once.
+    pub fn every() -> Vec<PolicyKind> {
+        let mut all = PolicyKind::ALL.to_vec();
+        all.extend(
+            PolicyKind::CLUSTER
+                .iter()
+                .filter(|k| !PolicyKind::ALL.contains(k)),
+        );
+        all
+    }
+
+    /// The names of `kinds`, comma-separated (for help texts and errors).
+    pub fn names(kinds: &[PolicyKind]) -> String {
+        kinds
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Parses the name of a policy that schedules one space-shared machine (`gridsim run`).
+    pub fn parse_single(s: &str) -> Result<PolicyKind, String> {
+        let k: PolicyKind = s.parse().map_err(|e: PolicyConfigError| e.to_string())?;
+        if PolicyKind::ALL.contains(&k) {
+            Ok(k)
+        } else {
+            Err(format!(
+                "`{s}` schedules heterogeneous clusters (gridsim cluster); one machine takes one of: {}",
+                PolicyKind::names(&PolicyKind::ALL)
+            ))
+        }
+    }
+
     /// The name used on command lines and in configuration files.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -101,9 +134,8 @@ impl fmt::Display for PolicyKind {
 impl FromStr for PolicyKind {
     type Err = PolicyConfigError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PolicyKind::ALL
+        PolicyKind::every()
             .into_iter()
-            .chain(PolicyKind::CLUSTER)
             .find(|k| k.as_str() == s)
             .ok_or_else(|| PolicyConfigError::UnknownPolicy(s.to_string()))
     }
@@ -218,7 +250,8 @@ pub struct PolicyConfig {
 pub enum PolicyConfigError {
     /// The name is not a known policy.
     #[error(
-        "unknown policy `{0}` (expected one of: fcfs, easy, conservative, sjf-bf, ljf-bf, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np, fb-meta)"
+        "unknown policy `{0}` (expected one of: {names})",
+        names = PolicyKind::names(&PolicyKind::every())
     )]
     UnknownPolicy(String),
     /// The cluster does not exist.
@@ -435,5 +468,28 @@ mod tests {
         assert_eq!(c.heuristics, HeuristicParams::FB_4_3_2);
         assert_eq!("edf".parse::<PolicyKind>().unwrap(), PolicyKind::Edf);
         assert_eq!("fb-meta".parse::<PolicyKind>().unwrap(), PolicyKind::FbMeta);
+    }
+
+    #[test]
+    fn names_and_errors_come_from_the_policy_table() {
+        for k in PolicyKind::every() {
+            assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
+        }
+        assert_eq!(PolicyKind::every().len(), 13, "each kind once");
+        let e = "nope".parse::<PolicyKind>().unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                &format!("({})", PolicyKind::names(&PolicyKind::every()))
+                    .replace('(', "(expected one of: ")
+            ),
+            "{e}"
+        );
+        assert_eq!(PolicyKind::parse_single("sjf-bf"), Ok(PolicyKind::SjfBf));
+        let e = PolicyKind::parse_single("fb-mod").unwrap_err();
+        assert!(
+            e.contains("gridsim cluster")
+                && e.ends_with("fcfs, easy, conservative, sjf-bf, ljf-bf"),
+            "{e}"
+        );
     }
 }

@@ -11,27 +11,6 @@ use gridsched_workload::{
 use gridsim::{Batching, EngineOptions};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    Fcfs,
-    Easy,
-    Conservative,
-    SjfBf,
-    LjfBf,
-}
-
-impl From<PolicyArg> for PolicyKind {
-    fn from(p: PolicyArg) -> PolicyKind {
-        match p {
-            PolicyArg::Fcfs => PolicyKind::Fcfs,
-            PolicyArg::Easy => PolicyKind::Easy,
-            PolicyArg::Conservative => PolicyKind::Conservative,
-            PolicyArg::SjfBf => PolicyKind::SjfBf,
-            PolicyArg::LjfBf => PolicyKind::LjfBf,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
     /// The reference simulator's rules (problematic jobs kept as 1 s jobs).
     Pyss,
@@ -76,9 +55,13 @@ pub enum BatchingArg {
 /// Knobs shared by `run` and `bench`.
 #[derive(Clone, Debug, Args)]
 pub struct Knobs {
-    /// Scheduling policy.
-    #[arg(long, value_enum, default_value = "easy")]
-    pub policy: PolicyArg,
+    #[arg(
+        long,
+        default_value = "easy",
+        value_parser = PolicyKind::parse_single,
+        help = format!("Scheduling policy: {}", PolicyKind::names(&PolicyKind::ALL))
+    )]
+    pub policy: PolicyKind,
 
     /// Normalisation rules for SWF input.
     #[arg(long, value_enum, default_value = "pyss", help_heading = "Workload")]
@@ -207,7 +190,7 @@ impl Knobs {
     /// The policy configuration these knobs select.
     pub fn policy(&self) -> PolicyConfig {
         PolicyConfig {
-            policy: self.policy.into(),
+            policy: self.policy,
             heuristics: Default::default(),
             cs: Default::default(),
             matching: None,
