@@ -94,13 +94,30 @@ impl PolicyKind {
 
     /// Parses the name of a policy that schedules one space-shared machine (`gridsim run`).
     pub fn parse_single(s: &str) -> Result<PolicyKind, String> {
+        PolicyKind::parse_among(
+            s,
+            &PolicyKind::ALL,
+            "heterogeneous clusters (gridsim cluster)",
+        )
+    }
+
+    /// Parses the name of a policy that schedules heterogeneous clusters (`gridsim cluster`).
+    pub fn parse_cluster(s: &str) -> Result<PolicyKind, String> {
+        PolicyKind::parse_among(
+            s,
+            &PolicyKind::CLUSTER,
+            "one space-shared machine (gridsim run)",
+        )
+    }
+
+    fn parse_among(s: &str, kinds: &[PolicyKind], other: &str) -> Result<PolicyKind, String> {
         let k: PolicyKind = s.parse().map_err(|e: PolicyConfigError| e.to_string())?;
-        if PolicyKind::ALL.contains(&k) {
+        if kinds.contains(&k) {
             Ok(k)
         } else {
             Err(format!(
-                "`{s}` schedules heterogeneous clusters (gridsim cluster); one machine takes one of: {}",
-                PolicyKind::names(&PolicyKind::ALL)
+                "`{s}` schedules {other}; here one of: {}",
+                PolicyKind::names(kinds)
             ))
         }
     }

@@ -21,10 +21,16 @@ use std::path::PathBuf;
 /// Arguments of `gridsim cluster`.
 #[derive(Clone, Debug, Args)]
 pub struct ClusterArgs {
-    /// Local policy of every cluster: fcfs, easy (BF_FCFS), fb-unmod, fb-mod, edf,
-    /// fb-meta (ordered by the meta-scheduler's priority).
-    #[arg(long, default_value = "fb-unmod")]
-    pub policy: String,
+    #[arg(
+        long,
+        default_value = "fb-unmod",
+        value_parser = PolicyKind::parse_cluster,
+        help = format!(
+            "Local policy of every cluster: {} (fcfs and easy are the seed's FCFS and BF_FCFS)",
+            PolicyKind::names(&PolicyKind::CLUSTER)
+        )
+    )]
+    pub policy: PolicyKind,
     /// Constants of the Flexible Backfilling heuristics: fb-4.1, fb-4.3.1, fb-4.3.2, cs.
     #[arg(long, default_value = "fb-4.1")]
     pub heuristics: String,
@@ -47,10 +53,15 @@ pub struct ClusterArgs {
     /// platform's catalogue).
     #[arg(long)]
     pub workload: Option<PathBuf>,
-    /// Meta-scheduler dispatch over the clusters: round-robin, load, ordering, load-ordering,
-    /// best-fit, least-loaded, min-completion.
-    #[arg(long, default_value = "load-ordering")]
-    pub dispatch: String,
+    #[arg(
+        long,
+        default_value = "load-ordering",
+        help = format!(
+            "Meta-scheduler dispatch over the clusters: {}",
+            DispatchKind::ALL.map(|k| k.as_str()).join(", ")
+        )
+    )]
+    pub dispatch: DispatchKind,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -111,13 +122,7 @@ fn platform_and_jobs(args: &ClusterArgs) -> Result<(Platform, Vec<Job>)> {
 
 /// Runs the command.
 pub fn cluster(args: &ClusterArgs) -> Result<()> {
-    let kind: PolicyKind = args.policy.parse()?;
-    if !PolicyKind::CLUSTER.contains(&kind) {
-        bail!(
-            "--policy {}: schedules one space-shared machine; on clusters use fcfs, easy, fb-unmod, fb-mod or edf",
-            args.policy
-        );
-    }
+    let kind = args.policy;
     let heuristics = HeuristicParams::preset(&args.heuristics).ok_or_else(|| {
         anyhow!(
             "--heuristics {}: unknown (expected fb-4.1, fb-4.3.1, fb-4.3.2, cs)",
@@ -137,10 +142,7 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
         ..Default::default()
     })?;
     let mut classify = |_: Time, j: &Job| classifier.classify(j);
-    let kind: DispatchKind = args
-        .dispatch
-        .parse()
-        .map_err(|e: String| anyhow!("--dispatch: {e}"))?;
+    let kind = args.dispatch;
     let mut dispatcher = DispatchConfig {
         seed: args.seed,
         ..DispatchConfig::new(kind)
