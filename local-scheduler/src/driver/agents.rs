@@ -9,7 +9,6 @@ use gridsched_core::Time;
 use gridsched_core::model::{JobId, MachineId};
 use gridsched_core::runner::{Input, Launch};
 use gridsched_proto::v1::{self, AgentJobState, JobState, agent_command::Kind};
-use std::time::Duration as StdDuration;
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -51,7 +50,7 @@ impl Driver {
                 conf.benchmark
             );
         }
-        let mono = now.mono;
+        let mono = now.mono_ms;
         let now = now.secs;
         let id = uuid::Uuid::new_v4().to_string();
         self.agents[m.index()] = Some(Agent {
@@ -130,10 +129,10 @@ impl Driver {
     ) -> Result<v1::HeartbeatResponse, Status> {
         let m = self.agent_of(&r.agent_id)?;
         if let Some(a) = &mut self.agents[m.index()] {
-            a.last_seen = now.mono;
+            a.last_seen = now.mono_ms;
         }
         let now = now.secs;
-        if let Some(mm) = &self.metrics {
+        if let Some((mm, _)) = &self.metrics {
             let machine = self.names.machine_name(m).unwrap_or("?").to_owned();
             mm.heartbeats
                 .get_or_create(&crate::metrics::MachineLabel { machine })
@@ -318,14 +317,14 @@ impl Driver {
     /// due, then a pass when the policy's wake-up is due or something changed; always a commit.
     pub(super) fn tick(&mut self, now: Now) {
         self.refresh_metrics();
-        let mono = now.mono;
+        let mono = now.mono_ms;
         let now = now.secs;
-        let lost_after = StdDuration::from_millis(u64::from(self.cfg.lost_after_ms));
+        let lost_after = u64::from(self.cfg.lost_after_ms);
         let mut changed = false;
         for i in 0..self.agents.len() {
             let expired = self.agents[i]
                 .as_ref()
-                .is_some_and(|a| mono.saturating_duration_since(a.last_seen) > lost_after);
+                .is_some_and(|a| mono.saturating_sub(a.last_seen) > lost_after);
             if !expired {
                 continue;
             }

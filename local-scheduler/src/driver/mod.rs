@@ -21,6 +21,7 @@
 
 mod agents;
 mod claims;
+pub mod edge;
 mod log;
 mod recover;
 mod status;
@@ -40,32 +41,21 @@ use gridsched_core::runner::{
 use gridsched_proto::v1::{self, JobState, agent_command::Kind};
 use gridsched_proto::{NameTable, job_from_spec};
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration as StdDuration, Instant};
+use std::time::Instant;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tonic::Status;
 
 type Reply<T> = oneshot::Sender<Result<T, Status>>;
 
 /// The clock reading a handler works with, taken once per message by [`Driver::run`]: the time
-/// of the runner (Unix seconds) and a monotonic instant for agent liveness.
-#[derive(Clone, Copy, Debug)]
+/// of the runner (Unix seconds) and monotonic milliseconds for agent liveness. Only the edge
+/// ([`edge`]) reads the clocks; tests give virtual values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Now {
     /// Unix seconds.
     pub secs: Time,
-    /// Monotonic.
-    pub mono: Instant,
-}
-
-impl Now {
-    /// The wall clock and the monotonic clock, now (the edge).
-    pub fn read() -> Now {
-        Now {
-            secs: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as Time),
-            mono: Instant::now(),
-        }
-    }
+    /// Monotonic milliseconds (from any fixed origin).
+    pub mono_ms: u64,
 }
 
 /// A backlog of events plus the live feed that follows it without a gap.
@@ -162,7 +152,8 @@ impl Order {
 #[derive(Debug)]
 struct Agent {
     id: String,
-    last_seen: Instant,
+    /// Monotonic milliseconds of its last registration or heartbeat.
+    last_seen: u64,
     orders: Option<mpsc::UnboundedSender<v1::AgentCommand>>,
     /// A placeholder after a restart: the machine's jobs wait for their agent to come back.
     placeholder: bool,
@@ -185,7 +176,8 @@ pub struct Driver {
     unsaved: Vec<v1::JobEvent>,
     ended: HashMap<u64, JobState>,
     dirty: BTreeMap<u64, Option<StoredJob>>,
-    metrics: Option<crate::metrics::LocalMetrics>,
+    /// The gauges, and the stopwatch the edge gave to time passes with.
+    metrics: Option<(crate::metrics::LocalMetrics, fn() -> Instant)>,
     /// The open StartClaims link, if any.
     claim_link: Option<mpsc::UnboundedSender<v1::ClaimRequest>>,
     /// Held jobs whose claim has not been sent on the open link yet.
@@ -298,42 +290,7 @@ impl Driver {
         }
     }
 
-    /// Runs the driver until every sender is dropped.
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
-        let mut tick = tokio::time::interval(StdDuration::from_millis(100));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                m = rx.recv() => match m {
-                    Some(Msg::Enqueue(r, tx)) => {
-                        let now = Now::read();
-                        // Group commit: every Enqueue already waiting joins this one.
-                        let mut group = vec![(r, tx)];
-                        let mut other = None;
-                        while group.len() < 1024 {
-                            match rx.try_recv() {
-                                Ok(Msg::Enqueue(r, tx)) => group.push((r, tx)),
-                                Ok(m) => {
-                                    other = Some(m);
-                                    break;
-                                }
-                                Err(_) => break,
-                            }
-                        }
-                        self.enqueue_group(group, now);
-                        if let Some(m) = other {
-                            self.handle(m, now);
-                        }
-                    }
-                    Some(m) => self.handle(m, Now::read()),
-                    None => return,
-                },
-                _ = tick.tick() => self.tick(Now::read()),
-            }
-        }
-    }
-
-    fn handle(&mut self, m: Msg, now: Now) {
+    pub(super) fn handle(&mut self, m: Msg, now: Now) {
         match m {
             Msg::Enqueue(r, tx) => self.enqueue_group(vec![(r, tx)], now),
             Msg::Cancel(r, tx) => {
@@ -525,7 +482,7 @@ impl Driver {
 
     /// Enqueues a group of jobs with one durable commit (group commit), then one scheduling
     /// pass; answers each request.
-    fn enqueue_group(
+    pub(super) fn enqueue_group(
         &mut self,
         group: Vec<(v1::EnqueueRequest, Reply<v1::EnqueueResponse>)>,
         now: Now,
@@ -615,16 +572,17 @@ impl Driver {
     }
 
     /// Reports to `m` from now on.
-    pub fn set_metrics(&mut self, m: crate::metrics::LocalMetrics) {
-        self.metrics = Some(m);
+    pub fn set_metrics(&mut self, m: crate::metrics::LocalMetrics, stopwatch: fn() -> Instant) {
+        self.metrics = Some((m, stopwatch));
     }
 
     /// A scheduling pass of the runner, its decisions applied, then the commit.
     fn pass(&mut self, now: Time) {
-        let t0 = Instant::now();
+        let t0 = self.metrics.as_ref().map(|(_, clock)| clock());
         let (effects, res) = self.feed(now, Input::Pass);
-        if let Some(m) = &self.metrics {
-            m.pass_seconds.observe(t0.elapsed().as_secs_f64());
+        if let (Some((m, clock)), Some(t0)) = (&self.metrics, t0) {
+            m.pass_seconds
+                .observe(clock().saturating_duration_since(t0).as_secs_f64());
         }
         if let Err(e) = res {
             tracing::error!("scheduling pass refused: {e}");

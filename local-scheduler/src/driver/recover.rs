@@ -14,7 +14,7 @@ use gridsched_proto::v1::JobState;
 impl Driver {
     /// Rebuilds the jobs from the store, if there is one.
     pub(super) fn recover(&mut self, now: Now) -> anyhow::Result<()> {
-        let mono = now.mono;
+        let mono = now.mono_ms;
         let now = now.secs;
         let Some(store) = &self.store else {
             return Ok(());

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 impl Driver {
     /// Refreshes the gauges from the current state.
     pub(super) fn refresh_metrics(&self) {
-        let Some(m) = &self.metrics else { return };
+        let Some((m, _)) = &self.metrics else { return };
         let mut queued: BTreeMap<u32, i64> = BTreeMap::new();
         let (mut running, mut held) = (0, 0);
         let mut licences: BTreeMap<&str, i64> = BTreeMap::new();

@@ -5,6 +5,14 @@
 
 use super::*;
 
+/// A virtual clock reading `s` seconds after an arbitrary origin (no clock is read in these tests).
+fn at(s: i64) -> Now {
+    Now {
+        secs: 1_000 + s,
+        mono_ms: 1_000 * s as u64,
+    }
+}
+
 fn driver(dir: &std::path::Path) -> Driver {
     let cfg = Config::from_toml(&format!(
         "cluster = \"c1\"\nstate_dir = {:?}\n[policy]\npolicy = \"fcfs\"\n\
@@ -12,7 +20,7 @@ fn driver(dir: &std::path::Path) -> Driver {
         dir.join("state")
     ))
     .unwrap();
-    Driver::new(cfg, Now::read()).unwrap()
+    Driver::new(cfg, at(0)).unwrap()
 }
 
 fn fail_commits(d: &Driver, fail: bool) {
@@ -50,7 +58,7 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
         submit_time: 0,
         claim_before_start: false,
     };
-    d.admit(req, Now::read().secs).unwrap();
+    d.admit(req, at(0).secs).unwrap();
     d.flush().unwrap();
     assert_eq!(d.jobs[&1].state, JobState::Queued, "no agent yet: waits");
 
@@ -62,7 +70,7 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
             processors: 2,
             ..Default::default()
         },
-        Now::read(),
+        at(0),
     )
     .unwrap();
     assert_eq!(d.jobs[&1].state, JobState::Running, "decided");
@@ -70,7 +78,7 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
 
     // The store recovers: the next tick commits the start, then the order leaves.
     fail_commits(&d, false);
-    d.tick(Now::read());
+    d.tick(at(1));
     assert_eq!(start_orders(&d), [1]);
     let (jobs, _) = d.store.as_ref().unwrap().load().unwrap();
     let stored = jobs
@@ -120,11 +128,6 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     ))
     .unwrap();
     let platform = cfg.platform().unwrap();
-    let t0 = Instant::now();
-    let at = |s: i64| Now {
-        secs: 1_000 + s,
-        mono: t0 + std::time::Duration::from_secs(s as u64),
-    };
     let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
     let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
     let agent = d
@@ -228,11 +231,6 @@ fn an_overrun_moves_the_predicted_end_by_the_simulators_rule() {
          [[machines]]\nname = \"m1\"\nprocessors = 2\n"
     ))
     .unwrap();
-    let t0 = Instant::now();
-    let at = |s: i64| Now {
-        secs: 1_000 + s,
-        mono: t0 + std::time::Duration::from_secs(s as u64),
-    };
     let mut d = Driver::new(cfg, at(0)).unwrap();
     d.register(
         v1::RegisterAgentRequest {
@@ -292,7 +290,7 @@ fn a_job_longer_than_the_clusters_limit_is_refused_at_the_door() {
         "cluster = \"c1\"\nmax_estimate_s = 600\n[[machines]]\nname = \"m1\"\nprocessors = 2\n",
     )
     .unwrap();
-    let mut d = Driver::new(cfg, Now::read()).unwrap();
+    let mut d = Driver::new(cfg, at(0)).unwrap();
     let req = |id: u64, estimate_s| v1::EnqueueRequest {
         job_id: id,
         spec: Some(v1::JobSpec {
