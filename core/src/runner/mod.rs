@@ -273,10 +273,9 @@ struct Tracked {
 
 impl Tracked {
     fn new(job: Job, priority: Option<Priority>) -> Tracked {
-        let remaining = job.runtime.unwrap_or(job.estimate).clamp(0, job.estimate);
         Tracked {
             estimate_left: job.estimate,
-            remaining,
+            remaining: Tracked::full_work(&job),
             job,
             priority,
             running: None,
@@ -288,10 +287,15 @@ impl Tracked {
         }
     }
 
+    /// A job's whole reference work: its actual run time capped by its estimate (the estimate
+    /// when the run time is unknown).
+    fn full_work(job: &Job) -> Duration {
+        job.runtime.unwrap_or(job.estimate).clamp(0, job.estimate)
+    }
+
     fn reset_progress(&mut self) {
-        let fresh = Tracked::new(self.job.clone(), self.priority);
-        self.remaining = fresh.remaining;
-        self.estimate_left = fresh.estimate_left;
+        self.remaining = Tracked::full_work(&self.job);
+        self.estimate_left = self.job.estimate;
     }
 }
 

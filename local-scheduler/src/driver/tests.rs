@@ -23,6 +23,20 @@ fn driver(dir: &std::path::Path) -> Driver {
     Driver::new(cfg, at(0)).unwrap()
 }
 
+/// Registers the agent of machine `m1` (2 processors) at time 0; returns its session id.
+fn register_m1(d: &mut Driver) -> String {
+    d.register(
+        v1::RegisterAgentRequest {
+            machine: "m1".into(),
+            processors: 2,
+            ..Default::default()
+        },
+        at(0),
+    )
+    .unwrap()
+    .agent_id
+}
+
 fn fail_commits(d: &Driver, fail: bool) {
     d.store
         .as_ref()
@@ -64,15 +78,7 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
 
     // The agent registers, the policy starts the job, but its start cannot be committed.
     fail_commits(&d, true);
-    d.register(
-        v1::RegisterAgentRequest {
-            machine: "m1".into(),
-            processors: 2,
-            ..Default::default()
-        },
-        at(0),
-    )
-    .unwrap();
+    register_m1(&mut d);
     assert_eq!(d.jobs[&1].state, JobState::Running, "decided");
     assert!(start_orders(&d).is_empty(), "ordered before it was durable");
 
@@ -130,17 +136,7 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     let platform = cfg.platform().unwrap();
     let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
     let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
-    let agent = d
-        .register(
-            v1::RegisterAgentRequest {
-                machine: "m1".into(),
-                processors: 2,
-                ..Default::default()
-            },
-            at(0),
-        )
-        .unwrap()
-        .agent_id;
+    let agent = register_m1(&mut d);
     let enqueue = |d: &mut Driver, id: u64, deadline: Option<i64>, now: Now| {
         let req = v1::EnqueueRequest {
             job_id: id,
@@ -232,15 +228,7 @@ fn an_overrun_moves_the_predicted_end_by_the_simulators_rule() {
     ))
     .unwrap();
     let mut d = Driver::new(cfg, at(0)).unwrap();
-    d.register(
-        v1::RegisterAgentRequest {
-            machine: "m1".into(),
-            processors: 2,
-            ..Default::default()
-        },
-        at(0),
-    )
-    .unwrap();
+    register_m1(&mut d);
     let req = v1::EnqueueRequest {
         job_id: 1,
         spec: Some(v1::JobSpec {
