@@ -1,10 +1,11 @@
-//! `gridctl`, the gridsched client: submit, status, list, cancel, watch, sites
-//! and explain against a meta-scheduler; tables by default, `--json` everywhere; errors print the
+//! `gridctl`, the gridsched client: submit, status, list, cancel, watch, sites, explain and
+//! replay against a meta-scheduler; tables by default, `--json` everywhere; errors print the
 //! gRPC status code and message. `gridctl up` starts a whole grid on localhost ([`up`]).
 
 mod bench;
 mod job_file;
 mod out;
+mod replay;
 mod show;
 mod up;
 
@@ -109,6 +110,9 @@ enum Cmd {
     /// Starts a benchmark grid and measures submissions per second, submit-to-start latency and
     /// the run of many one-second jobs against the ideal.
     Bench(bench::BenchArgs),
+    /// Replays a slice of a workload trace on the grid as emulated jobs at scaled times, then
+    /// compares it with the pure simulation of the same jobs on the same grid description.
+    Replay(Box<replay::ReplayArgs>),
     /// Health check (for containers): asks the meta-scheduler (or, with `--local URL`, that
     /// local scheduler) through the standard `grpc.health.v1.Health` service, which needs no
     /// token; exits 0 when its service is SERVING.
@@ -280,6 +284,10 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             );
             return Ok(std::process::ExitCode::SUCCESS);
         }
+        Cmd::Replay(a) if a.dry_run => {
+            replay::dry_run(&a, cli.json)?;
+            return Ok(std::process::ExitCode::SUCCESS);
+        }
         Cmd::Token => {
             let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
             outln!("{}{}", a.simple(), b.simple());
@@ -400,6 +408,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 .into_inner();
             show::sites(&r, json)?;
         }
+        Cmd::Replay(a) => return replay::replay(*a, &mut c, authenticated, json).await,
         Cmd::Explain { job_id } => {
             let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();
             show::explain(&r, json)?;

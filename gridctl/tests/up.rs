@@ -3,8 +3,10 @@
 //! output lands in the agent's work directory, `status`, `sites` and `explain` answer, and
 //! SIGTERM stops the grid.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use gridsched_tests::up::Up;
+use std::io::BufRead;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const GRIDCTL: &str = env!("CARGO_BIN_EXE_gridctl");
@@ -18,50 +20,19 @@ fn gridctl(endpoint: &str, args: &[&str]) -> std::process::Output {
         .expect("run gridctl")
 }
 
-fn sigterm(pid: u32) {
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-}
-
-/// `gridctl up`, stopped (with its whole grid) even when the test fails.
-struct Up(std::process::Child);
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        sigterm(self.0.id());
-        let t = Instant::now();
-        while matches!(self.0.try_wait(), Ok(None)) && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn up_runs_a_submitted_command_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let http = gridsched_tests::live::free_addr();
-    let mut up = Up(Command::new(GRIDCTL)
-        .args(["up", "--listen", "127.0.0.1:0", "--http", &http, "--dir"])
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap());
-    let mut out = BufReader::new(up.0.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    let endpoint = first
-        .trim()
-        .strip_prefix("gridsched grid up: meta-scheduler at ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
+    let mut up = Up::start(
+        Path::new(GRIDCTL),
+        &["--listen", "127.0.0.1:0", "--http", &http],
+        dir.path(),
+    );
+    let endpoint = up.endpoint.clone();
     let mut banner = String::new();
     for _ in 0..4 {
-        out.read_line(&mut banner).unwrap();
+        up.out.read_line(&mut banner).unwrap();
     }
     assert!(
         banner.contains(&format!("dashboard at http://{http}/")),
@@ -141,9 +112,9 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
     let explain = gridctl(&endpoint, &["explain", "1"]);
     assert!(String::from_utf8_lossy(&explain.stdout).contains("dispatched to"));
 
-    sigterm(up.0.id());
+    up.terminate();
     let t = Instant::now();
-    while up.0.try_wait().unwrap().is_none() {
+    while up.child.try_wait().unwrap().is_none() {
         assert!(
             t.elapsed() < Duration::from_secs(10),
             "gridctl up did not stop"

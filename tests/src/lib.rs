@@ -3,6 +3,7 @@
 
 pub mod arbitrary;
 pub mod live;
+pub mod up;
 
 use gridsched_core::model::MachineId;
 use gridsched_core::policy::PolicyConfig;

@@ -598,8 +598,12 @@ impl ClusterRunner {
         Ok(())
     }
 
-    /// One scheduling pass: the policy's suspensions first, then its starts, all validated.
+    /// One scheduling pass: the overrun rule first, then the policy's suspensions and starts, all
+    /// validated. A live job's end is reported after its predicted end has come (a whole-second
+    /// clock, a message in flight), and a policy planning at that instant would count its
+    /// processors as free; the simulator's ends arrive on time, so there this changes nothing.
     fn pass(&mut self, now: Time, out: &mut Vec<Effect>) -> Result<(), RunnerError> {
+        self.tick(now, out);
         let mut starts = std::mem::take(&mut self.starts);
         let mut suspended = std::mem::take(&mut self.suspended);
         starts.clear();

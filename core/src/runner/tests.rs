@@ -174,6 +174,37 @@ fn overruns_follow_the_reference_rule() {
     }
 }
 
+/// Found by replaying a KTH slice live: a job whose end is reported a second after its predicted
+/// end still holds its processors when a pass runs at that instant (here a submission's); the pass
+/// applies the overrun rule first, so no policy plans with them.
+#[test]
+fn a_pass_at_a_running_jobs_predicted_end_overruns_it_first() {
+    let p = platform(&[(64, 100)]);
+    for kind in [
+        PolicyKind::Conservative,
+        PolicyKind::Easy,
+        PolicyKind::FbMod,
+    ] {
+        let mut r = runner(&p, kind, RunnerConfig::default());
+        submit(&mut r, 0, Job::new(1, 0, 56, 9, 9), None);
+        assert_eq!(started(&on(&mut r, 0, Input::Pass)).len(), 1, "{kind}");
+        submit(&mut r, 9, Job::new(2, 9, 9, 5, 5), None);
+        // Job 1 has not been reported ended at 9: 8 processors are free, job 2 needs 9.
+        let effects = on(&mut r, 9, Input::Pass);
+        assert_eq!(
+            effects,
+            vec![Effect::Overrun {
+                job: JobId(1),
+                predicted_end: 18
+            }],
+            "{kind}"
+        );
+        assert_eq!(r.policy().queue(), vec![JobId(2)], "{kind}");
+        on(&mut r, 10, Input::Ended { job: JobId(1) });
+        assert_eq!(started(&on(&mut r, 10, Input::Pass))[0].0, 2, "{kind}");
+    }
+}
+
 /// A policy that starts every job on one fixed machine with the processors it is told to give.
 #[derive(Debug)]
 struct Blind {

@@ -1,0 +1,183 @@
+//! The pure simulation of a replay: the grid description `gridctl up` starts, turned into the
+//! simulator's platform through the services' own configuration code (each site's local
+//! scheduler configuration gives its cluster and policy, the meta-scheduler's gives the
+//! classifier and the dispatch strategy), then the scaled jobs run through gridsim's platform
+//! engine, which drives the same cluster runner as the live local schedulers (spec
+//! `two-level-grid-scheduler.md` D3–D4: classification at submission, dispatch, one local
+//! policy per cluster).
+
+use super::Outcome;
+use crate::up::grid_file::GridFile;
+use gridsched_core::classify::Classifier;
+use gridsched_core::dispatch::Priority;
+use gridsched_core::model::{
+    ClusterId, Job, LicenceId, LicenceType, MachineId, Platform, Site, SiteId,
+};
+use gridsched_core::policy::Policy;
+use gridsim::platform::{Meta, PlatformHooks, PlatformRecord, simulate_platform};
+use meta_scheduler::MetaConfig;
+use std::path::Path;
+
+/// The grid as the simulator sees it.
+pub struct SimGrid {
+    /// All sites' clusters, in the grid file's order (cluster `i` = site `i`).
+    pub platform: Platform,
+    policies: Vec<Box<dyn Policy>>,
+    meta: MetaConfig,
+}
+
+impl SimGrid {
+    /// Builds the grid of `grid` from the configurations its services would be given.
+    pub fn new(grid: &GridFile) -> anyhow::Result<SimGrid> {
+        let dir = Path::new("/nonexistent");
+        let mut platform = Platform::default();
+        let mut configs = Vec::with_capacity(grid.sites.len());
+        for (i, s) in grid.sites.iter().enumerate() {
+            let cfg = local_scheduler::Config::from_toml(&grid.local_toml(i, dir))
+                .map_err(|e| anyhow::anyhow!("site `{}`: {e:#}", s.name))?;
+            add_cluster(&mut platform, &cfg.platform()?, i);
+            configs.push(cfg);
+        }
+        platform.validate()?;
+        let policies = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.policy
+                    .build(&platform, ClusterId(i as u32))
+                    .map_err(|e| anyhow::anyhow!("site `{}`: policy: {e}", grid.sites[i].name))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let endpoints: Vec<String> = grid.sites.iter().map(|_| "127.0.0.1:1".into()).collect();
+        let meta = MetaConfig::from_toml(&grid.meta_toml("127.0.0.1:0", None, dir, &endpoints))?;
+        Ok(SimGrid {
+            platform,
+            policies,
+            meta,
+        })
+    }
+
+    /// The id of licence `name` in the platform's catalogue.
+    pub fn licence(&self, name: &str) -> Option<LicenceId> {
+        self.platform.licence_by_name(name)
+    }
+
+    /// Runs `jobs` (their licences already in the platform's catalogue) and gives each job's
+    /// outcome, in job order, and the refusals.
+    pub fn run(self, jobs: Vec<Job>) -> anyhow::Result<(Vec<Outcome>, Vec<String>)> {
+        let n = jobs.len();
+        let mut classifier = Classifier::new(self.meta.classifier)?;
+        let mut dispatch = self.meta.dispatch;
+        dispatch.max_priority = self.meta.classifier.max;
+        let mut dispatcher = dispatch.build();
+        let mut classify = |_now, job: &Job| -> Priority { classifier.classify(job) };
+        let mut records: Vec<PlatformRecord> = Vec::with_capacity(n);
+        let mut record = |r: &PlatformRecord| records.push(r.clone());
+        let report = simulate_platform(
+            &self.platform,
+            self.policies,
+            Meta {
+                classify: &mut classify,
+                dispatcher: dispatcher.as_mut(),
+            },
+            jobs.into_iter().map(Ok::<_, std::convert::Infallible>),
+            PlatformHooks {
+                record: Some(&mut record),
+                pass: None,
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("simulation: {e}"))?;
+        let mut out: Vec<Outcome> = (1..=n as u64).map(Outcome::refused).collect();
+        for r in records {
+            let o = &mut out[(r.id.0 - 1) as usize];
+            o.site = Some(r.cluster.index());
+            o.submit = Some(r.submit);
+            o.start = Some(r.start);
+            o.end = Some(r.end);
+            o.completed = true;
+            o.note.clear();
+        }
+        Ok((out, report.stats.rejections))
+    }
+}
+
+/// Appends the one cluster of a local scheduler's platform as cluster (and site) `i`, its
+/// machines renumbered after those already there and its licences mapped by name into the grid's
+/// catalogue, in order of first appearance (as the meta-scheduler numbers them).
+fn add_cluster(grid: &mut Platform, local: &Platform, i: usize) {
+    let cluster = ClusterId(i as u32);
+    let base = grid.machines.len() as u32;
+    let mut lic = |l: LicenceId| -> LicenceId {
+        let name = &local.licences[usize::from(l.0)].name;
+        match grid.licences.iter().position(|t| &t.name == name) {
+            Some(p) => LicenceId(p as u16),
+            None => {
+                grid.licences.push(LicenceType { name: name.clone() });
+                LicenceId((grid.licences.len() - 1) as u16)
+            }
+        }
+    };
+    let remap = |m: MachineId| MachineId(base + m.0);
+    let mut c = local.clusters[0].clone();
+    let machines: Vec<_> = local
+        .machines
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            m.id = remap(m.id);
+            m.cluster = cluster;
+            m.node_locked = m.node_locked.iter().map(|&l| lic(l)).collect();
+            m
+        })
+        .collect();
+    for p in &mut c.pools {
+        p.licence = lic(p.licence);
+        p.machines = p.machines.iter().map(|&m| remap(m)).collect();
+    }
+    c.id = cluster;
+    c.site = SiteId(i as u32);
+    c.machines = c.machines.iter().map(|&m| remap(m)).collect();
+    grid.sites.push(Site {
+        id: SiteId(i as u32),
+        name: local.sites[0].name.clone(),
+        clusters: vec![cluster],
+    });
+    grid.machines.extend(machines);
+    grid.clusters.push(c);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::up::grid_file::DEFAULT;
+
+    #[test]
+    fn the_default_grid_becomes_one_platform_in_site_order() {
+        let g = SimGrid::new(&GridFile::parse(DEFAULT).unwrap()).unwrap();
+        let p = &g.platform;
+        let names: Vec<_> = p.clusters.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["alpha", "beta", "gamma"]);
+        let procs: Vec<u32> = p.machines.iter().map(|m| m.procs).collect();
+        assert_eq!(procs, [8, 8, 16, 4, 4, 4, 4]);
+        assert_eq!(p.clusters[1].machines, [MachineId(2), MachineId(3)]);
+        // matlab is alpha's, then ansys is new at beta; beta's matlab pool is the same licence.
+        assert_eq!(
+            (g.licence("matlab"), g.licence("ansys")),
+            (Some(LicenceId(0)), Some(LicenceId(1)))
+        );
+        let beta: Vec<_> = p.clusters[1]
+            .pools
+            .iter()
+            .map(|x| (x.licence, x.copies, x.machines.clone()))
+            .collect();
+        assert_eq!(
+            beta,
+            [
+                (LicenceId(1), 1, vec![MachineId(2), MachineId(3)]),
+                (LicenceId(0), 1, vec![MachineId(2), MachineId(3)])
+            ]
+        );
+        assert_eq!(g.policies.len(), 3);
+        assert!(g.policies[1].describe().starts_with("fb-mod"));
+    }
+}
