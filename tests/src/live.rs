@@ -589,3 +589,39 @@ pub fn stdout_of(grid: &LiveGrid, m: &str, id: u64) -> String {
     let p: PathBuf = grid.work_dir(m).join(id.to_string()).join("stdout");
     std::fs::read_to_string(Path::new(&p)).unwrap_or_default()
 }
+
+/// Follows a local scheduler's event stream from its start until every job of `ids` reached a
+/// terminal state (failing after `secs` seconds): all events, and each job's last one.
+pub async fn local_events_until_ended(
+    c: &mut v1::local_scheduler_client::LocalSchedulerClient<Channel>,
+    ids: &[u64],
+    secs: u64,
+) -> (
+    Vec<v1::JobEvent>,
+    std::collections::HashMap<u64, v1::JobEvent>,
+) {
+    let mut s = c
+        .job_events(v1::JobEventsRequest {
+            from_sequence: Some(1),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut all = Vec::new();
+    let mut last = std::collections::HashMap::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    while ids.iter().any(|i| {
+        !last
+            .get(i)
+            .is_some_and(|e: &v1::JobEvent| e.state().is_terminal())
+    }) {
+        let e = tokio::time::timeout_at(deadline, s.message())
+            .await
+            .unwrap_or_else(|_| panic!("timeout; last states: {last:?}"))
+            .unwrap()
+            .expect("stream open");
+        last.insert(e.job_id, e.clone());
+        all.push(e);
+    }
+    (all, last)
+}

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
-use gridsched_tests::live::Proc;
+use gridsched_tests::live::{Proc, local_events_until_ended};
 
 struct Grid {
     dir: tempfile::TempDir,
@@ -136,38 +136,6 @@ async fn enqueue(c: &mut LocalSchedulerClient<Channel>, id: u64, s: v1::JobSpec)
     .unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
 }
 
-/// Collects events until every job of `ids` reached a terminal state; returns all events.
-async fn until_ended(
-    c: &mut LocalSchedulerClient<Channel>,
-    ids: &[u64],
-    secs: u64,
-) -> (Vec<v1::JobEvent>, HashMap<u64, v1::JobEvent>) {
-    let mut s = c
-        .job_events(v1::JobEventsRequest {
-            from_sequence: Some(1),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut all = Vec::new();
-    let mut last = HashMap::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    while ids.iter().any(|i| {
-        !last
-            .get(i)
-            .is_some_and(|e: &v1::JobEvent| e.state().is_terminal())
-    }) {
-        let e = tokio::time::timeout_at(deadline, s.message())
-            .await
-            .unwrap_or_else(|_| panic!("timeout; last states: {last:?}"))
-            .unwrap()
-            .expect("stream open");
-        last.insert(e.job_id, e.clone());
-        all.push(e);
-    }
-    (all, last)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_jobs_run_with_their_exit_codes_and_outputs() {
     let g = Grid::new(
@@ -189,7 +157,7 @@ async fn hundred_jobs_run_with_their_exit_codes_and_outputs() {
         };
         enqueue(&mut c, i, s).await;
     }
-    let (all, last) = until_ended(&mut c, &ids, 25).await;
+    let (all, last) = local_events_until_ended(&mut c, &ids, 25).await;
     for &i in &ids {
         let e = &last[&i];
         if i % 2 == 0 {
@@ -298,7 +266,7 @@ async fn cancel_queued_and_running_and_bad_requests() {
         .await
         .unwrap();
     assert_eq!(r.into_inner().state(), v1::JobState::Running);
-    let (_, last) = until_ended(&mut c, &[1, 2], 10).await;
+    let (_, last) = local_events_until_ended(&mut c, &[1, 2], 10).await;
     assert_eq!(last[&1].state(), v1::JobState::Cancelled);
     assert_eq!(last[&1].signal, Some(15), "killed by SIGTERM");
     assert_eq!(last[&2].state(), v1::JobState::Cancelled);
@@ -369,7 +337,7 @@ async fn wall_time_limit_kills_the_job() {
     let mut c = g.client().await;
     // Estimate 20 s × time scale 0.05 = 1 s limit.
     enqueue(&mut c, 1, shell(1, 20, "sleep 30")).await;
-    let (_, last) = until_ended(&mut c, &[1], 10).await;
+    let (_, last) = local_events_until_ended(&mut c, &[1], 10).await;
     assert_eq!(last[&1].state(), v1::JobState::Killed);
 }
 
@@ -390,7 +358,7 @@ async fn lost_agent(mode: &str) -> HashMap<u64, v1::JobEvent> {
     let idx = if machine == "m1" { 0 } else { 1 };
     g.agents[idx].0.kill().expect("kill -9 the agent");
     let _ = g.agents[idx].0.wait();
-    let (all, last) = until_ended(&mut c, &[1], 25).await;
+    let (all, last) = local_events_until_ended(&mut c, &[1], 25).await;
     if mode == "requeue" {
         let requeued = all.iter().any(|e| {
             e.job_id == 1 && e.state() == v1::JobState::Queued && e.detail.contains("requeued")
@@ -430,7 +398,7 @@ async fn licence_limit_holds_across_concurrent_jobs() {
         };
         enqueue(&mut c, i, s).await;
     }
-    let (all, _) = until_ended(&mut c, &ids, 25).await;
+    let (all, _) = local_events_until_ended(&mut c, &ids, 25).await;
     let mut active = 0i32;
     let mut max = 0;
     for e in &all {
@@ -459,7 +427,7 @@ async fn restart_keeps_queued_jobs() {
     assert_eq!(url, g.url);
     g.sched = Some(sched);
     let mut c = g.client().await;
-    let (_, last) = until_ended(&mut c, &[1, 2, 3], 25).await;
+    let (_, last) = local_events_until_ended(&mut c, &[1, 2, 3], 25).await;
     for i in [2, 3] {
         assert_eq!(
             last[&i].state(),
@@ -586,7 +554,7 @@ async fn claimed_jobs_start_only_when_granted_and_withdrawn_ones_are_dropped() {
         withdrawn: vec![2, 3],
     })
     .unwrap();
-    let (all, last) = until_ended(&mut c, &[1, 2, 3], 10).await;
+    let (all, last) = local_events_until_ended(&mut c, &[1, 2, 3], 10).await;
     assert_eq!(last[&1].state(), v1::JobState::Completed);
     for id in [2, 3] {
         assert_eq!(last[&id].state(), v1::JobState::Cancelled);

@@ -8,7 +8,7 @@
 use gridsched_core::runner::Effect;
 use gridsched_core::runner::replay::{self, Line};
 use gridsched_proto::v1::{self, local_scheduler_client::LocalSchedulerClient};
-use gridsched_tests::live::{Proc, spawn_listening};
+use gridsched_tests::live::{Proc, local_events_until_ended, spawn_listening};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,32 +104,6 @@ async fn enqueue(c: &mut LocalSchedulerClient<Channel>, id: u64, priority: u32, 
     .unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
 }
 
-/// Every event until each of `ids` ended.
-async fn until_ended(c: &mut LocalSchedulerClient<Channel>, ids: &[u64]) -> Vec<v1::JobEvent> {
-    let mut s = c
-        .job_events(v1::JobEventsRequest {
-            from_sequence: Some(1),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut all = Vec::new();
-    let mut ended = std::collections::HashSet::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
-    while ids.iter().any(|i| !ended.contains(i)) {
-        let e = tokio::time::timeout_at(deadline, s.message())
-            .await
-            .unwrap_or_else(|_| panic!("timeout: {} of {} ended", ended.len(), ids.len()))
-            .unwrap()
-            .expect("stream open");
-        if e.state().is_terminal() {
-            ended.insert(e.job_id);
-        }
-        all.push(e);
-    }
-    all
-}
-
 /// Runs `n` jobs through a live site with `policy`, then checks its log re-runs identically and
 /// that every job ran where the log's start decision put it.
 async fn live_equals_rerun(policy: &'static str, n: u64) -> replay::Checked {
@@ -164,7 +138,7 @@ async fn live_equals_rerun(policy: &'static str, n: u64) -> replay::Checked {
         }
     }
     let ids: Vec<u64> = (1..=n).collect();
-    let events = until_ended(&mut c, &ids).await;
+    let (events, _) = local_events_until_ended(&mut c, &ids, 240).await;
     let completed = events
         .iter()
         .filter(|e| e.state() == v1::JobState::Completed)
@@ -223,7 +197,7 @@ async fn the_meta_priority_orders_a_live_fb_meta_queue() {
     for (id, priority) in [(2, 2), (3, 0), (4, 1)] {
         enqueue(&mut c, id, priority, job(1, 10, 1, None)).await;
     }
-    let events = until_ended(&mut c, &[1, 2, 3, 4]).await;
+    let (events, _) = local_events_until_ended(&mut c, &[1, 2, 3, 4], 240).await;
     let order: Vec<u64> = events
         .iter()
         .filter(|e| e.state() == v1::JobState::Running)

@@ -37,7 +37,7 @@ use crate::dispatch::Priority;
 use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, Time};
 use crate::policy::{Policy, Rejection, Start};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// How an overrunning job's predicted end moves each time it is reached (the reference simulator's
 /// rule, `reference-semantics.md`): by `extension` seconds, or by one more estimate when `None`;
@@ -307,6 +307,9 @@ pub struct ClusterRunner {
     ledger: Ledger,
     jobs: HashMap<JobId, Tracked>,
     running: usize,
+    /// The running jobs by predicted end, so that the overrun check at every pass costs only the
+    /// jobs that are due.
+    ends: BTreeSet<(Time, JobId)>,
     starts: Vec<Start>,
     suspended: Vec<JobId>,
 }
@@ -328,6 +331,7 @@ impl ClusterRunner {
             ledger,
             jobs: HashMap::new(),
             running: 0,
+            ends: BTreeSet::new(),
             starts: Vec::new(),
             suspended: Vec::new(),
         })
@@ -391,10 +395,7 @@ impl ClusterRunner {
 
     /// The earliest predicted end of a running job: from then on an [`Input::Tick`] has work.
     pub fn next_overrun(&self) -> Option<Time> {
-        self.jobs
-            .values()
-            .filter_map(|t| t.running.as_ref().map(|r| r.predicted_end))
-            .min()
+        self.ends.first().map(|&(t, _)| t)
     }
 
     /// The machine a waiting job was suspended on, if it was.
@@ -465,6 +466,7 @@ impl ClusterRunner {
     fn stop(&mut self, now: Time, id: JobId) -> Option<MachineId> {
         let t = self.jobs.get_mut(&id)?;
         let r = t.running.take()?;
+        self.ends.remove(&(r.predicted_end, id));
         self.running -= 1;
         let ran = now - r.since;
         t.exec += ran;
@@ -594,6 +596,7 @@ impl ClusterRunner {
             predicted_end,
         });
         self.running += 1;
+        self.ends.insert((predicted_end, t.job.id));
         self.jobs.insert(t.job.id, t);
         Ok(())
     }
@@ -672,6 +675,7 @@ impl ClusterRunner {
                 held,
                 predicted_end: now + limit,
             });
+            self.ends.insert((now + limit, s.job));
             t.first_start.get_or_insert(now);
             self.running += 1;
             out.push(Effect::Start(Started {
@@ -688,17 +692,17 @@ impl ClusterRunner {
     }
 
     fn tick(&mut self, now: Time, out: &mut Vec<Effect>) {
-        let mut over: Vec<JobId> = self
-            .jobs
-            .iter()
-            .filter(|(_, t)| t.running.as_ref().is_some_and(|r| r.predicted_end <= now))
-            .map(|(id, _)| *id)
-            .collect();
+        let mut over: Vec<JobId> = Vec::new();
+        while let Some(&(t, id)) = self.ends.first().filter(|&&(t, _)| t <= now) {
+            self.ends.remove(&(t, id));
+            over.push(id);
+        }
         over.sort_unstable();
         for id in over {
-            let t = self.jobs.get_mut(&id).expect("listed");
+            let t = self.jobs.get_mut(&id).expect("running jobs are tracked");
             let end = self.config.overrun.next_end(now, t.job.estimate);
             t.running.as_mut().expect("listed").predicted_end = end;
+            self.ends.insert((end, id));
             self.policy.overrun(now, id, end);
             out.push(Effect::Overrun {
                 job: id,

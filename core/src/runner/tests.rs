@@ -170,8 +170,17 @@ fn overruns_follow_the_reference_rule() {
             }]
         );
         assert_eq!(r.predicted_end(JobId(1)), Some(expected));
+        assert_eq!(r.next_overrun(), Some(expected));
         assert!(on(&mut r, 61, Input::Tick).is_empty());
     }
+}
+
+/// The earliest predicted end over every running job, the slow way.
+fn naive_next_overrun(r: &ClusterRunner) -> Option<Time> {
+    r.jobs()
+        .filter(|(_, running)| *running)
+        .filter_map(|(j, _)| r.predicted_end(j.id))
+        .min()
 }
 
 /// Found by replaying a KTH slice live: a job whose end is reported a second after its predicted
@@ -200,6 +209,8 @@ fn a_pass_at_a_running_jobs_predicted_end_overruns_it_first() {
             "{kind}"
         );
         assert_eq!(r.policy().queue(), vec![JobId(2)], "{kind}");
+        assert_eq!(r.next_overrun(), Some(18), "{kind}");
+        assert_eq!(r.next_overrun(), naive_next_overrun(&r), "{kind}");
         on(&mut r, 10, Input::Ended { job: JobId(1) });
         assert_eq!(started(&on(&mut r, 10, Input::Pass))[0].0, 2, "{kind}");
     }
