@@ -45,7 +45,7 @@ fn workload(seed: u64, n: usize, overruns: bool) -> Vec<Job> {
 }
 
 fn configs() -> Vec<PolicyConfig> {
-    let mut v: Vec<PolicyConfig> = PolicyKind::ALL
+    let mut v: Vec<PolicyConfig> = PolicyKind::single_machine()
         .iter()
         .map(|&k| PolicyConfig::new(k))
         .collect();

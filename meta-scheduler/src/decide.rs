@@ -188,14 +188,12 @@ impl Decider {
                 }
             })
             .collect();
-        let decided_by = match (&placement, chosen) {
-            (Placement::Cluster(_), Some(i))
-                if self.describe.starts_with("load")
-                    && before.get(i).is_some_and(|a| a.load[pi] == 0) =>
-            {
-                "load-idle".to_string()
+        let decided_by = match (&placement, self.dispatcher.last_reason()) {
+            (Placement::Cluster(_), Some(why)) => {
+                let name = |c: ClusterId| self.names_of_sites[c.index()].clone();
+                format!("{} ({})", self.describe, why.text(&name))
             }
-            (Placement::Cluster(_), _) => self.describe.clone(),
+            (Placement::Cluster(_), None) => self.describe.clone(),
             (Placement::Refuse(why), _) => format!("waiting: {why}"),
             (other, _) => format!("waiting: {other:?} is not supported live"),
         };
@@ -332,7 +330,11 @@ mod tests {
         let ((s1, e1), p1) = place(&mut d, 1, spec(4, &[]));
         assert_eq!(
             (s1, e1.decided_by.as_str(), e1.cluster.as_str()),
-            (Some(0), "load-idle", "a")
+            (
+                Some(0),
+                format!("load-ordering (idle: Load 0 at priority {p1})").as_str(),
+                "a"
+            )
         );
         // Site a is busy at that priority, b idle.
         let ((s2, _), p2) = place(&mut d, 2, spec(4, &[]));
@@ -342,8 +344,13 @@ mod tests {
         assert_eq!(s3, Some(0));
         assert!(!e3.candidates[1].feasible);
         // Wider than a's machine: only b.
-        let ((s4, _), _) = place(&mut d, 4, spec(12, &[]));
+        let ((s4, e4), _) = place(&mut d, 4, spec(12, &[]));
         assert_eq!(s4, Some(1));
+        // b is busy at priority 1 (job 2) and the only site that can run the job.
+        assert_eq!(
+            e4.decided_by,
+            "load-ordering (Count 1 at priority 1, least of the 1 of least Load)"
+        );
         let a = d.arrays();
         assert_eq!((a[0].count[1], a[1].count[1]), (2, 2));
         d.ended(10, 1, 0);

@@ -10,7 +10,7 @@
 //!   area) / processors + estimate` — the backlog spread over the cluster, then the job; ties to the
 //!   lowest id.
 
-use super::{ClusterLoad, Dispatcher, GridState, Placement, Priority, refuse};
+use super::{ClusterLoad, Dispatcher, GridState, Measure, Placement, Priority, Reason, refuse};
 use crate::model::{ClusterId, Job, JobId, Time};
 
 /// Which broker.
@@ -28,12 +28,13 @@ pub enum BrokerKind {
 #[derive(Clone, Debug)]
 pub struct Broker {
     kind: BrokerKind,
+    last: Option<Reason>,
 }
 
 impl Broker {
     /// A broker of the given kind.
     pub fn new(kind: BrokerKind) -> Broker {
-        Broker { kind }
+        Broker { kind, last: None }
     }
 }
 
@@ -55,37 +56,58 @@ impl Dispatcher for Broker {
     }
 
     fn dispatch(&mut self, now: Time, job: &Job, _p: Priority, grid: &GridState) -> Placement {
+        self.last = None;
         let eligible: Vec<ClusterId> = grid.eligible(job).collect();
         if eligible.is_empty() {
             return refuse(job);
         }
-        let least_loaded = || {
+        let procs = u64::from(job.procs);
+        let waiting = |c: ClusterId| i128::from(load_of(grid, c).waiting_jobs);
+        let free_left = |c: ClusterId| {
+            let free = load_of(grid, c).free_procs;
+            (free >= procs).then(|| i128::from(free - procs))
+        };
+        let completion = |c: ClusterId| {
+            let l = load_of(grid, c);
+            let total = i128::from(grid.caps[c.index()].total_procs.max(1));
+            let backlog = (l.waiting_area + l.running_area) / total;
+            i128::from(now) + backlog + i128::from(job.estimate)
+        };
+        let least = |f: &dyn Fn(ClusterId) -> Option<i128>| {
             eligible
                 .iter()
-                .copied()
-                .min_by_key(|&c| (load_of(grid, c).waiting_jobs, c))
-                .expect("non-empty")
+                .filter_map(|&c| Some((f(c)?, c)))
+                .min()
+                .map(|(_, c)| c)
         };
-        let chosen = match self.kind {
-            BrokerKind::LeastLoaded => least_loaded(),
-            BrokerKind::BestFit => eligible
-                .iter()
-                .copied()
-                .filter(|&c| load_of(grid, c).free_procs >= u64::from(job.procs))
-                .min_by_key(|&c| (load_of(grid, c).free_procs - u64::from(job.procs), c))
-                .unwrap_or_else(least_loaded),
-            BrokerKind::MinCompletion => eligible
-                .iter()
-                .copied()
-                .min_by_key(|&c| {
-                    let l = load_of(grid, c);
-                    let procs = i128::from(grid.caps[c.index()].total_procs.max(1));
-                    let backlog = (l.waiting_area + l.running_area) / procs;
-                    (i128::from(now) + backlog + i128::from(job.estimate), c)
-                })
-                .expect("non-empty"),
+        let by_waiting = || {
+            (
+                least(&|c| Some(waiting(c))).expect("non-empty"),
+                Measure::Waiting,
+            )
         };
+        let (chosen, measure) = match self.kind {
+            BrokerKind::LeastLoaded => by_waiting(),
+            BrokerKind::BestFit => {
+                least(&free_left).map_or_else(by_waiting, |c| (c, Measure::FreeLeft))
+            }
+            BrokerKind::MinCompletion => (
+                least(&|c| Some(completion(c))).expect("non-empty"),
+                Measure::Completion,
+            ),
+        };
+        let value = |c: ClusterId| match measure {
+            Measure::FreeLeft => free_left(c),
+            Measure::Completion => Some(completion(c)),
+            _ => Some(waiting(c)),
+        };
+        let compared = eligible.iter().filter_map(|&c| Some((c, value(c)?)));
+        self.last = Some(Reason::least(measure, None, chosen, compared));
         Placement::Cluster(chosen)
+    }
+
+    fn last_reason(&self) -> Option<Reason> {
+        self.last
     }
 
     fn job_ended(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}

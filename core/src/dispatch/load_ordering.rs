@@ -9,7 +9,7 @@
 //! dynamic state. "The first found cluster" of the Load function is the lowest cluster id.
 
 use super::arrays::{ClusterArrays, LoadMeasure, PriorityArrays};
-use super::{Dispatcher, GridState, Placement, Priority, refuse};
+use super::{Dispatcher, GridState, Measure, Placement, Priority, Reason, refuse};
 use crate::model::{ClusterId, Job, JobId, Time};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -34,6 +34,7 @@ pub struct LoadOrdering {
     epsilon: f64,
     arrays: PriorityArrays,
     rng: ChaCha8Rng,
+    last: Option<Reason>,
 }
 
 impl LoadOrdering {
@@ -51,6 +52,7 @@ impl LoadOrdering {
             epsilon: epsilon.max(0.0),
             arrays: PriorityArrays::new(max, measure),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            last: None,
         }
     }
 
@@ -80,6 +82,7 @@ impl Dispatcher for LoadOrdering {
     }
 
     fn dispatch(&mut self, _now: Time, job: &Job, p: Priority, grid: &GridState) -> Placement {
+        self.last = None;
         let eligible: Vec<ClusterId> = grid.eligible(job).collect();
         if eligible.is_empty() {
             return refuse(job);
@@ -87,27 +90,50 @@ impl Dispatcher for LoadOrdering {
         let arrays = &self.arrays;
         let load = |c: ClusterId| arrays.load(c, p) as f64;
         let count = |c: ClusterId| arrays.count(c, p) as f64;
-        let chosen = match self.function {
+        let values = |set: &[ClusterId], m: Measure| -> Vec<(ClusterId, i128)> {
+            set.iter()
+                .map(|&c| {
+                    let v = match m {
+                        Measure::Load => arrays.load(c, p),
+                        _ => i128::from(arrays.count(c, p)),
+                    };
+                    (c, v)
+                })
+                .collect()
+        };
+        let (chosen, compared, measure) = match self.function {
             Function::Ordering => {
                 let set = Self::min_by(&eligible, count, 0.0);
-                self.pick(&set)
+                let compared = values(&eligible, Measure::Count);
+                (self.pick(&set), compared, Some(Measure::Count))
             }
             Function::Load | Function::LoadThenOrdering => {
                 if let Some(&idle) = eligible.iter().find(|&&c| arrays.load(c, p) == 0) {
-                    idle
+                    (idle, Vec::new(), None)
                 } else {
                     let near = Self::min_by(&eligible, load, self.epsilon);
-                    let set = if self.function == Function::LoadThenOrdering {
-                        Self::min_by(&near, count, 0.0)
+                    let (set, compared, measure) = if self.function == Function::LoadThenOrdering {
+                        let compared = values(&near, Measure::CountAmongLeastLoad);
+                        let set = Self::min_by(&near, count, 0.0);
+                        (set, compared, Measure::CountAmongLeastLoad)
                     } else {
-                        Self::min_by(&near, load, 0.0)
+                        let compared = values(&eligible, Measure::Load);
+                        (Self::min_by(&near, load, 0.0), compared, Measure::Load)
                     };
-                    self.pick(&set)
+                    (self.pick(&set), compared, Some(measure))
                 }
             }
         };
+        self.last = Some(match measure {
+            None => Reason::Idle { priority: p },
+            Some(m) => Reason::least(m, Some(p), chosen, compared.into_iter()),
+        });
         self.arrays.add(job, p, chosen);
         Placement::Cluster(chosen)
+    }
+
+    fn last_reason(&self) -> Option<Reason> {
+        self.last
     }
 
     fn job_ended(&mut self, _now: Time, job: JobId, _cluster: ClusterId) {

@@ -12,14 +12,18 @@ mod arrays;
 mod brokers;
 mod config;
 mod load_ordering;
+mod reason;
+mod registry;
 mod round_robin;
 #[cfg(test)]
 mod tests;
 
 pub use arrays::{ClusterArrays, LoadMeasure, PriorityArrays};
 pub use brokers::{Broker, BrokerKind};
-pub use config::{DispatchConfig, DispatchKind};
+pub use config::DispatchConfig;
 pub use load_ordering::{Function, LoadOrdering};
+pub use reason::{Measure, Reason};
+pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};
 pub use round_robin::RoundRobin;
 
 use crate::model::{ClusterId, Job, JobId, LicenceId, Time};
@@ -116,6 +120,12 @@ pub trait Dispatcher: Send + fmt::Debug {
     /// Chooses where `job`, classified as `priority`, goes at `now`.
     fn dispatch(&mut self, now: Time, job: &Job, priority: Priority, grid: &GridState)
     -> Placement;
+
+    /// Why the last [`Dispatcher::dispatch`] placed its job where it did (for `explain`); `None`
+    /// when the strategy does not say, or the job was refused.
+    fn last_reason(&self) -> Option<Reason> {
+        None
+    }
 
     /// The cluster that ran `job` reported its termination (the only upward notice of the seed's
     /// protocol, D3).

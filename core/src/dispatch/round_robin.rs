@@ -1,7 +1,7 @@
 //! Round robin over the clusters that can run a job: the simplest dispatch strategy, a baseline
 //! and the live grid's default until a configuration names another.
 
-use super::{Dispatcher, GridState, Placement, Priority, refuse};
+use super::{Dispatcher, GridState, Placement, Priority, Reason, refuse};
 use crate::model::{ClusterId, Job, JobId, Time};
 
 /// Sends each job to the next eligible cluster after the previous choice, in id order.
@@ -32,6 +32,10 @@ impl Dispatcher for RoundRobin {
             }
         }
         refuse(job)
+    }
+
+    fn last_reason(&self) -> Option<Reason> {
+        Some(Reason::Turn)
     }
 
     fn job_ended(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}

@@ -43,8 +43,14 @@ fn load_prefers_an_idle_cluster_then_the_least_loaded() {
     assert_eq!(cluster(d.dispatch(0, &job(1, 2, 100), 5, &g)), 0);
     assert_eq!(cluster(d.dispatch(0, &job(2, 1, 100), 5, &g)), 1);
     assert_eq!(cluster(d.dispatch(0, &job(3, 1, 50), 5, &g)), 2);
+    assert_eq!(d.last_reason(), Some(Reason::Idle { priority: 5 }));
     // Loads at priority 5: c0 200, c1 100, c2 50 -> c2.
     assert_eq!(cluster(d.dispatch(0, &job(4, 1, 10), 5, &g)), 2);
+    let names = |c: ClusterId| ["alpha", "beta", "gamma"][c.index()].to_string();
+    assert_eq!(
+        d.last_reason().unwrap().text(&names),
+        "Load 50 at priority 5, least of 3; next: beta 100"
+    );
     // A priority-6 job sees every cluster idle (no job of priority >= 6): the first one.
     assert_eq!(cluster(d.dispatch(0, &job(5, 1, 10), 6, &g)), 0);
     // Job 5 (priority 6) now counts at priority 5 on c0: 210 vs 100 vs 60.
@@ -160,7 +166,7 @@ fn pick_with(k: DispatchKind, j: &Job, g: &GridState) -> Option<u32> {
 
 #[test]
 fn names_and_config_errors() {
-    for k in DispatchKind::ALL {
+    for k in DispatchKind::every() {
         assert_eq!(k.as_str().parse::<DispatchKind>().unwrap(), k);
         assert!(
             DispatchConfig::new(k)
@@ -193,7 +199,7 @@ proptest! {
             c.max_machine_procs = 4 + 2 * i as u32;
         }
         g.load = Some(vec![ClusterLoad { free_procs: 6, ..Default::default() }; ups.len()]);
-        let mut d = DispatchConfig::new(DispatchKind::ALL[kind]).build();
+        let mut d = DispatchConfig::new(DispatchKind::every()[kind]).build();
         for (i, w) in widths.iter().enumerate() {
             let j = job(i as u64, *w, 10);
             match d.dispatch(0, &j, prio, &g) {
@@ -231,4 +237,57 @@ fn restore_rebuilds_the_arrays_a_restart_lost() {
     }
     assert_eq!(restarted.arrays(3), live.arrays(3));
     assert_ne!(live.arrays(3)[placed[0].index()].count[1], 0);
+}
+
+#[test]
+fn every_strategy_says_why_in_words() {
+    let names = |c: ClusterId| ["alpha", "beta", "gamma"][c.index()].to_string();
+    let mut g = grid(3);
+    g.load = Some(vec![
+        ClusterLoad {
+            free_procs: 6,
+            waiting_jobs: 2,
+            waiting_area: 640,
+            running_area: 0,
+        },
+        ClusterLoad {
+            free_procs: 3,
+            waiting_jobs: 1,
+            waiting_area: 0,
+            running_area: 1280,
+        },
+        ClusterLoad {
+            free_procs: 1,
+            waiting_jobs: 0,
+            waiting_area: 0,
+            running_area: 0,
+        },
+    ]);
+    let mut said = Vec::new();
+    for kind in DispatchKind::every() {
+        let mut d = DispatchConfig::new(kind).build();
+        // A first job everywhere, so that Load and Ordering have something to compare.
+        for (id, est) in [(1, 30), (2, 20), (3, 10)] {
+            d.dispatch(0, &job(id, 1, est), 2, &g);
+        }
+        let c = cluster(d.dispatch(0, &job(9, 2, 100), 2, &g));
+        let why = d.last_reason().expect("every strategy gives its reason");
+        said.push(format!(
+            "{kind} -> {}: {}",
+            names(ClusterId(c)),
+            why.text(&names)
+        ));
+    }
+    assert_eq!(
+        said,
+        [
+            "round-robin -> alpha: next in turn",
+            "load -> gamma: Load 10 at priority 2, least of 3; next: beta 20",
+            "ordering -> beta: Count 1 at priority 2, least of 3, drawn among 3 equal; next: alpha 1",
+            "load-ordering -> gamma: Count 1 at priority 2, least of the 1 of least Load",
+            "best-fit -> beta: free processors left 1, least of 2; next: alpha 4",
+            "least-loaded -> gamma: waiting jobs 0, least of 3; next: beta 1",
+            "min-completion -> gamma: estimated completion at 100, least of 3; next: alpha 110",
+        ]
+    );
 }

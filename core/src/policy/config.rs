@@ -2,161 +2,12 @@
 //! Every knob of `reference-semantics.md` ("Knobs other simulators choose differently") that
 //! belongs to the policy lives here; the defaults are the reference mode.
 
-use super::{Conservative, Easy, FbVariant, Fcfs, FlexibleBackfilling, Policy, QueueOrder};
+use super::{Policy, PolicyKind};
 use crate::cluster::{ClusterError, ClusterState};
-use crate::convergent::{ConvergentScheduling, CsParams, MatchingKind};
+use crate::convergent::{CsParams, MatchingKind};
 use crate::heuristics::HeuristicParams;
 use crate::model::{ClusterId, Machine, MachineId, Platform};
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
-
-/// The classic policies.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum PolicyKind {
-    /// First come first served, no backfilling.
-    Fcfs,
-    /// EASY (aggressive) backfilling in arrival order.
-    #[default]
-    Easy,
-    /// Conservative backfilling: every waiting job holds a reservation.
-    Conservative,
-    /// EASY backfilling with the queue ordered shortest estimate first.
-    SjfBf,
-    /// EASY backfilling with the queue ordered longest estimate first.
-    LjfBf,
-    /// Flexible Backfilling, the reserved job keeps its reservation (D6.2 BF_UNMOD).
-    FbUnmod,
-    /// Flexible Backfilling, the reservation follows the highest priority (D6.2 BF_MOD).
-    FbMod,
-    /// Earliest deadline first on a heterogeneous cluster (D9.2 baseline).
-    Edf,
-    /// Convergent Scheduling, incremental matching, preemptive (D7.5).
-    CsIP,
-    /// Convergent Scheduling, incremental matching, non-preemptive.
-    CsINp,
-    /// Convergent Scheduling, non-incremental matching, preemptive.
-    CsNiP,
-    /// Convergent Scheduling, non-incremental matching, non-preemptive.
-    CsNiNp,
-    /// Flexible Backfilling ordering its queue by the meta-scheduler's priority (D9.3 "MS
-    /// Heuristics").
-    FbMeta,
-}
-
-impl PolicyKind {
-    /// The classic single-machine kinds, in documentation order.
-    pub const ALL: [PolicyKind; 5] = [
-        PolicyKind::Fcfs,
-        PolicyKind::Easy,
-        PolicyKind::Conservative,
-        PolicyKind::SjfBf,
-        PolicyKind::LjfBf,
-    ];
-
-    /// The kinds that schedule a heterogeneous cluster with licences (`fcfs` and `easy` there are
-    /// the seed's FCFS and BF_FCFS).
-    pub const CLUSTER: [PolicyKind; 10] = [
-        PolicyKind::Fcfs,
-        PolicyKind::Easy,
-        PolicyKind::FbUnmod,
-        PolicyKind::FbMod,
-        PolicyKind::Edf,
-        PolicyKind::CsIP,
-        PolicyKind::CsINp,
-        PolicyKind::CsNiP,
-        PolicyKind::CsNiNp,
-        PolicyKind::FbMeta,
-    ];
-
-    /// Every kind, single-machine ones first, each once.
-    pub fn every() -> Vec<PolicyKind> {
-        let mut all = PolicyKind::ALL.to_vec();
-        all.extend(
-            PolicyKind::CLUSTER
-                .iter()
-                .filter(|k| !PolicyKind::ALL.contains(k)),
-        );
-        all
-    }
-
-    /// The names of `kinds`, comma-separated (for help texts and errors).
-    pub fn names(kinds: &[PolicyKind]) -> String {
-        kinds
-            .iter()
-            .map(|k| k.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// Parses the name of a policy that schedules one space-shared machine (`gridsim run`).
-    pub fn parse_single(s: &str) -> Result<PolicyKind, String> {
-        PolicyKind::parse_among(
-            s,
-            &PolicyKind::ALL,
-            "heterogeneous clusters (gridsim cluster)",
-        )
-    }
-
-    /// Parses the name of a policy that schedules heterogeneous clusters (`gridsim cluster`).
-    pub fn parse_cluster(s: &str) -> Result<PolicyKind, String> {
-        PolicyKind::parse_among(
-            s,
-            &PolicyKind::CLUSTER,
-            "one space-shared machine (gridsim run)",
-        )
-    }
-
-    fn parse_among(s: &str, kinds: &[PolicyKind], other: &str) -> Result<PolicyKind, String> {
-        let k: PolicyKind = s.parse().map_err(|e: PolicyConfigError| e.to_string())?;
-        if kinds.contains(&k) {
-            Ok(k)
-        } else {
-            Err(format!(
-                "`{s}` schedules {other}; here one of: {}",
-                PolicyKind::names(kinds)
-            ))
-        }
-    }
-
-    /// The name used on command lines and in configuration files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PolicyKind::Fcfs => "fcfs",
-            PolicyKind::Easy => "easy",
-            PolicyKind::Conservative => "conservative",
-            PolicyKind::SjfBf => "sjf-bf",
-            PolicyKind::LjfBf => "ljf-bf",
-            PolicyKind::FbUnmod => "fb-unmod",
-            PolicyKind::FbMod => "fb-mod",
-            PolicyKind::Edf => "edf",
-            PolicyKind::CsIP => "cs-i-p",
-            PolicyKind::CsINp => "cs-i-np",
-            PolicyKind::CsNiP => "cs-ni-p",
-            PolicyKind::CsNiNp => "cs-ni-np",
-            PolicyKind::FbMeta => "fb-meta",
-        }
-    }
-}
-
-impl fmt::Display for PolicyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for PolicyKind {
-    type Err = PolicyConfigError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PolicyKind::every()
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| PolicyConfigError::UnknownPolicy(s.to_string()))
-    }
-}
 
 /// How the EASY head's reservation (shadow time) is maintained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -303,86 +154,35 @@ impl PolicyConfig {
         }
     }
 
-    /// Whether the kind needs the heterogeneous cluster scheduler even on one machine.
-    fn cluster_only(&self) -> bool {
-        !matches!(
-            self.policy,
-            PolicyKind::Fcfs
-                | PolicyKind::Easy
-                | PolicyKind::Conservative
-                | PolicyKind::SjfBf
-                | PolicyKind::LjfBf
-        )
-    }
-
-    /// Builds a cluster policy on `state` (the kinds of [`PolicyKind::CLUSTER`]).
+    /// Builds a cluster policy on `state` (the kinds of [`PolicyKind::cluster`]).
     pub fn build_cluster(&self, state: ClusterState) -> Result<Box<dyn Policy>, PolicyConfigError> {
-        Ok(match self.policy {
-            PolicyKind::Fcfs => Box::new(FlexibleBackfilling::fcfs(state)),
-            PolicyKind::Easy => Box::new(FlexibleBackfilling::bf_fcfs(state)),
-            PolicyKind::FbUnmod => Box::new(FlexibleBackfilling::fb(
-                state,
-                FbVariant::Unmod,
-                self.heuristics,
-            )),
-            PolicyKind::FbMod => Box::new(FlexibleBackfilling::fb(
-                state,
-                FbVariant::Mod,
-                self.heuristics,
-            )),
-            PolicyKind::Edf => Box::new(FlexibleBackfilling::edf(state)),
-            PolicyKind::FbMeta => Box::new(FlexibleBackfilling::fb_meta(state)),
-            PolicyKind::CsIP | PolicyKind::CsINp | PolicyKind::CsNiP | PolicyKind::CsNiNp => {
-                let incremental = matches!(self.policy, PolicyKind::CsIP | PolicyKind::CsINp);
-                let preemptive = matches!(self.policy, PolicyKind::CsIP | PolicyKind::CsNiP);
-                Box::new(ConvergentScheduling::new(
-                    state,
-                    incremental,
-                    preemptive,
-                    self.matching,
-                    self.cs,
-                ))
-            }
-            other => {
-                return Err(PolicyConfigError::NotSingleMachine {
-                    policy: other,
-                    cluster: "(heterogeneous cluster)".into(),
-                    machines: state.slots().len(),
-                });
-            }
-        })
+        match self.policy.entry().cluster {
+            Some(build) => Ok(build(self, state)),
+            None => Err(PolicyConfigError::NotSingleMachine {
+                policy: self.policy,
+                cluster: "(heterogeneous cluster)".into(),
+                machines: state.slots().len(),
+            }),
+        }
     }
 
-    /// Builds the policy for a single machine of `procs` processors.
+    /// Builds the policy for a single machine of `procs` processors: its classic implementation,
+    /// or its cluster one on a cluster of that one machine.
     pub fn build_single(&self, machine: MachineId, procs: u32) -> Box<dyn Policy> {
-        if self.cluster_only() {
-            let m = Machine::new(machine, "machine", procs.max(1), 1);
-            let state = ClusterState::from_parts(vec![m], &[], true)
-                .expect("one machine is a valid cluster");
-            return self
-                .build_cluster(state)
-                .expect("cluster kinds build on any cluster");
+        if let Some(build) = self.policy.entry().single {
+            return build(self, machine, procs);
         }
-        match self.policy {
-            PolicyKind::Fcfs => Box::new(Fcfs::new(machine, procs)),
-            PolicyKind::Easy => {
-                Box::new(Easy::new(machine, procs, QueueOrder::Fcfs, self.backfill))
-            }
-            PolicyKind::SjfBf => {
-                Box::new(Easy::new(machine, procs, QueueOrder::Sjf, self.backfill))
-            }
-            PolicyKind::LjfBf => {
-                Box::new(Easy::new(machine, procs, QueueOrder::Ljf, self.backfill))
-            }
-            PolicyKind::Conservative => Box::new(Conservative::new(machine, procs)),
-            _ => unreachable!("cluster kinds are handled above"),
-        }
+        let m = Machine::new(machine, "machine", procs.max(1), 1);
+        let state =
+            ClusterState::from_parts(vec![m], &[], true).expect("one machine is a valid cluster");
+        self.build_cluster(state)
+            .expect("a kind without a single-machine implementation has a cluster one")
     }
 
     /// Builds the policy for a cluster of the platform. A cluster of one space-shared machine
-    /// without licence pools gets the classic (reference) implementation of `fcfs`, `easy`,
-    /// `conservative`, `sjf-bf` and `ljf-bf`; any other cluster gets the heterogeneous scheduler
-    /// for the kinds of [`PolicyKind::CLUSTER`].
+    /// without licence pools gets the classic (reference) implementation of the kinds that have
+    /// one (`fcfs`, `easy`, `conservative`, `sjf-bf`, `ljf-bf`); any other cluster gets the
+    /// heterogeneous scheduler of the kinds of [`PolicyKind::cluster`].
     pub fn build(
         &self,
         platform: &Platform,
@@ -392,7 +192,8 @@ impl PolicyConfig {
             .cluster(cluster)
             .ok_or(PolicyConfigError::UnknownCluster(cluster))?;
         let classic = c.machines.len() == 1 && c.pools.is_empty() && c.space_sharing;
-        if self.cluster_only() || (!classic && PolicyKind::CLUSTER.contains(&self.policy)) {
+        let entry = self.policy.entry();
+        if entry.single.is_none() || (!classic && entry.cluster.is_some()) {
             return self.build_cluster(ClusterState::new(platform, cluster)?);
         }
         match c.machines.as_slice() {
@@ -415,7 +216,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for k in PolicyKind::ALL {
+        for k in PolicyKind::single_machine() {
             assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
         }
         let e = "hrrn".parse::<PolicyKind>().unwrap_err().to_string();
@@ -468,7 +269,7 @@ mod tests {
             pools: vec![],
             space_sharing: false,
         }];
-        for k in PolicyKind::CLUSTER {
+        for k in PolicyKind::cluster() {
             let pol = PolicyConfig::new(k).build(&p, ClusterId(0)).unwrap();
             assert!(pol.describe().starts_with(match k {
                 PolicyKind::Easy => "bf-fcfs",

@@ -17,15 +17,17 @@ mod easy;
 mod fcfs;
 mod flexible_backfilling;
 mod order;
+mod registry;
 
 pub use config::{
-    BackfillOptions, PolicyConfig, PolicyConfigError, PolicyKind, ShadowCmp, ShadowMode, SubmitPass,
+    BackfillOptions, PolicyConfig, PolicyConfigError, ShadowCmp, ShadowMode, SubmitPass,
 };
 pub use conservative::Conservative;
 pub use easy::Easy;
 pub use fcfs::Fcfs;
 pub use flexible_backfilling::{Blocked, ClusterOrder, FbVariant, FlexibleBackfilling};
 pub use order::QueueOrder;
+pub use registry::{BuildCluster, BuildSingle, POLICIES, PolicyEntry, PolicyKind};
 
 use crate::model::{Duration, Job, JobId, MachineId, Time};
 use std::fmt;

@@ -27,7 +27,11 @@ pub struct ClusterArgs {
         value_parser = PolicyKind::parse_cluster,
         help = format!(
             "Local policy of every cluster: {} (fcfs and easy are the seed's FCFS and BF_FCFS)",
-            PolicyKind::names(&PolicyKind::CLUSTER)
+            PolicyKind::names(&PolicyKind::cluster())
+        ),
+        long_help = format!(
+            "Local policy of every cluster:\n{}",
+            PolicyKind::help_lines(&PolicyKind::cluster())
         )
     )]
     pub policy: PolicyKind,
@@ -58,7 +62,11 @@ pub struct ClusterArgs {
         default_value = "load-ordering",
         help = format!(
             "Meta-scheduler dispatch over the clusters: {}",
-            DispatchKind::ALL.map(|k| k.as_str()).join(", ")
+            DispatchKind::names()
+        ),
+        long_help = format!(
+            "Meta-scheduler dispatch over the clusters:\n{}",
+            DispatchKind::help_lines()
         )
     )]
     pub dispatch: DispatchKind,

@@ -1,5 +1,5 @@
 //! `gridsim bench --dispatch`: the time one meta-level dispatch decision takes with every strategy
-//! of [`DispatchKind::ALL`] (spec `two-level-grid-scheduler.md` D4.2; `gang-urgent-scaling.md`
+//! of [`DispatchKind::every`] (spec `two-level-grid-scheduler.md` D4.2; `gang-urgent-scaling.md`
 //! B.4), over `--clusters` clusters (default 200) whose bookkeeping already holds `--warm-jobs`
 //! unfinished jobs (default 10,000).
 //!
@@ -113,7 +113,7 @@ fn time_strategy(
 /// Runs the benchmark and prints a table (or JSON).
 pub fn run(clusters: u32, warm: u64, repeat: u32, json: bool) -> Result<()> {
     let mut rows = Vec::new();
-    for kind in DispatchKind::ALL {
+    for kind in DispatchKind::every() {
         let mut best: Option<(f64, f64)> = None;
         for _ in 0..repeat {
             let mut v = time_strategy(kind, clusters, warm, TIMED)?;
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn every_strategy_places_every_job_and_keeps_the_live_set() {
-        for kind in DispatchKind::ALL {
+        for kind in DispatchKind::every() {
             let v = time_strategy(kind, 7, 50, 30).unwrap();
             assert_eq!(v.len(), 30, "{}", kind.as_str());
         }

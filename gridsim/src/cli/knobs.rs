@@ -59,7 +59,11 @@ pub struct Knobs {
         long,
         default_value = "easy",
         value_parser = PolicyKind::parse_single,
-        help = format!("Scheduling policy: {}", PolicyKind::names(&PolicyKind::ALL))
+        help = format!("Scheduling policy: {}", PolicyKind::names(&PolicyKind::single_machine())),
+        long_help = format!(
+            "Scheduling policy:\n{}",
+            PolicyKind::help_lines(&PolicyKind::single_machine())
+        )
     )]
     pub policy: PolicyKind,
 

@@ -15,7 +15,7 @@
 //! the same jobs.
 //!
 //! **Runs.** The whole trace (188,041 jobs; `--quick`: the first 3,000), EASY as every site's local
-//! policy, the classifier with its defaults (D4.1), and every strategy of [`DispatchKind::ALL`] with
+//! policy, the classifier with its defaults (D4.1), and every strategy of [`DispatchKind::every`] with
 //! its defaults, plus the **home-site** baseline ([`HomeSite`]): each job to its own partition's
 //! cluster, as the real grid ran it. One repetition: the trace and every strategy are deterministic
 //! (the random tie-breaks are seeded with `--seed`).
@@ -273,7 +273,11 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
 /// The strategies, baseline first.
 pub fn strategies() -> Vec<String> {
     std::iter::once(HOME_SITE.to_string())
-        .chain(DispatchKind::ALL.iter().map(|k| k.as_str().to_string()))
+        .chain(
+            DispatchKind::every()
+                .into_iter()
+                .map(|k| k.as_str().to_string()),
+        )
         .collect()
 }
 

@@ -209,7 +209,7 @@ fn every_cluster_policy_keeps_the_invariants_on_random_platforms() {
     for round in 0..40 {
         let p = random_platform(&mut rng);
         let jobs = random_jobs(&mut rng, 60);
-        for kind in PolicyKind::CLUSTER {
+        for kind in PolicyKind::cluster() {
             let mut first_res: HashMap<JobId, Time> = HashMap::new();
             let mut starts: HashMap<JobId, Time> = HashMap::new();
             let mut pass = |t: Time, _c: ClusterId, s: &[Start], pol: &dyn Policy| {

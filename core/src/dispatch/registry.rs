@@ -1,0 +1,196 @@
+//! The one table of dispatch strategies: each strategy's name (command lines, configuration files,
+//! result tables), one line of help, whether it reads the sites' dynamic state, and how it is
+//! built. Names, parsing, the error listing the valid names, help texts and the list of strategies
+//! all derive from [`DISPATCHERS`]; adding a strategy is its own module plus a variant and a line
+//! here (spec `two-level-grid-scheduler.md` D4.2, `gang-urgent-scaling.md` B.4).
+
+use super::{Broker, BrokerKind, DispatchConfig, Dispatcher, Function, LoadOrdering, RoundRobin};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A dispatch strategy, by name (the variants' kebab-case names are those of [`DISPATCHERS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DispatchKind {
+    /// See [`DISPATCHERS`].
+    RoundRobin,
+    /// See [`DISPATCHERS`].
+    Load,
+    /// See [`DISPATCHERS`].
+    Ordering,
+    /// See [`DISPATCHERS`] (D12 #11: the default).
+    #[default]
+    LoadOrdering,
+    /// See [`DISPATCHERS`].
+    BestFit,
+    /// See [`DISPATCHERS`].
+    LeastLoaded,
+    /// See [`DISPATCHERS`].
+    MinCompletion,
+}
+
+/// One row of the table.
+#[derive(Debug)]
+pub struct DispatchEntry {
+    /// The strategy.
+    pub kind: DispatchKind,
+    /// Its name.
+    pub name: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+    /// Whether it reads the sites' dynamic state (drivers fill [`super::GridState::load`]).
+    pub reads_site_state: bool,
+    /// Builds it.
+    pub build: fn(&DispatchConfig) -> Box<dyn Dispatcher>,
+}
+
+fn load_ordering(c: &DispatchConfig, f: Function) -> Box<dyn Dispatcher> {
+    Box::new(LoadOrdering::new(
+        f,
+        c.max_priority,
+        c.epsilon,
+        c.load_measure,
+        c.seed,
+    ))
+}
+
+/// Every strategy, in documentation order.
+pub static DISPATCHERS: [DispatchEntry; 7] = [
+    DispatchEntry {
+        kind: DispatchKind::RoundRobin,
+        name: "round-robin",
+        help: "the next cluster in turn that can run the job",
+        reads_site_state: false,
+        build: |_| Box::new(RoundRobin::new()),
+    },
+    DispatchEntry {
+        kind: DispatchKind::Load,
+        name: "load",
+        help: "an idle cluster, else the least Load (dispatched workload) at the job's priority",
+        reads_site_state: false,
+        build: |c| load_ordering(c, Function::Load),
+    },
+    DispatchEntry {
+        kind: DispatchKind::Ordering,
+        name: "ordering",
+        help: "the least Count (dispatched jobs) at the job's priority",
+        reads_site_state: false,
+        build: |c| load_ordering(c, Function::Ordering),
+    },
+    DispatchEntry {
+        kind: DispatchKind::LoadOrdering,
+        name: "load-ordering",
+        help: "Load, then Ordering among the clusters of near-least Load",
+        reads_site_state: false,
+        build: |c| load_ordering(c, Function::LoadThenOrdering),
+    },
+    DispatchEntry {
+        kind: DispatchKind::BestFit,
+        name: "best-fit",
+        help: "the cluster left with the fewest free processors (job sharing)",
+        reads_site_state: true,
+        build: |_| Box::new(Broker::new(BrokerKind::BestFit)),
+    },
+    DispatchEntry {
+        kind: DispatchKind::LeastLoaded,
+        name: "least-loaded",
+        help: "the cluster with the fewest waiting jobs",
+        reads_site_state: true,
+        build: |_| Box::new(Broker::new(BrokerKind::LeastLoaded)),
+    },
+    DispatchEntry {
+        kind: DispatchKind::MinCompletion,
+        name: "min-completion",
+        help: "the earliest estimated completion",
+        reads_site_state: true,
+        build: |_| Box::new(Broker::new(BrokerKind::MinCompletion)),
+    },
+];
+
+impl DispatchKind {
+    /// The strategy's row of [`DISPATCHERS`].
+    pub fn entry(self) -> &'static DispatchEntry {
+        DISPATCHERS
+            .iter()
+            .find(|e| e.kind == self)
+            .expect("every strategy has its row")
+    }
+
+    /// Every strategy, in table order.
+    pub fn every() -> Vec<DispatchKind> {
+        DISPATCHERS.iter().map(|e| e.kind).collect()
+    }
+
+    /// Every name, comma-separated.
+    pub fn names() -> String {
+        DISPATCHERS
+            .iter()
+            .map(|e| e.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One line per strategy: its name and help.
+    pub fn help_lines() -> String {
+        DISPATCHERS
+            .iter()
+            .map(|e| format!("{:<15} {}", e.name, e.help))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The name on command lines and in configuration files.
+    pub fn as_str(self) -> &'static str {
+        self.entry().name
+    }
+
+    /// Whether the strategy reads the sites' dynamic state.
+    pub fn reads_site_state(self) -> bool {
+        self.entry().reads_site_state
+    }
+}
+
+impl fmt::Display for DispatchKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DispatchKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DISPATCHERS
+            .iter()
+            .find(|e| e.name == s)
+            .map(|e| e.kind)
+            .ok_or_else(|| {
+                format!(
+                    "unknown dispatch strategy `{s}` (expected one of: {})",
+                    DispatchKind::names()
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_has_each_strategy_once_with_its_serde_name() {
+        for e in &DISPATCHERS {
+            assert_eq!(
+                serde_json::to_string(&e.kind).unwrap(),
+                format!("\"{}\"", e.name)
+            );
+            assert_eq!(e.name.parse::<DispatchKind>(), Ok(e.kind));
+            let d = (e.build)(&DispatchConfig::new(e.kind));
+            assert_eq!(d.reads_site_state(), e.reads_site_state, "{}", e.name);
+            assert!(d.describe().starts_with(e.name), "{}", e.name);
+        }
+        assert_eq!(DispatchKind::every().len(), DISPATCHERS.len());
+        let e = "fastest".parse::<DispatchKind>().unwrap_err();
+        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion)"), "{e}");
+    }
+}
