@@ -115,6 +115,21 @@ impl GridFile {
         if g.sites.is_empty() {
             anyhow::bail!("grid file: `sites`: at least one site is needed");
         }
+        g.meta
+            .dispatch
+            .parse::<gridsched_core::dispatch::DispatchKind>()
+            .map_err(|e| anyhow::anyhow!("grid file: `meta.dispatch`: {e}"))?;
+        for (i, s) in g.sites.iter().enumerate() {
+            gridsched_core::policy::PolicyKind::parse_cluster(&s.policy)
+                .or_else(|e| {
+                    // A site of one machine may also run a single-machine policy.
+                    match s.machines.len() {
+                        1 => gridsched_core::policy::PolicyKind::parse_single(&s.policy),
+                        _ => Err(e),
+                    }
+                })
+                .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}].policy`: {e}"))?;
+        }
         Ok(g)
     }
 
@@ -246,5 +261,49 @@ mod tests {
         let e =
             GridFile::parse("[[sites]]\nname = \"a\"\nmachines = []\npolcy = \"x\"\n").unwrap_err();
         assert!(e.to_string().contains("polcy"), "{e}");
+    }
+
+    #[test]
+    fn the_default_grids_comment_names_every_dispatch_strategy() {
+        let comment: String = DEFAULT.lines().filter(|l| l.starts_with('#')).collect();
+        for k in gridsched_core::dispatch::DispatchKind::every() {
+            assert!(comment.contains(k.as_str()), "{k} is missing from the comment");
+        }
+    }
+
+    #[test]
+    fn wrong_policy_and_dispatch_names_are_named() {
+        let site = |policy: &str, machines: usize| {
+            let ms = (0..machines)
+                .map(|k| format!("{{ name = \"m{k}\", processors = 4 }}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("[[sites]]\nname = \"a\"\npolicy = \"{policy}\"\nmachines = [{ms}]\n")
+        };
+        let e = GridFile::parse(&site("fb-mood", 2))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("grid file: `sites[0].policy`: unknown policy `fb-mood`"),
+            "{e}"
+        );
+        let e = GridFile::parse(&site("conservative", 2))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`sites[0].policy`") && e.contains("fb-meta"),
+            "{e}"
+        );
+        assert!(GridFile::parse(&site("conservative", 1)).is_ok());
+        let e = GridFile::parse(&format!(
+            "[meta]\ndispatch = \"fastest\"\n{}",
+            site("easy", 1)
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("grid file: `meta.dispatch`: unknown dispatch strategy `fastest`"),
+            "{e}"
+        );
     }
 }
