@@ -267,7 +267,10 @@ mod tests {
     fn the_default_grids_comment_names_every_dispatch_strategy() {
         let comment: String = DEFAULT.lines().filter(|l| l.starts_with('#')).collect();
         for k in gridsched_core::dispatch::DispatchKind::every() {
-            assert!(comment.contains(k.as_str()), "{k} is missing from the comment");
+            assert!(
+                comment.contains(k.as_str()),
+                "{k} is missing from the comment"
+            );
         }
     }
 
