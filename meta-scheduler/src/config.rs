@@ -384,4 +384,17 @@ mod tests {
         assert_eq!(cfg.sites[1].max_estimate(cfg.limits.max_estimate_s), 7200);
         assert_eq!(MetaConfig::default().limits.max_estimate_s, 365 * 86_400);
     }
+
+    #[test]
+    fn the_ordering_count_is_a_dispatch_option() {
+        use gridsched_core::dispatch::OrderingCount;
+        assert_eq!(
+            MetaConfig::default().dispatch.ordering_count,
+            OrderingCount::AtLeast
+        );
+        let cfg = MetaConfig::from_toml("[dispatch]\nordering_count = \"equal\"\n").unwrap();
+        assert_eq!(cfg.dispatch.ordering_count, OrderingCount::Equal);
+        let e = MetaConfig::from_toml("[dispatch]\nordering_count = \"exact\"\n").unwrap_err();
+        assert!(e.to_string().contains("exact"), "{e}");
+    }
 }

@@ -20,6 +20,18 @@ pub enum LoadMeasure {
     Estimate,
 }
 
+/// What the Ordering function counts (D12 #11): its data structure's cumulative count, or its
+/// principle's count of the jobs of the same priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrderingCount {
+    /// `CountArr_c[P]`: jobs of priority ≥ P (Figure 13; default).
+    #[default]
+    AtLeast,
+    /// Jobs of priority exactly P.
+    Equal,
+}
+
 /// One cluster's arrays, index `p` for priority `p` (index 0 unused).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ClusterArrays {
@@ -80,6 +92,18 @@ impl PriorityArrays {
         self.clusters
             .get(c.index())
             .map_or(0, |a| a.load[self.clamp(p)])
+    }
+
+    /// The number of jobs of priority exactly `p` (the Ordering principle's reading, D4.2.2):
+    /// `CountArr_c[p] − CountArr_c[p + 1]`.
+    pub fn count_equal(&self, c: ClusterId, p: Priority) -> u64 {
+        let p = p.clamp(1, self.max);
+        let above = if p == self.max {
+            0
+        } else {
+            self.count(c, p + 1)
+        };
+        self.count(c, p) - above
     }
 
     /// `CountArr_c[p]`.
@@ -149,6 +173,9 @@ mod tests {
             assert_eq!(a.load(c, p), 25, "no job of priority {p}: same as 4");
         }
         assert_eq!((a.count(c, 4), a.count(c, 6), a.count(c, 7)), (2, 1, 0));
+        // Exactly at a priority: one job at 4, one at 6, none at 5 or 10.
+        let equal: Vec<u64> = [4, 5, 6, 10].map(|p| a.count_equal(c, p)).to_vec();
+        assert_eq!(equal, vec![1, 0, 1, 0]);
         a.remove(JobId(1));
         assert_eq!((a.load(c, 4), a.load(c, 5), a.count(c, 1)), (7, 0, 1));
         a.remove(JobId(1));

@@ -3,7 +3,7 @@
 //! B.4).
 
 use super::Priority;
-use super::{DispatchKind, Dispatcher, LoadMeasure};
+use super::{DispatchKind, Dispatcher, LoadMeasure, OrderingCount};
 use serde::{Deserialize, Serialize};
 
 /// A strategy and its options.
@@ -18,6 +18,8 @@ pub struct DispatchConfig {
     pub epsilon: f64,
     /// Workload of a job in the Load array.
     pub load_measure: LoadMeasure,
+    /// What the Ordering function counts: jobs of priority ≥ P (`at-least`) or = P (`equal`).
+    pub ordering_count: OrderingCount,
     /// Seed of the random tie-break.
     pub seed: u64,
 }
@@ -29,6 +31,7 @@ impl Default for DispatchConfig {
             max_priority: 10,
             epsilon: 0.0,
             load_measure: LoadMeasure::Area,
+            ordering_count: OrderingCount::AtLeast,
             seed: 1,
         }
     }

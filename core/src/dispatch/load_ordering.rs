@@ -8,7 +8,7 @@
 //! capabilities, to leave out clusters that can never run the job, D12 #12) — never the sites'
 //! dynamic state. "The first found cluster" of the Load function is the lowest cluster id.
 
-use super::arrays::{ClusterArrays, LoadMeasure, PriorityArrays};
+use super::arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
 use super::{Dispatcher, GridState, Measure, Placement, Priority, Reason, refuse};
 use crate::model::{ClusterId, Job, JobId, Time};
 use rand::{Rng, SeedableRng};
@@ -34,6 +34,7 @@ pub struct LoadOrdering {
     epsilon: f64,
     arrays: PriorityArrays,
     rng: ChaCha8Rng,
+    counting: OrderingCount,
     last: Option<Reason>,
 }
 
@@ -52,8 +53,15 @@ impl LoadOrdering {
             epsilon: epsilon.max(0.0),
             arrays: PriorityArrays::new(max, measure),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            counting: OrderingCount::AtLeast,
             last: None,
         }
+    }
+
+    /// The same dispatcher with Ordering counting as `counting` says (D12 #11).
+    pub fn counting(mut self, counting: OrderingCount) -> LoadOrdering {
+        self.counting = counting;
+        self
     }
 
     fn pick(&mut self, set: &[ClusterId]) -> ClusterId {
@@ -73,12 +81,16 @@ impl LoadOrdering {
 
 impl Dispatcher for LoadOrdering {
     fn describe(&self) -> String {
-        match self.function {
-            Function::Load => "load".into(),
+        let mut d = match self.function {
+            Function::Load => "load".to_string(),
             Function::Ordering => "ordering".into(),
             Function::LoadThenOrdering if self.epsilon == 0.0 => "load-ordering".into(),
             Function::LoadThenOrdering => format!("load-ordering (epsilon {})", self.epsilon),
+        };
+        if self.counting == OrderingCount::Equal && self.function != Function::Load {
+            d += " [count = P]";
         }
+        d
     }
 
     fn dispatch(&mut self, _now: Time, job: &Job, p: Priority, grid: &GridState) -> Placement {
@@ -88,14 +100,19 @@ impl Dispatcher for LoadOrdering {
             return refuse(job);
         }
         let arrays = &self.arrays;
+        let equal = self.counting == OrderingCount::Equal;
+        let count_of = |c: ClusterId| match equal {
+            true => arrays.count_equal(c, p),
+            false => arrays.count(c, p),
+        };
         let load = |c: ClusterId| arrays.load(c, p) as f64;
-        let count = |c: ClusterId| arrays.count(c, p) as f64;
+        let count = |c: ClusterId| count_of(c) as f64;
         let values = |set: &[ClusterId], m: Measure| -> Vec<(ClusterId, i128)> {
             set.iter()
                 .map(|&c| {
                     let v = match m {
                         Measure::Load => arrays.load(c, p),
-                        _ => i128::from(arrays.count(c, p)),
+                        _ => i128::from(count_of(c)),
                     };
                     (c, v)
                 })

@@ -18,7 +18,7 @@ mod round_robin;
 #[cfg(test)]
 mod tests;
 
-pub use arrays::{ClusterArrays, LoadMeasure, PriorityArrays};
+pub use arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
 pub use brokers::{Broker, BrokerKind};
 pub use config::DispatchConfig;
 pub use load_ordering::{Function, LoadOrdering};

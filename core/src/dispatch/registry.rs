@@ -46,13 +46,10 @@ pub struct DispatchEntry {
 }
 
 fn load_ordering(c: &DispatchConfig, f: Function) -> Box<dyn Dispatcher> {
-    Box::new(LoadOrdering::new(
-        f,
-        c.max_priority,
-        c.epsilon,
-        c.load_measure,
-        c.seed,
-    ))
+    Box::new(
+        LoadOrdering::new(f, c.max_priority, c.epsilon, c.load_measure, c.seed)
+            .counting(c.ordering_count),
+    )
 }
 
 /// Every strategy, in documentation order.

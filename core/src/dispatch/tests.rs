@@ -291,3 +291,30 @@ fn every_strategy_says_why_in_words() {
         ]
     );
 }
+
+#[test]
+fn ordering_counts_jobs_at_or_above_the_priority_or_exactly_at_it() {
+    let g = grid(2);
+    let mut picks = Vec::new();
+    for counting in [OrderingCount::AtLeast, OrderingCount::Equal] {
+        let mut d = DispatchConfig {
+            ordering_count: counting,
+            ..DispatchConfig::new(DispatchKind::Ordering)
+        }
+        .build();
+        // Cluster 0 holds two jobs of priority 5, cluster 1 one of priority 3.
+        d.restore(&job(1, 1, 10), 5, ClusterId(0));
+        d.restore(&job(2, 1, 10), 5, ClusterId(0));
+        d.restore(&job(3, 1, 10), 3, ClusterId(1));
+        // A priority-3 job: counts ≥ 3 are 2 and 1; counts = 3 are 0 and 1.
+        let c = cluster(d.dispatch(0, &job(4, 1, 10), 3, &g));
+        picks.push((c, d.describe()));
+    }
+    assert_eq!(
+        picks,
+        [
+            (1, "ordering".to_string()),
+            (0, "ordering [count = P]".to_string())
+        ]
+    );
+}
