@@ -115,6 +115,53 @@ fn fb_quick_writes_every_output_and_is_deterministic() {
     );
 }
 
+/// `experiment dynp --quick`: 3,000 KTH jobs at factors 1.0 and 0.7, nine configurations at each
+/// and the eleven metric and slackness variants at 1.0; dynP decides at every event and its jobs
+/// are all started under one of its three policies; a verdict per claim; thread-independent.
+#[test]
+fn dynp_quick_runs_every_configuration_with_verdicts() {
+    if traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz").is_none() {
+        return;
+    }
+    let a = tempfile::tempdir().unwrap();
+    experiment("dynp", a.path(), &[]);
+    let rows = deterministic_csv(a.path());
+    assert_eq!(rows.len() - 1, 2 * 9 + 11);
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let num = |r: &Vec<String>, c: usize| r[c].parse::<f64>().unwrap();
+    let (alg, jobs, decisions) = (col("algorithm"), col("jobs"), col("decisions"));
+    let shares = [
+        col("started_fcfs_pct"),
+        col("started_sjf_pct"),
+        col("started_ljf_pct"),
+    ];
+    for r in &rows[1..] {
+        assert_eq!(num(r, jobs), 3_000.0, "{r:?}");
+        let total: f64 = shares.iter().map(|&c| num(r, c)).sum();
+        assert!((total - 100.0).abs() < 1e-6, "{r:?}");
+        if r[alg].starts_with("dynP") {
+            // A decision per instant with a submission (simultaneous ones are coalesced).
+            assert!(num(r, decisions) >= 2_500.0, "{r:?}");
+        } else {
+            assert_eq!(num(r, decisions), 0.0);
+        }
+    }
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    let verdicts = report
+        .lines()
+        .filter(|l| l.contains("— **holds**") || l.contains("— **does not hold**"))
+        .count();
+    assert_eq!(verdicts, 7, "{report}");
+    assert!(
+        std::fs::read_to_string(a.path().join("sldwa-kth.svg"))
+            .unwrap()
+            .contains("shrinking factor")
+    );
+    let b = tempfile::tempdir().unwrap();
+    experiment("dynp", b.path(), &["--threads", "1"]);
+    assert_eq!(rows, deterministic_csv(b.path()));
+}
+
 /// The quick multi-site experiment runs from this crate's directory without `$GRIDSCHED_TRACES`
 /// being needed: it must find the shared KTH trace (`traces::dir`), and under `CI=true` it must.
 #[test]

@@ -8,8 +8,8 @@
 use gridsched_core::metrics::JobRecord;
 use gridsched_core::model::{Job, JobId, Time};
 use gridsched_core::policy::{
-    BackfillOptions, Policy, PolicyConfig, PolicyKind, ReservationKind, ShadowCmp, ShadowMode,
-    Start, SubmitPass,
+    BackfillOptions, PlanningOptions, Policy, PolicyConfig, PolicyKind, ReservationKind, ShadowCmp,
+    ShadowMode, Start, SubmitPass,
 };
 use gridsim::{Batching, EngineOptions, Hooks, simulate};
 use rand::{RngExt, SeedableRng};
@@ -69,11 +69,14 @@ fn configs() -> Vec<PolicyConfig> {
     ];
     for b in variants {
         v.push(PolicyConfig {
-            policy: PolicyKind::Easy,
-            heuristics: Default::default(),
-            cs: Default::default(),
-            matching: None,
             backfill: b,
+            ..PolicyConfig::new(PolicyKind::Easy)
+        });
+    }
+    for k in [PolicyKind::PlanningFcfs, PolicyKind::Dynp] {
+        v.push(PolicyConfig {
+            planning: PlanningOptions { backfilling: false },
+            ..PolicyConfig::new(k)
         });
     }
     v
@@ -222,6 +225,35 @@ fn check_plans_never_delayed(obs: &Observed) {
     }
 }
 
+/// A planning policy starts every job no later than the last start planned for it, and plans
+/// only in the future.
+fn check_starts_by_last_plan(cfg: &PolicyConfig, obs: &Observed) {
+    assert!(
+        obs.reservations.len() > 20,
+        "{}: the workload must make jobs wait",
+        cfg.policy
+    );
+    let start_of: HashMap<JobId, Time> = obs.records.iter().map(|r| (r.id, r.start)).collect();
+    let mut last: HashMap<JobId, Time> = HashMap::new();
+    for &(now, job, start, kind) in &obs.reservations {
+        assert_eq!(kind, ReservationKind::Planned);
+        assert!(
+            start > now,
+            "{}: planned start not in the future",
+            cfg.policy
+        );
+        last.insert(job, start);
+    }
+    for (job, s) in last {
+        assert!(
+            start_of[&job] <= s,
+            "{}: job {job} started at {} after its last plan {s}",
+            cfg.policy,
+            start_of[&job]
+        );
+    }
+}
+
 #[test]
 fn every_policy_keeps_its_invariants_on_random_workloads() {
     for seed in 0..40 {
@@ -234,6 +266,21 @@ fn every_policy_keeps_its_invariants_on_random_workloads() {
                     check_head_never_delayed(&cfg, &obs)
                 }
                 PolicyKind::Conservative => check_plans_never_delayed(&obs),
+                PolicyKind::PlanningFcfs
+                | PolicyKind::PlanningSjf
+                | PolicyKind::PlanningLjf
+                | PolicyKind::Dynp => {
+                    check_starts_by_last_plan(&cfg, &obs);
+                    if cfg.policy == PolicyKind::PlanningFcfs && !cfg.planning.backfilling {
+                        // Without backfilling, planning FCFS starts jobs in arrival order.
+                        let mut recs = obs.records.clone();
+                        recs.sort_by_key(|r| r.id);
+                        assert!(
+                            recs.windows(2).all(|w| w[0].start <= w[1].start),
+                            "planning-fcfs without backfilling out of order"
+                        );
+                    }
+                }
                 PolicyKind::Fcfs => {
                     // FCFS starts jobs in arrival order.
                     let mut recs = obs.records.clone();
@@ -254,14 +301,11 @@ fn stale_shadow_still_starts_the_head_by_its_first_reservation() {
     for seed in 0..20 {
         let jobs = workload(seed, 300, false);
         let cfg = PolicyConfig {
-            policy: PolicyKind::Easy,
-            heuristics: Default::default(),
-            cs: Default::default(),
-            matching: None,
             backfill: BackfillOptions {
                 shadow: ShadowMode::Stale,
                 ..Default::default()
             },
+            ..PolicyConfig::new(PolicyKind::Easy)
         };
         let obs = run(cfg, &jobs, EngineOptions::default());
         let start_of: HashMap<JobId, Time> = obs.records.iter().map(|r| (r.id, r.start)).collect();

@@ -14,11 +14,8 @@ const EASY_MEAN_WAIT: f64 = 6_412.24;
 
 fn easy_with(b: BackfillOptions) -> PolicyConfig {
     PolicyConfig {
-        policy: PolicyKind::Easy,
-        heuristics: Default::default(),
-        cs: Default::default(),
-        matching: None,
         backfill: b,
+        ..PolicyConfig::new(PolicyKind::Easy)
     }
 }
 

@@ -2,7 +2,7 @@
 //! Every knob of `reference-semantics.md` ("Knobs other simulators choose differently") that
 //! belongs to the policy lives here; the defaults are the reference mode.
 
-use super::{Policy, PolicyKind};
+use super::{DynpOptions, PlanningOptions, Policy, PolicyKind};
 use crate::cluster::{ClusterError, ClusterState};
 use crate::convergent::{CsParams, MatchingKind};
 use crate::heuristics::HeuristicParams;
@@ -111,6 +111,12 @@ pub struct PolicyConfig {
     /// Matching algorithm of Convergent Scheduling, overriding the variant's (mis, mfs, imfs).
     #[serde(default)]
     pub matching: Option<MatchingKind>,
+    /// Options of the planning policies and dynP.
+    #[serde(default)]
+    pub planning: PlanningOptions,
+    /// Options of dynP's self-tuning.
+    #[serde(default)]
+    pub dynp: DynpOptions,
 }
 
 /// A policy configuration that cannot be built.
@@ -151,6 +157,8 @@ impl PolicyConfig {
             heuristics: HeuristicParams::default(),
             cs: CsParams::default(),
             matching: None,
+            planning: PlanningOptions::default(),
+            dynp: DynpOptions::default(),
         }
     }
 
@@ -293,7 +301,7 @@ mod tests {
         for k in PolicyKind::every() {
             assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
         }
-        assert_eq!(PolicyKind::every().len(), 13, "each kind once");
+        assert_eq!(PolicyKind::every().len(), 17, "each kind once");
         let e = "nope".parse::<PolicyKind>().unwrap_err().to_string();
         assert!(
             e.ends_with(
@@ -306,7 +314,7 @@ mod tests {
         let e = PolicyKind::parse_single("fb-mod").unwrap_err();
         assert!(
             e.contains("gridsim cluster")
-                && e.ends_with("fcfs, easy, conservative, sjf-bf, ljf-bf"),
+                && e.ends_with("ljf-bf, planning-fcfs, planning-sjf, planning-ljf, dynp"),
             "{e}"
         );
     }

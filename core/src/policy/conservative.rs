@@ -23,7 +23,7 @@
 //! overrun (the plan made before the outage promised starts that have passed).
 
 use super::fcfs::check_job;
-use super::{Policy, Rejection, Reservation, ReservationKind, Start};
+use super::{Policy, Rejection, Reservation, Start};
 use crate::model::{Duration, Job, JobId, MachineId, Time};
 use crate::structures::{Profile, RunningSet};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -278,20 +278,11 @@ impl Policy for Conservative {
     }
 
     fn reservations(&self) -> Vec<Reservation> {
-        let mut v: Vec<_> = self
+        let slots = self
             .waiting
             .values()
-            .map(|p| Reservation {
-                job: p.id,
-                start: p.start,
-                end: p.start + p.estimate,
-                procs: p.procs,
-                machine: Some(self.machine),
-                kind: ReservationKind::Planned,
-            })
-            .collect();
-        v.sort_by_key(|r| (r.start, r.job));
-        v
+            .map(|p| (p.id, p.start, p.estimate, p.procs));
+        Reservation::planned_on(self.machine, slots)
     }
 }
 

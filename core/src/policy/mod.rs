@@ -13,20 +13,24 @@
 
 mod config;
 mod conservative;
+mod dynp;
 mod easy;
 mod fcfs;
 mod flexible_backfilling;
 mod order;
+mod planning;
 mod registry;
 
 pub use config::{
     BackfillOptions, PolicyConfig, PolicyConfigError, ShadowCmp, ShadowMode, SubmitPass,
 };
 pub use conservative::Conservative;
+pub use dynp::{DeciderKind, DynpOptions, Ratings, SelfTuning, Tuning, TuningMetric};
 pub use easy::Easy;
 pub use fcfs::Fcfs;
 pub use flexible_backfilling::{Blocked, ClusterOrder, FbVariant, FlexibleBackfilling};
 pub use order::QueueOrder;
+pub use planning::{PlanOrder, Planning, PlanningOptions};
 pub use registry::{BuildCluster, BuildSingle, POLICIES, PolicyEntry, PolicyKind};
 
 use crate::model::{Duration, Job, JobId, MachineId, Time};
@@ -85,6 +89,28 @@ pub struct Reservation {
     pub machine: Option<MachineId>,
     /// Head reservation or planned start.
     pub kind: ReservationKind,
+}
+
+impl Reservation {
+    /// The planned starts of waiting jobs on one machine, given as (job, start, estimate,
+    /// processors), ordered by start then job id (a planning policy's reservations).
+    pub fn planned_on(
+        machine: MachineId,
+        slots: impl Iterator<Item = (JobId, Time, Duration, u32)>,
+    ) -> Vec<Reservation> {
+        let mut v: Vec<Reservation> = slots
+            .map(|(job, start, estimate, procs)| Reservation {
+                job,
+                start,
+                end: start + estimate,
+                procs,
+                machine: Some(machine),
+                kind: ReservationKind::Planned,
+            })
+            .collect();
+        v.sort_by_key(|r| (r.start, r.job));
+        v
+    }
 }
 
 /// Why a policy refuses a job at submission.
@@ -198,6 +224,13 @@ pub trait Policy: Send + fmt::Debug {
         _procs: u32,
     ) -> Result<(), Rejection> {
         Err(Rejection::Unsupported(self.describe()))
+    }
+
+    /// Named counters of the policy's own decisions, for reports (dynP: its decisions by case of
+    /// the thesis' Tab. 4.3, its switches, and the jobs started under each policy). The default:
+    /// none.
+    fn counters(&self) -> Vec<(String, u64)> {
+        Vec::new()
     }
 
     /// Number of waiting jobs.

@@ -6,7 +6,7 @@
 //! `two-level-grid-scheduler.md` D6–D7 and D9.2–D9.3 for the cluster ones).
 
 use super::{Conservative, Easy, FbVariant, Fcfs, FlexibleBackfilling, Policy, PolicyConfig};
-use super::{PolicyConfigError, QueueOrder};
+use super::{PlanOrder, Planning, PolicyConfigError, QueueOrder};
 use crate::cluster::ClusterState;
 use crate::convergent::ConvergentScheduling;
 use crate::model::MachineId;
@@ -47,6 +47,14 @@ pub enum PolicyKind {
     CsNiNp,
     /// See [`POLICIES`].
     FbMeta,
+    /// See [`POLICIES`].
+    PlanningFcfs,
+    /// See [`POLICIES`].
+    PlanningSjf,
+    /// See [`POLICIES`].
+    PlanningLjf,
+    /// See [`POLICIES`].
+    Dynp,
 }
 
 /// Builds the classic implementation on one machine of the given processors.
@@ -71,7 +79,7 @@ pub struct PolicyEntry {
 }
 
 /// Every local policy, in documentation order: the classic single-machine ones first.
-pub static POLICIES: [PolicyEntry; 13] = [
+pub static POLICIES: [PolicyEntry; 17] = [
     PolicyEntry {
         kind: PolicyKind::Fcfs,
         name: "fcfs",
@@ -164,6 +172,34 @@ pub static POLICIES: [PolicyEntry; 13] = [
         help: "Flexible Backfilling ordered by the meta-scheduler's priority",
         single: None,
         cluster: Some(|_, s| Box::new(FlexibleBackfilling::fb_meta(s))),
+    },
+    PolicyEntry {
+        kind: PolicyKind::PlanningFcfs,
+        name: "planning-fcfs",
+        help: "planning-based (CCS): a full plan in arrival order, backfilling implicit",
+        single: Some(|c, m, p| Box::new(Planning::new(m, p, PlanOrder::Fcfs, c.planning))),
+        cluster: None,
+    },
+    PolicyEntry {
+        kind: PolicyKind::PlanningSjf,
+        name: "planning-sjf",
+        help: "planning-based, shortest estimate first",
+        single: Some(|c, m, p| Box::new(Planning::new(m, p, PlanOrder::Sjf, c.planning))),
+        cluster: None,
+    },
+    PolicyEntry {
+        kind: PolicyKind::PlanningLjf,
+        name: "planning-ljf",
+        help: "planning-based, longest estimate first",
+        single: Some(|c, m, p| Box::new(Planning::new(m, p, PlanOrder::Ljf, c.planning))),
+        cluster: None,
+    },
+    PolicyEntry {
+        kind: PolicyKind::Dynp,
+        name: "dynp",
+        help: "self-tuning dynP: the best-rated plan of FCFS, SJF and LJF at every event",
+        single: Some(|c, m, p| Box::new(Planning::dynp(m, p, c.planning, c.dynp))),
+        cluster: None,
     },
 ];
 
@@ -291,7 +327,7 @@ mod tests {
         }
         assert_eq!(
             PolicyKind::names(&PolicyKind::single_machine()),
-            "fcfs, easy, conservative, sjf-bf, ljf-bf"
+            "fcfs, easy, conservative, sjf-bf, ljf-bf, planning-fcfs, planning-sjf, planning-ljf, dynp"
         );
         assert_eq!(
             PolicyKind::names(&PolicyKind::cluster()),

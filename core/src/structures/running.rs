@@ -51,6 +51,11 @@ impl RunningSet {
         self.busy
     }
 
+    /// The predicted ends after `t` and the processors each releases, in time order.
+    pub fn ends_after(&self, t: Time) -> impl Iterator<Item = (Time, u64)> + '_ {
+        self.ends.range(t + 1..).map(|(&e, &p)| (e, p))
+    }
+
     /// A running job.
     pub fn get(&self, id: JobId) -> Option<&RunEntry> {
         self.jobs.get(&id)

@@ -4,9 +4,9 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, cs::CsExperiment, fb::FbExperiment, lcg::LcgExperiment,
-    mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output, runner,
-    two_level::TwoLevelExperiment,
+    Experiment, Options, cs::CsExperiment, dynp::DynpExperiment, fb::FbExperiment,
+    lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output,
+    runner, two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -29,6 +29,8 @@ pub enum Name {
     MsCs,
     /// Every dispatch strategy and a home-site baseline on the LCG grid trace (one cluster per site).
     Lcg,
+    /// Streit Ch. 5: the self-tuning dynP scheduler against FCFS, SJF and LJF planning.
+    Dynp,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -77,6 +79,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::MsFb => Box::new(TwoLevelExperiment::new(&opts, &ms_fb::SPEC)),
         Name::MsCs => Box::new(TwoLevelExperiment::new(&opts, &ms_cs::SPEC)),
         Name::Lcg => Box::new(LcgExperiment::new(&opts)?),
+        Name::Dynp => Box::new(DynpExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(

@@ -3,7 +3,8 @@
 
 use clap::{Args, ValueEnum};
 use gridsched_core::policy::{
-    BackfillOptions, PolicyConfig, PolicyKind, ShadowCmp, ShadowMode, SubmitPass,
+    BackfillOptions, DeciderKind, DynpOptions, PlanOrder, PlanningOptions, PolicyConfig,
+    PolicyKind, ShadowCmp, ShadowMode, SubmitPass, Tuning, TuningMetric,
 };
 use gridsched_workload::{
     Estimates, NormalizeMode, NormalizeOptions, ProcsField, RuntimeLimit, WideJobs,
@@ -123,6 +124,30 @@ pub struct Knobs {
     )]
     pub submit_pass: SubmitPassArg,
 
+    /// Planning policies and dynP: plan every job no earlier than the one before it in the
+    /// policy's order (the thesis' "backfilling disabled").
+    #[arg(long, help_heading = "Planning and dynP")]
+    pub no_plan_backfilling: bool,
+    /// dynP's self-tuning metric: art, artwa, artww, makespan, sld, sldww, ppsld60.
+    #[arg(long, default_value = "artww", help_heading = "Planning and dynP")]
+    pub dynp_metric: TuningMetric,
+    /// dynP's decider: simple, advanced, preferred.
+    #[arg(long, default_value = "advanced", help_heading = "Planning and dynP")]
+    pub dynp_decider: DeciderKind,
+    /// The preferred decider's policy: fcfs, sjf, ljf.
+    #[arg(long, default_value = "sjf", help_heading = "Planning and dynP")]
+    pub dynp_preferred: PlanOrder,
+    /// The preferred decider's literal reading (back to the preferred policy when it is at
+    /// least equal to the active one, even if the third is better).
+    #[arg(long, help_heading = "Planning and dynP")]
+    pub dynp_preferred_literal: bool,
+    /// Half self-tuning: decide at submissions only.
+    #[arg(long, help_heading = "Planning and dynP")]
+    pub dynp_half: bool,
+    /// Slackness in percent: the active policy's value is virtually improved by it.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_slack, help_heading = "Planning and dynP")]
+    pub dynp_slack: f64,
+
     /// Run a pass after every event (reference) or once per time stamp.
     #[arg(long, value_enum, default_value = "per-event", help_heading = "Engine")]
     pub batching: BatchingArg,
@@ -150,6 +175,13 @@ fn parse_estimates(s: &str) -> Result<EstimatesArg, String> {
                 "expected `requested`, `perfect` or a factor >= 1, got `{f}`"
             )),
         },
+    }
+}
+
+fn parse_slack(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..100.0).contains(&x) => Ok(x),
+        _ => Err(format!("expected a percentage in [0, 100), got `{s}`")),
     }
 }
 
@@ -198,6 +230,21 @@ impl Knobs {
             heuristics: Default::default(),
             cs: Default::default(),
             matching: None,
+            planning: PlanningOptions {
+                backfilling: !self.no_plan_backfilling,
+            },
+            dynp: DynpOptions {
+                metric: self.dynp_metric,
+                decider: self.dynp_decider,
+                preferred: self.dynp_preferred,
+                preferred_literal: self.dynp_preferred_literal,
+                tuning: if self.dynp_half {
+                    Tuning::Half
+                } else {
+                    Tuning::Full
+                },
+                slack_pct: self.dynp_slack,
+            },
             backfill: BackfillOptions {
                 shadow: match self.shadow {
                     ShadowArg::Fresh => ShadowMode::Fresh,

@@ -15,10 +15,13 @@
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
 //! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters;
 //!   [`shares`]: their load shares against the optimal and capacity shares.
+//! * [`dynp`]: the self-tuning dynP scheduler against FCFS, SJF and LJF planning
+//!   (`self-tuning-and-multisite.md` §4).
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
 pub mod cs;
 pub mod cs_findings;
+pub mod dynp;
 pub mod fb;
 pub mod lcg;
 pub mod mkp;
