@@ -35,6 +35,69 @@ struct Planned {
     estimate: Duration,
     start: Time,
     plan_seq: u64,
+    /// The [`Gains`] sequence number when the job's start was last found to be its earliest.
+    checked: u64,
+}
+
+/// How many of the latest stuck jobs a round compares a job with.
+const STUCK_SCAN: usize = 8;
+
+/// A job a round found unable to start before `limit` (and its planned start), in the profile
+/// as it still is.
+#[derive(Clone, Copy, Debug)]
+struct Stuck {
+    procs: u32,
+    estimate: Duration,
+    start: Time,
+    limit: Time,
+}
+
+impl Stuck {
+    /// The earliest start left to a later job `p` at least as wide and as long, planned no
+    /// earlier: for any earlier start, its window (cut at its planned start) holds this job's
+    /// window, which found too few processors.
+    fn bound_for(&self, p: &Planned) -> Option<Time> {
+        (self.procs <= p.procs && self.estimate <= p.estimate && self.start <= p.start)
+            .then_some(self.limit)
+    }
+}
+
+/// The processors given back to the profile over time (ended jobs' unused tails, cancelled and
+/// moved reservations): for a sequence number, the latest end of every gain recorded after it.
+/// A waiting job can only move to a window holding an instant that gained processors since it
+/// was last placed, so it can only move to a start before that latest end.
+#[derive(Debug, Default)]
+struct Gains {
+    next: u64,
+    /// (sequence, end), ends decreasing: the latest end after a sequence number is the end of
+    /// the first entry past it.
+    stack: Vec<(u64, Time)>,
+}
+
+impl Gains {
+    fn record(&mut self, end: Time) {
+        self.next += 1;
+        while self.stack.last().is_some_and(|&(_, e)| e <= end) {
+            self.stack.pop();
+        }
+        self.stack.push((self.next, end));
+    }
+
+    fn seq(&self) -> u64 {
+        self.next
+    }
+
+    fn latest_end_after(&self, seq: u64) -> Time {
+        let i = self.stack.partition_point(|&(s, _)| s <= seq);
+        self.stack.get(i).map_or(Time::MIN, |&(_, e)| e)
+    }
+
+    /// Drops the gains that ended by `now` (the later ones end earlier still).
+    fn forget_before(&mut self, now: Time) {
+        while self.stack.last().is_some_and(|&(_, e)| e <= now) {
+            self.stack.pop();
+        }
+    }
 }
 
 /// Conservative backfilling on one space-shared machine.
@@ -61,6 +124,14 @@ pub struct Conservative {
     replan_all: bool,
     /// The machine is down: nothing starts.
     down: bool,
+    /// A job started late (after its planned start) may over-commit the profile until its
+    /// predicted end or a re-planning from scratch: before then, rounds take every job out
+    /// before placing it again.
+    overcommitted_until: Time,
+    gains: Gains,
+    /// Rounds take every job out and place it again, as the reference does (for the
+    /// differential test of the in-place rounds).
+    reference_rounds: bool,
 }
 
 impl Conservative {
@@ -81,11 +152,22 @@ impl Conservative {
             round_pending: false,
             replan_all: false,
             down: false,
+            overcommitted_until: Time::MIN,
+            gains: Gains::default(),
+            reference_rounds: false,
         }
     }
 
     /// Takes each waiting job out and places it again at its earliest start, in arrival order.
     /// With `from_scratch`, all reservations are removed first (after an overrun).
+    ///
+    /// Without it, and while the profile is nowhere over-committed, a job can only move to an
+    /// instant before its planned start from which enough processors stay free up to that start
+    /// or for its estimate (from its planned start on, its own processors make room for it), and
+    /// only to a start before the latest end of the processors given back since it was last
+    /// placed ([`Gains`]): [`Profile::earliest_within`] answers that without taking the job out,
+    /// so only the jobs that move touch the profile. The result is the reference's re-placement,
+    /// exactly (`rounds_in_place_equal_the_reference_rounds` checks it).
     fn replan(&mut self, now: Time, from_scratch: bool) -> bool {
         if from_scratch {
             for p in self.waiting.values() {
@@ -94,26 +176,62 @@ impl Conservative {
         }
         let mut moved = false;
         let (capacity, committed) = (self.capacity, self.committed);
+        let in_place = !from_scratch && now >= self.overcommitted_until && !self.reference_rounds;
         self.profile.forget_before(now);
+        self.gains.forget_before(now);
+        // Jobs found unable to move since the profile last changed in this round.
+        let mut stuck: Vec<Stuck> = Vec::new();
         for p in self.waiting.values_mut() {
             if p.start <= now && !from_scratch {
                 continue; // due now: it starts in this pass
             }
-            if !from_scratch {
+            let s = if in_place {
+                let horizon = self.gains.latest_end_after(p.checked);
+                p.checked = self.gains.seq();
+                let limit = p.start.min(horizon);
+                let from = stuck
+                    .iter()
+                    .rev()
+                    .take(STUCK_SCAN)
+                    .filter_map(|k| k.bound_for(p))
+                    .fold(now, Time::max);
+                if from >= limit {
+                    continue;
+                }
+                let Some(s) = self
+                    .profile
+                    .earliest_within(from, p.procs, p.estimate, limit, p.start)
+                else {
+                    stuck.push(Stuck {
+                        procs: p.procs,
+                        estimate: p.estimate,
+                        start: p.start,
+                        limit,
+                    });
+                    continue;
+                };
+                stuck.clear();
                 self.profile.release(p.start, p.start + p.estimate, p.procs);
-            }
-            let others = committed - u64::from(p.procs);
-            let s = place(
-                &self.profile,
-                &self.due,
-                now,
-                p.procs,
-                p.estimate,
-                capacity,
-                others,
-            );
+                s
+            } else {
+                p.checked = self.gains.seq();
+                if !from_scratch {
+                    self.profile.release(p.start, p.start + p.estimate, p.procs);
+                }
+                let others = committed - u64::from(p.procs);
+                place(
+                    &self.profile,
+                    &self.due,
+                    now,
+                    p.procs,
+                    p.estimate,
+                    capacity,
+                    others,
+                )
+            };
             self.profile.reserve(s, s + p.estimate, p.procs);
             if s != p.start {
+                self.gains.record(p.start + p.estimate);
                 self.due.remove(&(p.start, p.plan_seq, p.id));
                 p.start = s;
                 p.plan_seq = self.next_plan;
@@ -121,6 +239,9 @@ impl Conservative {
                 self.due.insert((p.start, p.plan_seq, p.id));
                 moved = true;
             }
+        }
+        if from_scratch {
+            self.overcommitted_until = Time::MIN;
         }
         moved
     }
@@ -175,6 +296,7 @@ impl Policy for Conservative {
             estimate: job.estimate,
             start,
             plan_seq: self.next_plan,
+            checked: self.gains.seq(),
         };
         self.next_plan += 1;
         self.due.insert((start, p.plan_seq, p.id));
@@ -190,6 +312,7 @@ impl Policy for Conservative {
         };
         if e.end > now {
             self.profile.release(now, e.end, e.procs);
+            self.gains.record(e.end);
             self.dirty = true;
         }
         self.round_pending = true;
@@ -211,6 +334,7 @@ impl Policy for Conservative {
         };
         let p = self.waiting.remove(&seq).expect("indexed waiting job");
         self.profile.release(p.start, p.start + p.estimate, p.procs);
+        self.gains.record(p.start + p.estimate);
         self.due.remove(&(p.start, p.plan_seq, p.id));
         self.committed -= u64::from(p.procs);
         self.dirty = true;
@@ -241,6 +365,8 @@ impl Policy for Conservative {
                 // Woken late: move the reservation to the actual start.
                 self.profile.release(t, t + p.estimate, p.procs);
                 self.profile.reserve(now, now + p.estimate, p.procs);
+                self.gains.record(t + p.estimate);
+                self.overcommitted_until = self.overcommitted_until.max(now + p.estimate);
             }
             self.running.insert(id, p.procs, now, p.estimate);
             starts.push(Start::on(id, self.machine, p.procs));
@@ -301,6 +427,83 @@ mod tests {
             .iter()
             .map(|r| (r.job.0, r.start))
             .collect()
+    }
+
+    /// The in-place rounds (only jobs that can move touch the profile, and only up to the
+    /// latest end of what was given back since they were placed) plan exactly what the
+    /// reference's rounds plan, taking every job out and placing it again: the same starts and
+    /// the same planned starts at every second, through early ends, cancellations, overruns
+    /// and passes run late.
+    #[test]
+    fn rounds_in_place_equal_the_reference_rounds() {
+        use rand::{RngExt, SeedableRng};
+        let mut moved_total = 0;
+        for seed in 0..16u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut fast = Conservative::new(MachineId(0), 16);
+            let mut reference = Conservative::new(MachineId(0), 16);
+            reference.reference_rounds = true;
+            let mut ends: Vec<(Time, u64, Time)> = Vec::new(); // (end, job, predicted end)
+            let mut runs = HashMap::new();
+            let mut waiting: Vec<u64> = Vec::new();
+            let mut next_id = 1u64;
+            for now in 0..6_000i64 {
+                ends.sort();
+                let mut i = 0;
+                while i < ends.len() {
+                    let (end, id, predicted) = ends[i];
+                    if end == now {
+                        fast.terminate(now, JobId(id));
+                        reference.terminate(now, JobId(id));
+                        ends.remove(i);
+                        continue;
+                    }
+                    if predicted == now {
+                        let later = now + 40;
+                        fast.overrun(now, JobId(id), later);
+                        reference.overrun(now, JobId(id), later);
+                        ends[i].2 = later;
+                    }
+                    i += 1;
+                }
+                if now < 3_000 && rng.random_bool(0.08) {
+                    let estimate = rng.random_range(1..150);
+                    let run = if rng.random_bool(0.03) {
+                        estimate + 30
+                    } else {
+                        rng.random_range(1..=estimate)
+                    };
+                    let job = Job::new(next_id, now, rng.random_range(1..=16), estimate, run);
+                    fast.submit(now, &job).unwrap();
+                    reference.submit(now, &job).unwrap();
+                    runs.insert(next_id, (run, estimate));
+                    waiting.push(next_id);
+                    next_id += 1;
+                }
+                if rng.random_bool(0.01) && !waiting.is_empty() {
+                    let id = waiting.swap_remove(rng.random_range(0..waiting.len()));
+                    assert!(fast.cancel(now, JobId(id)));
+                    assert!(reference.cancel(now, JobId(id)));
+                }
+                if rng.random_bool(0.05) {
+                    continue; // this second's pass is late
+                }
+                let a = starts(&mut fast, now);
+                assert_eq!(a, starts(&mut reference, now), "seed {seed} at {now}");
+                assert_eq!(planned(&fast), planned(&reference), "seed {seed} at {now}");
+                for id in a {
+                    waiting.retain(|&w| w != id);
+                    let (run, estimate) = runs[&id];
+                    ends.push((now + run, id, now + estimate));
+                }
+            }
+            assert!(
+                waiting.is_empty() && ends.is_empty(),
+                "seed {seed}: all ran"
+            );
+            moved_total += fast.next_plan;
+        }
+        assert!(moved_total > 5_000, "the rounds moved jobs: {moved_total}");
     }
 
     /// A plan made before an outage promised starts that passed while the machine was down: on

@@ -232,17 +232,14 @@ impl Planning {
 
     /// dynP's decision: the three plans built from scratch and rated; the chosen one is adopted.
     fn self_tune(&mut self, now: Time) {
+        if self.tuner.is_none() {
+            return;
+        }
+        let base = self.base_profile(now);
         let Some(tuner) = self.tuner.as_mut() else {
             return;
         };
         let metric = tuner.options.metric;
-        let base = {
-            let mut p = Profile::new(self.capacity);
-            for (end, procs) in self.running.ends_after(now) {
-                p.reserve(now, end, procs as u32);
-            }
-            p
-        };
         let running_end = self.running.ends_after(now).last().map_or(now, |(e, _)| e);
         let mut waiting: Vec<Waiting> = self.plan.iter().map(|s| s.job).collect();
         waiting.sort_by_key(|w| w.seq);
