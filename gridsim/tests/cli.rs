@@ -83,6 +83,42 @@ fn json_has_the_documented_keys() {
     assert!(v["mean_response_s"].as_f64().unwrap() >= v["mean_wait_s"].as_f64().unwrap());
 }
 
+/// dynP reports its decisions: every started job under one of the three policies, every
+/// decision either a switch or not, and the cases of Tab. 4.3 adding up to the decisions.
+#[test]
+fn dynp_reports_its_switches_and_the_policy_each_job_started_under() {
+    let v = json(&gridsim(&[
+        "run",
+        "--synthetic-jobs",
+        "2000",
+        "--load",
+        "0.9",
+        "--policy",
+        "dynp",
+        "--json",
+    ]));
+    let c = v["counters"].as_object().expect("counters");
+    let sum = |prefix: &str| -> u64 {
+        c.iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, n)| n.as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(sum("started-"), 2000, "{c:?}");
+    let decisions = sum("case-");
+    assert_eq!(sum("switch-to-") + sum("no-switch"), decisions, "{c:?}");
+    assert!(sum("switch-to-") > 0, "dynP never switched: {c:?}");
+    let conservative = json(&gridsim(&[
+        "run",
+        "--synthetic-jobs",
+        "200",
+        "--policy",
+        "conservative",
+        "--json",
+    ]));
+    assert_eq!(conservative["counters"], serde_json::json!({}));
+}
+
 #[test]
 fn per_job_output_is_deterministic() {
     let dir = tempfile::tempdir().unwrap();

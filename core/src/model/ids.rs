@@ -29,6 +29,10 @@ id_type!(
     JobId(u64), ""
 );
 id_type!(
+    /// An advance reservation, unique within a site.
+    ReservationId(u64), "r"
+);
+id_type!(
     /// A user (for SWF traces: field 12). Live services intern user names to these numbers.
     UserId(u32), "u"
 );

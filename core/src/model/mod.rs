@@ -8,7 +8,7 @@ mod job;
 mod machine;
 mod platform;
 
-pub use ids::{ClusterId, JobId, LicenceId, MachineId, SiteId, UserId};
+pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass};
 pub use machine::Machine;
 pub use platform::{Cluster, LicencePool, LicenceType, Platform, PlatformError, Site};

@@ -23,8 +23,8 @@
 //! overrun (the plan made before the outage promised starts that have passed).
 
 use super::fcfs::check_job;
-use super::{Policy, Rejection, Reservation, Start};
-use crate::model::{Duration, Job, JobId, MachineId, Time};
+use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
+use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -129,6 +129,8 @@ pub struct Conservative {
     /// before placing it again.
     overcommitted_until: Time,
     gains: Gains,
+    /// Advance reservations: fixed blocks of the profile.
+    book: Book,
     /// Rounds take every job out and place it again, as the reference does (for the
     /// differential test of the in-place rounds).
     reference_rounds: bool,
@@ -154,6 +156,7 @@ impl Conservative {
             down: false,
             overcommitted_until: Time::MIN,
             gains: Gains::default(),
+            book: Book::default(),
             reference_rounds: false,
         }
     }
@@ -222,6 +225,7 @@ impl Conservative {
                 place(
                     &self.profile,
                     &self.due,
+                    &self.book,
                     now,
                     p.procs,
                     p.estimate,
@@ -248,10 +252,13 @@ impl Conservative {
 }
 
 /// The earliest start of a job of `procs` processors for `estimate` from `now`, when `others`
-/// processors are committed to other jobs and `due` holds the planned starts.
+/// processors are committed to other jobs and reservations, `due` holds the planned starts and
+/// `book` the reservations (the free count can only rise before the first start of either).
+#[allow(clippy::too_many_arguments)]
 fn place(
     profile: &Profile,
     due: &BTreeSet<(Time, u64, JobId)>,
+    book: &Book,
     now: Time,
     procs: u32,
     estimate: Duration,
@@ -264,7 +271,8 @@ fn place(
     let rising_until = due
         .range((now + 1, 0, JobId(0))..)
         .next()
-        .map_or(Time::MAX, |&(t, _, _)| t);
+        .map_or(Time::MAX, |&(t, _, _)| t)
+        .min(book.next_start_after(now).unwrap_or(Time::MAX));
     profile.earliest_rising(now, procs, estimate, rising_until)
 }
 
@@ -282,6 +290,7 @@ impl Policy for Conservative {
         let start = place(
             &self.profile,
             &self.due,
+            &self.book,
             now,
             job.procs,
             job.estimate,
@@ -354,6 +363,9 @@ impl Policy for Conservative {
             self.dirty = self.replan(now, false);
         }
         self.round_pending = false;
+        for r in self.book.expire(now) {
+            self.committed -= u64::from(r.procs);
+        }
         while let Some(&(t, plan_seq, id)) = self.due.first() {
             if t > now {
                 break;
@@ -391,6 +403,36 @@ impl Policy for Conservative {
         }
     }
 
+    fn admit_reservation(
+        &mut self,
+        now: Time,
+        r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused> {
+        self.profile.forget_before(now);
+        self.book.admit(now, r, self.capacity, &self.profile)?;
+        self.profile.reserve(r.start, r.end, r.procs);
+        self.committed += u64::from(r.procs);
+        Ok(())
+    }
+
+    fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
+        let Some(r) = self.book.cancel(id) else {
+            return false;
+        };
+        self.committed -= u64::from(r.procs);
+        if r.end > now {
+            self.profile.release(r.start.max(now), r.end, r.procs);
+            self.gains.record(r.end);
+            self.dirty = true;
+            self.round_pending = true;
+        }
+        true
+    }
+
+    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        self.book.list()
+    }
+
     fn waiting_len(&self) -> usize {
         self.waiting.len()
     }
@@ -415,19 +457,7 @@ impl Policy for Conservative {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn starts(p: &mut Conservative, now: Time) -> Vec<u64> {
-        let mut v = Vec::new();
-        p.schedule(now, &mut v);
-        v.iter().map(|s| s.job.0).collect()
-    }
-
-    fn planned(p: &Conservative) -> Vec<(u64, Time)> {
-        p.reservations()
-            .iter()
-            .map(|r| (r.job.0, r.start))
-            .collect()
-    }
+    use crate::policy::test_util::{planned, starts};
 
     /// The in-place rounds (only jobs that can move touch the profile, and only up to the
     /// latest end of what was given back since they were placed) plan exactly what the

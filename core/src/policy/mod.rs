@@ -11,6 +11,7 @@
 //! When a driver calls `schedule` is its own choice: the reference mode calls it after every
 //! event, a batched mode once per time stamp.
 
+mod advance;
 mod config;
 mod conservative;
 mod dynp;
@@ -21,6 +22,7 @@ mod order;
 mod planning;
 mod registry;
 
+pub use advance::{AdvanceReservation, Book, ReservationRefused};
 pub use config::{
     BackfillOptions, PolicyConfig, PolicyConfigError, ShadowCmp, ShadowMode, SubmitPass,
 };
@@ -226,6 +228,30 @@ pub trait Policy: Send + fmt::Debug {
         Err(Rejection::Unsupported(self.describe()))
     }
 
+    /// Admits an advance reservation iff its processors are free for its whole interval in the
+    /// current plan; every later decision then respects it. The default: refused, the policy
+    /// has no plan.
+    fn admit_reservation(
+        &mut self,
+        _now: Time,
+        _r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused> {
+        Err(ReservationRefused::Unsupported {
+            policy: self.describe(),
+        })
+    }
+
+    /// Cancels an advance reservation; false if it is not held.
+    fn cancel_reservation(&mut self, _now: Time, _id: crate::model::ReservationId) -> bool {
+        false
+    }
+
+    /// The advance reservations held, by identifier (ended ones may linger until the next
+    /// pass).
+    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        Vec::new()
+    }
+
     /// Named counters of the policy's own decisions, for reports (dynP: its decisions by case of
     /// the thesis' Tab. 4.3, its switches, and the jobs started under each policy). The default:
     /// none.
@@ -244,4 +270,26 @@ pub trait Policy: Send + fmt::Debug {
 
     /// The reservations the policy currently holds, ordered by start then job id.
     fn reservations(&self) -> Vec<Reservation>;
+}
+
+/// Helpers of the policies' unit tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use super::Policy;
+    use crate::model::Time;
+
+    /// One pass at `now`: the jobs started, in order.
+    pub fn starts(p: &mut dyn Policy, now: Time) -> Vec<u64> {
+        let mut v = Vec::new();
+        p.schedule(now, &mut v);
+        v.iter().map(|s| s.job.0).collect()
+    }
+
+    /// The planned starts of the waiting jobs, (job, start), by start.
+    pub fn planned(p: &dyn Policy) -> Vec<(u64, Time)> {
+        p.reservations()
+            .iter()
+            .map(|r| (r.job.0, r.start))
+            .collect()
+    }
 }

@@ -20,8 +20,8 @@
 
 use super::dynp::{DynpOptions, PlannedJob, Ratings, SelfTuning, Tuning, rate};
 use super::fcfs::{check_job, restore_single};
-use super::{Policy, Rejection, Reservation, Start};
-use crate::model::{Duration, Job, JobId, MachineId, Time};
+use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
+use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
 use serde::{Deserialize, Serialize};
 
@@ -127,6 +127,8 @@ pub struct Planning {
     next_seq: u64,
     down: bool,
     tuner: Option<SelfTuning>,
+    /// Advance reservations: fixed blocks under every plan.
+    book: Book,
 }
 
 impl Planning {
@@ -150,6 +152,7 @@ impl Planning {
             next_seq: 0,
             down: false,
             tuner: None,
+            book: Book::default(),
         }
     }
 
@@ -174,12 +177,13 @@ impl Planning {
         self.dirty_from = Some(self.dirty_from.map_or(from, |d| d.min(from)));
     }
 
-    /// Running jobs only, from `now`.
+    /// Running jobs and advance reservations, from `now`.
     fn base_profile(&self, now: Time) -> Profile {
         let mut p = Profile::new(self.capacity);
         for (end, procs) in self.running.ends_after(now) {
             p.reserve(now, end, procs as u32);
         }
+        self.book.block_in(&mut p, now);
         p
     }
 
@@ -373,6 +377,7 @@ impl Policy for Planning {
         if self.down {
             return;
         }
+        self.book.expire(now);
         if std::mem::take(&mut self.decide) && self.tuner.is_some() {
             self.self_tune(now);
         } else {
@@ -432,6 +437,34 @@ impl Policy for Planning {
         Ok(())
     }
 
+    fn admit_reservation(
+        &mut self,
+        now: Time,
+        r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused> {
+        self.replan(now);
+        self.profile.forget_before(now);
+        self.book.admit(now, r, self.capacity, &self.profile)?;
+        // It fits in the current plan: the placed slots stay where they are.
+        self.profile.reserve(r.start, r.end, r.procs);
+        Ok(())
+    }
+
+    fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
+        let Some(r) = self.book.cancel(id) else {
+            return false;
+        };
+        if r.end > now {
+            self.profile.release(r.start.max(now), r.end, r.procs);
+            self.mark(0);
+        }
+        true
+    }
+
+    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        self.book.list()
+    }
+
     fn counters(&self) -> Vec<(String, u64)> {
         self.tuner.as_ref().map_or_else(Vec::new, |t| t.counters())
     }
@@ -461,19 +494,7 @@ impl Policy for Planning {
 mod tests {
     use super::*;
     use crate::policy::Conservative;
-
-    fn starts(p: &mut dyn Policy, now: Time) -> Vec<u64> {
-        let mut v = Vec::new();
-        p.schedule(now, &mut v);
-        v.iter().map(|s| s.job.0).collect()
-    }
-
-    fn planned(p: &dyn Policy) -> Vec<(u64, Time)> {
-        p.reservations()
-            .iter()
-            .map(|r| (r.job.0, r.start))
-            .collect()
-    }
+    use crate::policy::test_util::{planned, starts};
 
     fn fixed(order: PlanOrder) -> Planning {
         Planning::new(MachineId(0), 10, order, PlanningOptions::default())

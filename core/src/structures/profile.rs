@@ -97,6 +97,25 @@ impl Profile {
         candidate.filter(|&c| c < start_limit)
     }
 
+    /// The first stretch of `[from, to)` where fewer than `procs` processors are free, as
+    /// `(start, end, lowest free count on it)`, if there is one (an advance reservation's
+    /// conflict).
+    pub fn shortfall(&self, from: Time, to: Time, procs: u32) -> Option<(Time, Time, i64)> {
+        let need = i64::from(procs);
+        let mut free = self.free_at(from);
+        let mut short = (free < need).then_some((from, free));
+        for (&t, &d) in self.changes.range(from.saturating_add(1)..to) {
+            free += d;
+            match short {
+                Some((s, low)) if free >= need => return Some((s, t, low)),
+                Some((s, low)) => short = Some((s, low.min(free))),
+                None if free < need => short = Some((t, free)),
+                None => {}
+            }
+        }
+        short.map(|(s, low)| (s, to, low))
+    }
+
     /// Like [`Profile::earliest`], for a caller that knows the free count never decreases on
     /// `[now, rising_until)` (only running jobs end there): a job that fits at `now` and ends by
     /// `rising_until` is placed at `now` without walking the profile.
@@ -217,6 +236,11 @@ mod tests {
             let fits = |s: i64, end: i64| (s..end).all(|t| free(t) >= i64::from(procs));
             let within = (now..early).find(|&s| fits(s, (s + dur).min(cut)));
             prop_assert_eq!(p.earliest_within(now, procs, dur, early, cut), within);
+            let short = (now..cut).find(|&t| free(t) < i64::from(procs)).map(|s| {
+                let e = (s..cut).find(|&t| free(t) >= i64::from(procs)).unwrap_or(cut);
+                (s, e, (s..e).map(free).min().unwrap())
+            });
+            prop_assert_eq!(p.shortfall(now, cut, procs), short);
             p.forget_before(now);
             prop_assert_eq!(p.earliest(now, procs, dur), expected);
             // Rising up to the first reservation start after now: the shortcut agrees.

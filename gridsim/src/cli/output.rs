@@ -23,6 +23,8 @@ pub struct RunJson<'a> {
     overruns: u64,
     sim_wall_s: f64,
     jobs_per_s: f64,
+    /// The policy's counters, by name (empty for policies that keep none).
+    counters: std::collections::BTreeMap<&'a str, u64>,
 }
 
 impl<'a> RunJson<'a> {
@@ -42,6 +44,7 @@ impl<'a> RunJson<'a> {
             overruns: s.overruns,
             sim_wall_s: o.wall_s,
             jobs_per_s: jobs_per_s(o),
+            counters: o.counters.iter().map(|(n, v)| (n.as_str(), *v)).collect(),
         }
     }
 }
@@ -140,6 +143,14 @@ pub fn table(o: &RunOutcome) -> String {
         format!("{:.1} / {}", st.mean_waiting, group(st.max_waiting as i64)),
     );
     row("scheduling passes", group(st.passes as i64));
+    if !o.counters.is_empty() {
+        let list: Vec<String> = o
+            .counters
+            .iter()
+            .map(|(n, v)| format!("{n} {}", group(*v as i64)))
+            .collect();
+        row("policy counters", list.join(", "));
+    }
     row(
         "wall time",
         format!("{:.3} s ({} jobs/s)", o.wall_s, group(jobs_per_s(o) as i64)),

@@ -96,6 +96,8 @@ pub struct RunOutcome {
     pub report: RunReport,
     pub wall_s: f64,
     pub skipped_errors: Vec<String>,
+    /// The policy's own counters (dynP: decisions by case, switches, starts by policy).
+    pub counters: Vec<(String, u64)>,
 }
 
 /// Opens the workload the arguments name.
@@ -208,6 +210,7 @@ pub fn execute(args: &RunArgs, progress: bool) -> Result<RunOutcome> {
         workload,
         policy: policy.describe(),
         options: args.knobs.non_reference(),
+        counters: policy.counters(),
         report,
         wall_s,
         skipped_errors: source
