@@ -11,10 +11,11 @@
 
 use crate::model::{ReservationId, Time};
 use crate::structures::Profile;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A fixed-time request for processors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdvanceReservation {
     /// Unique within the site.
     pub id: ReservationId,

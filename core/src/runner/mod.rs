@@ -34,8 +34,8 @@ mod tests;
 pub use ledger::{Held, Ledger};
 
 use crate::dispatch::Priority;
-use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, Time};
-use crate::policy::{Policy, Rejection, Start};
+use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, ReservationId, Time};
+use crate::policy::{AdvanceReservation, Policy, Rejection, ReservationRefused, Start};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 
@@ -125,6 +125,17 @@ pub enum Input {
         machine: MachineId,
         /// When it started.
         started: Time,
+    },
+    /// An advance reservation asked for: admitted by the policy, or refused
+    /// ([`RunnerError::Reservation`]).
+    Reserve {
+        /// The request.
+        reservation: AdvanceReservation,
+    },
+    /// An advance reservation is given up.
+    CancelReservation {
+        /// Its identifier.
+        id: ReservationId,
     },
     /// A scheduling pass.
     Pass,
@@ -234,6 +245,12 @@ pub enum RunnerError {
     /// A machine of another cluster.
     #[error("machine {0} is not part of this cluster")]
     UnknownMachine(MachineId),
+    /// The policy refused an advance reservation.
+    #[error(transparent)]
+    Reservation(#[from] ReservationRefused),
+    /// No such advance reservation is held.
+    #[error("reservation {0} is not held")]
+    UnknownReservation(ReservationId),
     /// A decision of the policy breaks a rule: not handed out.
     #[error("at {time}: job {job}: {why}")]
     BadDecision {
@@ -403,6 +420,11 @@ impl ClusterRunner {
         self.jobs.get(&job)?.suspended_on
     }
 
+    /// The advance reservations held, by identifier.
+    pub fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        self.policy.advance_reservations()
+    }
+
     /// Every job in the cluster with whether it runs, in no particular order.
     pub fn jobs(&self) -> impl Iterator<Item = (&Job, bool)> {
         self.jobs.values().map(|t| (&t.job, t.running.is_some()))
@@ -437,6 +459,16 @@ impl ClusterRunner {
                 machine,
                 started,
             } => self.restore(now, job, priority, machine, started),
+            Input::Reserve { reservation } => {
+                Ok(self.policy.admit_reservation(now, &reservation)?)
+            }
+            Input::CancelReservation { id } => {
+                if self.policy.cancel_reservation(now, id) {
+                    Ok(())
+                } else {
+                    Err(RunnerError::UnknownReservation(id))
+                }
+            }
             Input::Pass => self.pass(now, out),
             Input::Tick => {
                 self.tick(now, out);

@@ -478,3 +478,69 @@ fn a_logged_run_gives_the_same_decisions_again() {
         40
     );
 }
+
+/// An advance reservation through the runner: admitted, a conflicting one refused with the
+/// stretch named, a waiting job kept out of it, and given up again, which lets the job start;
+/// the inputs survive a JSON round trip (the form of the runner's input log).
+#[test]
+fn a_reservation_is_admitted_honoured_and_cancelled_through_the_runner() {
+    let p = platform(&[(10, 100)]);
+    let mut r = runner(&p, PolicyKind::Conservative, RunnerConfig::default());
+    submit(&mut r, 0, Job::new(1, 0, 10, 100, 100), None);
+    assert_eq!(started(&on(&mut r, 0, Input::Pass)).len(), 1);
+    let reservation = AdvanceReservation {
+        id: ReservationId(1),
+        start: 150,
+        end: 200,
+        procs: 5,
+    };
+    let input = Input::Reserve { reservation };
+    let json = serde_json::to_string(&input).unwrap();
+    assert_eq!(
+        json,
+        r#"{"input":"reserve","reservation":{"id":1,"start":150,"end":200,"procs":5}}"#
+    );
+    assert_eq!(serde_json::from_str::<Input>(&json).unwrap(), input);
+    on(&mut r, 10, input);
+    let conflict = Input::Reserve {
+        reservation: AdvanceReservation {
+            id: ReservationId(2),
+            start: 90,
+            end: 160,
+            procs: 1,
+        },
+    };
+    let e = r.on(10, conflict, &mut Vec::new()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "reservation r2 conflicts with the plan on [90, 100): 0 processors free there, 1 asked"
+    );
+    assert_eq!(r.advance_reservations(), [reservation]);
+    // Eight processors for 60 s: not before the reservation ends.
+    submit(&mut r, 20, Job::new(2, 20, 8, 60, 60), None);
+    on(&mut r, 20, Input::Pass);
+    on(&mut r, 100, Input::Ended { job: JobId(1) });
+    assert!(
+        started(&on(&mut r, 100, Input::Pass)).is_empty(),
+        "held for r1"
+    );
+    let e = r
+        .on(
+            120,
+            Input::CancelReservation {
+                id: ReservationId(9),
+            },
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+    assert_eq!(e.to_string(), "reservation r9 is not held");
+    on(
+        &mut r,
+        120,
+        Input::CancelReservation {
+            id: ReservationId(1),
+        },
+    );
+    assert_eq!(started(&on(&mut r, 120, Input::Pass))[0].0, 2);
+    assert!(r.advance_reservations().is_empty());
+}
