@@ -263,7 +263,9 @@ where
             stats.submitted += 1;
             let waiting = policy.waiting_len();
             queue_at_submit += waiting as u64;
-            match policy.submit(clock, &job) {
+            let submitted = gridsched_core::policy::check_reservation(&*policy, &job)
+                .and_then(|()| policy.submit(clock, &job));
+            match submitted {
                 Ok(()) => {
                     let actual = job.runtime.unwrap_or(job.estimate).max(0);
                     let run = if opts.kill_at_estimate {

@@ -346,6 +346,8 @@ pub fn job_from_spec(
         inputs,
         benchmark: spec.benchmark,
         partition: spec.partition,
+        // Advance reservations are not on the wire yet.
+        reservation: None,
     };
     job.validate()?;
     job.user = names.intern_user(&spec.user);
@@ -475,7 +477,8 @@ mod tests {
         t
     }
 
-    /// A job with every model field set to a non-default value.
+    /// A job with every model field on the wire set to a non-default value (advance reservations
+    /// are not on the wire yet).
     fn full_job() -> Job {
         Job {
             id: JobId(42),
@@ -501,6 +504,7 @@ mod tests {
             ],
             benchmark: Some(250),
             partition: Some(3),
+            reservation: None,
         }
     }
 

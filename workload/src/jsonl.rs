@@ -329,6 +329,8 @@ impl<R: BufRead> JsonlReader<R> {
                 .collect(),
             benchmark: raw.benchmark,
             partition: raw.partition,
+            // Workloads do not carry advance reservations yet.
+            reservation: None,
         };
         job.validate().map_err(|source| WorkloadError::InvalidJob {
             file: self.name.clone(),

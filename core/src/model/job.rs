@@ -1,7 +1,7 @@
 //! The job: what a user submits and what the schedulers reason about (spec
 //! `two-level-grid-scheduler.md` D2.1, `self-tuning-and-multisite.md` §1.1, §1.5).
 
-use super::{Duration, LicenceId, Machine, MachineId, Time, UserId};
+use super::{Duration, LicenceId, Machine, MachineId, ReservationId, Time, UserId};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -107,6 +107,9 @@ pub struct Job {
     /// Home partition or site (SWF field 16), used to submit a replayed job at its home site.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<u32>,
+    /// The advance reservation the job runs in: it starts and ends inside it, on its processors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<ReservationId>,
 }
 
 pub use super::JobId;
@@ -163,6 +166,7 @@ impl Job {
             inputs: Vec::new(),
             benchmark: None,
             partition: None,
+            reservation: None,
         }
     }
 

@@ -6,13 +6,17 @@
 //! (running jobs until their estimated ends, the planned starts of the waiting jobs, the
 //! reservations already held); otherwise it is refused with the first conflicting stretch named.
 //! Once admitted it is a fixed block of the availability profile that every later placement
-//! goes around. [`Book`] keeps the admitted reservations of one machine for the planning
+//! goes around. A job may be submitted into a reservation: it is then planned inside it only, on
+//! its processors, and must end by its end (or it is refused at submission); an early end inside
+//! lets the jobs after it move up. A cancelled reservation's jobs join the general queue.
+//! [`Book`] keeps the admitted reservations of one machine and their jobs for the planning
 //! policies (conservative backfilling, the planning policies and dynP).
 
-use crate::model::{ReservationId, Time};
+use super::{Rejection, Start};
+use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::Profile;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A fixed-time request for processors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,10 +95,83 @@ pub enum ReservationRefused {
     },
 }
 
-/// The admitted reservations of one machine.
+/// A job submitted into a reservation.
+#[derive(Clone, Debug)]
+struct Inside {
+    job: Job,
+    /// Planned start, or actual start once running.
+    start: Time,
+    /// Predicted end: start + estimate, later after an overrun.
+    end: Time,
+    running: bool,
+}
+
+/// One admitted reservation with the jobs submitted into it.
+#[derive(Clone, Debug)]
+struct Held {
+    r: AdvanceReservation,
+    /// The reservation's own processors over time, with its jobs' slots taken out.
+    profile: Profile,
+    /// Its jobs in arrival order.
+    jobs: Vec<Inside>,
+}
+
+impl Held {
+    /// Earliest start of `job` inside, if it can end by the reservation's end.
+    fn place(&self, now: Time, job: &Job) -> Result<Time, String> {
+        let r = &self.r;
+        if job.procs > r.procs {
+            return Err(format!(
+                "it needs {} processors, the reservation holds {}",
+                job.procs, r.procs
+            ));
+        }
+        let from = now.max(r.start);
+        let t = self.profile.earliest(from, job.procs, job.estimate);
+        if t + job.estimate > r.end {
+            return Err(format!(
+                "its estimate of {} s does not end by the reservation's end at {} (earliest start inside: {t})",
+                job.estimate, r.end
+            ));
+        }
+        Ok(t)
+    }
+
+    /// After an early end inside, the waiting jobs move up in arrival order.
+    fn compress(&mut self, now: Time) {
+        for i in 0..self.jobs.len() {
+            let j = &self.jobs[i];
+            if j.running || j.start <= now {
+                continue;
+            }
+            let (procs, estimate, old) = (j.job.procs, j.job.estimate, j.start);
+            self.profile.release(old, old + estimate, procs);
+            let t = self
+                .profile
+                .earliest(now.max(self.r.start), procs, estimate);
+            self.profile.reserve(t, t + estimate, procs);
+            self.jobs[i].start = t;
+            self.jobs[i].end = t + estimate;
+        }
+    }
+}
+
+/// What a cancelled reservation held: its jobs go back to the policy's general queue.
+#[derive(Debug, Default)]
+pub struct Released {
+    /// The reservation.
+    pub reservation: Option<AdvanceReservation>,
+    /// Its waiting jobs, to be submitted again without it.
+    pub waiting: Vec<Job>,
+    /// Its running jobs as (job, processors, predicted end), to be held on the machine itself.
+    pub running: Vec<(JobId, u32, Time)>,
+}
+
+/// The admitted reservations of one machine and the jobs submitted into them.
 #[derive(Clone, Debug, Default)]
 pub struct Book {
-    held: BTreeMap<ReservationId, AdvanceReservation>,
+    held: BTreeMap<ReservationId, Held>,
+    of_job: HashMap<JobId, ReservationId>,
 }
 
 impl Book {
@@ -142,45 +219,206 @@ impl Book {
                 procs: r.procs,
             });
         }
-        self.held.insert(id, *r);
+        self.held.insert(
+            id,
+            Held {
+                r: *r,
+                profile: Profile::new(r.procs),
+                jobs: Vec::new(),
+            },
+        );
         Ok(())
     }
 
-    /// Takes a reservation out.
-    pub fn cancel(&mut self, id: ReservationId) -> Option<AdvanceReservation> {
-        self.held.remove(&id)
+    /// Takes a reservation out, with the jobs it held.
+    pub fn cancel(&mut self, id: ReservationId) -> Released {
+        let Some(h) = self.held.remove(&id) else {
+            return Released::default();
+        };
+        let mut out = Released {
+            reservation: Some(h.r),
+            ..Released::default()
+        };
+        for j in h.jobs {
+            self.of_job.remove(&j.job.id);
+            if j.running {
+                out.running.push((j.job.id, j.job.procs, j.end));
+            } else {
+                let mut job = j.job;
+                job.reservation = None;
+                out.waiting.push(job);
+            }
+        }
+        out
     }
 
-    /// Takes out the reservations that ended by `now`.
+    /// Takes out the reservations that ended by `now` and hold no job.
     pub fn expire(&mut self, now: Time) -> Vec<AdvanceReservation> {
         let ended: Vec<ReservationId> = self
             .held
             .values()
-            .filter(|r| r.end <= now)
-            .map(|r| r.id)
+            .filter(|h| h.r.end <= now && h.jobs.is_empty())
+            .map(|h| h.r.id)
             .collect();
-        ended.iter().filter_map(|id| self.held.remove(id)).collect()
+        ended
+            .iter()
+            .filter_map(|id| self.held.remove(id))
+            .map(|h| h.r)
+            .collect()
     }
 
     /// The reservations held, by identifier.
     pub fn list(&self) -> Vec<AdvanceReservation> {
-        self.held.values().copied().collect()
+        self.held.values().map(|h| h.r).collect()
     }
 
     /// The first start of a reservation after `now`.
     pub fn next_start_after(&self, now: Time) -> Option<Time> {
         self.held
             .values()
-            .map(|r| r.start)
+            .map(|h| h.r.start)
             .filter(|&s| s > now)
             .min()
     }
 
-    /// Blocks every reservation still running or ahead at `now` in `profile`.
+    /// Blocks every reservation still running or ahead at `now` in `profile`, and the part of
+    /// any job inside that overran past its reservation's end.
     pub fn block_in(&self, profile: &mut Profile, now: Time) {
-        for r in self.held.values().filter(|r| r.end > now) {
-            profile.reserve(r.start.max(now), r.end, r.procs);
+        for h in self.held.values() {
+            if h.r.end > now {
+                profile.reserve(h.r.start.max(now), h.r.end, h.r.procs);
+            }
+            for j in h.jobs.iter().filter(|j| j.running && j.end > h.r.end) {
+                profile.reserve(h.r.end.max(now), j.end, j.job.procs);
+            }
         }
+    }
+
+    /// Takes `job`, which names a reservation, into it at its earliest start inside.
+    pub fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
+        let id = job.reservation.expect("a job with a reservation");
+        let refuse = |why: String| Rejection::Reservation {
+            job: job.id,
+            reservation: id,
+            why,
+        };
+        if self.of_job.contains_key(&job.id) {
+            return Err(Rejection::Duplicate(job.id));
+        }
+        if job.estimate < 1 {
+            return Err(Rejection::BadEstimate {
+                job: job.id,
+                estimate: job.estimate,
+            });
+        }
+        let h = self.held.get_mut(&id).ok_or_else(|| {
+            refuse("no such reservation is held (unknown, cancelled or ended)".into())
+        })?;
+        let t = h.place(now, job).map_err(refuse)?;
+        h.profile.reserve(t, t + job.estimate, job.procs);
+        h.jobs.push(Inside {
+            job: job.clone(),
+            start: t,
+            end: t + job.estimate,
+            running: false,
+        });
+        self.of_job.insert(job.id, id);
+        Ok(())
+    }
+
+    /// Whether `job` is inside a reservation.
+    pub fn holds(&self, job: JobId) -> bool {
+        self.of_job.contains_key(&job)
+    }
+
+    /// Starts the jobs inside whose planned start has come, on `machine`.
+    pub fn start_due(&mut self, now: Time, machine: MachineId, starts: &mut Vec<Start>) {
+        for h in self.held.values_mut() {
+            for i in 0..h.jobs.len() {
+                let j = &h.jobs[i];
+                if j.running || j.start > now {
+                    continue;
+                }
+                let (procs, estimate, old) = (j.job.procs, j.job.estimate, j.start);
+                if old < now {
+                    // Woken late: the slot moves to the actual start.
+                    h.profile.release(old, old + estimate, procs);
+                    h.profile.reserve(now, now + estimate, procs);
+                }
+                let j = &mut h.jobs[i];
+                (j.start, j.end, j.running) = (now, now + estimate, true);
+                starts.push(Start::on(j.job.id, machine, procs));
+            }
+        }
+    }
+
+    /// The first planned start of a waiting job inside.
+    pub fn next_due(&self) -> Option<Time> {
+        self.held
+            .values()
+            .flat_map(|h| h.jobs.iter().filter(|j| !j.running).map(|j| j.start))
+            .min()
+    }
+
+    /// A job inside ended (or a waiting one left): its slot is freed and the jobs after it
+    /// move up. `None` if the job is not inside a reservation; otherwise the stretch past the
+    /// reservation's end the machine held for it after an overrun, now free, if any.
+    pub fn remove(&mut self, now: Time, job: JobId) -> Option<Option<(Time, Time, u32)>> {
+        let id = self.of_job.remove(&job)?;
+        let h = self.held.get_mut(&id).expect("a job's reservation is held");
+        let i = h
+            .jobs
+            .iter()
+            .position(|j| j.job.id == job)
+            .expect("indexed");
+        let j = h.jobs.remove(i);
+        let from = if j.running { now } else { j.start };
+        if j.end > from {
+            h.profile.release(from, j.end, j.job.procs);
+        }
+        h.compress(now);
+        let past = h.r.end.max(now);
+        Some((j.running && j.end > past).then_some((past, j.end, j.job.procs)))
+    }
+
+    /// A job inside is still running at its predicted end: it now ends at `predicted_end`.
+    /// Returns the stretch past the reservation's end that the machine must now hold for it.
+    pub fn overrun(
+        &mut self,
+        now: Time,
+        job: JobId,
+        predicted_end: Time,
+    ) -> Option<(Time, Time, u32)> {
+        let id = *self.of_job.get(&job)?;
+        let h = self.held.get_mut(&id)?;
+        let r = h.r;
+        let j = h.jobs.iter_mut().find(|j| j.job.id == job)?;
+        let old = j.end;
+        h.profile.reserve(old.max(now), predicted_end, j.job.procs);
+        j.end = predicted_end;
+        let from = old.max(r.end).max(now);
+        (predicted_end > from).then_some((from, predicted_end, j.job.procs))
+    }
+
+    /// Waiting and running jobs inside reservations.
+    pub fn counts(&self) -> (usize, usize) {
+        let all = self.of_job.len();
+        let running = self
+            .held
+            .values()
+            .flat_map(|h| h.jobs.iter())
+            .filter(|j| j.running)
+            .count();
+        (all - running, running)
+    }
+
+    /// The waiting jobs inside, with their planned starts, as (job, start, estimate, processors).
+    pub fn planned(&self) -> Vec<(JobId, Time, Duration, u32)> {
+        self.held
+            .values()
+            .flat_map(|h| h.jobs.iter().filter(|j| !j.running))
+            .map(|j| (j.job.id, j.start, j.job.estimate, j.job.procs))
+            .collect()
     }
 }
 
@@ -189,7 +427,7 @@ mod tests {
     use super::*;
     use crate::model::{Job, JobId, MachineId};
     use crate::policy::test_util::{planned, starts};
-    use crate::policy::{PolicyConfig, PolicyKind};
+    use crate::policy::{PolicyConfig, PolicyKind, Rejection};
     use rand::{RngExt, SeedableRng};
 
     fn res(id: u64, start: Time, end: Time, procs: u32) -> AdvanceReservation {
@@ -250,6 +488,70 @@ mod tests {
         }
     }
 
+    fn into(r: u64, mut job: Job) -> Job {
+        job.reservation = Some(ReservationId(r));
+        job
+    }
+
+    /// Ten processors, job 1 on all of them until 100, reservation r1 of 4 on [100, 200). Job 2
+    /// (4 for 50 s) goes into it at 100 and job 3 (4 for 50 s) after it at 150; job 3 for 60 s
+    /// would end past 200 and a job of 5 does not fit 4: both refused, naming why. Job 6 (6 for
+    /// 100 s, no reservation) runs beside it from 100. Job 2 ends early at 120: job 3 moves up to
+    /// 120. The reservation is given up while job 3 runs: it keeps running, now on the machine's
+    /// own processors, and job 7 (4, no reservation) waits for it.
+    #[test]
+    fn jobs_run_inside_their_reservation_only() {
+        for kind in PLANNING {
+            let mut p = PolicyConfig::new(kind).build_single(MachineId(0), 10);
+            let p = p.as_mut();
+            p.submit(0, &Job::new(1, 0, 10, 100, 100)).unwrap();
+            assert_eq!(starts(p, 0), [1]);
+            p.admit_reservation(0, &res(1, 100, 200, 4)).unwrap();
+            p.submit(1, &into(1, Job::new(2, 1, 4, 50, 20))).unwrap();
+            p.submit(1, &into(1, Job::new(3, 1, 4, 50, 50))).unwrap();
+            let e = p
+                .submit(1, &into(1, Job::new(4, 1, 4, 60, 60)))
+                .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "job 4 cannot run in reservation r1: its estimate of 60 s does not end by the reservation's end at 200 (earliest start inside: 200)"
+            );
+            let e = p
+                .submit(1, &into(1, Job::new(5, 1, 5, 10, 10)))
+                .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "job 5 cannot run in reservation r1: it needs 5 processors, the reservation holds 4"
+            );
+            let e = p
+                .submit(1, &into(9, Job::new(5, 1, 1, 10, 10)))
+                .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "job 5 cannot run in reservation r9: no such reservation is held (unknown, cancelled or ended)"
+            );
+            p.submit(2, &Job::new(6, 2, 6, 100, 100)).unwrap();
+            assert!(starts(p, 2).is_empty());
+            assert_eq!(planned(p), [(2, 100), (6, 100), (3, 150)], "{kind:?}");
+            assert_eq!((p.waiting_len(), p.running_len()), (3, 1));
+            p.terminate(100, JobId(1));
+            let mut s = starts(p, 100);
+            s.sort();
+            assert_eq!(s, [2, 6], "{kind:?}");
+            p.terminate(120, JobId(2));
+            assert_eq!(p.next_wakeup(), Some(120), "{kind:?}: job 3 moved up");
+            assert_eq!(starts(p, 120), [3], "{kind:?}");
+            assert!(p.cancel_reservation(130, ReservationId(1)));
+            p.submit(130, &Job::new(7, 130, 4, 10, 10)).unwrap();
+            assert!(
+                starts(p, 130).is_empty(),
+                "{kind:?}: jobs 3 and 6 hold all 10"
+            );
+            p.terminate(170, JobId(3));
+            assert_eq!(starts(p, 170), [7], "{kind:?}");
+        }
+    }
+
     #[test]
     fn bad_requests_are_refused_at_the_door() {
         for kind in PLANNING {
@@ -290,13 +592,15 @@ mod tests {
         assert!(matches!(e, ReservationRefused::Unsupported { .. }), "{e}");
     }
 
-    /// Random jobs (ending early, some cancelled) and random reservation requests on every
-    /// planning policy: at every second the running jobs and the reservations in force never
-    /// hold more than the machine, every admitted reservation stays held until it ends or is
-    /// cancelled, some are refused, and every job runs.
+    /// Random jobs (ending early), random reservation requests, and jobs submitted into the
+    /// reservations held, on every planning policy: at every second the running jobs outside
+    /// reservations and the reservations in force never hold more than the machine, the jobs
+    /// inside a reservation run only while it is in force and on at most its processors, every
+    /// admitted reservation stays held until it ends or is cancelled (its jobs then queue like
+    /// any other), some requests and some jobs are refused, and every accepted job runs.
     #[test]
     fn running_jobs_and_reservations_never_exceed_the_machine() {
-        let mut totals = (0, 0);
+        let mut totals = (0, 0, 0, 0);
         for (n, kind) in PLANNING.iter().cycle().take(15).enumerate() {
             let seed = n as u64;
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -305,6 +609,7 @@ mod tests {
             let mut running: Vec<(Time, u64, u32)> = Vec::new();
             let mut runs = std::collections::HashMap::new();
             let mut held: Vec<AdvanceReservation> = Vec::new();
+            let mut inside: std::collections::HashMap<u64, ReservationId> = Default::default();
             let (mut admitted, mut refused, mut jobs, mut started) = (0, 0, 0u64, 0);
             for now in 0..8_000i64 {
                 running.retain(|&(end, id, _)| {
@@ -341,16 +646,61 @@ mod tests {
                         Err(e) => panic!("{kind:?}: {e}"),
                     }
                 }
+                if rng.random_bool(0.03) && !held.is_empty() {
+                    let r = held[rng.random_range(0..held.len())];
+                    let left = r.end - now.max(r.start);
+                    let estimate = rng.random_range(1..=left + 20);
+                    let run = rng.random_range(1..=estimate);
+                    let mut job =
+                        Job::new(jobs + 1, now, rng.random_range(1..=r.procs), estimate, run);
+                    job.reservation = Some(r.id);
+                    match p.submit(now, &job) {
+                        Ok(()) => {
+                            jobs += 1;
+                            runs.insert(jobs, (run, job.procs));
+                            inside.insert(jobs, r.id);
+                            totals.2 += 1;
+                        }
+                        Err(Rejection::Reservation { .. }) => totals.3 += 1,
+                        Err(e) => panic!("{kind:?}: {e}"),
+                    }
+                }
                 if rng.random_bool(0.002) && !held.is_empty() {
                     let r = held.swap_remove(rng.random_range(0..held.len()));
                     assert!(p.cancel_reservation(now, r.id), "{kind:?}: {} held", r.id);
+                    inside.retain(|_, id| *id != r.id);
                 }
                 for id in starts(p.as_mut(), now) {
                     let (run, procs) = runs[&id];
                     running.push((now + run, id, procs));
                     started += 1;
                 }
-                let busy: u32 = running.iter().map(|r| r.2).sum();
+                let in_force = |id: &ReservationId| {
+                    held.iter()
+                        .find(|r| r.id == *id && r.start <= now && now < r.end)
+                };
+                let mut busy = 0;
+                let mut busy_inside: std::collections::HashMap<ReservationId, u32> =
+                    Default::default();
+                for &(_, id, procs) in &running {
+                    match inside.get(&id) {
+                        Some(r) => {
+                            assert!(
+                                in_force(r).is_some(),
+                                "{kind:?} seed {seed} at {now}: job {id} runs outside {r}"
+                            );
+                            *busy_inside.entry(*r).or_default() += procs;
+                        }
+                        None => busy += procs,
+                    }
+                }
+                for (r, b) in &busy_inside {
+                    let procs = in_force(r).unwrap().procs;
+                    assert!(
+                        *b <= procs,
+                        "{kind:?} seed {seed} at {now}: {b} busy in {r} of {procs}"
+                    );
+                }
                 let reserved: u32 = held
                     .iter()
                     .filter(|r| r.start <= now && now < r.end)
@@ -368,11 +718,11 @@ mod tests {
             }
             assert_eq!(started, jobs, "{kind:?} seed {seed}: every job ran");
             assert!(admitted > 0, "{kind:?} seed {seed}: none admitted");
-            totals = (totals.0 + admitted, totals.1 + refused);
+            (totals.0, totals.1) = (totals.0 + admitted, totals.1 + refused);
         }
         assert!(
-            totals.0 > 100 && totals.1 > 20,
-            "admitted / refused: {totals:?}"
+            totals.0 > 100 && totals.1 > 20 && totals.2 > 100 && totals.3 > 20,
+            "reservations admitted / refused, jobs inside accepted / refused: {totals:?}"
         );
     }
 }

@@ -282,10 +282,16 @@ impl Policy for Conservative {
     }
 
     fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
-        check_job(job, self.capacity)?;
-        if self.seq_of.contains_key(&job.id) || self.running.get(job.id).is_some() {
+        if self.seq_of.contains_key(&job.id)
+            || self.running.get(job.id).is_some()
+            || self.book.holds(job.id)
+        {
             return Err(Rejection::Duplicate(job.id));
         }
+        if job.reservation.is_some() {
+            return self.book.submit(now, job);
+        }
+        check_job(job, self.capacity)?;
         self.profile.forget_before(now);
         let start = place(
             &self.profile,
@@ -316,6 +322,15 @@ impl Policy for Conservative {
     }
 
     fn terminate(&mut self, now: Time, job: JobId) {
+        if let Some(past) = self.book.remove(now, job) {
+            if let Some((from, to, procs)) = past {
+                self.profile.release(from, to, procs);
+                self.gains.record(to);
+                self.dirty = true;
+                self.round_pending = true;
+            }
+            return;
+        }
         let Some(e) = self.running.remove(job) else {
             return;
         };
@@ -329,6 +344,13 @@ impl Policy for Conservative {
     }
 
     fn overrun(&mut self, now: Time, job: JobId, predicted_end: Time) {
+        if self.book.holds(job) {
+            if let Some((from, to, procs)) = self.book.overrun(now, job, predicted_end) {
+                self.profile.reserve(from, to, procs);
+                self.replan_all = true;
+            }
+            return;
+        }
         let Some(old) = self.running.set_end(job, predicted_end) else {
             return;
         };
@@ -337,7 +359,10 @@ impl Policy for Conservative {
         self.replan_all = true;
     }
 
-    fn cancel(&mut self, _now: Time, job: JobId) -> bool {
+    fn cancel(&mut self, now: Time, job: JobId) -> bool {
+        if self.book.holds(job) {
+            return self.book.remove(now, job).is_some();
+        }
         let Some(seq) = self.seq_of.remove(&job) else {
             return false;
         };
@@ -383,13 +408,20 @@ impl Policy for Conservative {
             self.running.insert(id, p.procs, now, p.estimate);
             starts.push(Start::on(id, self.machine, p.procs));
         }
+        self.book.start_due(now, self.machine, starts);
     }
 
     fn next_wakeup(&self) -> Option<Time> {
         if self.down {
             return None;
         }
-        self.due.first().map(|&(t, _, _)| t)
+        let inside = self.book.next_due();
+        self.due
+            .first()
+            .map(|&(t, _, _)| t)
+            .into_iter()
+            .chain(inside)
+            .min()
     }
 
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
@@ -416,16 +448,32 @@ impl Policy for Conservative {
     }
 
     fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
-        let Some(r) = self.book.cancel(id) else {
+        let released = self.book.cancel(id);
+        let Some(r) = released.reservation else {
             return false;
         };
         self.committed -= u64::from(r.procs);
+        self.profile.forget_before(now);
         if r.end > now {
             self.profile.release(r.start.max(now), r.end, r.procs);
             self.gains.record(r.end);
             self.dirty = true;
             self.round_pending = true;
         }
+        // Its running jobs now hold the machine's own processors; its waiting ones queue.
+        for (job, procs, end) in released.running {
+            self.profile.reserve(now, end.min(r.end).max(now), procs);
+            self.running.insert(job, procs, now, (end - now).max(1));
+            self.committed += u64::from(procs);
+        }
+        for job in released.waiting {
+            self.submit(now, &job)
+                .expect("a job that fitted in the reservation fits the machine");
+        }
+        true
+    }
+
+    fn takes_reservations(&self) -> bool {
         true
     }
 
@@ -434,22 +482,24 @@ impl Policy for Conservative {
     }
 
     fn waiting_len(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() + self.book.counts().0
     }
 
     fn running_len(&self) -> usize {
-        self.running.len()
+        self.running.len() + self.book.counts().1
     }
 
     fn queue(&self) -> Vec<JobId> {
-        self.waiting.values().map(|p| p.id).collect()
+        let inside = self.book.planned().into_iter().map(|p| p.0);
+        self.waiting.values().map(|p| p.id).chain(inside).collect()
     }
 
     fn reservations(&self) -> Vec<Reservation> {
         let slots = self
             .waiting
             .values()
-            .map(|p| (p.id, p.start, p.estimate, p.procs));
+            .map(|p| (p.id, p.start, p.estimate, p.procs))
+            .chain(self.book.planned());
         Reservation::planned_on(self.machine, slots)
     }
 }

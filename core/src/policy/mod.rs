@@ -22,7 +22,7 @@ mod order;
 mod planning;
 mod registry;
 
-pub use advance::{AdvanceReservation, Book, ReservationRefused};
+pub use advance::{AdvanceReservation, Book, Released, ReservationRefused};
 pub use config::{
     BackfillOptions, PolicyConfig, PolicyConfigError, ShadowCmp, ShadowMode, SubmitPass,
 };
@@ -154,6 +154,38 @@ pub enum Rejection {
     /// The policy cannot take over a running job (restore after a restart).
     #[error("policy `{0}` cannot restore running jobs")]
     Unsupported(String),
+    /// The job names an advance reservation it cannot run in: not held, ended, too small, or
+    /// full until its end.
+    #[error("job {job} cannot run in reservation {reservation}: {why}")]
+    Reservation {
+        /// The job.
+        job: JobId,
+        /// The reservation it names.
+        reservation: crate::model::ReservationId,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// Refuses a job that names an advance reservation `policy` does not hold (every policy that
+/// takes reservations checks the rest: room and time inside it).
+pub fn check_reservation(policy: &dyn Policy, job: &Job) -> Result<(), Rejection> {
+    let Some(id) = job.reservation else {
+        return Ok(());
+    };
+    if policy.advance_reservations().iter().any(|r| r.id == id) {
+        return Ok(());
+    }
+    let why = if policy.takes_reservations() {
+        "no such reservation is held (unknown, cancelled or ended)".to_string()
+    } else {
+        format!("the {} policy takes no reservations", policy.describe())
+    };
+    Err(Rejection::Reservation {
+        job: job.id,
+        reservation: id,
+        why,
+    })
 }
 
 impl From<crate::cluster::ClusterError> for Rejection {
@@ -239,6 +271,11 @@ pub trait Policy: Send + fmt::Debug {
         Err(ReservationRefused::Unsupported {
             policy: self.describe(),
         })
+    }
+
+    /// Whether the policy takes advance reservations at all.
+    fn takes_reservations(&self) -> bool {
+        false
     }
 
     /// Cancels an advance reservation; false if it is not held.

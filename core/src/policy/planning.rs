@@ -311,11 +311,17 @@ impl Policy for Planning {
         words.join(" ")
     }
 
-    fn submit(&mut self, _now: Time, job: &Job) -> Result<(), Rejection> {
-        check_job(job, self.capacity)?;
-        if self.running.get(job.id).is_some() || self.plan.iter().any(|s| s.job.id == job.id) {
+    fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
+        if self.running.get(job.id).is_some()
+            || self.book.holds(job.id)
+            || self.plan.iter().any(|s| s.job.id == job.id)
+        {
             return Err(Rejection::Duplicate(job.id));
         }
+        if job.reservation.is_some() {
+            return self.book.submit(now, job);
+        }
+        check_job(job, self.capacity)?;
         let w = Waiting {
             id: job.id,
             seq: self.next_seq,
@@ -339,6 +345,12 @@ impl Policy for Planning {
     }
 
     fn terminate(&mut self, now: Time, job: JobId) {
+        if let Some(past) = self.book.remove(now, job) {
+            if past.is_some() {
+                self.mark(0);
+            }
+            return;
+        }
         let Some(e) = self.running.remove(job) else {
             return;
         };
@@ -355,13 +367,22 @@ impl Policy for Planning {
         }
     }
 
-    fn overrun(&mut self, _now: Time, job: JobId, predicted_end: Time) {
+    fn overrun(&mut self, now: Time, job: JobId, predicted_end: Time) {
+        if self.book.holds(job) {
+            if self.book.overrun(now, job, predicted_end).is_some() {
+                self.mark(0);
+            }
+            return;
+        }
         if self.running.set_end(job, predicted_end).is_some() {
             self.mark(0);
         }
     }
 
-    fn cancel(&mut self, _now: Time, job: JobId) -> bool {
+    fn cancel(&mut self, now: Time, job: JobId) -> bool {
+        if self.book.holds(job) {
+            return self.book.remove(now, job).is_some();
+        }
         let Some(at) = self.plan.iter().position(|s| s.job.id == job) else {
             return false;
         };
@@ -404,13 +425,15 @@ impl Policy for Planning {
             }
             starts.push(Start::on(s.job.id, self.machine, s.job.procs));
         }
+        self.book.start_due(now, self.machine, starts);
     }
 
     fn next_wakeup(&self) -> Option<Time> {
         if self.down {
             return None;
         }
-        self.plan.iter().filter_map(|s| s.start).min()
+        let inside = self.book.next_due();
+        self.plan.iter().filter_map(|s| s.start).chain(inside).min()
     }
 
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
@@ -451,13 +474,23 @@ impl Policy for Planning {
     }
 
     fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
-        let Some(r) = self.book.cancel(id) else {
+        let released = self.book.cancel(id);
+        if released.reservation.is_none() {
             return false;
-        };
-        if r.end > now {
-            self.profile.release(r.start.max(now), r.end, r.procs);
-            self.mark(0);
         }
+        // Its running jobs now hold the machine's own processors; its waiting ones queue.
+        for (job, procs, end) in released.running {
+            self.running.insert(job, procs, now, (end - now).max(1));
+        }
+        for job in released.waiting {
+            self.submit(now, &job)
+                .expect("a job that fitted in the reservation fits the machine");
+        }
+        self.mark(0);
+        true
+    }
+
+    fn takes_reservations(&self) -> bool {
         true
     }
 
@@ -470,22 +503,27 @@ impl Policy for Planning {
     }
 
     fn waiting_len(&self) -> usize {
-        self.plan.len()
+        self.plan.len() + self.book.counts().0
     }
 
     fn running_len(&self) -> usize {
-        self.running.len()
+        self.running.len() + self.book.counts().1
     }
 
     fn queue(&self) -> Vec<JobId> {
-        self.plan.iter().map(|s| s.job.id).collect()
+        let inside = self.book.planned().into_iter().map(|p| p.0);
+        self.plan.iter().map(|s| s.job.id).chain(inside).collect()
     }
 
     fn reservations(&self) -> Vec<Reservation> {
-        let slots = self.plan.iter().filter_map(|s| {
-            let w = s.job;
-            s.start.map(|t| (w.id, t, w.estimate, w.procs))
-        });
+        let slots = self
+            .plan
+            .iter()
+            .filter_map(|s| {
+                let w = s.job;
+                s.start.map(|t| (w.id, t, w.estimate, w.procs))
+            })
+            .chain(self.book.planned());
         Reservation::planned_on(self.machine, slots)
     }
 }

@@ -486,6 +486,7 @@ impl ClusterRunner {
         if self.jobs.contains_key(&job.id) {
             return Err(RunnerError::Duplicate(job.id));
         }
+        crate::policy::check_reservation(self.policy.as_ref(), &job)?;
         self.policy.submit(now, &job)?;
         if let Some(p) = priority {
             self.policy.meta_priority(job.id, p);

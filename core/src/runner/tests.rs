@@ -544,3 +544,32 @@ fn a_reservation_is_admitted_honoured_and_cancelled_through_the_runner() {
     assert_eq!(started(&on(&mut r, 120, Input::Pass))[0].0, 2);
     assert!(r.advance_reservations().is_empty());
 }
+
+/// A job naming a reservation the policy does not hold is refused at the door, with the reason:
+/// a policy without reservations says so.
+#[test]
+fn a_job_for_a_reservation_not_held_is_refused() {
+    let p = platform(&[(10, 100)]);
+    let mut job = Job::new(1, 0, 2, 10, 10);
+    job.reservation = Some(ReservationId(4));
+    let mut easy = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+    let input = || Input::Submit {
+        job: job.clone(),
+        priority: None,
+    };
+    let e = easy.on(0, input(), &mut Vec::new()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "job 1 cannot run in reservation r4: the easy policy takes no reservations"
+    );
+    let mut conservative = runner(&p, PolicyKind::Conservative, RunnerConfig::default());
+    let e = conservative.on(0, input(), &mut Vec::new()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "job 1 cannot run in reservation r4: no such reservation is held (unknown, cancelled or ended)"
+    );
+    assert!(
+        easy.is_empty() && conservative.is_empty(),
+        "nothing half-made"
+    );
+}
