@@ -11,7 +11,7 @@
 use crate::events::{EventKind, EventQueue};
 use gridsched_core::metrics::{CapacityTracker, JobRecord, Summary, SummaryBuilder};
 use gridsched_core::model::{Duration, Job, JobId, MachineId, Time, UserId};
-use gridsched_core::policy::{Policy, Start};
+use gridsched_core::policy::{AdvanceReservation, Policy, Start};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
@@ -56,6 +56,12 @@ pub struct RunStats {
     pub submitted: u64,
     /// Jobs the policy refused (e.g. wider than the machine).
     pub rejected: u64,
+    /// Advance reservations admitted.
+    pub reservations_admitted: u64,
+    /// Advance reservations refused.
+    pub reservations_refused: u64,
+    /// The first ten refusals of reservations, as messages.
+    pub reservation_refusals: Vec<String>,
     /// Jobs started.
     pub started: u64,
     /// Jobs finished.
@@ -156,6 +162,20 @@ pub struct Hooks<'a> {
     pub pass: Option<PassHook<'a>>,
     /// Called every 4,096 submissions with the number submitted so far.
     pub progress: Option<&'a mut dyn FnMut(u64)>,
+    /// Advance reservations asked for during the run, by request time: each is handed to the
+    /// policy at its time, before the submissions of that instant.
+    pub reservations: &'a [ReservationRequest],
+}
+
+/// An advance reservation asked for at `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservationRequest {
+    /// When it is asked for.
+    pub at: Time,
+    /// The request.
+    #[serde(flatten)]
+    pub reservation: AdvanceReservation,
 }
 
 impl std::fmt::Debug for Hooks<'_> {
@@ -164,6 +184,7 @@ impl std::fmt::Debug for Hooks<'_> {
             .field("record", &self.record.is_some())
             .field("pass", &self.pass.is_some())
             .field("progress", &self.progress.is_some())
+            .field("reservations", &self.reservations.len())
             .finish()
     }
 }
@@ -206,6 +227,7 @@ where
     let mut queue_integral: f64 = 0.0;
     let mut queue_at_submit: u64 = 0;
     let mut pass_pending = false;
+    let mut requests = hooks.reservations.iter().peekable();
 
     loop {
         let next = match (&next_job, events.peek()) {
@@ -218,6 +240,20 @@ where
                 (e.time, false)
             }),
         };
+        if let Some(req) = requests.next_if(|r| {
+            r.at >= clock && !(pass_pending && r.at > clock) && next.is_none_or(|(t, _)| r.at <= t)
+        }) {
+            match policy.admit_reservation(req.at, &req.reservation) {
+                Ok(()) => stats.reservations_admitted += 1,
+                Err(e) => {
+                    stats.reservations_refused += 1;
+                    if stats.reservation_refusals.len() < 10 {
+                        stats.reservation_refusals.push(e.to_string());
+                    }
+                }
+            }
+            continue;
+        }
         if pass_pending && next.is_none_or(|(t, _)| t > clock) {
             pass_pending = false;
             run_pass(

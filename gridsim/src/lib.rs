@@ -14,4 +14,6 @@ pub mod experiment;
 pub mod grid;
 pub mod platform;
 
-pub use engine::{Batching, EngineOptions, Hooks, RunReport, RunStats, SimError, simulate};
+pub use engine::{
+    Batching, EngineOptions, Hooks, ReservationRequest, RunReport, RunStats, SimError, simulate,
+};

@@ -254,6 +254,102 @@ fn a_small_trace_gives_the_hand_computed_schedule() {
     assert_eq!(v["makespan_s"], 180);
 }
 
+/// Advance reservations in a replay: 10 processors, conservative. Job 1 holds them all until
+/// 100. Reservation r1 (4 processors on [100, 200)) is admitted; r2 (1 processor from 50) is
+/// refused, the machine being full until 100. Job 2 runs inside r1 from 100, job 3 (6) beside
+/// it, job 4 (8) only after both at 200, and job 5, naming a reservation not held, is refused.
+/// EASY takes no reservations: both requests and both jobs naming one are refused.
+#[test]
+fn reservations_are_admitted_refused_and_run_in_during_a_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs = write(
+        dir.path(),
+        "jobs.jsonl",
+        r#"{"id": 1, "submit": 0, "procs": 10, "estimate": 100, "runtime": 100}
+{"id": 2, "submit": 5, "procs": 4, "estimate": 50, "runtime": 50, "reservation": 1}
+{"id": 3, "submit": 5, "procs": 6, "estimate": 100, "runtime": 100}
+{"id": 4, "submit": 6, "procs": 8, "estimate": 10, "runtime": 10}
+{"id": 5, "submit": 7, "procs": 1, "estimate": 5, "runtime": 5, "reservation": 9}
+"#,
+    );
+    let res = write(
+        dir.path(),
+        "res.jsonl",
+        r#"# at, then the reservation
+{"at": 0, "id": 1, "start": 100, "end": 200, "procs": 4}
+{"at": 1, "id": 2, "start": 50, "end": 150, "procs": 1}
+"#,
+    );
+    let csv = dir.path().join("out.csv");
+    let run = |policy: &str| {
+        gridsim(&[
+            "run",
+            "--trace",
+            &jobs,
+            "--procs",
+            "10",
+            "--policy",
+            policy,
+            "--reservations",
+            &res,
+            "--jobs-out",
+            csv.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let o = run("conservative");
+    let v = json(&o);
+    assert_eq!(
+        (
+            v["reservations_admitted"].as_u64(),
+            v["reservations_refused"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert!(
+        stderr(&o).contains(
+            "reservation r2 conflicts with the plan on [50, 100): 0 processors free there, 1 asked"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("job 5 cannot run in reservation r9"),
+        "{}",
+        stderr(&o)
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut starts: Vec<(i64, i64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<i64> = l.split(',').take(4).map(|x| x.parse().unwrap()).collect();
+            (f[0], f[3])
+        })
+        .collect();
+    starts.sort();
+    assert_eq!(starts, [(1, 0), (2, 100), (3, 100), (4, 200)]);
+    let v = json(&run("easy"));
+    assert_eq!(v["reservations_refused"], 2);
+    assert_eq!(v["rejected"], 2);
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"at\": 0, \"id\": 1, \"start\": 5}\n",
+    );
+    let o = gridsim(&[
+        "run",
+        "--trace",
+        &jobs,
+        "--procs",
+        "10",
+        "--reservations",
+        &bad,
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("bad.jsonl:1"), "{}", stderr(&o));
+}
+
 #[test]
 fn jsonl_needs_a_machine_size_and_wide_jobs_are_reported() {
     let dir = tempfile::tempdir().unwrap();

@@ -102,6 +102,7 @@ fn run(cfg: PolicyConfig, jobs: &[Job], opts: EngineOptions) -> Observed {
         record: Some(&mut on_record),
         pass: Some(&mut on_pass),
         progress: None,
+        reservations: &[],
     };
     let report = simulate(
         policy.as_mut(),

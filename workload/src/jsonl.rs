@@ -24,6 +24,7 @@
 //! | `inputs` | array of `{"machine": u32 (optional), "size": u64}` | no | input data; no machine = shared storage |
 //! | `benchmark` | u32 ≥ 1 | no | benchmark score of the machine the times were measured on |
 //! | `partition` | u32 | no | home partition or site |
+//! | `reservation` | u64 | no | the advance reservation the job runs in (planning policies) |
 //!
 //! Unknown keys are an error. Licence names are interned into [`LicenceId`]s in order of first
 //! appearance in the file (or after the names given to [`JsonlReader::with_licence_names`], so
@@ -41,7 +42,9 @@
 
 use crate::error::WorkloadError;
 use crate::input::{DynBufRead, OpenedInput, Progress, open_input};
-use gridsched_core::model::{InputRef, Job, JobId, LicenceId, MachineId, UserClass, UserId};
+use gridsched_core::model::{
+    InputRef, Job, JobId, LicenceId, MachineId, ReservationId, UserClass, UserId,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
@@ -84,6 +87,8 @@ struct JsonJobIn {
     benchmark: Option<u32>,
     #[serde(default)]
     partition: Option<u32>,
+    #[serde(default)]
+    reservation: Option<u64>,
 }
 
 /// One job line as written (same keys, defaults left out).
@@ -113,6 +118,8 @@ struct JsonJobOut<'a> {
     benchmark: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     partition: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reservation: Option<u64>,
 }
 
 fn is_zero_u32(v: &u32) -> bool {
@@ -329,8 +336,7 @@ impl<R: BufRead> JsonlReader<R> {
                 .collect(),
             benchmark: raw.benchmark,
             partition: raw.partition,
-            // Workloads do not carry advance reservations yet.
-            reservation: None,
+            reservation: raw.reservation.map(ReservationId),
         };
         job.validate().map_err(|source| WorkloadError::InvalidJob {
             file: self.name.clone(),
@@ -425,6 +431,7 @@ impl<W: Write> JsonlWriter<W> {
                 .collect(),
             benchmark: job.benchmark,
             partition: job.partition,
+            reservation: job.reservation.map(|r| r.0),
         };
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, &out).map_err(io::Error::other)?;

@@ -169,6 +169,7 @@ fn run_args(trace: &str, knobs: &Knobs) -> RunArgs {
         seed: 0,
         json: false,
         jobs_out: None,
+        reservations: None,
         quiet: true,
     }
 }

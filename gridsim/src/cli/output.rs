@@ -23,6 +23,9 @@ pub struct RunJson<'a> {
     overruns: u64,
     sim_wall_s: f64,
     jobs_per_s: f64,
+    /// Advance reservations admitted and refused (`--reservations`).
+    reservations_admitted: u64,
+    reservations_refused: u64,
     /// The policy's counters, by name (empty for policies that keep none).
     counters: std::collections::BTreeMap<&'a str, u64>,
 }
@@ -44,6 +47,8 @@ impl<'a> RunJson<'a> {
             overruns: s.overruns,
             sim_wall_s: o.wall_s,
             jobs_per_s: jobs_per_s(o),
+            reservations_admitted: s.reservations_admitted,
+            reservations_refused: s.reservations_refused,
             counters: o.counters.iter().map(|(n, v)| (n.as_str(), *v)).collect(),
         }
     }
@@ -107,6 +112,16 @@ pub fn table(o: &RunOutcome) -> String {
     row("jobs", group(s.jobs as i64));
     if st.rejected > 0 {
         row("rejected by the policy", group(st.rejected as i64));
+    }
+    if st.reservations_admitted + st.reservations_refused > 0 {
+        row(
+            "advance reservations admitted / refused",
+            format!(
+                "{} / {}",
+                group(st.reservations_admitted as i64),
+                group(st.reservations_refused as i64)
+            ),
+        );
     }
     if o.workload.skipped_lines > 0 {
         row(

@@ -11,7 +11,7 @@ use gridsched_core::model::{Job, MachineId};
 use gridsched_workload::{
     JobSource, NormalizeStats, ShrinkExt, SyntheticParams, WorkloadError, traces,
 };
-use gridsim::{Hooks, RunReport, simulate};
+use gridsim::{Hooks, ReservationRequest, RunReport, simulate};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -50,6 +50,11 @@ pub struct RunArgs {
     /// Write every job's record (submit, start, end, wait, ...) to this CSV file.
     #[arg(long)]
     pub jobs_out: Option<PathBuf>,
+    /// Advance reservations to ask for during the run: JSON Lines of
+    /// `{"at": T, "id": N, "start": S, "end": E, "procs": P}`, each handed to the policy at time
+    /// `at` (planning policies admit them; jobs name one with `"reservation": N`).
+    #[arg(long, value_name = "FILE")]
+    pub reservations: Option<PathBuf>,
     /// No progress bar (it is shown only when stderr is a terminal anyway).
     #[arg(long)]
     pub quiet: bool,
@@ -121,6 +126,24 @@ pub fn open_source(args: &RunArgs) -> Result<(JobSource, String)> {
     Ok((source.0.skip_bad_lines(args.skip_bad_lines), source.1))
 }
 
+/// Reads reservation requests (JSON Lines, `#` comments and blank lines skipped), sorted by
+/// request time; a bad line is an error naming the file, the line and the problem.
+fn read_reservations(path: &std::path::Path) -> Result<Vec<ReservationRequest>> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let r: ReservationRequest =
+            serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
+        out.push(r);
+    }
+    out.sort_by_key(|r| r.at);
+    Ok(out)
+}
+
 /// Runs one replay; `progress` shows a bar on stderr.
 pub fn execute(args: &RunArgs, progress: bool) -> Result<RunOutcome> {
     let t0 = Instant::now();
@@ -169,10 +192,15 @@ pub fn execute(args: &RunArgs, progress: bool) -> Result<RunOutcome> {
             }
         }
     };
+    let requests = match &args.reservations {
+        Some(path) => read_reservations(path)?,
+        None => Vec::new(),
+    };
     let hooks = Hooks {
         record: Some(&mut on_record),
         pass: None,
         progress: Some(&mut on_progress),
+        reservations: &requests,
     };
     let engine = args.knobs.engine();
     let jobs: Box<dyn Iterator<Item = Result<Job, WorkloadError>> + '_> = match args.knobs.shrink {
@@ -289,6 +317,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
             stats.rejected
         );
         for e in &stats.rejections {
+            eprintln!("  {e}");
+        }
+    }
+    if stats.reservations_refused > 0 {
+        eprintln!(
+            "gridsim: the policy refused {} of {} advance reservations; first ones:",
+            stats.reservations_refused,
+            stats.reservations_refused + stats.reservations_admitted
+        );
+        for e in &stats.reservation_refusals {
             eprintln!("  {e}");
         }
     }
