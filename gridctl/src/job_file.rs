@@ -45,6 +45,9 @@ pub struct SubmitArgs {
     /// Idempotency token.
     #[arg(long)]
     pub token: Option<String>,
+    /// Advance reservation to run in (`r7` or `7`, from `gridctl reserve`).
+    #[arg(long)]
+    pub reservation: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     #[serde(default)]
@@ -74,6 +77,7 @@ impl SubmitArgs {
             a.deadline = a.deadline.or(f.deadline);
             a.emulate = a.emulate.or(f.emulate);
             a.token = a.token.or(f.token);
+            a.reservation = a.reservation.or(f.reservation);
             if a.licences.is_empty() {
                 a.licences = f.licences;
             }
@@ -126,6 +130,13 @@ impl SubmitArgs {
             command,
             emulate_runtime_s: a.emulate,
             client_token: a.token,
+            reservation: a
+                .reservation
+                .as_deref()
+                .map(|r| {
+                    crate::reservation_id(r).map_err(|e| anyhow::anyhow!("--reservation: {e}"))
+                })
+                .transpose()?,
             ..Default::default()
         })
     }

@@ -1,5 +1,5 @@
-//! `gridctl`, the gridsched client: submit, status, list, cancel, watch, sites, explain and
-//! replay against a meta-scheduler; tables by default, `--json` everywhere; errors print the
+//! `gridctl`, the gridsched client: submit, status, list, cancel, watch, sites, explain, advance
+//! reservations and replay against a meta-scheduler; tables by default, `--json` everywhere; errors print the
 //! gRPC status code and message. `gridctl up` starts a whole grid on localhost ([`up`]).
 
 mod bench;
@@ -103,6 +103,36 @@ enum Cmd {
     Explain {
         /// The job id.
         job_id: u64,
+    },
+    /// Reserves processors of a site for a fixed interval ahead (an advance reservation); jobs
+    /// submitted with `--reservation` run inside it.
+    Reserve {
+        /// The site.
+        #[arg(long)]
+        site: String,
+        /// Processors to hold.
+        #[arg(long, short = 'n')]
+        processors: u32,
+        /// Start: absolute Unix seconds, or `+N` seconds from now.
+        #[arg(long)]
+        start: String,
+        /// Length in seconds.
+        #[arg(long)]
+        duration: i64,
+    },
+    /// Lists the advance reservations.
+    Reservations {
+        /// Only this site's.
+        #[arg(long)]
+        site: Option<String>,
+    },
+    /// Gives up an advance reservation; its waiting jobs join the site's general queue.
+    CancelReservation {
+        /// The reservation (`r7` or `7`).
+        id: String,
+        /// Why.
+        #[arg(long, default_value = "")]
+        reason: String,
     },
     /// Starts a whole grid on localhost (meta-scheduler, local schedulers, site agents) and runs
     /// it until interrupted.
@@ -244,6 +274,30 @@ async fn list_pages(
             return Ok(jobs);
         }
         req.page_token = page.next_page_token;
+    }
+}
+
+/// A reservation id as shown (`r7`) or bare (`7`).
+pub(crate) fn reservation_id(s: &str) -> anyhow::Result<u64> {
+    let digits = s.strip_prefix('r').unwrap_or(s);
+    match digits.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => anyhow::bail!("`{s}` is not a reservation id (r1, r2, ...)"),
+    }
+}
+
+/// Unix seconds from an absolute value or `+N` from now.
+fn time_arg(s: &str, flag: &str) -> anyhow::Result<i64> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let parse = |t: &str| {
+        t.parse::<i64>()
+            .map_err(|e| anyhow::anyhow!("{flag}: `{s}`: {e}"))
+    };
+    match s.strip_prefix('+') {
+        Some(rel) => Ok(now + parse(rel)?),
+        None => parse(s),
     }
 }
 
@@ -412,6 +466,44 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Cmd::Explain { job_id } => {
             let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();
             show::explain(&r, json)?;
+        }
+        Cmd::Reserve {
+            site,
+            processors,
+            start,
+            duration,
+        } => {
+            let start = time_arg(&start, "--start")?;
+            let r = c
+                .reserve(v1::ReserveRequest {
+                    reservation: Some(v1::AdvanceReservation {
+                        site,
+                        processors,
+                        start_time: start,
+                        end_time: start.saturating_add(duration),
+                        ..Default::default()
+                    }),
+                })
+                .await?
+                .into_inner();
+            show::reservations(&r.reservation.into_iter().collect::<Vec<_>>(), json)?;
+        }
+        Cmd::Reservations { site } => {
+            let r = c
+                .list_reservations(v1::ListReservationsRequest {
+                    site: site.unwrap_or_default(),
+                })
+                .await?
+                .into_inner();
+            show::reservations(&r.reservations, json)?;
+        }
+        Cmd::CancelReservation { id, reason } => {
+            let id = reservation_id(&id)?;
+            let r = c
+                .cancel_reservation(v1::CancelReservationRequest { id, reason })
+                .await?
+                .into_inner();
+            show::reservations(&r.reservation.into_iter().collect::<Vec<_>>(), json)?;
         }
         // Handled before connecting.
         Cmd::Up(_) | Cmd::Bench(_) | Cmd::Certs { .. } | Cmd::Token | Cmd::Health { .. } => {}

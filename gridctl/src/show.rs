@@ -22,7 +22,8 @@ fn job_json(j: &v1::Job) -> Value {
         "processors": s.processors, "estimate_s": s.estimate_s, "deadline": s.deadline,
         "licences": s.licences, "site": j.site, "cluster": j.cluster, "machine": j.machine,
         "submit_time": j.submit_time, "start_time": j.start_time, "end_time": j.end_time,
-        "exit_code": j.exit_code, "reason": j.reason,
+        "exit_code": j.exit_code, "reason": j.reason, "planned_start": j.planned_start,
+        "reservation": s.reservation.map(|r| format!("r{r}")),
     })
 }
 
@@ -56,12 +57,18 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
         return Ok(());
     }
     let mut t = Table::new();
-    t.set_header([
+    let planned = jobs.iter().any(|j| j.planned_start.is_some());
+    let mut header = vec![
         "id", "state", "prio", "user", "procs", "site", "machine", "exit", "reason",
-    ]);
+    ];
+    if planned {
+        // Waiting jobs at planning sites: when they are planned to start.
+        header.insert(7, "planned start");
+    }
+    t.set_header(header);
     for j in jobs {
         let s = j.spec.clone().unwrap_or_default();
-        t.add_row([
+        let mut row = vec![
             j.id.to_string(),
             state_name(j.state),
             j.priority.to_string(),
@@ -71,6 +78,71 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
             j.machine.clone().unwrap_or_default(),
             j.exit_code.map(|c| c.to_string()).unwrap_or_default(),
             j.reason.clone(),
+        ];
+        if planned {
+            row.insert(7, j.planned_start.map(relative).unwrap_or_default());
+        }
+        t.add_row(row);
+    }
+    outln!("{t}");
+    Ok(())
+}
+
+/// Unix seconds with how far ahead they are: `1764000000 (in 30 s)`.
+fn relative(t: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if t > now {
+        format!("{t} (in {} s)", t - now)
+    } else {
+        format!("{t} (now)")
+    }
+}
+
+fn reservation_state(s: i32) -> String {
+    v1::AdvanceReservationState::try_from(s)
+        .map(|s| {
+            s.as_str_name()
+                .trim_start_matches("ADVANCE_RESERVATION_STATE_")
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_else(|_| s.to_string())
+}
+
+/// Prints advance reservations.
+pub fn reservations(rs: &[v1::AdvanceReservation], json: bool) -> std::io::Result<()> {
+    if json {
+        let v: Vec<Value> = rs
+            .iter()
+            .map(|r| {
+                json!({"id": format!("r{}", r.id), "site": r.site, "user": r.user,
+                    "state": reservation_state(r.state), "processors": r.processors,
+                    "start_time": r.start_time, "end_time": r.end_time, "jobs": r.jobs,
+                    "created": r.created})
+            })
+            .collect();
+        outln!("{}", Value::Array(v));
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.set_header([
+        "id", "site", "user", "state", "procs", "start", "end", "jobs",
+    ]);
+    for r in rs {
+        t.add_row([
+            format!("r{}", r.id),
+            r.site.clone(),
+            r.user.clone(),
+            reservation_state(r.state),
+            r.processors.to_string(),
+            r.start_time.to_string(),
+            r.end_time.to_string(),
+            r.jobs
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
         ]);
     }
     outln!("{t}");

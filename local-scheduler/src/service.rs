@@ -158,6 +158,26 @@ impl LocalScheduler for Service {
         let s = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
         Ok(Response::new(Box::pin(tokio_stream::StreamExt::map(s, Ok))))
     }
+
+    async fn reserve(
+        &self,
+        r: Request<v1::ReserveRequest>,
+    ) -> Result<Response<v1::ReserveResponse>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
+        let r = r.into_inner();
+        self.ask(|tx| Msg::Reserve(r, tx)).await.map(Response::new)
+    }
+
+    async fn cancel_reservation(
+        &self,
+        r: Request<v1::CancelReservationRequest>,
+    ) -> Result<Response<v1::CancelReservationResponse>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
+        let r = r.into_inner();
+        self.ask(|tx| Msg::CancelReservation(r, tx))
+            .await
+            .map(Response::new)
+    }
 }
 
 /// Forwards the meta-scheduler's answers on the StartClaims link to the driver.

@@ -1,7 +1,7 @@
 //! Durable state of a local scheduler in an embedded `redb` database: the jobs
 //! not yet ended (their Enqueue request, state, machine and start) and the event log, keyed by
-//! sequence number for JobEvents resumption; a granted start claim is kept with its job. Every
-//! change is committed before it is acknowledged.
+//! sequence number for JobEvents resumption; a granted start claim is kept with its job; and the
+//! advance reservations held. Every change is committed before it is acknowledged.
 
 use gridsched_proto::v1;
 use prost::Message;
@@ -10,6 +10,7 @@ use std::path::Path;
 
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
 const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
+const RESERVATIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("reservations");
 
 /// A job of the local scheduler as stored.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -29,6 +30,24 @@ pub struct StoredJob {
     /// The meta-scheduler granted its start claim.
     #[prost(bool, tag = "5")]
     pub claimed: bool,
+}
+
+/// Writes job changes (`None` = the job ended: removed) into the open jobs table.
+fn put_jobs(
+    t: &mut redb::Table<'_, u64, &[u8]>,
+    jobs: &[(u64, Option<StoredJob>)],
+) -> Result<(), StoreError> {
+    for (id, j) in jobs {
+        match j {
+            Some(j) => {
+                t.insert(*id, j.encode_to_vec().as_slice())?;
+            }
+            None => {
+                t.remove(*id)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The database.
@@ -51,6 +70,7 @@ impl Store {
         let w = db.begin_write()?;
         w.open_table(JOBS)?;
         w.open_table(EVENTS)?;
+        w.open_table(RESERVATIONS)?;
         w.commit()?;
         Ok(Store {
             db,
@@ -75,20 +95,50 @@ impl Store {
             for e in events {
                 t.insert(e.sequence, e.encode_to_vec().as_slice())?;
             }
-            let mut t = w.open_table(JOBS)?;
-            for (id, j) in jobs {
-                match j {
-                    Some(j) => {
-                        t.insert(*id, j.encode_to_vec().as_slice())?;
-                    }
-                    None => {
-                        t.remove(*id)?;
-                    }
-                }
-            }
+            put_jobs(&mut w.open_table(JOBS)?, jobs)?;
         }
         w.commit()?;
         Ok(())
+    }
+
+    /// Records an advance reservation (`Some`) or forgets it (`None`), with job changes (a
+    /// cancelled reservation's jobs no longer name it), in one transaction.
+    pub fn save_reservation(
+        &self,
+        id: u64,
+        r: Option<&v1::AdvanceReservation>,
+        jobs: &[(u64, Option<StoredJob>)],
+    ) -> Result<(), StoreError> {
+        #[cfg(test)]
+        if self.fail_commits.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("commit failed (test)".into());
+        }
+        let w = self.db.begin_write()?;
+        {
+            let mut t = w.open_table(RESERVATIONS)?;
+            match r {
+                Some(r) => {
+                    t.insert(id, r.encode_to_vec().as_slice())?;
+                }
+                None => {
+                    t.remove(id)?;
+                }
+            }
+            put_jobs(&mut w.open_table(JOBS)?, jobs)?;
+        }
+        w.commit()?;
+        Ok(())
+    }
+
+    /// The advance reservations stored, by id.
+    pub fn load_reservations(&self) -> Result<Vec<v1::AdvanceReservation>, StoreError> {
+        let r = self.db.begin_read()?;
+        let mut out = Vec::new();
+        for kv in r.open_table(RESERVATIONS)?.iter()? {
+            let (_, v) = kv?;
+            out.push(v1::AdvanceReservation::decode(v.value())?);
+        }
+        Ok(out)
     }
 
     /// Everything stored: the jobs not ended and the event log in sequence order.

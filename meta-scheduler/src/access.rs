@@ -52,7 +52,7 @@ pub(crate) fn visible_job(
         .get(&id)
         .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
     check_job(caller, job)?;
-    Ok(job.clone())
+    Ok(st.shown(job))
 }
 
 /// The user filter of a list or watch: a non-admin caller sees only their own jobs.

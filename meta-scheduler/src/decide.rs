@@ -131,12 +131,26 @@ impl Decider {
         priority: u32,
         exclude: Option<usize>,
     ) -> (Option<usize>, v1::DispatchExplanation) {
+        self.dispatch_within(now, job, priority, exclude, None)
+    }
+
+    /// [`Decider::dispatch`] among site `only` alone when it is given (a job submitted into an
+    /// advance reservation goes to the reservation's site, or waits for it).
+    pub fn dispatch_within(
+        &mut self,
+        now: i64,
+        job: &Job,
+        priority: u32,
+        exclude: Option<usize>,
+        only: Option<usize>,
+    ) -> (Option<usize>, v1::DispatchExplanation) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
         let before = self.dispatcher.arrays(self.grid.caps.len());
         // The core's strategies know processors and licences, not the sites' estimate limits nor
         // where the inputs are: the sites that cannot take the job for those look down to them.
+        let elsewhere = |i: usize| only.is_some_and(|o| o != i);
         let hide: Vec<usize> = (0..self.grid.caps.len())
-            .filter(|&i| exclude == Some(i) || !self.takes(i, job))
+            .filter(|&i| exclude == Some(i) || elsewhere(i) || !self.takes(i, job))
             .collect();
         let hidden: Vec<(usize, bool)> = hide
             .into_iter()
@@ -161,7 +175,9 @@ impl Decider {
                 let long = job.estimate > self.max_estimate[i];
                 let takes = self.takes(i, job);
                 let fits = caps.up && caps.can_run(job) && takes;
-                let note = if exclude == Some(i) {
+                let note = if elsewhere(i) {
+                    "the job's advance reservation is at another site".into()
+                } else if exclude == Some(i) {
                     "refused the job or went down".into()
                 } else if !caps.up {
                     "site down".into()
@@ -183,7 +199,7 @@ impl Decider {
                     cluster: self.names_of_sites[i].clone(),
                     load: u64::try_from(load).unwrap_or(0),
                     count: u32::try_from(count).unwrap_or(u32::MAX),
-                    feasible: fits && exclude != Some(i),
+                    feasible: fits && exclude != Some(i) && !elsewhere(i),
                     note,
                 }
             })

@@ -185,9 +185,22 @@ pub fn explain(
                 if let Some(p) = out.queue_position {
                     text += &format!("; position {p} in the local queue ({})", status.policy);
                 }
-                if let Some(r) = &out.reservation {
+                if let Some(rid) = spec.reservation
+                    && let Some(a) = status.advance_reservations.iter().find(|a| a.id == rid)
+                {
                     text += &format!(
-                        "; reserved to start at {}{}",
+                        "; inside advance reservation r{rid} ({} processors on [{}, {}))",
+                        a.processors, a.start_time, a.end_time
+                    );
+                }
+                if let Some(r) = &out.reservation {
+                    let kind = if r.kind == v1::ReservationKind::Planned as i32 {
+                        "planned"
+                    } else {
+                        "reserved"
+                    };
+                    text += &format!(
+                        "; {kind} to start at {}{}",
                         r.start_time,
                         r.machine
                             .as_ref()

@@ -13,6 +13,7 @@ pub mod decide;
 pub mod explain;
 pub mod links;
 pub mod metrics;
+pub mod reservations;
 pub mod service;
 pub mod state;
 pub mod store;

@@ -32,10 +32,8 @@ pub fn start(svc: &MetaService) {
         tokio::spawn(claim_link(svc.clone(), i));
     }
     tokio::spawn(monitor(svc.clone()));
-    let polls = svc.lock().is_ok_and(|st| st.decider.reads_site_state());
-    if polls {
-        tokio::spawn(poll(svc.clone()));
-    }
+    tokio::spawn(crate::reservations::reconcile(svc.clone()));
+    tokio::spawn(poll(svc.clone()));
 }
 
 fn retry(svc: &MetaService) -> Duration {
@@ -316,17 +314,28 @@ async fn monitor(svc: MetaService) {
     }
 }
 
-/// Polls the sites' status for the strategies that read it.
+/// Polls the sites' status: their load for the strategies that read it, and the planned starts
+/// of their waiting jobs for `get`, `list` and the dashboard.
 async fn poll(svc: MetaService) {
     let every = Duration::from_millis(svc.inner.cfg.links.poll_ms);
     let n = svc.inner.cfg.sites.len();
+    let reads_load = svc.lock().is_ok_and(|st| st.decider.reads_site_state());
     loop {
         for i in 0..n {
             let Ok(mut c) = svc.client(i) else { continue };
             if let Ok(status) = svc.call(c.status(v1::StatusRequest {})).await {
-                let load = load_of(&status);
+                let load = reads_load.then(|| load_of(&status));
+                let planned = status
+                    .reservations
+                    .iter()
+                    .map(|r| (r.job_id, r.clone()))
+                    .collect();
                 if let Ok(mut st) = svc.lock() {
-                    st.decider.set_load(i, load);
+                    if let Some(load) = load {
+                        st.decider.set_load(i, load);
+                    }
+                    st.planned[i] = planned;
+                    st.advance[i] = status.advance_reservations;
                 }
             }
         }

@@ -97,6 +97,13 @@ fn group_committer(svc: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<Pe
     }
 }
 
+impl Inner {
+    /// The durable store.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
 pub(crate) fn internal(e: impl std::fmt::Display) -> Status {
     Status::internal(e.to_string())
 }
@@ -250,6 +257,19 @@ impl MetaService {
                 continue;
             }
             let spec = spec.unwrap_or_default();
+            if let Some((code, message)) =
+                crate::reservations::refuse_job(&st.reservations, &spec, t)
+            {
+                results.push(v1::SubmitResult {
+                    index,
+                    outcome: Some(v1::submit_result::Outcome::Rejected(v1::SubmitError {
+                        code: code as i32,
+                        field: Some("reservation".into()),
+                        message: format!("field `reservation`: {message}"),
+                    })),
+                });
+                continue;
+            }
             let key = spec
                 .client_token
                 .as_ref()
@@ -451,7 +471,7 @@ impl MetaScheduler for MetaService {
         match result.outcome {
             Some(v1::submit_result::Outcome::Accepted(a)) => Ok(Response::new(a)),
             Some(v1::submit_result::Outcome::Rejected(e)) => {
-                Err(Status::invalid_argument(e.message))
+                Err(Status::new(tonic::Code::from(e.code), e.message))
             }
             None => Err(internal("no result")),
         }
@@ -529,7 +549,7 @@ impl MetaScheduler for MetaService {
                 next_page_token = (id - 1).to_string();
                 break;
             }
-            jobs.push(job.clone());
+            jobs.push(st.shown(job));
         }
         Ok(Response::new(v1::ListJobsResponse {
             jobs,
@@ -655,6 +675,37 @@ impl MetaScheduler for MetaService {
             max_priority,
             dispatch_policy: policy,
         }))
+    }
+
+    async fn reserve(
+        &self,
+        request: Request<v1::ReserveRequest>,
+    ) -> Result<Response<v1::ReserveResponse>, Status> {
+        let caller = self.caller(&request)?;
+        let req = request.into_inner();
+        MetaService::reserve(self, caller.as_ref(), req)
+            .await
+            .map(Response::new)
+    }
+
+    async fn list_reservations(
+        &self,
+        request: Request<v1::ListReservationsRequest>,
+    ) -> Result<Response<v1::ListReservationsResponse>, Status> {
+        let caller = self.caller(&request)?;
+        let req = request.into_inner();
+        MetaService::list_reservations(self, caller.as_ref(), req).map(Response::new)
+    }
+
+    async fn cancel_reservation(
+        &self,
+        request: Request<v1::CancelReservationRequest>,
+    ) -> Result<Response<v1::CancelReservationResponse>, Status> {
+        let caller = self.caller(&request)?;
+        let req = request.into_inner();
+        MetaService::cancel_reservation(self, caller.as_ref(), req)
+            .await
+            .map(Response::new)
     }
 
     async fn explain(

@@ -88,6 +88,14 @@ pub struct State {
     pub start_claims: bool,
     /// Prometheus metrics.
     pub metrics: crate::metrics::MetaMetrics,
+    /// Advance reservations by id (PENDING until their site admits them, then HELD).
+    pub reservations: BTreeMap<u64, v1::AdvanceReservation>,
+    /// Last reservation id given.
+    pub last_reservation: u64,
+    /// Per site: the planned slots (start, end, machine) of its waiting jobs, as last polled.
+    pub planned: Vec<HashMap<u64, v1::Reservation>>,
+    /// Per site: its advance reservations with their jobs, as last polled.
+    pub advance: Vec<Vec<v1::AdvanceReservation>>,
 }
 
 fn rank(s: JobState) -> u8 {
@@ -121,6 +129,10 @@ impl State {
             max_priority,
             start_claims: true,
             metrics: crate::metrics::MetaMetrics::new(&mut Default::default()),
+            reservations: BTreeMap::new(),
+            last_reservation: 0,
+            planned: vec![HashMap::new(); n],
+            advance: vec![Vec::new(); n],
         }
     }
 
@@ -196,6 +208,23 @@ impl State {
         b.events.push(ev);
     }
 
+    /// A job as shown to clients: with its planned start at its site while it waits there.
+    pub fn shown(&self, job: &v1::Job) -> v1::Job {
+        let mut j = job.clone();
+        if j.state() == JobState::Queued
+            && let Some(i) = self.site_of(job)
+        {
+            j.planned_start = self.planned[i].get(&job.id).map(|r| r.start_time);
+        }
+        j
+    }
+
+    /// The site a job must go to: its advance reservation's.
+    pub fn pinned(&self, job: &v1::Job) -> Option<usize> {
+        let r = job.spec.as_ref()?.reservation?;
+        self.site_index(&self.reservations.get(&r)?.site)
+    }
+
     /// Adds a newly accepted job: places it (or leaves it waiting for a site) and records it.
     pub fn add(
         &mut self,
@@ -204,7 +233,10 @@ impl State {
         model: &gridsched_core::model::Job,
         time: i64,
     ) {
-        let (site, dispatch) = self.decider.dispatch(time, model, job.priority, None);
+        let only = self.pinned(&job);
+        let (site, dispatch) = self
+            .decider
+            .dispatch_within(time, model, job.priority, None, only);
         self.metrics.accepted.inc();
         job.start_claims = self.start_claims;
         let detail = match site {
@@ -444,7 +476,10 @@ impl State {
             if let Some(i) = from {
                 self.decider.returned(time, id, i);
             }
-            let (site, dispatch) = self.decider.dispatch(time, &model, priority, from);
+            let only = self.pinned(job);
+            let (site, dispatch) = self
+                .decider
+                .dispatch_within(time, &model, priority, from, only);
             let target = match (site, from) {
                 (Some(t), _) => t,
                 // Nowhere else: a job stays with its down site (and counts there again).
@@ -549,6 +584,8 @@ impl State {
             }
         }
         self.decisions = loaded.decisions.into_iter().collect();
+        self.last_reservation = loaded.last_reservation;
+        self.reservations = loaded.reservations.into_iter().map(|r| (r.id, r)).collect();
         for job in loaded.jobs {
             let spec = job.spec.clone().unwrap_or_default();
             let model = self

@@ -3,7 +3,9 @@
 //! Every accepted job and every state change is committed here before the client gets its
 //! answer; a batch of submissions is one transaction. Jobs are stored as encoded `v1::Job`
 //! messages keyed by id, next to the idempotency tokens and the id / event counters, so a
-//! restarted meta-scheduler finds every acknowledged job as it was.
+//! restarted meta-scheduler finds every acknowledged job as it was. Advance reservations are kept
+//! the same way, written as PENDING before their site is asked (so that one a crash leaves
+//! unconfirmed is found and taken back) and as HELD once it has admitted them.
 
 use crate::state::Decision;
 use gridsched_proto::v1;
@@ -16,6 +18,7 @@ const TOKENS: TableDefinition<&str, u64> = TableDefinition::new("tokens");
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 const DECISIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("decisions");
 const SITE_SEQ: TableDefinition<&str, u64> = TableDefinition::new("site_sequences");
+const RESERVATIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("reservations");
 
 /// A store failure, reported to clients as INTERNAL.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +44,10 @@ pub struct Loaded {
     pub decisions: Vec<(u64, Decision)>,
     /// Per site name: the last local-scheduler event applied.
     pub site_seqs: Vec<(String, u64)>,
+    /// The advance reservations, by id.
+    pub reservations: Vec<v1::AdvanceReservation>,
+    /// Last reservation id given.
+    pub last_reservation: u64,
 }
 
 /// The redb database.
@@ -77,6 +84,7 @@ impl Store {
         tx.open_table(COUNTERS).map_err(err)?;
         tx.open_table(DECISIONS).map_err(err)?;
         tx.open_table(SITE_SEQ).map_err(err)?;
+        tx.open_table(RESERVATIONS).map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(Store { db })
     }
@@ -121,7 +129,44 @@ impl Store {
             let (k, v) = row.map_err(err)?;
             out.site_seqs.push((k.value().to_owned(), v.value()));
         }
+        out.last_reservation = counters
+            .get("last_reservation")
+            .map_err(err)?
+            .map_or(0, |v| v.value());
+        let reservations = tx.open_table(RESERVATIONS).map_err(err)?;
+        for row in reservations.iter().map_err(err)? {
+            let (_, v) = row.map_err(err)?;
+            out.reservations
+                .push(v1::AdvanceReservation::decode(v.value()).map_err(err)?);
+        }
         Ok(out)
+    }
+
+    /// Records an advance reservation (`Some`) or forgets it (`None`), with the last reservation
+    /// id given, in one transaction.
+    pub fn save_reservation(
+        &self,
+        id: u64,
+        r: Option<&v1::AdvanceReservation>,
+        last_reservation: u64,
+    ) -> Result<(), StoreError> {
+        let tx = self.db.begin_write().map_err(err)?;
+        {
+            let mut t = tx.open_table(RESERVATIONS).map_err(err)?;
+            match r {
+                Some(r) => {
+                    t.insert(id, r.encode_to_vec().as_slice()).map_err(err)?;
+                }
+                None => {
+                    t.remove(id).map_err(err)?;
+                }
+            }
+            let mut counters = tx.open_table(COUNTERS).map_err(err)?;
+            counters
+                .insert("last_reservation", last_reservation)
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)
     }
 
     /// Commits one write durably (one transaction, fsynced).

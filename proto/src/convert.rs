@@ -10,7 +10,8 @@ use crate::limits::check_text;
 use crate::v1;
 use gridsched_core::Time;
 use gridsched_core::model::{
-    InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform, UserClass, UserId,
+    InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform, ReservationId, UserClass,
+    UserId,
 };
 use gridsched_core::policy::{Reservation, ReservationKind};
 use std::collections::HashMap;
@@ -346,8 +347,10 @@ pub fn job_from_spec(
         inputs,
         benchmark: spec.benchmark,
         partition: spec.partition,
-        // Advance reservations are not on the wire yet.
-        reservation: None,
+        reservation: match spec.reservation {
+            Some(0) => return Err(ConvertError::new("reservation", "must be positive")),
+            r => r.map(ReservationId),
+        },
     };
     job.validate()?;
     job.user = names.intern_user(&spec.user);
@@ -434,6 +437,7 @@ pub fn spec_from_job(job: &Job, names: &NameTable) -> Result<v1::JobSpec, Unname
         emulate_runtime_s: job.runtime,
         client_token: None,
         partition: job.partition,
+        reservation: job.reservation.map(|r| r.0),
     })
 }
 

@@ -38,6 +38,27 @@ struct Meta {
 
 #[tonic::async_trait]
 impl MetaScheduler for Meta {
+    async fn reserve(
+        &self,
+        _: Request<v1::ReserveRequest>,
+    ) -> Result<Response<v1::ReserveResponse>, Status> {
+        Err(Status::unimplemented("reserve"))
+    }
+
+    async fn list_reservations(
+        &self,
+        _: Request<v1::ListReservationsRequest>,
+    ) -> Result<Response<v1::ListReservationsResponse>, Status> {
+        Err(Status::unimplemented("list_reservations"))
+    }
+
+    async fn cancel_reservation(
+        &self,
+        _: Request<v1::CancelReservationRequest>,
+    ) -> Result<Response<v1::CancelReservationResponse>, Status> {
+        Err(Status::unimplemented("cancel_reservation"))
+    }
+
     async fn submit(
         &self,
         request: Request<v1::SubmitRequest>,
@@ -175,6 +196,20 @@ impl v1::local_scheduler_server::LocalScheduler for NoLocal {
         _: Request<tonic::Streaming<v1::ClaimAnswer>>,
     ) -> Result<Response<Self::StartClaimsStream>, Status> {
         Err(Status::unimplemented("start_claims"))
+    }
+
+    async fn reserve(
+        &self,
+        _: Request<v1::ReserveRequest>,
+    ) -> Result<Response<v1::ReserveResponse>, Status> {
+        Err(Status::unimplemented("reserve"))
+    }
+
+    async fn cancel_reservation(
+        &self,
+        _: Request<v1::CancelReservationRequest>,
+    ) -> Result<Response<v1::CancelReservationResponse>, Status> {
+        Err(Status::unimplemented("cancel_reservation"))
     }
 }
 

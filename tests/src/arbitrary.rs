@@ -114,6 +114,9 @@ pub fn job_spec(
                     emulate_runtime_s: what.1,
                     client_token,
                     partition,
+                    // Reservations are checked against state, not form: see
+                    // tests/tests/live_reservations.rs.
+                    reservation: None,
                 }
             },
         )

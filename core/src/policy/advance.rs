@@ -326,6 +326,41 @@ impl Book {
         Ok(())
     }
 
+    /// After a restart of the service: `job`, submitted into its reservation, has been running
+    /// since `started` on `procs` processors. Returns the stretch past the reservation's end that
+    /// the machine must hold for it when its predicted end lies beyond (as after an overrun).
+    pub fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        procs: u32,
+    ) -> Result<Option<(Time, Time, u32)>, Rejection> {
+        let id = job.reservation.expect("a job with a reservation");
+        if self.of_job.contains_key(&job.id) {
+            return Err(Rejection::Duplicate(job.id));
+        }
+        let h = self
+            .held
+            .get_mut(&id)
+            .ok_or_else(|| Rejection::Reservation {
+                job: job.id,
+                reservation: id,
+                why: "no such reservation is held (unknown, cancelled or ended)".into(),
+            })?;
+        let end = (started + job.estimate.max(1)).max(now + 1);
+        h.profile.reserve(now, end, procs);
+        h.jobs.push(Inside {
+            job: job.clone(),
+            start: started,
+            end,
+            running: true,
+        });
+        self.of_job.insert(job.id, id);
+        let from = h.r.end.max(now);
+        Ok((end > from).then_some((from, end, procs)))
+    }
+
     /// Whether `job` is inside a reservation.
     pub fn holds(&self, job: JobId) -> bool {
         self.of_job.contains_key(&job)

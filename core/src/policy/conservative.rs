@@ -22,7 +22,7 @@
 //! due; when it returns, its jobs are re-planned from scratch in arrival order, as after an
 //! overrun (the plan made before the outage promised starts that have passed).
 
-use super::fcfs::check_job;
+use super::fcfs::{check_job, restore_checks, restore_single};
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
@@ -433,6 +433,34 @@ impl Policy for Conservative {
         if available {
             self.replan_all = true;
         }
+    }
+
+    fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        let waiting = self.seq_of.contains_key(&job.id);
+        restore_checks(job, machine, self.machine, waiting)?;
+        self.profile.forget_before(now);
+        if job.reservation.is_some() {
+            if let Some((from, to, p)) = self.book.restore_running(now, job, started, procs)? {
+                self.profile.reserve(from, to, p);
+            }
+        } else {
+            let me = (self.machine, self.capacity);
+            restore_single(&mut self.running, me, job, started, machine, procs)?;
+            let end = self.running.get(job.id).map_or(now, |e| e.end);
+            if end > now {
+                self.profile.reserve(now, end, procs);
+            }
+            self.committed += u64::from(procs);
+        }
+        self.replan_all = true;
+        Ok(())
     }
 
     fn admit_reservation(

@@ -152,6 +152,26 @@ pub(super) fn restore_single(
     Ok(())
 }
 
+/// The checks of a restore on a one-machine policy: `machine` is the policy's, and `job` is not
+/// waiting there already.
+pub(super) fn restore_checks(
+    job: &Job,
+    machine: MachineId,
+    mine: MachineId,
+    waiting: bool,
+) -> Result<(), Rejection> {
+    if machine != mine {
+        return Err(Rejection::NoEligibleMachine {
+            job: job.id,
+            reason: format!("{machine} is not this policy's machine"),
+        });
+    }
+    if waiting {
+        return Err(Rejection::Duplicate(job.id));
+    }
+    Ok(())
+}
+
 pub(super) fn check_job(job: &Job, capacity: u32) -> Result<(), Rejection> {
     if job.procs > capacity {
         return Err(Rejection::TooWide {

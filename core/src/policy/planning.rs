@@ -19,7 +19,7 @@
 //! active policy and plan.
 
 use super::dynp::{DynpOptions, PlannedJob, Ratings, SelfTuning, Tuning, rate};
-use super::fcfs::{check_job, restore_single};
+use super::fcfs::{check_job, restore_checks, restore_single};
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
@@ -448,14 +448,22 @@ impl Policy for Planning {
 
     fn restore_running(
         &mut self,
-        _now: Time,
+        now: Time,
         job: &Job,
         started: Time,
         machine: MachineId,
         procs: u32,
     ) -> Result<(), Rejection> {
-        let me = (self.machine, self.capacity);
-        restore_single(&mut self.running, me, job, started, machine, procs)?;
+        let waiting = self.plan.iter().any(|s| s.job.id == job.id);
+        restore_checks(job, machine, self.machine, waiting)?;
+        if job.reservation.is_some() {
+            // Its reservation was admitted again first; the part past its end, if any, is
+            // blocked by the next full plan (`Book::block_in`).
+            self.book.restore_running(now, job, started, procs)?;
+        } else {
+            let me = (self.machine, self.capacity);
+            restore_single(&mut self.running, me, job, started, machine, procs)?;
+        }
         self.mark(0);
         Ok(())
     }

@@ -573,3 +573,103 @@ fn a_job_for_a_reservation_not_held_is_refused() {
         "nothing half-made"
     );
 }
+
+/// What a restarted local scheduler feeds its runner: the machine down until its agent returns,
+/// the reservation admitted again (from now on), the running job restored, the waiting ones
+/// queued again. The plan it rebuilds is the one it had: job 2, which would overlap the
+/// reservation, still waits for its end, and job 3 runs inside it at its start; a job running
+/// inside the reservation is restored inside it and holds none of the machine's other processors.
+#[test]
+fn a_restart_rebuilds_the_plan_around_the_reservations() {
+    let p = platform(&[(4, 100)]);
+    for kind in [
+        PolicyKind::Conservative,
+        PolicyKind::PlanningFcfs,
+        PolicyKind::PlanningSjf,
+        PolicyKind::Dynp,
+    ] {
+        let m = MachineId(0);
+        let mut r = runner(&p, kind, RunnerConfig::default());
+        on(
+            &mut r,
+            50,
+            Input::Machine {
+                machine: m,
+                up: false,
+            },
+        );
+        let reservation = AdvanceReservation {
+            id: ReservationId(1),
+            start: 60,
+            end: 105,
+            procs: 2,
+        };
+        on(&mut r, 50, Input::Reserve { reservation });
+        on(
+            &mut r,
+            50,
+            Input::Machine {
+                machine: m,
+                up: true,
+            },
+        );
+        on(
+            &mut r,
+            50,
+            Input::Restore {
+                job: Job::new(1, 0, 2, 100, 100),
+                priority: None,
+                machine: m,
+                started: 1,
+            },
+        );
+        submit(&mut r, 50, Job::new(2, 40, 2, 30, 30), None);
+        let mut inside = Job::new(3, 45, 2, 20, 20);
+        inside.reservation = Some(ReservationId(1));
+        submit(&mut r, 50, inside, None);
+        let mut starts = Vec::new();
+        for t in 50..=105 {
+            for e in on(&mut r, t, Input::Pass) {
+                if let Effect::Start(s) = e {
+                    starts.push((s.job.0, t));
+                }
+            }
+            if t == 80 {
+                on(&mut r, t, Input::Ended { job: JobId(3) });
+            }
+        }
+        assert_eq!(starts, vec![(3, 60), (2, 105)], "{kind:?}");
+
+        // Restored inside its reservation: the two other processors stay free for others.
+        let mut r = runner(&p, kind, RunnerConfig::default());
+        on(
+            &mut r,
+            70,
+            Input::Reserve {
+                reservation: AdvanceReservation {
+                    start: 70,
+                    ..reservation
+                },
+            },
+        );
+        let mut running = Job::new(3, 45, 2, 20, 20);
+        running.reservation = Some(ReservationId(1));
+        on(
+            &mut r,
+            70,
+            Input::Restore {
+                job: running,
+                priority: None,
+                machine: m,
+                started: 60,
+            },
+        );
+        submit(&mut r, 70, Job::new(4, 70, 2, 30, 30), None);
+        let s = started(&on(&mut r, 70, Input::Pass));
+        assert_eq!(
+            s.iter().map(|s| s.0).collect::<Vec<_>>(),
+            vec![4],
+            "{kind:?}"
+        );
+    }
+}

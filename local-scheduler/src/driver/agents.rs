@@ -317,6 +317,7 @@ impl Driver {
     /// due, then a pass when the policy's wake-up is due or something changed; always a commit.
     pub(super) fn tick(&mut self, now: Now) {
         self.refresh_metrics();
+        self.expire_reservations(now.secs);
         let mono = now.mono_ms;
         let now = now.secs;
         let lost_after = u64::from(self.cfg.lost_after_ms);

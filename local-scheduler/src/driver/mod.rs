@@ -24,6 +24,7 @@ mod claims;
 pub mod edge;
 mod log;
 mod recover;
+mod reservations;
 mod status;
 #[cfg(test)]
 mod tests;
@@ -82,6 +83,13 @@ pub enum Msg {
     Claims(Reply<mpsc::UnboundedReceiver<v1::ClaimRequest>>),
     /// The meta-scheduler's answer on the StartClaims link.
     ClaimAnswer(v1::ClaimAnswer),
+    /// Reserve.
+    Reserve(v1::ReserveRequest, Reply<v1::ReserveResponse>),
+    /// CancelReservation.
+    CancelReservation(
+        v1::CancelReservationRequest,
+        Reply<v1::CancelReservationResponse>,
+    ),
 }
 
 #[derive(Debug)]
@@ -184,6 +192,8 @@ pub struct Driver {
     to_claim: Vec<u64>,
     /// Start (and resume) orders waiting for the commit of their job's start.
     starts: Vec<(MachineId, Order)>,
+    /// The advance reservations admitted, by id, as stored.
+    reservations: BTreeMap<u64, v1::AdvanceReservation>,
 }
 
 fn internal(e: impl std::fmt::Display) -> Status {
@@ -257,6 +267,7 @@ impl Driver {
             claim_link: None,
             to_claim: Vec::new(),
             starts: Vec::new(),
+            reservations: BTreeMap::new(),
             cfg,
         };
         // No machine runs anything before its agent registers.
@@ -327,6 +338,14 @@ impl Driver {
                 let _ = tx.send(Ok(self.open_claims()));
             }
             Msg::ClaimAnswer(a) => self.claim_answer(a, now.secs),
+            Msg::Reserve(r, tx) => {
+                let res = self.reserve(r, now);
+                let _ = tx.send(res);
+            }
+            Msg::CancelReservation(r, tx) => {
+                let res = self.cancel_reservation(r, now);
+                let _ = tx.send(res);
+            }
         }
     }
 
@@ -457,6 +476,7 @@ impl Driver {
         }
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
+        self.check_job_reservation(spec, r.job_id, now)?;
         let priority = Some(r.priority.min(u32::from(u8::MAX)) as u8);
         let (_, res) = self.feed(
             now,

@@ -1,4 +1,5 @@
-//! What a restarted local scheduler rebuilds from its store: the ended jobs from the event log (a
+//! What a restarted local scheduler rebuilds from its store: the advance reservations still
+//! ahead or in force (admitted again first, [`Driver::recover_reservations`]), the ended jobs from the event log (a
 //! job dropped as withdrawn does not count as ended, so the meta-scheduler may send it again), the
 //! waiting jobs back in the runner's queue with their start claims and meta priorities, and the
 //! running ones restored on their machines ([`Input::Restore`]), which wait for their agents to
@@ -30,6 +31,8 @@ impl Driver {
             }
         }
         self.events = events;
+        // Reservations first: the jobs inside them find them, and they fit an empty plan.
+        self.recover_reservations(now)?;
         let mut jobs = jobs;
         jobs.sort_by_key(|j| j.request.as_ref().map_or(0, |r| r.job_id));
         for sj in jobs {
@@ -93,9 +96,15 @@ impl Driver {
                         job: rec.job.clone(),
                         priority: Some(priority),
                     };
-                    self.feed(now, submit)
-                        .1
-                        .map_err(|e| anyhow::anyhow!("stored job {id}: {e}"))?;
+                    if let (_, Err(e)) = self.feed(now, submit) {
+                        // E.g. its reservation is over: it ends here, with the reason, instead
+                        // of keeping the service from starting.
+                        tracing::warn!(job = id, "not queued again after a restart: {e}");
+                        self.jobs.insert(id, rec);
+                        let detail = format!("could not be queued again after a restart: {e}");
+                        self.emit(id, JobState::Failed, now, &detail, None);
+                        continue;
+                    }
                     self.jobs.insert(id, rec);
                     if running {
                         tracing::warn!(job = id, "requeued after a restart: {why}");

@@ -173,6 +173,7 @@ impl Driver {
             licence_pools,
             machines,
             next_wakeup: self.runner.next_wakeup(),
+            advance_reservations: self.advance_reservations(now),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! (its fields, its explain text, its retained events).
 
 use super::Viewer;
-use super::gantt::{self, Bar};
+use super::gantt::{self, Band, Bar};
 use super::html::{badge, clock, esc, job_link, page, state_name, table};
 use crate::MetaService;
 use gridsched_proto::v1::{self, JobState, meta_scheduler_server::MetaScheduler};
@@ -32,6 +32,10 @@ pub struct Overview {
     running_total: usize,
     events: Vec<v1::JobEvent>,
     bars: BTreeMap<String, Vec<Bar>>,
+    /// Per cluster: its advance reservations.
+    bands: BTreeMap<String, Vec<Band>>,
+    /// How far ahead the plan is drawn (seconds).
+    ahead: i64,
 }
 
 fn waiting(s: i32) -> bool {
@@ -73,6 +77,8 @@ impl Overview {
             running_total: 0,
             events: Vec::new(),
             bars: BTreeMap::new(),
+            bands: BTreeMap::new(),
+            ahead: 0,
         };
         for job in st.jobs.values().filter(|j| v.sees(j)) {
             *o.by_state.entry(job.state).or_default() += 1;
@@ -94,11 +100,55 @@ impl Overview {
                     start,
                     end: job.end_time,
                     state: job.state,
+                    planned: false,
                 });
             }
+            // A waiting job's planned slot at a planning site.
+            if job.state == JobState::Queued as i32
+                && let Some(i) = st.site_of(job)
+                && let Some(r) = st.planned[i].get(&job.id)
+                && let Some(c) = &job.cluster
+            {
+                let machine = r
+                    .machine
+                    .clone()
+                    .or_else(|| st.sites[i].machines.first().map(|m| m.name.clone()));
+                if let Some(m) = machine {
+                    o.ahead = o.ahead.max(r.end_time - now);
+                    o.bars.entry(c.clone()).or_default().push(Bar {
+                        job: job.id,
+                        machine: m,
+                        start: r.start_time,
+                        end: Some(r.end_time),
+                        state: job.state,
+                        planned: true,
+                    });
+                }
+            }
         }
+        for (i, rs) in st.advance.iter().enumerate() {
+            for r in rs.iter().filter(|r| r.end_time > now) {
+                o.ahead = o.ahead.max(r.end_time - now);
+                o.bands
+                    .entry(st.sites[i].name.clone())
+                    .or_default()
+                    .push(Band {
+                        id: r.id,
+                        start: r.start_time,
+                        end: r.end_time,
+                        procs: r.processors,
+                    });
+            }
+        }
+        o.ahead = o.ahead.min(MAX_WINDOW);
         if window.is_none() {
-            let earliest = o.bars.values().flatten().map(|b| b.start).min();
+            let earliest = o
+                .bars
+                .values()
+                .flatten()
+                .filter(|b| !b.planned)
+                .map(|b| b.start)
+                .min();
             let span = earliest.map_or(MIN_WINDOW, |e| now - e);
             o.window = (span + span / 10 + 5).clamp(MIN_WINDOW, MAX_WINDOW);
         }
@@ -213,11 +263,26 @@ impl Overview {
         b += &table("waiting", &head, &Self::job_rows(&self.waiting));
         b += &format!("<h2>Running ({})</h2>", self.running_total);
         b += &table("running", &head, &Self::job_rows(&self.running));
-        b += &format!("<h2>Gantt (last {} s)</h2>", self.window);
+        if self.ahead > 0 {
+            b += &format!(
+                "<h2>Gantt (last {} s, plan and reservations {} s ahead)</h2>",
+                self.window, self.ahead
+            );
+        } else {
+            b += &format!("<h2>Gantt (last {} s)</h2>", self.window);
+        }
         for c in self.sites.sites.iter().flat_map(|s| &s.clusters) {
             let machines: Vec<String> = c.machines.iter().map(|m| m.name.clone()).collect();
             let bars = self.bars.get(&c.name).map_or(&[][..], Vec::as_slice);
-            b += &gantt::svg(&c.name, &machines, bars, self.now, self.window);
+            let bands = self.bands.get(&c.name).map_or(&[][..], Vec::as_slice);
+            b += &gantt::svg(
+                &c.name,
+                &machines,
+                bars,
+                bands,
+                self.now,
+                (self.window, self.ahead),
+            );
         }
         b += "<h2>Recent events</h2>";
         let rows: Vec<Vec<String>> = self

@@ -1,0 +1,313 @@
+//! Advance reservations at a local scheduler (Streit, thesis §3.2: fixed-time requests admitted
+//! against the plan of a planning system): `Reserve` and `CancelReservation` handed to the
+//! runner, the admitted ones kept durably before they are acknowledged, re-admitted first when
+//! the service restarts (so that its jobs find them), and forgotten once over.
+//!
+//! Refusals name what is wrong: a field out of range is INVALID_ARGUMENT naming it; a start in
+//! the past, more processors than the machine, a policy without a plan or a conflict with the
+//! plan (the first conflicting interval named by the core) are FAILED_PRECONDITION. A refused
+//! request leaves nothing behind: the runner refused it before anything was stored.
+
+use super::{Driver, Now};
+use gridsched_core::Time;
+use gridsched_core::model::ReservationId;
+use gridsched_core::policy::{AdvanceReservation, ReservationRefused};
+use gridsched_core::runner::{Input, RunnerError};
+use gridsched_proto::v1::{self, AdvanceReservationState as St};
+use tonic::Status;
+
+/// Where a reservation stands at `now`.
+pub fn state_at(r: &v1::AdvanceReservation, now: Time) -> St {
+    if now < r.start_time {
+        St::Held
+    } else if now < r.end_time {
+        St::Active
+    } else {
+        St::Ended
+    }
+}
+
+/// The core's request for a stored reservation, from `now` on (a restart re-admits the part
+/// still ahead).
+fn core_request(r: &v1::AdvanceReservation, now: Time) -> AdvanceReservation {
+    AdvanceReservation {
+        id: ReservationId(r.id),
+        start: r.start_time.max(now),
+        end: r.end_time,
+        procs: r.processors,
+    }
+}
+
+fn refusal(e: RunnerError) -> Status {
+    match e {
+        RunnerError::Reservation(ReservationRefused::Empty { .. }) => {
+            Status::invalid_argument(format!("reservation: {e}"))
+        }
+        RunnerError::Reservation(ReservationRefused::Duplicate(_)) => {
+            Status::already_exists(e.to_string())
+        }
+        e => Status::failed_precondition(e.to_string()),
+    }
+}
+
+impl Driver {
+    /// `Reserve`: checks the request, has the runner admit it, stores it, answers.
+    pub(super) fn reserve(
+        &mut self,
+        req: v1::ReserveRequest,
+        now: Now,
+    ) -> Result<v1::ReserveResponse, Status> {
+        let now = now.secs;
+        let Some(mut r) = req.reservation else {
+            return Err(Status::invalid_argument("reservation: required"));
+        };
+        if r.id == 0 {
+            return Err(Status::invalid_argument("reservation.id: must be positive"));
+        }
+        if r.processors == 0 {
+            return Err(Status::invalid_argument(
+                "reservation.processors: must be at least 1",
+            ));
+        }
+        if r.end_time <= r.start_time {
+            return Err(Status::invalid_argument(format!(
+                "reservation.end_time: {} is not after start_time {}",
+                r.end_time, r.start_time
+            )));
+        }
+        if let Some(old) = self.reservations.get(&r.id) {
+            let same = (old.start_time, old.end_time, old.processors)
+                == (r.start_time, r.end_time, r.processors);
+            if same {
+                // A retry of a request already admitted.
+                return Ok(v1::ReserveResponse {
+                    reservation: Some(self.shown(old, now)),
+                });
+            }
+            return Err(Status::already_exists(format!(
+                "reservation r{} exists already with another interval or width",
+                r.id
+            )));
+        }
+        let input = Input::Reserve {
+            reservation: AdvanceReservation {
+                id: ReservationId(r.id),
+                start: r.start_time,
+                end: r.end_time,
+                procs: r.processors,
+            },
+        };
+        if let (_, Err(e)) = self.feed(now, input) {
+            return Err(refusal(e));
+        }
+        r.site = self.cfg.site.clone();
+        r.created = now;
+        r.jobs.clear();
+        r.state = St::Held as i32;
+        if let Some(store) = &self.store
+            && let Err(e) = store.save_reservation(r.id, Some(&r), &[])
+        {
+            // Not durable: taken back, so that nothing unacknowledged holds processors.
+            self.note(
+                now,
+                Input::CancelReservation {
+                    id: ReservationId(r.id),
+                },
+            );
+            return Err(super::internal(e));
+        }
+        tracing::info!(
+            reservation = r.id,
+            start = r.start_time,
+            end = r.end_time,
+            processors = r.processors,
+            "advance reservation admitted"
+        );
+        self.reservations.insert(r.id, r.clone());
+        self.pass(now);
+        Ok(v1::ReserveResponse {
+            reservation: Some(self.shown(&r, now)),
+        })
+    }
+
+    /// `CancelReservation`: the runner gives it up (its waiting jobs join the general queue, its
+    /// running ones run on, no longer inside it), then the store forgets it.
+    pub(super) fn cancel_reservation(
+        &mut self,
+        req: v1::CancelReservationRequest,
+        now: Now,
+    ) -> Result<v1::CancelReservationResponse, Status> {
+        let now = now.secs;
+        let Some(r) = self.reservations.get(&req.id).cloned() else {
+            return Err(Status::not_found(format!(
+                "reservation r{} is not held here",
+                req.id
+            )));
+        };
+        let shown = self.shown(&r, now);
+        let held = self
+            .runner
+            .advance_reservations()
+            .iter()
+            .any(|a| a.id.0 == req.id);
+        if held {
+            let input = Input::CancelReservation {
+                id: ReservationId(req.id),
+            };
+            if let (_, Err(e)) = self.feed(now, input) {
+                return Err(Status::internal(e.to_string()));
+            }
+        }
+        // Its jobs no longer name it, here and in the store.
+        let mut changed = Vec::new();
+        for (id, rec) in &mut self.jobs {
+            if rec.job.reservation == Some(ReservationId(req.id)) {
+                rec.job.reservation = None;
+                if let Some(s) = rec.req.spec.as_mut() {
+                    s.reservation = None;
+                }
+                changed.push((*id, Some(Self::stored(rec))));
+            }
+        }
+        self.reservations.remove(&req.id);
+        if let Some(store) = &self.store
+            && let Err(e) = store.save_reservation(req.id, None, &changed)
+        {
+            // The runner has let it go: the store follows with the next flush of these jobs, and
+            // a restart drops a stored reservation the runner would no longer hold.
+            for (id, j) in changed {
+                self.dirty.insert(id, j);
+            }
+            tracing::error!("state store: {e}");
+        }
+        tracing::info!(
+            reservation = req.id,
+            reason = req.reason.as_str(),
+            "advance reservation cancelled"
+        );
+        self.pass(now);
+        Ok(v1::CancelReservationResponse {
+            reservation: Some(shown),
+        })
+    }
+
+    /// A reservation as shown: its state at `now` and the jobs inside it.
+    pub(super) fn shown(&self, r: &v1::AdvanceReservation, now: Time) -> v1::AdvanceReservation {
+        let mut r = r.clone();
+        r.state = state_at(&r, now) as i32;
+        let mut jobs: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(_, rec)| rec.job.reservation == Some(ReservationId(r.id)))
+            .map(|(id, _)| *id)
+            .collect();
+        jobs.sort_unstable();
+        r.jobs = jobs;
+        r
+    }
+
+    /// The reservations held, by start then id.
+    pub(super) fn advance_reservations(&self, now: Time) -> Vec<v1::AdvanceReservation> {
+        let mut out: Vec<_> = self
+            .reservations
+            .values()
+            .map(|r| self.shown(r, now))
+            .collect();
+        out.sort_by_key(|r| (r.start_time, r.id));
+        out
+    }
+
+    /// Forgets the reservations that are over and that the runner no longer holds.
+    pub(super) fn expire_reservations(&mut self, now: Time) {
+        let held: Vec<u64> = self
+            .runner
+            .advance_reservations()
+            .iter()
+            .map(|a| a.id.0)
+            .collect();
+        let over: Vec<u64> = self
+            .reservations
+            .values()
+            .filter(|r| r.end_time <= now && !held.contains(&r.id))
+            .map(|r| r.id)
+            .collect();
+        for id in over {
+            if let Some(store) = &self.store
+                && let Err(e) = store.save_reservation(id, None, &[])
+            {
+                tracing::error!("state store: {e}");
+                return;
+            }
+            self.reservations.remove(&id);
+            tracing::info!(reservation = id, "advance reservation over");
+        }
+    }
+
+    /// After a restart: the stored reservations still ahead or in force, admitted again before
+    /// any job is restored or queued (the plan is empty then, so they fit as they did).
+    pub(super) fn recover_reservations(&mut self, now: Time) -> anyhow::Result<()> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let stored = store
+            .load_reservations()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        for r in stored {
+            let over = r.end_time <= now;
+            let refused = !over
+                && match self.feed(
+                    now,
+                    Input::Reserve {
+                        reservation: core_request(&r, now),
+                    },
+                ) {
+                    (_, Ok(())) => false,
+                    (_, Err(e)) => {
+                        tracing::warn!(reservation = r.id, "not admitted again: {e}");
+                        true
+                    }
+                };
+            if over || refused {
+                if let Some(store) = &self.store {
+                    store
+                        .save_reservation(r.id, None, &[])
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                }
+                continue;
+            }
+            self.reservations.insert(r.id, r);
+        }
+        Ok(())
+    }
+
+    /// Checks the reservation a job names before it is queued: held here and not over.
+    pub(super) fn check_job_reservation(
+        &self,
+        spec: &v1::JobSpec,
+        id: u64,
+        now: Time,
+    ) -> Result<(), Status> {
+        let Some(rid) = spec.reservation else {
+            return Ok(());
+        };
+        let Some(r) = self.reservations.get(&rid) else {
+            return Err(Status::not_found(format!(
+                "reservation: r{rid} is not held at {} (unknown, cancelled or over)",
+                self.cfg.site
+            )));
+        };
+        if r.end_time <= now {
+            return Err(Status::failed_precondition(format!(
+                "reservation: r{rid} ended at {}",
+                r.end_time
+            )));
+        }
+        if spec.processors > r.processors {
+            return Err(Status::failed_precondition(format!(
+                "reservation: job {id} needs {} processors, r{rid} holds {}",
+                spec.processors, r.processors
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,356 @@
+//! Advance reservations at the grid's entry point (Streit, thesis §3.2: a planning system takes
+//! fixed-time requests; spec `self-tuning-and-multisite.md` §1.4). The meta-scheduler gives each
+//! reservation its grid-wide id, writes it PENDING, asks its site's local scheduler to admit it
+//! against its plan, and writes it HELD before answering; a refusal (the site names the first
+//! conflicting interval) leaves nothing behind. When the answer is lost (the site or the link
+//! failed), the PENDING reservation is taken back at its site by [`reconcile`] and forgotten, also
+//! after a restart: so no reservation holds processors that nobody was told about.
+//!
+//! A job submitted into a reservation (`JobSpec.reservation`) is checked at the door (known,
+//! confirmed, not over, wide and long enough, the reservation's owner) and dispatched to its site
+//! only ([`crate::state::State::pinned`]).
+
+use crate::service::{MetaService, internal, now};
+use gridsched_proto::v1::{self, AdvanceReservationState as St};
+use gridsched_security::Caller;
+use std::time::Duration;
+use tonic::{Code, Status};
+
+/// Ended reservations stay listed this long (seconds) before they are forgotten.
+pub const KEEP_ENDED_S: i64 = 86_400;
+
+/// Where a confirmed reservation stands at `now`.
+fn state_at(r: &v1::AdvanceReservation, now: i64) -> St {
+    if r.state == St::Pending as i32 {
+        St::Pending
+    } else if now < r.start_time {
+        St::Held
+    } else if now < r.end_time {
+        St::Active
+    } else {
+        St::Ended
+    }
+}
+
+/// Why a job may not be submitted into reservation `id` at `now`: (code, message).
+pub fn refuse_job(
+    reservations: &std::collections::BTreeMap<u64, v1::AdvanceReservation>,
+    spec: &v1::JobSpec,
+    now: i64,
+) -> Option<(Code, String)> {
+    let id = spec.reservation?;
+    let Some(r) = reservations.get(&id) else {
+        return Some((Code::NotFound, format!("reservation r{id} is not known")));
+    };
+    if r.state == St::Pending as i32 {
+        return Some((
+            Code::FailedPrecondition,
+            format!("reservation r{id} has not been confirmed by its site"),
+        ));
+    }
+    if r.end_time <= now {
+        return Some((
+            Code::FailedPrecondition,
+            format!("reservation r{id} ended at {}", r.end_time),
+        ));
+    }
+    if !r.user.is_empty() && r.user != spec.user {
+        return Some((
+            Code::PermissionDenied,
+            format!("reservation r{id} belongs to `{}`", r.user),
+        ));
+    }
+    if spec.processors > r.processors {
+        return Some((
+            Code::FailedPrecondition,
+            format!(
+                "the job needs {} processors, reservation r{id} holds {}",
+                spec.processors, r.processors
+            ),
+        ));
+    }
+    let earliest = now.max(r.start_time);
+    if earliest.saturating_add(spec.estimate_s) > r.end_time {
+        return Some((
+            Code::FailedPrecondition,
+            format!(
+                "its estimate of {} s cannot end by reservation r{id}'s end at {} (it could start at {earliest} at the earliest)",
+                spec.estimate_s, r.end_time
+            ),
+        ));
+    }
+    None
+}
+
+/// Whether `caller` may act on `r`.
+fn may_act(caller: Option<&Caller>, r: &v1::AdvanceReservation) -> Result<(), Status> {
+    match caller {
+        Some(c) if !c.may_access(&r.user) => Err(Status::permission_denied(format!(
+            "reservation r{} belongs to another user",
+            r.id
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl MetaService {
+    /// Writes reservation `id` (or forgets it) with the id counter.
+    fn save(&self, id: u64, r: Option<&v1::AdvanceReservation>) -> Result<(), Status> {
+        let last = self.lock()?.last_reservation;
+        self.inner
+            .store()
+            .save_reservation(id, r, last)
+            .map_err(internal)
+    }
+
+    /// `Reserve`.
+    pub(crate) async fn reserve(
+        &self,
+        caller: Option<&Caller>,
+        req: v1::ReserveRequest,
+    ) -> Result<v1::ReserveResponse, Status> {
+        let Some(mut r) = req.reservation else {
+            return Err(Status::invalid_argument("field `reservation`: required"));
+        };
+        if r.site.is_empty() {
+            return Err(Status::invalid_argument(
+                "field `reservation.site`: required",
+            ));
+        }
+        if r.processors == 0 {
+            return Err(Status::invalid_argument(
+                "field `reservation.processors`: must be at least 1",
+            ));
+        }
+        if r.end_time <= r.start_time {
+            return Err(Status::invalid_argument(format!(
+                "field `reservation.end_time`: {} is not after start_time {}",
+                r.end_time, r.start_time
+            )));
+        }
+        let t = now();
+        if r.start_time < t {
+            return Err(Status::failed_precondition(format!(
+                "field `reservation.start_time`: {} is in the past (now is {t})",
+                r.start_time
+            )));
+        }
+        if let Some(c) = caller {
+            if r.user.is_empty() {
+                r.user.clone_from(&c.user);
+            } else if !c.may_access(&r.user) {
+                return Err(Status::permission_denied(format!(
+                    "field `reservation.user`: `{}` is not the authenticated user `{}`",
+                    r.user, c.user
+                )));
+            }
+        }
+        let (i, id) = {
+            let mut st = self.lock()?;
+            let i = st.site_index(&r.site).ok_or_else(|| {
+                Status::not_found(format!(
+                    "field `reservation.site`: unknown site `{}`",
+                    r.site
+                ))
+            })?;
+            st.last_reservation += 1;
+            (i, st.last_reservation)
+        };
+        r.id = id;
+        r.state = St::Pending as i32;
+        r.created = t;
+        r.jobs.clear();
+        // Durably PENDING before the site hears of it: a crash from here on is repaired by
+        // `reconcile`, which takes it back at the site.
+        self.save(id, Some(&r))?;
+        self.lock()?.reservations.insert(id, r.clone());
+        let client = self.client(i);
+        let answer = match client {
+            Ok(mut c) => {
+                let ask = v1::ReserveRequest {
+                    reservation: Some(r.clone()),
+                };
+                self.call(c.reserve(ask)).await
+            }
+            Err(e) => Err(e),
+        };
+        match answer {
+            Ok(_) => {
+                r.state = St::Held as i32;
+                self.save(id, Some(&r))?;
+                self.lock()?.reservations.insert(id, r.clone());
+                tracing::info!(
+                    reservation = id,
+                    site = r.site.as_str(),
+                    start = r.start_time,
+                    end = r.end_time,
+                    processors = r.processors,
+                    "advance reservation held"
+                );
+                r.state = state_at(&r, now()) as i32;
+                Ok(v1::ReserveResponse {
+                    reservation: Some(r),
+                })
+            }
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Code::FailedPrecondition
+                        | Code::InvalidArgument
+                        | Code::AlreadyExists
+                        | Code::NotFound
+                        | Code::OutOfRange
+                ) =>
+            {
+                // Refused: nothing remains of it.
+                self.lock()?.reservations.remove(&id);
+                self.save(id, None)?;
+                Err(Status::new(
+                    e.code(),
+                    format!("refused by {}: {}", r.site, e.message()),
+                ))
+            }
+            Err(e) => Err(Status::unavailable(format!(
+                "{} did not confirm reservation r{id} ({}); it is being taken back, ask again",
+                r.site,
+                e.message()
+            ))),
+        }
+    }
+
+    /// `ListReservations`: the confirmed and pending reservations, with the jobs in them; those
+    /// ended longer than [`KEEP_ENDED_S`] ago are forgotten on the way.
+    pub(crate) fn list_reservations(
+        &self,
+        caller: Option<&Caller>,
+        req: v1::ListReservationsRequest,
+    ) -> Result<v1::ListReservationsResponse, Status> {
+        let t = now();
+        let old: Vec<u64> = {
+            let st = self.lock()?;
+            st.reservations
+                .values()
+                .filter(|r| r.state != St::Pending as i32 && r.end_time + KEEP_ENDED_S <= t)
+                .map(|r| r.id)
+                .collect()
+        };
+        for id in old {
+            self.lock()?.reservations.remove(&id);
+            self.save(id, None)?;
+        }
+        let st = self.lock()?;
+        let mut out: Vec<v1::AdvanceReservation> = st
+            .reservations
+            .values()
+            .filter(|r| req.site.is_empty() || r.site == req.site)
+            .filter(|r| may_act(caller, r).is_ok())
+            .map(|r| {
+                let mut r = r.clone();
+                r.state = state_at(&r, t) as i32;
+                r.jobs = st
+                    .jobs
+                    .values()
+                    .filter(|j| {
+                        !j.state().is_terminal()
+                            && j.spec.as_ref().and_then(|s| s.reservation) == Some(r.id)
+                    })
+                    .map(|j| j.id)
+                    .collect();
+                r
+            })
+            .collect();
+        out.sort_by_key(|r| (r.start_time, r.id));
+        Ok(v1::ListReservationsResponse { reservations: out })
+    }
+
+    /// `CancelReservation`: given up at its site first; forgotten here once the site has let it
+    /// go (or never had it).
+    pub(crate) async fn cancel_reservation(
+        &self,
+        caller: Option<&Caller>,
+        req: v1::CancelReservationRequest,
+    ) -> Result<v1::CancelReservationResponse, Status> {
+        let (r, i) = {
+            let st = self.lock()?;
+            let r =
+                st.reservations.get(&req.id).cloned().ok_or_else(|| {
+                    Status::not_found(format!("reservation r{} not found", req.id))
+                })?;
+            let i = st
+                .site_index(&r.site)
+                .ok_or_else(|| internal(format!("reservation r{}: unknown site", r.id)))?;
+            (r, i)
+        };
+        may_act(caller, &r)?;
+        let t = now();
+        if r.end_time > t || r.state == St::Pending as i32 {
+            let mut c = self.client(i)?;
+            let ask = v1::CancelReservationRequest {
+                id: req.id,
+                reason: req.reason.clone(),
+            };
+            match self.call(c.cancel_reservation(ask)).await {
+                Ok(_) => {}
+                Err(e) if e.code() == Code::NotFound => {}
+                Err(e) => {
+                    return Err(Status::unavailable(format!(
+                        "{} could not be reached to cancel reservation r{}: {}",
+                        r.site,
+                        r.id,
+                        e.message()
+                    )));
+                }
+            }
+        }
+        self.lock()?.reservations.remove(&req.id);
+        self.save(req.id, None)?;
+        tracing::info!(reservation = req.id, "advance reservation cancelled");
+        let mut shown = r;
+        shown.state = state_at(&shown, t) as i32;
+        Ok(v1::CancelReservationResponse {
+            reservation: Some(shown),
+        })
+    }
+}
+
+/// Takes back, at their sites, the PENDING reservations whose answer was lost (older than the
+/// call timeout, or found at start), and forgets them once a site has let go of one.
+pub async fn reconcile(svc: MetaService) {
+    let timeout_s = (svc.inner.cfg.links.call_timeout_ms / 1000 + 1) as i64;
+    loop {
+        let t = now();
+        let pending: Vec<(u64, String)> = match svc.lock() {
+            Ok(st) => st
+                .reservations
+                .values()
+                .filter(|r| r.state == St::Pending as i32 && r.created + timeout_s < t)
+                .map(|r| (r.id, r.site.clone()))
+                .collect(),
+            Err(_) => return,
+        };
+        for (id, site) in pending {
+            let Some(i) = svc.lock().ok().and_then(|st| st.site_index(&site)) else {
+                continue;
+            };
+            let Ok(mut c) = svc.client(i) else { continue };
+            let ask = v1::CancelReservationRequest {
+                id,
+                reason: "never confirmed".into(),
+            };
+            let gone = match svc.call(c.cancel_reservation(ask)).await {
+                Ok(_) => true,
+                Err(e) => e.code() == Code::NotFound,
+            };
+            if gone {
+                if let Ok(mut st) = svc.lock() {
+                    st.reservations.remove(&id);
+                }
+                if let Err(e) = svc.save(id, None) {
+                    tracing::error!("{e}");
+                }
+                tracing::info!(reservation = id, "unconfirmed reservation taken back");
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
