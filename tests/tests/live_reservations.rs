@@ -1,7 +1,8 @@
 //! Advance reservations on a live grid (Streit, thesis §3.2: fixed-time requests of a planning
 //! system): the meta-scheduler and two local schedulers as real processes, one site planning
-//! (planning-fcfs), one queue-based (easy). A reservation is refused with the reason when it is
-//! malformed, in the past, too wide, at a site without a plan or in conflict with the plan (the
+//! (planning-fcfs), one heterogeneous-cluster site (fb-mod). A reservation is refused with the
+//! reason when it is malformed, in the past, too wide, at a site whose policy takes none or in
+//! conflict with the plan (the
 //! conflicting interval named), and nothing of it remains; an admitted one keeps the running
 //! queue off its processors (a job that would overlap it is planned after it, and the planned
 //! start shows in `get`), runs the job submitted into it inside it, survives a kill -9 of the
@@ -91,7 +92,7 @@ async fn a_reservation_is_refused_admitted_honoured_run_in_and_kept_across_kill_
     let sites = vec![
         SiteSpec::new("plan", "planning-fcfs", 1, 4),
         // One processor: every job of two or more goes to `plan`.
-        SiteSpec::new("queue", "easy", 1, 1),
+        SiteSpec::new("queue", "fb-mod", 1, 1),
     ];
     let mut g = LiveGrid::start(test_bins!(), sites, "");
     g.ready().await;

@@ -36,7 +36,7 @@ pub struct AdvanceReservation {
 pub enum ReservationRefused {
     /// The policy has no plan to reserve in.
     #[error(
-        "the {policy} policy does not take advance reservations (planning policies do: conservative, planning-fcfs, planning-sjf, planning-ljf, dynp)"
+        "the {policy} policy does not take advance reservations (fcfs, the easy family, conservative, planning-fcfs, planning-sjf, planning-ljf and dynp do)"
     )]
     Unsupported {
         /// The policy's description.
@@ -265,6 +265,11 @@ impl Book {
             .filter_map(|id| self.held.remove(id))
             .map(|h| h.r)
             .collect()
+    }
+
+    /// Whether no reservation is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
     }
 
     /// The reservations held, by identifier.
@@ -622,8 +627,11 @@ mod tests {
                 "reservation r6 conflicts with the plan on [250, 260): 6 processors free there, 7 asked"
             );
         }
-        let mut easy = PolicyConfig::new(PolicyKind::Easy).build_single(MachineId(0), 10);
-        let e = easy.admit_reservation(0, &res(1, 10, 20, 1)).unwrap_err();
+        let platform = crate::model::Platform::single_machine(10);
+        let mut edf = PolicyConfig::new(PolicyKind::Edf)
+            .build(&platform, crate::model::ClusterId(0))
+            .unwrap();
+        let e = edf.admit_reservation(0, &res(1, 10, 20, 1)).unwrap_err();
         assert!(matches!(e, ReservationRefused::Unsupported { .. }), "{e}");
     }
 
@@ -636,7 +644,13 @@ mod tests {
     #[test]
     fn running_jobs_and_reservations_never_exceed_the_machine() {
         let mut totals = (0, 0, 0, 0);
-        for (n, kind) in PLANNING.iter().cycle().take(15).enumerate() {
+        // The planning policies, and the queue-based ones that check every start against the
+        // reservations.
+        let kinds: Vec<PolicyKind> = PLANNING
+            .into_iter()
+            .chain([PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::SjfBf])
+            .collect();
+        for (n, kind) in kinds.iter().cycle().take(24).enumerate() {
             let seed = n as u64;
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let cap = 12u32;

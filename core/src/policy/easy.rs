@@ -13,18 +13,20 @@
 //! count decreased by every backfilled job still running at `S`; the queue's block summaries
 //! then find each next candidate without scanning the queue.
 //!
-//! While its machine is down (`set_machine_available`) nothing starts.
+//! While its machine is down (`set_machine_available`) nothing starts. While advance reservations
+//! are held, the pass decides on the availability profile instead ([`super::around`]).
 //!
 //! Variants ([`BackfillOptions`]): stale shadow, strict `<` at the shadow time, extra-processors
 //! rule off (the seed's "conservative" wording), pass only on fitting submissions; queue order FCFS
 //! (EASY), SJF or LJF.
 
-use super::fcfs::{check_job, restore_single};
+use super::around::Around;
+use super::fcfs::{check_job, restore_checks, restore_single};
 use super::{
-    BackfillOptions, Policy, QueueOrder, Rejection, Reservation, ReservationKind, ShadowCmp,
-    ShadowMode, Start, SubmitPass,
+    AdvanceReservation, BackfillOptions, Policy, QueueOrder, Rejection, Reservation,
+    ReservationKind, ReservationRefused, ShadowCmp, ShadowMode, Start, SubmitPass,
 };
-use crate::model::{Job, JobId, MachineId, Time};
+use crate::model::{Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::{OrderedQueue, QueueEntry, QueueKey, RunningSet};
 use std::collections::HashMap;
 
@@ -47,6 +49,8 @@ pub struct Easy {
     pass_needed: bool,
     /// The machine is down: nothing starts until it is back.
     down: bool,
+    /// Advance reservations and the jobs inside them.
+    around: Around,
 }
 
 impl Easy {
@@ -70,6 +74,45 @@ impl Easy {
             head_reservation: None,
             pass_needed: false,
             down: false,
+            around: Around::default(),
+        }
+    }
+
+    /// The pass while advance reservations are held: the head starts while it fits in the
+    /// availability profile for its whole estimate; the head that does not gets its slot at its
+    /// earliest start there, and every later job in queue order starts if it fits in the profile
+    /// beside that slot.
+    fn schedule_around(&mut self, now: Time, starts: &mut Vec<Start>) {
+        self.around.pass(now, self.machine, starts);
+        let mut p = self.around.profile(now, self.capacity, &self.running);
+        while let Some(&head) = self.queue.first() {
+            if p.earliest(now, head.procs, head.estimate) != now {
+                break;
+            }
+            p.reserve(now, now + head.estimate, head.procs);
+            self.start(now, head, starts);
+        }
+        let Some(&head) = self.queue.first() else {
+            self.head_reservation = None;
+            self.stale = None;
+            return;
+        };
+        let s = p.earliest(now, head.procs, head.estimate);
+        p.reserve(s, s + head.estimate, head.procs);
+        self.head_reservation = Some(Reservation {
+            job: head.id,
+            start: s,
+            end: s + head.estimate,
+            procs: head.procs,
+            machine: Some(self.machine),
+            kind: ReservationKind::Head,
+        });
+        let behind: Vec<QueueEntry> = self.queue.iter().skip(1).copied().collect();
+        for c in behind {
+            if p.earliest(now, c.procs, c.estimate) == now {
+                p.reserve(now, now + c.estimate, c.procs);
+                self.start(now, c, starts);
+            }
         }
     }
 
@@ -117,6 +160,13 @@ impl Policy for Easy {
     }
 
     fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
+        if job.reservation.is_some() {
+            if self.around.holds(job.id) || self.keys.contains_key(&job.id) {
+                return Err(Rejection::Duplicate(job.id));
+            }
+            self.pass_needed = true;
+            return self.around.submit(now, job);
+        }
         check_job(job, self.capacity)?;
         if self.keys.contains_key(&job.id) {
             return Err(Rejection::Duplicate(job.id));
@@ -138,33 +188,44 @@ impl Policy for Easy {
         Ok(())
     }
 
-    fn terminate(&mut self, _now: Time, job: JobId) {
-        if self.running.remove(job).is_some() {
+    fn terminate(&mut self, now: Time, job: JobId) {
+        if self.around.remove(now, job) || self.running.remove(job).is_some() {
             self.pass_needed = true;
         }
     }
 
-    fn overrun(&mut self, _now: Time, job: JobId, predicted_end: Time) {
-        if self.running.set_end(job, predicted_end).is_some() {
+    fn overrun(&mut self, now: Time, job: JobId, predicted_end: Time) {
+        if self.around.overrun(now, job, predicted_end)
+            || self.running.set_end(job, predicted_end).is_some()
+        {
             self.pass_needed = true;
         }
     }
 
     fn restore_running(
         &mut self,
-        _now: Time,
+        now: Time,
         job: &Job,
         started: Time,
         machine: MachineId,
         procs: u32,
     ) -> Result<(), Rejection> {
+        if job.reservation.is_some() {
+            restore_checks(job, machine, self.machine, false)?;
+            self.pass_needed = true;
+            return self.around.restore_running(now, job, started, procs);
+        }
         let me = (self.machine, self.capacity);
         restore_single(&mut self.running, me, job, started, machine, procs)?;
         self.pass_needed = true;
         Ok(())
     }
 
-    fn cancel(&mut self, _now: Time, job: JobId) -> bool {
+    fn cancel(&mut self, now: Time, job: JobId) -> bool {
+        if self.around.holds(job) {
+            self.pass_needed = true;
+            return self.around.remove(now, job);
+        }
         let Some(key) = self.keys.remove(&job) else {
             return false;
         };
@@ -177,7 +238,15 @@ impl Policy for Easy {
     }
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
-        if self.down || self.opts.submit_pass == SubmitPass::IfFits && !self.pass_needed {
+        if self.down {
+            return;
+        }
+        if self.around.active() {
+            self.pass_needed = false;
+            self.schedule_around(now, starts);
+            return;
+        }
+        if self.opts.submit_pass == SubmitPass::IfFits && !self.pass_needed {
             return;
         }
         self.pass_needed = false;
@@ -235,11 +304,50 @@ impl Policy for Easy {
     }
 
     fn waiting_len(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.around.planned().len()
     }
 
     fn running_len(&self) -> usize {
-        self.running.len()
+        self.running.len() + self.around.running_inside()
+    }
+
+    fn next_wakeup(&self) -> Option<Time> {
+        if self.down {
+            return None;
+        }
+        self.around.next_wakeup()
+    }
+
+    fn admit_reservation(
+        &mut self,
+        now: Time,
+        r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused> {
+        let head = self.queue.first().map(|h| (h.procs, h.estimate));
+        self.around
+            .admit(now, r, self.capacity, &self.running, head)?;
+        self.pass_needed = true;
+        Ok(())
+    }
+
+    fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
+        let Some(waiting) = self.around.cancel(now, id, &mut self.running) else {
+            return false;
+        };
+        for job in waiting {
+            self.submit(now, &job)
+                .expect("a job that fitted in the reservation fits the machine");
+        }
+        self.pass_needed = true;
+        true
+    }
+
+    fn takes_reservations(&self) -> bool {
+        true
+    }
+
+    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        self.around.list()
     }
 
     fn queue(&self) -> Vec<JobId> {
@@ -247,9 +355,15 @@ impl Policy for Easy {
     }
 
     fn reservations(&self) -> Vec<Reservation> {
-        self.head_reservation
+        let mut v: Vec<Reservation> = self
+            .head_reservation
             .into_iter()
             .filter(|r| self.keys.contains_key(&r.job))
-            .collect()
+            .collect();
+        v.extend(Reservation::planned_on(
+            self.machine,
+            self.around.planned().into_iter(),
+        ));
+        v
     }
 }

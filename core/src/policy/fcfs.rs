@@ -1,9 +1,12 @@
 //! First come, first served without backfilling (`reference-semantics.md`: step 1 of the EASY
 //! pass alone): start the queue head while it fits in the processors free now; the head blocks
 //! everything behind it. While its machine is down (`set_machine_available`) nothing starts.
+//! With advance reservations held, the head starts only if its processors stay free for its
+//! whole estimate ([`super::around`]).
 
-use super::{Policy, Rejection, Reservation, Start};
-use crate::model::{Job, JobId, MachineId, Time};
+use super::around::Around;
+use super::{AdvanceReservation, Policy, Rejection, Reservation, ReservationRefused, Start};
+use crate::model::{Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::RunningSet;
 use std::collections::VecDeque;
 
@@ -23,6 +26,8 @@ pub struct Fcfs {
     running: RunningSet,
     /// The machine is down: nothing starts.
     down: bool,
+    /// Advance reservations and the jobs inside them.
+    around: Around,
 }
 
 impl Fcfs {
@@ -34,6 +39,7 @@ impl Fcfs {
             queue: VecDeque::new(),
             running: RunningSet::new(),
             down: false,
+            around: Around::default(),
         }
     }
 }
@@ -43,7 +49,13 @@ impl Policy for Fcfs {
         "fcfs".into()
     }
 
-    fn submit(&mut self, _now: Time, job: &Job) -> Result<(), Rejection> {
+    fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
+        if job.reservation.is_some() {
+            if self.around.holds(job.id) {
+                return Err(Rejection::Duplicate(job.id));
+            }
+            return self.around.submit(now, job);
+        }
         check_job(job, self.capacity)?;
         self.queue.push_back(Waiting {
             id: job.id,
@@ -53,27 +65,38 @@ impl Policy for Fcfs {
         Ok(())
     }
 
-    fn terminate(&mut self, _now: Time, job: JobId) {
-        self.running.remove(job);
+    fn terminate(&mut self, now: Time, job: JobId) {
+        if !self.around.remove(now, job) {
+            self.running.remove(job);
+        }
     }
 
     fn restore_running(
         &mut self,
-        _now: Time,
+        now: Time,
         job: &Job,
         started: Time,
         machine: MachineId,
         procs: u32,
     ) -> Result<(), Rejection> {
+        if job.reservation.is_some() {
+            restore_checks(job, machine, self.machine, false)?;
+            return self.around.restore_running(now, job, started, procs);
+        }
         let me = (self.machine, self.capacity);
         restore_single(&mut self.running, me, job, started, machine, procs)
     }
 
-    fn overrun(&mut self, _now: Time, job: JobId, predicted_end: Time) {
-        self.running.set_end(job, predicted_end);
+    fn overrun(&mut self, now: Time, job: JobId, predicted_end: Time) {
+        if !self.around.overrun(now, job, predicted_end) {
+            self.running.set_end(job, predicted_end);
+        }
     }
 
-    fn cancel(&mut self, _now: Time, job: JobId) -> bool {
+    fn cancel(&mut self, now: Time, job: JobId) -> bool {
+        if self.around.holds(job) {
+            return self.around.remove(now, job);
+        }
         match self.queue.iter().position(|w| w.id == job) {
             Some(i) => {
                 self.queue.remove(i);
@@ -85,6 +108,20 @@ impl Policy for Fcfs {
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
         if self.down {
+            return;
+        }
+        if self.around.active() {
+            self.around.pass(now, self.machine, starts);
+            let mut p = self.around.profile(now, self.capacity, &self.running);
+            while let Some(h) = self.queue.front().copied() {
+                if p.earliest(now, h.procs, h.estimate) != now {
+                    break;
+                }
+                p.reserve(now, now + h.estimate, h.procs);
+                self.queue.pop_front();
+                self.running.insert(h.id, h.procs, now, h.estimate);
+                starts.push(Start::on(h.id, self.machine, h.procs));
+            }
             return;
         }
         let mut free = self.running.free_at(now, self.capacity);
@@ -100,7 +137,7 @@ impl Policy for Fcfs {
     }
 
     fn waiting_len(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.around.planned().len()
     }
 
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
@@ -110,7 +147,7 @@ impl Policy for Fcfs {
     }
 
     fn running_len(&self) -> usize {
-        self.running.len()
+        self.running.len() + self.around.running_inside()
     }
 
     fn queue(&self) -> Vec<JobId> {
@@ -118,7 +155,43 @@ impl Policy for Fcfs {
     }
 
     fn reservations(&self) -> Vec<Reservation> {
-        Vec::new()
+        Reservation::planned_on(self.machine, self.around.planned().into_iter())
+    }
+
+    fn next_wakeup(&self) -> Option<Time> {
+        if self.down {
+            return None;
+        }
+        self.around.next_wakeup()
+    }
+
+    fn admit_reservation(
+        &mut self,
+        now: Time,
+        r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused> {
+        let head = self.queue.front().map(|h| (h.procs, h.estimate));
+        self.around
+            .admit(now, r, self.capacity, &self.running, head)
+    }
+
+    fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
+        let Some(waiting) = self.around.cancel(now, id, &mut self.running) else {
+            return false;
+        };
+        for job in waiting {
+            self.submit(now, &job)
+                .expect("a job that fitted in the reservation fits the machine");
+        }
+        true
+    }
+
+    fn takes_reservations(&self) -> bool {
+        true
+    }
+
+    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        self.around.list()
     }
 }
 

@@ -12,6 +12,7 @@
 //! event, a batched mode once per time stamp.
 
 mod advance;
+mod around;
 mod config;
 mod conservative;
 mod dynp;

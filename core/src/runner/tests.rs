@@ -552,7 +552,7 @@ fn a_job_for_a_reservation_not_held_is_refused() {
     let p = platform(&[(10, 100)]);
     let mut job = Job::new(1, 0, 2, 10, 10);
     job.reservation = Some(ReservationId(4));
-    let mut easy = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+    let mut easy = runner(&p, PolicyKind::Edf, RunnerConfig::default());
     let input = || Input::Submit {
         job: job.clone(),
         priority: None,
@@ -560,7 +560,7 @@ fn a_job_for_a_reservation_not_held_is_refused() {
     let e = easy.on(0, input(), &mut Vec::new()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "job 1 cannot run in reservation r4: the easy policy takes no reservations"
+        "job 1 cannot run in reservation r4: the edf policy takes no reservations"
     );
     let mut conservative = runner(&p, PolicyKind::Conservative, RunnerConfig::default());
     let e = conservative.on(0, input(), &mut Vec::new()).unwrap_err();
