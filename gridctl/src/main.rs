@@ -474,10 +474,17 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             duration,
         } => {
             let start = time_arg(&start, "--start")?;
+            // The owner, like a job's: the token's user, else $USER.
+            let user = if authenticated {
+                String::new()
+            } else {
+                std::env::var("USER").unwrap_or_else(|_| "anonymous".into())
+            };
             let r = c
                 .reserve(v1::ReserveRequest {
                     reservation: Some(v1::AdvanceReservation {
                         site,
+                        user,
                         processors,
                         start_time: start,
                         end_time: start.saturating_add(duration),

@@ -1,5 +1,5 @@
 //! `gridctl up` end to end: the README's first command starts the embedded
-//! three-site grid as real processes; `gridctl submit --wait` runs a real command on it, its
+//! four-site grid as real processes; `gridctl submit --wait` runs a real command on it, its
 //! output lands in the agent's work directory, `status`, `sites` and `explain` answer, and
 //! SIGTERM stops the grid.
 

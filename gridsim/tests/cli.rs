@@ -258,7 +258,7 @@ fn a_small_trace_gives_the_hand_computed_schedule() {
 /// 100. Reservation r1 (4 processors on [100, 200)) is admitted; r2 (1 processor from 50) is
 /// refused, the machine being full until 100. Job 2 runs inside r1 from 100, job 3 (6) beside
 /// it, job 4 (8) only after both at 200, and job 5, naming a reservation not held, is refused.
-/// EASY takes no reservations: both requests and both jobs naming one are refused.
+/// EASY and FCFS, which check their starts against the reservations, decide the same here.
 #[test]
 fn reservations_are_admitted_refused_and_run_in_during_a_replay() {
     let dir = tempfile::tempdir().unwrap();
@@ -297,41 +297,41 @@ fn reservations_are_admitted_refused_and_run_in_during_a_replay() {
             "--json",
         ])
     };
-    let o = run("conservative");
-    let v = json(&o);
-    assert_eq!(
-        (
-            v["reservations_admitted"].as_u64(),
-            v["reservations_refused"].as_u64()
-        ),
-        (Some(1), Some(1))
-    );
-    assert!(
+    for policy in ["conservative", "easy", "fcfs"] {
+        let o = run(policy);
+        let v = json(&o);
+        assert_eq!(
+            (
+                v["reservations_admitted"].as_u64(),
+                v["reservations_refused"].as_u64()
+            ),
+            (Some(1), Some(1))
+        );
+        assert!(
         stderr(&o).contains(
             "reservation r2 conflicts with the plan on [50, 100): 0 processors free there, 1 asked"
         ),
         "{}",
         stderr(&o)
     );
-    assert!(
-        stderr(&o).contains("job 5 cannot run in reservation r9"),
-        "{}",
-        stderr(&o)
-    );
-    let text = std::fs::read_to_string(&csv).unwrap();
-    let mut starts: Vec<(i64, i64)> = text
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<i64> = l.split(',').take(4).map(|x| x.parse().unwrap()).collect();
-            (f[0], f[3])
-        })
-        .collect();
-    starts.sort();
-    assert_eq!(starts, [(1, 0), (2, 100), (3, 100), (4, 200)]);
-    let v = json(&run("easy"));
-    assert_eq!(v["reservations_refused"], 2);
-    assert_eq!(v["rejected"], 2);
+        assert!(
+            stderr(&o).contains("job 5 cannot run in reservation r9"),
+            "{}",
+            stderr(&o)
+        );
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut starts: Vec<(i64, i64)> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<i64> = l.split(',').take(4).map(|x| x.parse().unwrap()).collect();
+                (f[0], f[3])
+            })
+            .collect();
+        starts.sort();
+        assert_eq!(starts, [(1, 0), (2, 100), (3, 100), (4, 200)], "{policy}");
+        assert_eq!(v["rejected"], 1, "{policy}");
+    }
     let bad = write(
         dir.path(),
         "bad.jsonl",

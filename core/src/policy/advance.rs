@@ -36,7 +36,7 @@ pub struct AdvanceReservation {
 pub enum ReservationRefused {
     /// The policy has no plan to reserve in.
     #[error(
-        "the {policy} policy does not take advance reservations (fcfs, the easy family, conservative, planning-fcfs, planning-sjf, planning-ljf and dynp do)"
+        "the {policy} policy does not take advance reservations (on a site of one machine without licence pools, fcfs, the easy family, conservative, planning-fcfs, planning-sjf, planning-ljf and dynp do)"
     )]
     Unsupported {
         /// The policy's description.

@@ -156,9 +156,9 @@ mod tests {
         let g = SimGrid::new(&GridFile::parse(DEFAULT).unwrap()).unwrap();
         let p = &g.platform;
         let names: Vec<_> = p.clusters.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["alpha", "beta", "gamma"]);
+        assert_eq!(names, ["alpha", "beta", "gamma", "delta"]);
         let procs: Vec<u32> = p.machines.iter().map(|m| m.procs).collect();
-        assert_eq!(procs, [8, 8, 16, 4, 4, 4, 4]);
+        assert_eq!(procs, [8, 8, 16, 4, 4, 4, 4, 16]);
         assert_eq!(p.clusters[1].machines, [MachineId(2), MachineId(3)]);
         // matlab is alpha's, then ansys is new at beta; beta's matlab pool is the same licence.
         assert_eq!(
@@ -177,7 +177,8 @@ mod tests {
                 (LicenceId(0), 1, vec![MachineId(2), MachineId(3)])
             ]
         );
-        assert_eq!(g.policies.len(), 3);
+        assert_eq!(g.policies.len(), 4);
         assert!(g.policies[1].describe().starts_with("fb-mod"));
+        assert!(g.policies[3].takes_reservations(), "delta plans");
     }
 }

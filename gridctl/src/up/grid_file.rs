@@ -6,7 +6,7 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The embedded default: three sites with different machines, licences and policies.
+/// The embedded default: four sites with different machines, licences and policies.
 pub const DEFAULT: &str = include_str!("default_grid.toml");
 
 /// A whole grid.
@@ -210,12 +210,12 @@ mod tests {
     #[test]
     fn the_default_grid_gives_valid_service_configurations() {
         let g = GridFile::parse(DEFAULT).unwrap();
-        assert_eq!(g.sites.len(), 3);
+        assert_eq!(g.sites.len(), 4);
         let dir = Path::new("/tmp/x");
-        for i in 0..3 {
+        for i in 0..4 {
             local_scheduler::Config::from_toml(&g.local_toml(i, dir)).unwrap();
         }
-        let eps: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", 6000 + i)).collect();
+        let eps: Vec<String> = (0..4).map(|i| format!("127.0.0.1:{}", 6000 + i)).collect();
         let m = meta_scheduler::MetaConfig::from_toml(&g.meta_toml(
             "127.0.0.1:50051",
             Some("127.0.0.1:8080"),
@@ -223,7 +223,7 @@ mod tests {
             &eps,
         ))
         .unwrap();
-        assert_eq!(m.sites.len(), 3);
+        assert_eq!(m.sites.len(), 4);
         assert_eq!(m.sites[1].licences, vec!["ansys", "matlab"]);
         assert!(m.links.start_claims);
     }

@@ -1,7 +1,7 @@
 //! `gridctl up`: a complete grid on localhost in one command. It starts, as real
 //! processes of this very binary (`gridctl __serve <service> ...`), one local scheduler per site,
 //! one site agent per machine and the meta-scheduler, all configured from a grid description (the
-//! embedded default: three sites with different machines, licences and policies), prints the
+//! embedded default: four sites with different machines, licences and policies), prints the
 //! endpoint and runs until interrupted; it stops everything it started when it exits.
 //!
 //! Every service keeps its durable state under `--dir`, so running `gridctl up` again on the same
@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 /// Options of `gridctl up`.
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
-    /// Grid description (TOML); default: the embedded three-site grid (`--print-grid` shows it).
+    /// Grid description (TOML); default: the embedded four-site grid (`--print-grid` shows it).
     #[arg(long)]
     pub grid: Option<PathBuf>,
     /// Directory of the services' configurations, state, logs and job outputs.
