@@ -162,6 +162,21 @@ fn per_job_output_is_deterministic() {
     assert_ne!(std::fs::read_to_string(&c).unwrap(), ta);
 }
 
+/// (job, start) of every job of a `--jobs-out` file, by job.
+fn starts_in(csv: &Path) -> Vec<(i64, i64)> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut v: Vec<(i64, i64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<i64> = l.split(',').take(4).map(|x| x.parse().unwrap()).collect();
+            (f[0], f[3])
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -319,17 +334,11 @@ fn reservations_are_admitted_refused_and_run_in_during_a_replay() {
             "{}",
             stderr(&o)
         );
-        let text = std::fs::read_to_string(&csv).unwrap();
-        let mut starts: Vec<(i64, i64)> = text
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let f: Vec<i64> = l.split(',').take(4).map(|x| x.parse().unwrap()).collect();
-                (f[0], f[3])
-            })
-            .collect();
-        starts.sort();
-        assert_eq!(starts, [(1, 0), (2, 100), (3, 100), (4, 200)], "{policy}");
+        assert_eq!(
+            starts_in(&csv),
+            [(1, 0), (2, 100), (3, 100), (4, 200)],
+            "{policy}"
+        );
         assert_eq!(v["rejected"], 1, "{policy}");
     }
     let bad = write(
@@ -439,4 +448,71 @@ fn kth_by_name_gives_the_golden_values() {
     assert!((v["mean_bsld10"].as_f64().unwrap() - 86.28).abs() < 0.005);
     assert_eq!(v["max_wait_s"], 248_239);
     assert_eq!(v["workload"]["header"]["max_procs"], 100);
+}
+
+/// Time-dependent planning rules in a replay (Streit §3.1.2): 100 processors, jobs submitted on
+/// Monday 2026-11-23 at 10:00 UTC. Under `width-cap 75% mon-fri 06-20` the 80-processor job waits
+/// for 20:00 on an empty machine while the narrow one starts at once; without the rule both start
+/// at 10:00. The rule is refused for a policy that does not plan, and a malformed one is named.
+#[test]
+fn planning_rules_keep_wide_jobs_out_of_prime_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let ten = 1_795_392_000 + 36_000;
+    let jobs = write(
+        dir.path(),
+        "jobs.jsonl",
+        &format!(
+            "{{\"id\": 1, \"submit\": {ten}, \"procs\": 80, \"estimate\": 3600, \"runtime\": 3600}}\n\
+             {{\"id\": 2, \"submit\": {ten}, \"procs\": 10, \"estimate\": 600, \"runtime\": 600}}\n"
+        ),
+    );
+    let csv = dir.path().join("out.csv");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--trace",
+            &jobs,
+            "--procs",
+            "100",
+            "--jobs-out",
+            csv.to_str().unwrap(),
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        gridsim(&a)
+    };
+    let starts = || starts_in(&csv);
+    for policy in ["planning-fcfs", "dynp"] {
+        let o = run(&[
+            "--policy",
+            policy,
+            "--plan-rule",
+            "width-cap 75% mon-fri 06-20",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(starts(), [(1, ten + 36_000), (2, ten)], "{policy}");
+        let o = run(&["--policy", policy]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(starts(), [(1, ten), (2, ten)], "{policy}");
+    }
+    let o = run(&[
+        "--policy",
+        "easy",
+        "--plan-rule",
+        "width-cap 75% mon-fri 06-20",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("the easy policy does not take planning rules"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "--policy",
+        "dynp",
+        "--plan-rule",
+        "width-cap 75% moon 06-20",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown day `moon`"), "{}", stderr(&o));
 }

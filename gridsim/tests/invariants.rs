@@ -75,7 +75,10 @@ fn configs() -> Vec<PolicyConfig> {
     }
     for k in [PolicyKind::PlanningFcfs, PolicyKind::Dynp] {
         v.push(PolicyConfig {
-            planning: PlanningOptions { backfilling: false },
+            planning: PlanningOptions {
+                backfilling: false,
+                ..PlanningOptions::default()
+            },
             ..PolicyConfig::new(k)
         });
     }

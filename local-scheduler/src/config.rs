@@ -176,6 +176,9 @@ impl Config {
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
         let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         c.platform()?;
+        c.policy
+            .check()
+            .map_err(|e| anyhow::anyhow!("policy.{e}"))?;
         c.tls.validate()?;
         c.auth.secrets()?;
         Ok(c)
@@ -299,6 +302,31 @@ copies = 2
         assert_eq!(p.machines.len(), 2);
         assert_eq!(p.clusters[0].pools[0].copies, 2);
         assert_eq!(p.clusters[0].pools[0].machines.len(), 2);
+    }
+
+    /// Planning rules are read from `[policy.planning.rules]`, and refused for a policy that
+    /// does not plan, naming the key.
+    #[test]
+    fn planning_rules_are_read_and_checked() {
+        let toml = |policy: &str, day: &str| {
+            format!(
+                "cluster = \"c1\"\n[policy]\npolicy = \"{policy}\"\n[policy.planning.rules]\n\
+                 list = [\"width-cap 75% {day} 06-20\"]\nutc_offset_h = 1\n\
+                 [[machines]]\nname = \"m1\"\nprocessors = 16\n"
+            )
+        };
+        let c = Config::from_toml(&toml("planning-fcfs", "mon-fri")).unwrap();
+        let r = c.policy.planning.rules;
+        assert_eq!(r.iter().count(), 1);
+        assert_eq!(r.utc_offset_h, 1);
+        let e = Config::from_toml(&toml("easy", "mon-fri"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("planning.rules: the easy policy"), "{e}");
+        let e = Config::from_toml(&toml("dynp", "mon-fry"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown day `fry`"), "{e}");
     }
 
     #[test]

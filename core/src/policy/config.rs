@@ -146,6 +146,11 @@ pub enum PolicyConfigError {
     /// The cluster description is inconsistent.
     #[error("cluster: {0}")]
     Cluster(#[from] ClusterError),
+    /// Planning rules given to a policy that does not plan.
+    #[error(
+        "planning.rules: the {0} policy does not take planning rules (planning-fcfs, planning-sjf, planning-ljf and dynp do)"
+    )]
+    RulesUnsupported(PolicyKind),
 }
 
 impl PolicyConfig {
@@ -160,6 +165,22 @@ impl PolicyConfig {
             planning: PlanningOptions::default(),
             dynp: DynpOptions::default(),
         }
+    }
+
+    /// Refuses options the chosen policy would ignore: planning rules outside the planning
+    /// family.
+    pub fn check(&self) -> Result<(), PolicyConfigError> {
+        let plans = matches!(
+            self.policy,
+            PolicyKind::PlanningFcfs
+                | PolicyKind::PlanningSjf
+                | PolicyKind::PlanningLjf
+                | PolicyKind::Dynp
+        );
+        if !plans && !self.planning.rules.is_empty() {
+            return Err(PolicyConfigError::RulesUnsupported(self.policy));
+        }
+        Ok(())
     }
 
     /// Builds a cluster policy on `state` (the kinds of [`PolicyKind::cluster`]).
@@ -196,6 +217,7 @@ impl PolicyConfig {
         platform: &Platform,
         cluster: ClusterId,
     ) -> Result<Box<dyn Policy>, PolicyConfigError> {
+        self.check()?;
         let c = platform
             .cluster(cluster)
             .ok_or(PolicyConfigError::UnknownCluster(cluster))?;

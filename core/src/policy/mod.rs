@@ -22,6 +22,7 @@ mod flexible_backfilling;
 mod order;
 mod planning;
 mod registry;
+mod rules;
 
 pub use advance::{AdvanceReservation, Book, Released, ReservationRefused};
 pub use config::{
@@ -35,6 +36,7 @@ pub use flexible_backfilling::{Blocked, ClusterOrder, FbVariant, FlexibleBackfil
 pub use order::QueueOrder;
 pub use planning::{PlanOrder, Planning, PlanningOptions};
 pub use registry::{BuildCluster, BuildSingle, POLICIES, PolicyEntry, PolicyKind};
+pub use rules::{PlanningRules, Rule, RuleKind};
 
 use crate::model::{Duration, Job, JobId, MachineId, Time};
 use std::fmt;

@@ -20,6 +20,7 @@
 
 use super::dynp::{DynpOptions, PlannedJob, Ratings, SelfTuning, Tuning, rate};
 use super::fcfs::{check_job, restore_checks, restore_single};
+use super::rules::PlanningRules;
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
@@ -84,11 +85,16 @@ pub struct PlanningOptions {
     /// Implicit backfilling (default); off, each job is planned no earlier than the one before it
     /// in the policy's order (thesis §3.8 "backfilling disabled").
     pub backfilling: bool,
+    /// Time-dependent constraints on when a job may start ([`super::rules`]).
+    pub rules: PlanningRules,
 }
 
 impl Default for PlanningOptions {
     fn default() -> Self {
-        PlanningOptions { backfilling: true }
+        PlanningOptions {
+            backfilling: true,
+            rules: PlanningRules::default(),
+        }
     }
 }
 
@@ -106,6 +112,29 @@ struct Slot {
     job: Waiting,
     /// Planned start, `None` until placed.
     start: Option<Time>,
+}
+
+/// The earliest start from `from` at which `job` fits in `profile` and the rules allow it to
+/// start: alternately the profile's earliest fit and the rules' next allowed start, until both
+/// agree (each step only moves forward). A job no instant suits is refused at submission.
+fn earliest_allowed(
+    profile: &Profile,
+    rules: &PlanningRules,
+    capacity: u32,
+    from: Time,
+    job: &Waiting,
+) -> Time {
+    let mut t = from;
+    loop {
+        t = profile.earliest(t, job.procs, job.estimate);
+        if rules.is_empty() {
+            return t;
+        }
+        match rules.next_start(t, job.procs, job.estimate, capacity) {
+            Some(n) if n > t => t = n,
+            _ => return t,
+        }
+    }
 }
 
 /// A planning policy (or dynP) on one space-shared machine.
@@ -188,17 +217,23 @@ impl Planning {
     }
 
     /// Places `slots` in order into `profile`, each at its earliest start from `now` (or from the
-    /// previous job's start with backfilling disabled, `prev` being the start before the first).
+    /// previous job's start with backfilling disabled, `prev` being the start before the first)
+    /// that the planning rules allow.
     fn place(
         profile: &mut Profile,
         slots: &mut [Slot],
         now: Time,
-        backfilling: bool,
+        options: &PlanningOptions,
+        capacity: u32,
         mut prev: Time,
     ) {
         for s in slots {
-            let from = if backfilling { now } else { prev.max(now) };
-            let t = profile.earliest(from, s.job.procs, s.job.estimate);
+            let from = if options.backfilling {
+                now
+            } else {
+                prev.max(now)
+            };
+            let t = earliest_allowed(profile, &options.rules, capacity, from, &s.job);
             profile.reserve(t, t + s.job.estimate, s.job.procs);
             s.start = Some(t);
             prev = t;
@@ -224,12 +259,12 @@ impl Planning {
             .checked_sub(1)
             .and_then(|i| self.plan[i].start)
             .unwrap_or(now);
-        let backfilling = self.options.backfilling;
         Planning::place(
             &mut self.profile,
             &mut self.plan[from..],
             now,
-            backfilling,
+            &self.options,
+            self.capacity,
             prev,
         );
     }
@@ -260,7 +295,14 @@ impl Planning {
                 .collect();
             slots.sort_by_key(|s| order.key(&s.job));
             let mut profile = base.clone();
-            Planning::place(&mut profile, &mut slots, now, self.options.backfilling, now);
+            Planning::place(
+                &mut profile,
+                &mut slots,
+                now,
+                &self.options,
+                self.capacity,
+                now,
+            );
             // Rated in arrival order whatever the plan's order, so equal plans tie exactly.
             let mut jobs: Vec<(u64, PlannedJob)> = slots
                 .iter()
@@ -308,6 +350,9 @@ impl Policy for Planning {
         if !self.options.backfilling {
             words.push("backfilling=off".into());
         }
+        for r in self.options.rules.iter() {
+            words.push(format!("rule=({r})"));
+        }
         words.join(" ")
     }
 
@@ -322,6 +367,17 @@ impl Policy for Planning {
             return self.book.submit(now, job);
         }
         check_job(job, self.capacity)?;
+        if self
+            .options
+            .rules
+            .next_start(now, job.procs, job.estimate, self.capacity)
+            .is_none()
+        {
+            return Err(Rejection::NoEligibleMachine {
+                job: job.id,
+                reason: "the planning rules allow it to start at no time".into(),
+            });
+        }
         let w = Waiting {
             id: job.id,
             seq: self.next_seq,
@@ -590,7 +646,10 @@ mod tests {
             MachineId(0),
             10,
             PlanOrder::Fcfs,
-            PlanningOptions { backfilling: false },
+            PlanningOptions {
+                backfilling: false,
+                ..PlanningOptions::default()
+            },
         );
         p.submit(0, &Job::new(1, 0, 6, 100, 100)).unwrap();
         assert_eq!(starts(&mut p, 0), [1]);
@@ -637,7 +696,11 @@ mod tests {
                 .map(|&job| Slot { job, start: None })
                 .collect();
             slots.sort_by_key(|s| self.order.key(&s.job));
-            Planning::place(&mut profile, &mut slots, now, self.backfilling, now);
+            let options = PlanningOptions {
+                backfilling: self.backfilling,
+                ..PlanningOptions::default()
+            };
+            Planning::place(&mut profile, &mut slots, now, &options, 10, now);
             let mut started = Vec::new();
             for s in slots {
                 if s.start == Some(now) {
@@ -661,7 +724,15 @@ mod tests {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let order = PlanOrder::ALL[seed as usize % 3];
             let backfilling = seed % 2 == 0;
-            let mut fast = Planning::new(MachineId(0), 10, order, PlanningOptions { backfilling });
+            let mut fast = Planning::new(
+                MachineId(0),
+                10,
+                order,
+                PlanningOptions {
+                    backfilling,
+                    ..PlanningOptions::default()
+                },
+            );
             let mut naive = Naive {
                 order,
                 backfilling,
@@ -782,5 +853,47 @@ mod tests {
         assert_eq!(c["case-2"], 1, "SJF strictly best (F = L)");
         assert_eq!(c["switch-to-sjf"], 1);
         assert_eq!(p.describe(), "dynp");
+    }
+
+    /// Streit's usage control (§3.1.2): on 100 processors from Monday 10:00 UTC with
+    /// `width-cap 75% mon-fri 06-20`, a job of 80 processors is planned at 20:00 although the
+    /// machine is empty, and a narrow job submitted after it starts at once (implicit
+    /// backfilling); dynP plans alike. A job that no instant suits is refused at submission.
+    #[test]
+    fn planning_rules_move_a_wide_job_out_of_prime_time() {
+        use crate::policy::{PlanningRules, PolicyConfig, PolicyKind};
+        let rules = |t: &[&str]| {
+            PlanningRules::from_texts(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+        };
+        let ten = 1_795_392_000 + 36_000;
+        for kind in [
+            PolicyKind::PlanningFcfs,
+            PolicyKind::PlanningSjf,
+            PolicyKind::Dynp,
+        ] {
+            let mut cfg = PolicyConfig::new(kind);
+            cfg.planning.rules = rules(&["width-cap 75% mon-fri 06-20"]);
+            let mut p = cfg.build_single(MachineId(0), 100);
+            let p = p.as_mut();
+            assert!(
+                p.describe()
+                    .contains("rule=(width-cap 75% mon,tue,wed,thu,fri 06-20)")
+            );
+            p.submit(ten, &Job::new(1, ten, 80, 3600, 3600)).unwrap();
+            p.submit(ten, &Job::new(2, ten, 10, 600, 600)).unwrap();
+            assert_eq!(starts(p, ten), [2], "{kind:?}");
+            assert_eq!(planned(p), [(1, ten + 36_000)], "{kind:?}");
+            assert_eq!(p.next_wakeup(), Some(ten + 36_000), "{kind:?}");
+            assert_eq!(starts(p, ten + 36_000), [1], "{kind:?}");
+            // Without the rule the wide job starts at once.
+            let mut free = PolicyConfig::new(kind).build_single(MachineId(0), 100);
+            free.submit(ten, &Job::new(1, ten, 80, 3600, 3600)).unwrap();
+            assert_eq!(starts(free.as_mut(), ten), [1], "{kind:?}");
+        }
+        let mut cfg = PolicyConfig::new(PolicyKind::PlanningFcfs);
+        cfg.planning.rules = rules(&["width-cap 1 all 00-24", "wide-only 1 all 00-24"]);
+        let mut p = cfg.build_single(MachineId(0), 10);
+        let e = p.submit(ten, &Job::new(1, ten, 2, 60, 60)).unwrap_err();
+        assert!(e.to_string().contains("planning rules"), "{e}");
     }
 }

@@ -3,8 +3,8 @@
 
 use clap::{Args, ValueEnum};
 use gridsched_core::policy::{
-    BackfillOptions, DeciderKind, DynpOptions, PlanOrder, PlanningOptions, PolicyConfig,
-    PolicyKind, ShadowCmp, ShadowMode, SubmitPass, Tuning, TuningMetric,
+    BackfillOptions, DeciderKind, DynpOptions, PlanOrder, PlanningOptions, PlanningRules,
+    PolicyConfig, PolicyKind, Rule, ShadowCmp, ShadowMode, SubmitPass, Tuning, TuningMetric,
 };
 use gridsched_workload::{
     Estimates, NormalizeMode, NormalizeOptions, ProcsField, RuntimeLimit, WideJobs,
@@ -128,6 +128,19 @@ pub struct Knobs {
     /// policy's order (the thesis' "backfilling disabled").
     #[arg(long, help_heading = "Planning and dynP")]
     pub no_plan_backfilling: bool,
+    /// Planning policies and dynP: a time-dependent constraint on when jobs may start
+    /// (repeatable, at most 6), e.g. `width-cap 75% mon-fri 06-20`, `wide-only 67% sat-sun 00-24`,
+    /// `long-only 172800 sat-sun 00-24` (Streit §3.1.2; trace times as Unix seconds).
+    #[arg(long = "plan-rule", help_heading = "Planning and dynP")]
+    pub plan_rule: Vec<Rule>,
+    /// Hours added to UTC for the windows of `--plan-rule`.
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        help_heading = "Planning and dynP"
+    )]
+    pub plan_utc_offset: i8,
     /// dynP's self-tuning metric: art, artwa, artww, makespan, sld, sldww, ppsld60.
     #[arg(long, default_value = "artww", help_heading = "Planning and dynP")]
     pub dynp_metric: TuningMetric,
@@ -223,6 +236,15 @@ impl Knobs {
         }
     }
 
+    /// The planning rules of `--plan-rule`, or why they cannot be taken.
+    pub fn rules(&self) -> anyhow::Result<PlanningRules> {
+        let texts: Vec<String> = self.plan_rule.iter().map(Rule::to_string).collect();
+        let mut r =
+            PlanningRules::from_texts(&texts).map_err(|e| anyhow::anyhow!("--plan-rule: {e}"))?;
+        r.utc_offset_h = self.plan_utc_offset;
+        Ok(r)
+    }
+
     /// The policy configuration these knobs select.
     pub fn policy(&self) -> PolicyConfig {
         PolicyConfig {
@@ -232,6 +254,7 @@ impl Knobs {
             matching: None,
             planning: PlanningOptions {
                 backfilling: !self.no_plan_backfilling,
+                rules: self.rules().unwrap_or_default(),
             },
             dynp: DynpOptions {
                 metric: self.dynp_metric,
