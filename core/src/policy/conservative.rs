@@ -334,6 +334,7 @@ impl Policy for Conservative {
         let Some(e) = self.running.remove(job) else {
             return;
         };
+        self.committed -= u64::from(e.procs);
         if e.end > now {
             self.profile.release(now, e.end, e.procs);
             self.gains.record(e.end);
