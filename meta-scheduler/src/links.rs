@@ -317,9 +317,15 @@ async fn monitor(svc: MetaService) {
 /// Polls the sites' status: their load for the strategies that read it, and the planned starts
 /// of their waiting jobs for `get`, `list` and the dashboard.
 async fn poll(svc: MetaService) {
-    let every = Duration::from_millis(svc.inner.cfg.links.poll_ms);
     let n = svc.inner.cfg.sites.len();
     let reads_load = svc.lock().is_ok_and(|st| st.decider.reads_site_state());
+    // Planned starts alone are for people: every 2 s at most, as a site's status lists its
+    // whole queue.
+    let every = Duration::from_millis(if reads_load {
+        svc.inner.cfg.links.poll_ms
+    } else {
+        svc.inner.cfg.links.poll_ms.max(2000)
+    });
     loop {
         for i in 0..n {
             let Ok(mut c) = svc.client(i) else { continue };
