@@ -90,12 +90,12 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     let (meta_secret, agent_secret) = cfg.auth.secrets()?;
     let http_tls = cfg.tls.rustls_server()?;
     let grpc_tls = cfg.tls.server()?;
-    let mut driver = driver::Driver::new(cfg, driver::edge::now())?;
+    let mut driver = driver::edge::driver(cfg)?;
     let mut registry = gridsched_telemetry::Registry::default();
     let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
     driver.set_metrics(
         metrics::LocalMetrics::new(&mut registry),
-        std::time::Instant::now,
+        driver::edge::stopwatch,
     );
     if let Some(addr) = metrics_listen {
         let registry = std::sync::Arc::new(registry);

@@ -11,6 +11,7 @@
 //! only ([`crate::state::State::pinned`]).
 
 use crate::service::{MetaService, internal, now};
+use gridsched_proto::convert::reservation_state;
 use gridsched_proto::v1::{self, AdvanceReservationState as St};
 use gridsched_security::Caller;
 use std::time::Duration;
@@ -18,19 +19,6 @@ use tonic::{Code, Status};
 
 /// Ended reservations stay listed this long (seconds) before they are forgotten.
 pub const KEEP_ENDED_S: i64 = 86_400;
-
-/// Where a confirmed reservation stands at `now`.
-fn state_at(r: &v1::AdvanceReservation, now: i64) -> St {
-    if r.state == St::Pending as i32 {
-        St::Pending
-    } else if now < r.start_time {
-        St::Held
-    } else if now < r.end_time {
-        St::Active
-    } else {
-        St::Ended
-    }
-}
 
 /// Why a job may not be submitted into reservation `id` at `now`: (code, message).
 pub fn refuse_job(
@@ -187,7 +175,7 @@ impl MetaService {
                     processors = r.processors,
                     "advance reservation held"
                 );
-                r.state = state_at(&r, now()) as i32;
+                r.state = reservation_state(&r, now()) as i32;
                 Ok(v1::ReserveResponse {
                     reservation: Some(r),
                 })
@@ -246,7 +234,7 @@ impl MetaService {
             .filter(|r| may_act(caller, r).is_ok())
             .map(|r| {
                 let mut r = r.clone();
-                r.state = state_at(&r, t) as i32;
+                r.state = reservation_state(&r, t) as i32;
                 r.jobs = st
                     .jobs
                     .values()
@@ -306,7 +294,7 @@ impl MetaService {
         self.save(req.id, None)?;
         tracing::info!(reservation = req.id, "advance reservation cancelled");
         let mut shown = r;
-        shown.state = state_at(&shown, t) as i32;
+        shown.state = reservation_state(&shown, t) as i32;
         Ok(v1::CancelReservationResponse {
             reservation: Some(shown),
         })

@@ -357,6 +357,21 @@ pub fn job_from_spec(
     Ok(job)
 }
 
+/// Where an advance reservation stands at `now`: PENDING stays PENDING (not confirmed by its
+/// site); otherwise HELD before its start, ACTIVE during its interval, ENDED after it.
+pub fn reservation_state(r: &v1::AdvanceReservation, now: Time) -> v1::AdvanceReservationState {
+    use v1::AdvanceReservationState as St;
+    if r.state == St::Pending as i32 {
+        St::Pending
+    } else if now < r.start_time {
+        St::Held
+    } else if now < r.end_time {
+        St::Active
+    } else {
+        St::Ended
+    }
+}
+
 /// Refuses the text a program cannot be given: a NUL byte anywhere in the user, the client
 /// token or the command, and an environment variable name that is empty or holds `=`.
 fn check_strings(spec: &v1::JobSpec) -> Result<(), ConvertError> {

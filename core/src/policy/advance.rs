@@ -14,7 +14,7 @@
 
 use super::{Rejection, Start};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
-use crate::structures::Profile;
+use crate::structures::{Profile, RunningSet};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -284,6 +284,17 @@ impl Book {
             .map(|h| h.r.start)
             .filter(|&s| s > now)
             .min()
+    }
+
+    /// A machine of `capacity` from `now`: the running jobs until their predicted ends, then
+    /// every reservation (see [`Book::block_in`]). The base every placement starts from.
+    pub fn availability(&self, now: Time, capacity: u32, running: &RunningSet) -> Profile {
+        let mut p = Profile::new(capacity);
+        for (end, procs) in running.ends_after(now) {
+            p.reserve(now, end, u32::try_from(procs).unwrap_or(u32::MAX));
+        }
+        self.block_in(&mut p, now);
+        p
     }
 
     /// Blocks every reservation still running or ahead at `now` in `profile`, and the part of

@@ -39,12 +39,7 @@ impl Around {
     /// The machine's availability from `now`: running jobs until their predicted ends, then the
     /// reservations.
     pub fn profile(&self, now: Time, capacity: u32, running: &RunningSet) -> Profile {
-        let mut p = Profile::new(capacity);
-        for (end, procs) in running.ends_after(now) {
-            p.reserve(now, end, u32::try_from(procs).unwrap_or(u32::MAX));
-        }
-        self.book.block_in(&mut p, now);
-        p
+        self.book.availability(now, capacity, running)
     }
 
     /// Admits `r` iff its processors are free for its whole interval beside the running jobs,
@@ -146,6 +141,11 @@ impl Around {
     /// Running jobs inside reservations.
     pub fn running_inside(&self) -> usize {
         self.book.counts().1
+    }
+
+    /// Waiting jobs inside reservations.
+    pub fn waiting_inside(&self) -> usize {
+        self.book.counts().0
     }
 }
 

@@ -304,7 +304,7 @@ impl Policy for Easy {
     }
 
     fn waiting_len(&self) -> usize {
-        self.queue.len() + self.around.planned().len()
+        self.queue.len() + self.around.waiting_inside()
     }
 
     fn running_len(&self) -> usize {

@@ -137,7 +137,7 @@ impl Policy for Fcfs {
     }
 
     fn waiting_len(&self) -> usize {
-        self.queue.len() + self.around.planned().len()
+        self.queue.len() + self.around.waiting_inside()
     }
 
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {

@@ -208,12 +208,7 @@ impl Planning {
 
     /// Running jobs and advance reservations, from `now`.
     fn base_profile(&self, now: Time) -> Profile {
-        let mut p = Profile::new(self.capacity);
-        for (end, procs) in self.running.ends_after(now) {
-            p.reserve(now, end, procs as u32);
-        }
-        self.book.block_in(&mut p, now);
-        p
+        self.book.availability(now, self.capacity, &self.running)
     }
 
     /// Places `slots` in order into `profile`, each at its earliest start from `now` (or from the

@@ -21,6 +21,16 @@ pub fn now() -> Now {
     }
 }
 
+/// The driver for `cfg`, built at the clock's current reading (its stored state recovered).
+pub fn driver(cfg: crate::config::Config) -> anyhow::Result<Driver> {
+    Driver::new(cfg, now())
+}
+
+/// The monotonic stopwatch the metrics time scheduling passes with.
+pub fn stopwatch() -> Instant {
+    Instant::now()
+}
+
 /// Runs `driver` until every sender is dropped.
 pub async fn run(mut driver: Driver, mut rx: mpsc::Receiver<Msg>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));

@@ -16,17 +16,6 @@ use gridsched_core::runner::{Input, RunnerError};
 use gridsched_proto::v1::{self, AdvanceReservationState as St};
 use tonic::Status;
 
-/// Where a reservation stands at `now`.
-pub fn state_at(r: &v1::AdvanceReservation, now: Time) -> St {
-    if now < r.start_time {
-        St::Held
-    } else if now < r.end_time {
-        St::Active
-    } else {
-        St::Ended
-    }
-}
-
 /// The core's request for a stored reservation, from `now` on (a restart re-admits the part
 /// still ahead).
 fn core_request(r: &v1::AdvanceReservation, now: Time) -> AdvanceReservation {
@@ -194,7 +183,7 @@ impl Driver {
     /// A reservation as shown: its state at `now` and the jobs inside it.
     pub(super) fn shown(&self, r: &v1::AdvanceReservation, now: Time) -> v1::AdvanceReservation {
         let mut r = r.clone();
-        r.state = state_at(&r, now) as i32;
+        r.state = gridsched_proto::convert::reservation_state(&r, now) as i32;
         let mut jobs: Vec<u64> = self
             .jobs
             .iter()
