@@ -119,6 +119,12 @@ enum Cmd {
         /// Length in seconds.
         #[arg(long)]
         duration: i64,
+        /// The machine, on a site of several (default: the site picks the fastest where it fits).
+        #[arg(long)]
+        machine: Option<String>,
+        /// A licence copy to hold (repeat for several); jobs inside may use these.
+        #[arg(long = "licence")]
+        licences: Vec<String>,
     },
     /// Lists the advance reservations.
     Reservations {
@@ -472,6 +478,8 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             processors,
             start,
             duration,
+            machine,
+            licences,
         } => {
             let start = time_arg(&start, "--start")?;
             // The owner, like a job's: the token's user, else $USER.
@@ -488,6 +496,8 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                         processors,
                         start_time: start,
                         end_time: start.saturating_add(duration),
+                        machine: machine.unwrap_or_default(),
+                        licences,
                         ..Default::default()
                     }),
                 })

@@ -116,7 +116,8 @@ pub fn reservations(rs: &[v1::AdvanceReservation], json: bool) -> std::io::Resul
         let v: Vec<Value> = rs
             .iter()
             .map(|r| {
-                json!({"id": format!("r{}", r.id), "site": r.site, "user": r.user,
+                json!({"id": format!("r{}", r.id), "site": r.site, "machine": r.machine,
+                    "licences": r.licences, "user": r.user,
                     "state": reservation_state(r.state), "processors": r.processors,
                     "start_time": r.start_time, "end_time": r.end_time, "jobs": r.jobs,
                     "created": r.created})
@@ -127,15 +128,17 @@ pub fn reservations(rs: &[v1::AdvanceReservation], json: bool) -> std::io::Resul
     }
     let mut t = Table::new();
     t.set_header([
-        "id", "site", "user", "state", "procs", "start", "end", "jobs",
+        "id", "site", "machine", "user", "state", "procs", "licences", "start", "end", "jobs",
     ]);
     for r in rs {
         t.add_row([
             format!("r{}", r.id),
             r.site.clone(),
+            r.machine.clone(),
             r.user.clone(),
             reservation_state(r.state),
             r.processors.to_string(),
+            r.licences.join(","),
             r.start_time.to_string(),
             r.end_time.to_string(),
             r.jobs

@@ -112,6 +112,105 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
     let explain = gridctl(&endpoint, &["explain", "1"]);
     assert!(String::from_utf8_lossy(&explain.stdout).contains("dispatched to"));
 
+    // Advance reservations, as the README's tour makes them: delta plans (one machine), beta is
+    // a cluster of two machines with licence pools (a machine and a matlab copy held).
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let r1 = ok(gridctl(
+        &endpoint,
+        &[
+            "reserve",
+            "--site",
+            "delta",
+            "-n",
+            "4",
+            "--start",
+            "+60",
+            "--duration",
+            "300",
+        ],
+    ));
+    assert!(r1.contains("r1") && r1.contains("delta-1"), "{r1}");
+    let r2 = ok(gridctl(
+        &endpoint,
+        &[
+            "reserve",
+            "--site",
+            "beta",
+            "-n",
+            "2",
+            "--licence",
+            "matlab",
+            "--start",
+            "+60",
+            "--duration",
+            "300",
+        ],
+    ));
+    assert!(
+        r2.contains("r2") && r2.contains("beta-1") && r2.contains("matlab"),
+        "{r2}"
+    );
+    let refused = gridctl(
+        &endpoint,
+        &[
+            "reserve",
+            "--site",
+            "beta",
+            "-n",
+            "1",
+            "--licence",
+            "matlab",
+            "--start",
+            "+100",
+            "--duration",
+            "10",
+        ],
+    );
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("licence matlab"), "{err}");
+    let inside = ok(gridctl(
+        &endpoint,
+        &[
+            "submit",
+            "--reservation",
+            "r1",
+            "-n",
+            "2",
+            "--estimate",
+            "100",
+            "--",
+            "true",
+        ],
+    ));
+    let listed = ok(gridctl(&endpoint, &["--json", "reservations"]));
+    let v: serde_json::Value = serde_json::from_str(&listed).expect("json reservations");
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["r1", "r2"], "{listed}");
+    assert_eq!(v[0]["state"], "held", "{listed}");
+    assert_eq!(v[1]["machine"], "beta-1", "{listed}");
+    assert_eq!(v[1]["licences"], serde_json::json!(["matlab"]), "{listed}");
+    let job: u64 = inside
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("a job id in {inside:?}"));
+    assert_eq!(v[0]["jobs"], serde_json::json!([job]), "{listed}");
+    ok(gridctl(&endpoint, &["cancel-reservation", "r1"]));
+    let listed = ok(gridctl(&endpoint, &["reservations", "--site", "delta"]));
+    assert!(!listed.contains("r1"), "{listed}");
+
     up.terminate();
     let t = Instant::now();
     while up.child.try_wait().unwrap().is_none() {

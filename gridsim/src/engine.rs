@@ -168,7 +168,7 @@ pub struct Hooks<'a> {
 }
 
 /// An advance reservation asked for at `at`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReservationRequest {
     /// When it is asked for.

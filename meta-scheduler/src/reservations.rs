@@ -163,7 +163,11 @@ impl MetaService {
             Err(e) => Err(e),
         };
         match answer {
-            Ok(_) => {
+            Ok(a) => {
+                // The machine the site chose for it.
+                if let Some(held) = a.reservation {
+                    r.machine = held.machine;
+                }
                 r.state = St::Held as i32;
                 self.save(id, Some(&r))?;
                 self.lock()?.reservations.insert(id, r.clone());
@@ -218,7 +222,7 @@ impl MetaService {
             let st = self.lock()?;
             st.reservations
                 .values()
-                .filter(|r| r.state != St::Pending as i32 && r.end_time + KEEP_ENDED_S <= t)
+                .filter(|r| forgotten(r, t))
                 .map(|r| r.id)
                 .collect()
         };
@@ -301,6 +305,12 @@ impl MetaService {
     }
 }
 
+/// Whether a reservation is forgotten at `t`: confirmed (a PENDING one waits for the reconciler)
+/// and ended at least [`KEEP_ENDED_S`] ago.
+fn forgotten(r: &v1::AdvanceReservation, t: i64) -> bool {
+    r.state != St::Pending as i32 && r.end_time + KEEP_ENDED_S <= t
+}
+
 /// Takes back, at their sites, the PENDING reservations whose answer was lost (older than the
 /// call timeout, or found at start), and forgets them once a site has let go of one.
 pub async fn reconcile(svc: MetaService) {
@@ -340,5 +350,39 @@ pub async fn reconcile(svc: MetaService) {
             }
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_reservations_are_listed_for_a_day_then_forgotten() {
+        let held = v1::AdvanceReservation {
+            id: 1,
+            start_time: 1_000,
+            end_time: 2_000,
+            processors: 1,
+            state: St::Held as i32,
+            ..Default::default()
+        };
+        assert!(!forgotten(&held, 1_500), "in force");
+        assert!(
+            !forgotten(&held, 2_000 + KEEP_ENDED_S - 1),
+            "ended less than a day ago"
+        );
+        assert!(
+            forgotten(&held, 2_000 + KEEP_ENDED_S),
+            "a day after its end"
+        );
+        let pending = v1::AdvanceReservation {
+            state: St::Pending as i32,
+            ..held
+        };
+        assert!(
+            !forgotten(&pending, 2_000 + 10 * KEEP_ENDED_S),
+            "an unconfirmed one is the reconciler's"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Advance reservations on a live grid (Streit, thesis §3.2: fixed-time requests of a planning
 //! system): the meta-scheduler and two local schedulers as real processes, one site planning
 //! (planning-fcfs), one heterogeneous-cluster site (fb-mod). A reservation is refused with the
-//! reason when it is malformed, in the past, too wide, at a site whose policy takes none or in
+//! reason when it is malformed, in the past, too wide, names an unknown machine or is in
 //! conflict with the plan (the
 //! conflicting interval named), and nothing of it remains; an admitted one keeps the running
 //! queue off its processors (a job that would overlap it is planned after it, and the planned
@@ -114,10 +114,13 @@ async fn a_reservation_is_refused_admitted_honoured_run_in_and_kept_across_kill_
     let e = refuse(&mut c, ask("plan", 5, t0 + 50, t0 + 60)).await;
     assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
     assert!(e.message().contains("5 processors"), "{e:?}");
-    let e = refuse(&mut c, ask("queue", 1, t0 + 50, t0 + 60)).await;
-    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    let mut elsewhere = ask("plan", 1, t0 + 50, t0 + 60);
+    elsewhere.reservation.as_mut().unwrap().machine = "nope".into();
+    let e = refuse(&mut c, elsewhere).await;
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
     assert!(
-        e.message().contains("does not take advance reservations"),
+        e.message()
+            .contains("reservation.machine: no machine `nope` at this site"),
         "{e:?}"
     );
 
@@ -282,4 +285,191 @@ async fn a_reservation_is_refused_admitted_honoured_run_in_and_kept_across_kill_
     .await
     .expect("cancel A");
     wait_ended(&mut c, &[a, b], Duration::from_secs(30)).await;
+}
+
+/// A heterogeneous-cluster site (Flexible Backfilling over two machines and one floating licence
+/// copy): a reservation of a machine's processors and the licence copy is admitted on the
+/// machine the site picks (shown in the answer), a second one wanting the copy at the same time
+/// is refused with the licence named, a job needing the licence outside the reservation waits
+/// while the reservation holds the copy, the job submitted into the reservation runs inside it on
+/// its machine, the reservation (machine and licence) survives a kill -9 of the local
+/// scheduler, and once it is cancelled the held-back job starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heterogeneous_site_reserves_a_machine_and_a_licence_copy() {
+    let mut site = SiteSpec::new("het", "fb-mod", 2, 2);
+    site.licences = vec![("matlab".into(), 1)];
+    let mut g = LiveGrid::start(test_bins!(), vec![site], "");
+    g.ready().await;
+    let mut c = g.client().await;
+    let s = now() + 12;
+    let mut want = ask("het", 2, s, s + 60);
+    want.reservation.as_mut().unwrap().licences = vec!["matlab".into()];
+    let r = c
+        .reserve(want.clone())
+        .await
+        .expect("admitted")
+        .into_inner()
+        .reservation
+        .unwrap();
+    assert_eq!(
+        r.machine, "het-m1",
+        "the site picks the first machine: {r:?}"
+    );
+    assert_eq!(r.licences, ["matlab"]);
+    // The one copy is held over [s, s + 60): a second request for it is refused, by name.
+    let mut again = want.clone();
+    let a = again.reservation.as_mut().unwrap();
+    a.start_time = s + 30;
+    a.end_time = s + 40;
+    a.processors = 1;
+    let e = c.reserve(again).await.expect_err("no copy left");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert!(
+        e.message().contains("licence matlab: 0 of its copies free"),
+        "{e:?}"
+    );
+    let mut unknown = want.clone();
+    unknown.reservation.as_mut().unwrap().licences = vec!["maple".into()];
+    let e = c.reserve(unknown).await.expect_err("unknown licence");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("reservation.licences[0]"), "{e:?}");
+
+    // X needs the licence for 100 s: it would hold the copy into the reservation, so it waits.
+    let mut x = job(1, 100, "echo x");
+    x.licences = vec!["matlab".into()];
+    let x = submit_all(&mut c, vec![x]).await[0];
+    // Y runs inside the reservation with the reserved copy.
+    let mut y = job(2, 20, "echo y");
+    y.licences = vec!["matlab".into()];
+    y.reservation = Some(r.id);
+    let y = submit_all(&mut c, vec![y]).await[0];
+    until(&mut c, y, 20, "queued at het", |j| {
+        j.state() == JobState::Queued && j.site.as_deref() == Some("het")
+    })
+    .await;
+
+    assert!(now() < s - 3, "the set-up took too long to test a restart");
+    g.kill_local(0);
+    g.restart_local(0);
+    g.ready().await;
+    let mut c = g.client().await;
+    let listed = reservations(&mut c).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (listed[0].machine.as_str(), listed[0].licences.clone()),
+        ("het-m1", vec!["matlab".to_string()])
+    );
+
+    let done = wait_ended(&mut c, &[y], Duration::from_secs(60)).await;
+    let yj = done.iter().find(|j| j.id == y).expect("Y");
+    assert_eq!(yj.state(), JobState::Completed, "{yj:?}");
+    let started = yj.start_time.unwrap();
+    assert!(
+        (s..s + 3).contains(&started),
+        "Y started at {started}, the reservation at {s}"
+    );
+    assert_eq!(yj.machine.as_deref(), Some("het-m1"), "{yj:?}");
+    let xj = get(&mut c, x).await;
+    assert_eq!(xj.state(), JobState::Queued, "X waits for the copy: {xj:?}");
+
+    c.cancel_reservation(v1::CancelReservationRequest {
+        id: r.id,
+        reason: "done".into(),
+    })
+    .await
+    .expect("cancelled");
+    let cancelled_at = now();
+    let xj = until(&mut c, x, 20, "running", |j| j.state() >= JobState::Running).await;
+    assert!(
+        xj.start_time.unwrap() <= cancelled_at + 3,
+        "X started at {:?}, the reservation was cancelled at {cancelled_at}",
+        xj.start_time
+    );
+    wait_ended(&mut c, &[x], Duration::from_secs(30)).await;
+}
+
+/// Owners and lost answers, on a secured grid (TLS, tokens): alice's reservation is hers — bob
+/// does not see it, cannot cancel it or submit into it (PERMISSION_DENIED), the administrator
+/// sees it. A request the site never answers (its local scheduler is down) is UNAVAILABLE and
+/// listed PENDING; it stays PENDING across a kill -9 of the meta-scheduler, and once the site is
+/// back the meta-scheduler takes it back there and forgets it, leaving alice's held one alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_is_its_owners_and_an_unanswered_one_is_taken_back() {
+    let sites = vec![SiteSpec::new("plan", "planning-fcfs", 1, 4)];
+    let mut g = LiveGrid::start_with(test_bins!(), sites, "", true);
+    g.ready().await;
+    let mut alice = g.client_as(Some("alice-token")).await;
+    let mut bob = g.client_as(Some("bob-token")).await;
+    let mut root = g.client_as(Some("root-token")).await;
+    let s = now() + 600;
+    let mut mine = ask("plan", 2, s, s + 60);
+    mine.reservation.as_mut().unwrap().user = String::new(); // the token's user
+    let r = alice
+        .reserve(mine)
+        .await
+        .expect("admitted")
+        .into_inner()
+        .reservation
+        .unwrap();
+    assert_eq!(r.user, "alice");
+    assert!(reservations(&mut bob).await.is_empty(), "bob sees none");
+    assert_eq!(
+        reservations(&mut root).await.len(),
+        1,
+        "the administrator sees it"
+    );
+    let e = bob
+        .cancel_reservation(v1::CancelReservationRequest {
+            id: r.id,
+            reason: String::new(),
+        })
+        .await
+        .expect_err("not bob's");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    let mut into = job(1, 30, "true");
+    into.user = "bob".into();
+    into.reservation = Some(r.id);
+    let e = bob
+        .submit(v1::SubmitRequest { spec: Some(into) })
+        .await
+        .expect_err("not bob's");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+
+    // The site's local scheduler is down: the request is never answered.
+    g.kill_local(0);
+    let mut lost = ask("plan", 1, s + 100, s + 200);
+    lost.reservation.as_mut().unwrap().user = String::new();
+    let e = alice.reserve(lost).await.expect_err("unanswered");
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    let listed = reservations(&mut alice).await;
+    let pending: Vec<_> = listed.iter().filter(|x| x.state() == St::Pending).collect();
+    assert_eq!(pending.len(), 1, "{listed:?}");
+    let lost_id = pending[0].id;
+    let addr = g.meta_addr.clone();
+    g.kill_meta();
+    g.start_meta(Some(&addr));
+    let mut alice = g.client_as(Some("alice-token")).await;
+    let listed = reservations(&mut alice).await;
+    assert!(
+        listed
+            .iter()
+            .any(|x| x.id == lost_id && x.state() == St::Pending),
+        "still pending after the restart: {listed:?}"
+    );
+    g.restart_local(0);
+    g.ready().await;
+    let t = Instant::now();
+    loop {
+        let listed = reservations(&mut alice).await;
+        if !listed.iter().any(|x| x.id == lost_id) {
+            assert_eq!(listed.len(), 1, "{listed:?}");
+            assert_eq!((listed[0].id, listed[0].state()), (r.id, St::Held));
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the unanswered reservation was not taken back: {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

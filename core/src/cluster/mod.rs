@@ -16,9 +16,12 @@
 
 mod accounting;
 mod eligibility;
+mod reservations;
 
 pub use accounting::{Alloc, ClusterError};
 use eligibility::Eligibility;
+pub use reservations::ClusterBook;
+pub(crate) use reservations::reservation_methods;
 
 use crate::model::{
     ClusterId, Duration, Job, JobId, LicenceId, LicencePool, Machine, MachineId, Platform, Time,
@@ -259,6 +262,33 @@ impl ClusterState {
         }
     }
 
+    /// How `licence` is had on `slot`: `Some(false)` node-locked there (no pool copy), `Some(true)`
+    /// one copy of a suitable pool, `None` it cannot be activated there.
+    pub fn takes_copy(&self, licence: LicenceId, slot: usize) -> Option<bool> {
+        self.source(licence, slot).map(|s| s == Source::Pool)
+    }
+
+    /// Predicted ends of the jobs running on `slot` or holding a copy of one of `pooled`.
+    pub fn ends_touching(&self, slot: usize, pooled: &[LicenceId]) -> Vec<Time> {
+        let mut ends: Vec<Time> = self.slots[slot]
+            .jobs
+            .iter()
+            .filter_map(|j| self.running.get(j))
+            .map(|a| a.end)
+            .collect();
+        for &l in pooled {
+            if let Some(p) = self.pool(l) {
+                ends.extend(
+                    p.holders
+                        .iter()
+                        .filter_map(|j| self.running.get(j))
+                        .map(|a| a.end),
+                );
+            }
+        }
+        ends
+    }
+
     /// Minimal Requirements ignoring what is in use: the machine has the processors and every
     /// licence of the job can be activated there (node-locked or a suitable pool).
     pub fn can_ever_run(&self, job: &Job, slot: usize) -> bool {
@@ -364,22 +394,7 @@ impl ClusterState {
             .collect();
         // Candidate instants: now and every predicted end of a job on the machine or holding one
         // of the pooled licences.
-        let mut times: Vec<Time> = self.slots[slot]
-            .jobs
-            .iter()
-            .filter_map(|j| self.running.get(j))
-            .map(|a| a.end)
-            .collect();
-        for &l in &pooled {
-            if let Some(p) = self.pool(l) {
-                times.extend(
-                    p.holders
-                        .iter()
-                        .filter_map(|j| self.running.get(j))
-                        .map(|a| a.end),
-                );
-            }
-        }
+        let mut times = self.ends_touching(slot, &pooled);
         times.push(now);
         times.retain(|&t| t >= now);
         times.sort_unstable();

@@ -9,13 +9,19 @@
 //! machines (never discarded by the pre-matching, never moved), as D7.2 #6 recommends. With space
 //! sharing the matching is repeated in rounds over the machines' remaining processors until no job
 //! fits (D12 #23); running jobs are then always pinned.
+//!
+//! Advance reservations ([`ClusterBook`]) hold one machine's processors and licence copies for a
+//! fixed interval: a queued job is matched only where it leaves them whole for its run, the jobs
+//! submitted into a reservation start inside it before the matching, and are never preempted.
 
 use super::knapsack::{Item, greedy};
 use super::matching::{Assignment, imfs, mfs, mis};
 use super::matrix::{CsParams, RowJob, build, nxtime, rho};
-use crate::cluster::ClusterState;
-use crate::model::{Job, JobId, LicenceId, MachineId, Time};
-use crate::policy::{Policy, Rejection, Reservation, Start};
+use crate::cluster::{ClusterBook, ClusterState};
+use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
+use crate::policy::{
+    AdvanceReservation, Policy, Rejection, Reservation, ReservationRefused, Start,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -53,6 +59,8 @@ pub struct ConvergentScheduling {
     previous: HashMap<JobId, usize>,
     suspended: Vec<JobId>,
     nlic: usize,
+    /// Advance reservations.
+    book: ClusterBook,
 }
 
 impl ConvergentScheduling {
@@ -93,6 +101,7 @@ impl ConvergentScheduling {
             previous: HashMap::new(),
             suspended: Vec::new(),
             nlic,
+            book: ClusterBook::default(),
         }
     }
 
@@ -145,6 +154,51 @@ impl ConvergentScheduling {
         }
     }
 
+    /// Whether a job outside every reservation may start on `slot` now for its remaining run,
+    /// leaving the reservations whole.
+    fn outside_fits(&self, e: &Entry, slot: usize, now: Time) -> bool {
+        self.book.is_empty()
+            || self
+                .book
+                .free_for(&self.state, &e.job, slot, now, self.remaining(e, slot))
+    }
+
+    /// The waiting jobs of reservations that are over or cancelled join the general queue.
+    fn release(&mut self, ids: &[ReservationId]) {
+        for e in &mut self.jobs {
+            if e.running.is_none() && e.job.reservation.is_some_and(|r| ids.contains(&r)) {
+                e.job.reservation = None;
+            }
+        }
+    }
+
+    /// Starts the waiting jobs inside reservations that fit now, in arrival order.
+    fn start_inside(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if self.book.is_empty() {
+            return;
+        }
+        for i in 0..self.jobs.len() {
+            let e = &self.jobs[i];
+            if e.running.is_some() || e.job.reservation.is_none() {
+                continue;
+            }
+            let Some(slot) = self.book.start_inside(&self.state, now, &e.job) else {
+                continue;
+            };
+            let end = now + self.remaining(e, slot);
+            let job = e.job.clone();
+            if self.state.start(&job, slot, now, end).is_ok() {
+                self.book.note_start(&self.state, &job, slot, end);
+                self.jobs[i].running = Some((slot, now));
+                starts.push(Start::on(
+                    job.id,
+                    self.state.slots()[slot].machine.id,
+                    job.procs,
+                ));
+            }
+        }
+    }
+
     fn suspend(&mut self, i: usize, now: Time) {
         let progress = self.progress_at(&self.jobs[i], now);
         let e = &mut self.jobs[i];
@@ -152,6 +206,7 @@ impl ConvergentScheduling {
             e.progress = progress;
             e.last_slot = Some(slot);
             self.state.finish(e.job.id);
+            self.book.note_end(e.job.id);
             self.suspended.push(e.job.id);
         }
     }
@@ -206,7 +261,15 @@ impl ConvergentScheduling {
                 } else {
                     s.jobs.is_empty() || !pin_running
                 };
-                if !fits {
+                if !fits || !self.outside_fits(&self.jobs[order[i]], m, now) {
+                    *p.at_mut(i, m) = 0.0;
+                }
+            }
+        }
+        // Jobs of reservations start inside them only, and are never moved once there.
+        for (i, r) in rows.iter().enumerate() {
+            if r.job.reservation.is_some() {
+                for m in 0..p.cols {
                     *p.at_mut(i, m) = 0.0;
                 }
             }
@@ -291,6 +354,7 @@ impl ConvergentScheduling {
             for i in 0..self.jobs.len() {
                 if let Some((slot, _)) = self.jobs[i].running
                     && target.get(&i) != Some(&slot)
+                    && self.jobs[i].job.reservation.is_none()
                 {
                     self.suspend(i, now);
                 }
@@ -303,7 +367,9 @@ impl ConvergentScheduling {
             if self.jobs[i].running.is_some() {
                 continue;
             }
-            if !self.state.fits_now(&self.jobs[i].job, m) {
+            if !self.state.fits_now(&self.jobs[i].job, m)
+                || !self.outside_fits(&self.jobs[i], m, now)
+            {
                 continue;
             }
             let end = now + self.remaining(&self.jobs[i], m);
@@ -348,6 +414,7 @@ impl Policy for ConvergentScheduling {
                 reason,
             });
         }
+        self.book.check_job(&self.state, now, job)?;
         self.index.insert(job.id, self.jobs.len());
         self.jobs.push(Entry {
             job: job.clone(),
@@ -364,6 +431,7 @@ impl Policy for ConvergentScheduling {
             && self.jobs[i].running.is_some()
         {
             self.state.finish(job);
+            self.book.note_end(job);
             self.jobs.remove(i);
             self.previous.remove(&job);
             self.reindex();
@@ -372,6 +440,7 @@ impl Policy for ConvergentScheduling {
 
     fn overrun(&mut self, _now: Time, job: JobId, predicted_end: Time) {
         self.state.set_end(job, predicted_end);
+        self.book.note_overrun(job, predicted_end);
     }
 
     fn cancel(&mut self, _now: Time, job: JobId) -> bool {
@@ -386,6 +455,9 @@ impl Policy for ConvergentScheduling {
     }
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+        let over = self.book.pass(now);
+        self.release(&over);
+        self.start_inside(now, starts);
         if !self.jobs.iter().any(|e| e.running.is_none()) {
             return;
         }
@@ -434,10 +506,14 @@ impl Policy for ConvergentScheduling {
             (nxtime(st, &r, slot).ceil() as i64).max(1)
         })?;
         entry.running = Some((slot, started));
+        let end = started + self.remaining(&entry, slot);
+        self.book.note_start(&self.state, job, slot, end);
         self.index.insert(job.id, self.jobs.len());
         self.jobs.push(entry);
         Ok(())
     }
+
+    crate::cluster::reservation_methods!();
 
     fn waiting_len(&self) -> usize {
         self.jobs.iter().filter(|e| e.running.is_none()).count()

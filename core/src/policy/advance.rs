@@ -13,13 +13,14 @@
 //! policies (conservative backfilling, the planning policies and dynP).
 
 use super::{Rejection, Start};
-use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
+use crate::model::{Duration, Job, JobId, LicenceId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-/// A fixed-time request for processors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A fixed-time request for processors (and, on a heterogeneous cluster, one machine's
+/// processors and licence copies).
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AdvanceReservation {
     /// Unique within the site.
     pub id: ReservationId,
@@ -29,15 +30,34 @@ pub struct AdvanceReservation {
     pub end: Time,
     /// Processors held.
     pub procs: u32,
+    /// The machine holding them: asked for, or chosen at admission (fastest first where it
+    /// fits); `None` in a request leaves the choice to the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineId>,
+    /// Licences held, one copy per entry (a licence node-locked on the machine takes no pool
+    /// copy); the jobs inside may use these only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub licences: Vec<LicenceId>,
+}
+
+impl AdvanceReservation {
+    /// `procs` processors over `[start, end)`, anywhere on the site, no licences.
+    pub fn new(id: u64, start: Time, end: Time, procs: u32) -> AdvanceReservation {
+        AdvanceReservation {
+            id: ReservationId(id),
+            start,
+            end,
+            procs,
+            ..AdvanceReservation::default()
+        }
+    }
 }
 
 /// Why a reservation is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReservationRefused {
     /// The policy has no plan to reserve in.
-    #[error(
-        "the {policy} policy does not take advance reservations (on a site of one machine without licence pools, fcfs, the easy family, conservative, planning-fcfs, planning-sjf, planning-ljf and dynp do)"
-    )]
+    #[error("the {policy} policy does not take advance reservations")]
     Unsupported {
         /// The policy's description.
         policy: String,
@@ -92,6 +112,15 @@ pub enum ReservationRefused {
         free: i64,
         /// Processors asked for.
         procs: u32,
+    },
+    /// The machine or licences asked for cannot be held here (unknown machine, a licence the
+    /// machine cannot activate), or no machine of the cluster can hold it for its interval.
+    #[error("reservation {id}: {why}")]
+    Unfit {
+        /// The request.
+        id: ReservationId,
+        /// What is wrong, machine by machine where several were tried.
+        why: String,
     },
 }
 
@@ -167,6 +196,27 @@ pub struct Released {
     pub running: Vec<(JobId, u32, Time)>,
 }
 
+/// The checks every policy makes first: a non-empty interval and processor count, not in the
+/// past.
+pub fn check_request(now: Time, r: &AdvanceReservation) -> Result<(), ReservationRefused> {
+    if r.end <= r.start || r.procs == 0 {
+        return Err(ReservationRefused::Empty {
+            id: r.id,
+            start: r.start,
+            end: r.end,
+            procs: r.procs,
+        });
+    }
+    if r.start < now {
+        return Err(ReservationRefused::InPast {
+            id: r.id,
+            start: r.start,
+            now,
+        });
+    }
+    Ok(())
+}
+
 /// The admitted reservations of one machine and the jobs submitted into them.
 #[derive(Clone, Debug, Default)]
 pub struct Book {
@@ -175,29 +225,29 @@ pub struct Book {
 }
 
 impl Book {
-    /// Admits `r` if `profile` (the current plan of a machine of `capacity` processors, from
-    /// `now`) has its processors free for its whole interval; the caller then blocks them.
+    /// Admits `r` on `machine` if `profile` (the current plan of a machine of `capacity`
+    /// processors, from `now`) has its processors free for its whole interval; the caller then
+    /// blocks them. The admitted reservation names `machine`.
     pub fn admit(
         &mut self,
         now: Time,
         r: &AdvanceReservation,
+        machine: MachineId,
         capacity: u32,
         profile: &Profile,
     ) -> Result<(), ReservationRefused> {
         let id = r.id;
-        if r.end <= r.start || r.procs == 0 {
-            return Err(ReservationRefused::Empty {
+        check_request(now, r)?;
+        if let Some(m) = r.machine.filter(|&m| m != machine) {
+            return Err(ReservationRefused::Unfit {
                 id,
-                start: r.start,
-                end: r.end,
-                procs: r.procs,
+                why: format!("machine {m} is not part of this site (its machine is {machine})"),
             });
         }
-        if r.start < now {
-            return Err(ReservationRefused::InPast {
+        if let Some(l) = r.licences.first() {
+            return Err(ReservationRefused::Unfit {
                 id,
-                start: r.start,
-                now,
+                why: format!("licence {l}: this site has no licences"),
             });
         }
         if r.procs > capacity {
@@ -219,11 +269,13 @@ impl Book {
                 procs: r.procs,
             });
         }
+        let mut r = r.clone();
+        r.machine = Some(machine);
         self.held.insert(
             id,
             Held {
-                r: *r,
                 profile: Profile::new(r.procs),
+                r,
                 jobs: Vec::new(),
             },
         );
@@ -274,7 +326,7 @@ impl Book {
 
     /// The reservations held, by identifier.
     pub fn list(&self) -> Vec<AdvanceReservation> {
-        self.held.values().map(|h| h.r).collect()
+        self.held.values().map(|h| h.r.clone()).collect()
     }
 
     /// The first start of a reservation after `now`.
@@ -442,12 +494,12 @@ impl Book {
     ) -> Option<(Time, Time, u32)> {
         let id = *self.of_job.get(&job)?;
         let h = self.held.get_mut(&id)?;
-        let r = h.r;
+        let r_end = h.r.end;
         let j = h.jobs.iter_mut().find(|j| j.job.id == job)?;
         let old = j.end;
         h.profile.reserve(old.max(now), predicted_end, j.job.procs);
         j.end = predicted_end;
-        let from = old.max(r.end).max(now);
+        let from = old.max(r_end).max(now);
         (predicted_end > from).then_some((from, predicted_end, j.job.procs))
     }
 
@@ -482,12 +534,7 @@ mod tests {
     use rand::{RngExt, SeedableRng};
 
     fn res(id: u64, start: Time, end: Time, procs: u32) -> AdvanceReservation {
-        AdvanceReservation {
-            id: ReservationId(id),
-            start,
-            end,
-            procs,
-        }
+        AdvanceReservation::new(id, start, end, procs)
     }
 
     const PLANNING: [PolicyKind; 5] = [
@@ -526,7 +573,11 @@ mod tests {
             );
             assert!(p.advance_reservations().is_empty(), "nothing half-made");
             p.admit_reservation(1, &res(7, 150, 200, 5)).unwrap();
-            assert_eq!(p.advance_reservations(), [res(7, 150, 200, 5)]);
+            let on_m0 = AdvanceReservation {
+                machine: Some(MachineId(0)),
+                ..res(7, 150, 200, 5)
+            };
+            assert_eq!(p.advance_reservations(), [on_m0], "it names the machine");
             p.submit(2, &Job::new(3, 2, 8, 30, 30)).unwrap();
             assert!(starts(p, 2).is_empty());
             assert_eq!(planned(p), [(2, 100), (3, 200)], "{kind:?}");
@@ -638,12 +689,28 @@ mod tests {
                 "reservation r6 conflicts with the plan on [250, 260): 6 processors free there, 7 asked"
             );
         }
-        let platform = crate::model::Platform::single_machine(10);
-        let mut edf = PolicyConfig::new(PolicyKind::Edf)
-            .build(&platform, crate::model::ClusterId(0))
-            .unwrap();
-        let e = edf.admit_reservation(0, &res(1, 10, 20, 1)).unwrap_err();
-        assert!(matches!(e, ReservationRefused::Unsupported { .. }), "{e}");
+        for kind in PLANNING {
+            let mut p = PolicyConfig::new(kind).build_single(MachineId(0), 10);
+            let elsewhere = AdvanceReservation {
+                machine: Some(MachineId(3)),
+                ..res(1, 10, 20, 1)
+            };
+            let e = p.admit_reservation(0, &elsewhere).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "reservation r1: machine m3 is not part of this site (its machine is m0)"
+            );
+            let licensed = AdvanceReservation {
+                licences: vec![crate::model::LicenceId(2)],
+                ..res(1, 10, 20, 1)
+            };
+            let e = p.admit_reservation(0, &licensed).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "reservation r1: licence lic2: this site has no licences"
+            );
+            assert!(p.advance_reservations().is_empty(), "{kind:?}");
+        }
     }
 
     /// Random jobs (ending early), random reservation requests, and jobs submitted into the
@@ -700,14 +767,17 @@ mod tests {
                     match p.admit_reservation(now, &r) {
                         Ok(()) => {
                             admitted += 1;
-                            held.push(r);
+                            held.push(AdvanceReservation {
+                                machine: Some(MachineId(0)),
+                                ..r
+                            });
                         }
                         Err(ReservationRefused::Conflict { .. }) => refused += 1,
                         Err(e) => panic!("{kind:?}: {e}"),
                     }
                 }
                 if rng.random_bool(0.03) && !held.is_empty() {
-                    let r = held[rng.random_range(0..held.len())];
+                    let r = held[rng.random_range(0..held.len())].clone();
                     let left = r.end - now.max(r.start);
                     let estimate = rng.random_range(1..=left + 20);
                     let run = rng.random_range(1..=estimate);

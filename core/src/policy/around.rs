@@ -49,6 +49,7 @@ impl Around {
         &mut self,
         now: Time,
         r: &AdvanceReservation,
+        machine: MachineId,
         capacity: u32,
         running: &RunningSet,
         head: Option<(u32, Duration)>,
@@ -58,7 +59,7 @@ impl Around {
             let s = p.earliest(now, procs, estimate);
             p.reserve(s, s + estimate, procs);
         }
-        self.book.admit(now, r, capacity, &p)
+        self.book.admit(now, r, machine, capacity, &p)
     }
 
     /// Gives up reservation `id`: its running jobs now hold the machine's own processors in
@@ -156,12 +157,7 @@ mod tests {
     use crate::policy::{AdvanceReservation, PolicyConfig, PolicyKind, ReservationRefused};
 
     fn res(id: u64, start: i64, end: i64, procs: u32) -> AdvanceReservation {
-        AdvanceReservation {
-            id: ReservationId(id),
-            start,
-            end,
-            procs,
-        }
+        AdvanceReservation::new(id, start, end, procs)
     }
 
     /// Ten processors; job 1 holds 6 until 100. A reservation of 4 on [50, 80) fits beside it;

@@ -470,7 +470,8 @@ impl Policy for Conservative {
         r: &AdvanceReservation,
     ) -> Result<(), ReservationRefused> {
         self.profile.forget_before(now);
-        self.book.admit(now, r, self.capacity, &self.profile)?;
+        self.book
+            .admit(now, r, self.machine, self.capacity, &self.profile)?;
         self.profile.reserve(r.start, r.end, r.procs);
         self.committed += u64::from(r.procs);
         Ok(())

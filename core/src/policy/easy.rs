@@ -325,7 +325,7 @@ impl Policy for Easy {
     ) -> Result<(), ReservationRefused> {
         let head = self.queue.first().map(|h| (h.procs, h.estimate));
         self.around
-            .admit(now, r, self.capacity, &self.running, head)?;
+            .admit(now, r, self.machine, self.capacity, &self.running, head)?;
         self.pass_needed = true;
         Ok(())
     }

@@ -172,7 +172,7 @@ impl Policy for Fcfs {
     ) -> Result<(), ReservationRefused> {
         let head = self.queue.front().map(|h| (h.procs, h.estimate));
         self.around
-            .admit(now, r, self.capacity, &self.running, head)
+            .admit(now, r, self.machine, self.capacity, &self.running, head)
     }
 
     fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {

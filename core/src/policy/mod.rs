@@ -24,7 +24,7 @@ mod planning;
 mod registry;
 mod rules;
 
-pub use advance::{AdvanceReservation, Book, Released, ReservationRefused};
+pub use advance::{AdvanceReservation, Book, Released, ReservationRefused, check_request};
 pub use config::{
     BackfillOptions, PolicyConfig, PolicyConfigError, ShadowCmp, ShadowMode, SubmitPass,
 };

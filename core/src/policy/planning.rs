@@ -526,7 +526,8 @@ impl Policy for Planning {
     ) -> Result<(), ReservationRefused> {
         self.replan(now);
         self.profile.forget_before(now);
-        self.book.admit(now, r, self.capacity, &self.profile)?;
+        self.book
+            .admit(now, r, self.machine, self.capacity, &self.profile)?;
         // It fits in the current plan: the placed slots stay where they are.
         self.profile.reserve(r.start, r.end, r.procs);
         Ok(())

@@ -493,8 +493,11 @@ fn a_reservation_is_admitted_honoured_and_cancelled_through_the_runner() {
         start: 150,
         end: 200,
         procs: 5,
+        ..Default::default()
     };
-    let input = Input::Reserve { reservation };
+    let input = Input::Reserve {
+        reservation: reservation.clone(),
+    };
     let json = serde_json::to_string(&input).unwrap();
     assert_eq!(
         json,
@@ -508,6 +511,7 @@ fn a_reservation_is_admitted_honoured_and_cancelled_through_the_runner() {
             start: 90,
             end: 160,
             procs: 1,
+            ..Default::default()
         },
     };
     let e = r.on(10, conflict, &mut Vec::new()).unwrap_err();
@@ -515,7 +519,12 @@ fn a_reservation_is_admitted_honoured_and_cancelled_through_the_runner() {
         e.to_string(),
         "reservation r2 conflicts with the plan on [90, 100): 0 processors free there, 1 asked"
     );
-    assert_eq!(r.advance_reservations(), [reservation]);
+    // The held reservation names the machine the policy put it on.
+    let held = AdvanceReservation {
+        machine: Some(MachineId(0)),
+        ..reservation
+    };
+    assert_eq!(r.advance_reservations(), [held]);
     // Eight processors for 60 s: not before the reservation ends.
     submit(&mut r, 20, Job::new(2, 20, 8, 60, 60), None);
     on(&mut r, 20, Input::Pass);
@@ -560,7 +569,7 @@ fn a_job_for_a_reservation_not_held_is_refused() {
     let e = easy.on(0, input(), &mut Vec::new()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "job 1 cannot run in reservation r4: the edf policy takes no reservations"
+        "job 1 cannot run in reservation r4: no such reservation is held (unknown, cancelled or ended)"
     );
     let mut conservative = runner(&p, PolicyKind::Conservative, RunnerConfig::default());
     let e = conservative.on(0, input(), &mut Vec::new()).unwrap_err();
@@ -603,8 +612,15 @@ fn a_restart_rebuilds_the_plan_around_the_reservations() {
             start: 60,
             end: 105,
             procs: 2,
+            ..Default::default()
         };
-        on(&mut r, 50, Input::Reserve { reservation });
+        on(
+            &mut r,
+            50,
+            Input::Reserve {
+                reservation: reservation.clone(),
+            },
+        );
         on(
             &mut r,
             50,

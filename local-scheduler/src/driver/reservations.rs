@@ -13,30 +13,83 @@ use gridsched_core::Time;
 use gridsched_core::model::ReservationId;
 use gridsched_core::policy::{AdvanceReservation, ReservationRefused};
 use gridsched_core::runner::{Input, RunnerError};
+use gridsched_proto::convert::NameTable;
 use gridsched_proto::v1::{self, AdvanceReservationState as St};
 use tonic::Status;
 
-/// The core's request for a stored reservation, from `now` on (a restart re-admits the part
-/// still ahead).
-fn core_request(r: &v1::AdvanceReservation, now: Time) -> AdvanceReservation {
-    AdvanceReservation {
+/// The core's request for a reservation, the machine and licences resolved by name (unknown
+/// names are INVALID_ARGUMENT naming the field).
+fn core_request(
+    r: &v1::AdvanceReservation,
+    names: &NameTable,
+) -> Result<AdvanceReservation, Status> {
+    let machine = match r.machine.as_str() {
+        "" => None,
+        m => Some(names.machine_id(m).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "reservation.machine: no machine `{m}` at this site"
+            ))
+        })?),
+    };
+    let licences = r
+        .licences
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            names.licence_id(l).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "reservation.licences[{i}]: no licence `{l}` at this site"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, Status>>()?;
+    Ok(AdvanceReservation {
         id: ReservationId(r.id),
-        start: r.start_time.max(now),
+        start: r.start_time,
         end: r.end_time,
         procs: r.processors,
+        machine,
+        licences,
+    })
+}
+
+fn refusal(e: RunnerError, names: &NameTable) -> Status {
+    let text = named(&e.to_string(), names);
+    match e {
+        RunnerError::Reservation(ReservationRefused::Empty { .. }) => {
+            Status::invalid_argument(format!("reservation: {text}"))
+        }
+        RunnerError::Reservation(ReservationRefused::Duplicate(_)) => Status::already_exists(text),
+        _ => Status::failed_precondition(text),
     }
 }
 
-fn refusal(e: RunnerError) -> Status {
-    match e {
-        RunnerError::Reservation(ReservationRefused::Empty { .. }) => {
-            Status::invalid_argument(format!("reservation: {e}"))
+/// The core's text with its machine (`m3`) and licence (`lic2`) identifiers replaced by the
+/// site's names for them.
+fn named(text: &str, names: &NameTable) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let name = if let Some(n) = word.strip_prefix("lic").and_then(|n| n.parse::<u16>().ok()) {
+            names.licence_name(gridsched_core::model::LicenceId(n))
+        } else if let Some(n) = word.strip_prefix('m').and_then(|n| n.parse::<u32>().ok()) {
+            names.machine_name(gridsched_core::model::MachineId(n))
+        } else {
+            None
+        };
+        out.push_str(name.unwrap_or(word));
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
         }
-        RunnerError::Reservation(ReservationRefused::Duplicate(_)) => {
-            Status::already_exists(e.to_string())
-        }
-        e => Status::failed_precondition(e.to_string()),
     }
+    flush(&mut word, &mut out);
+    out
 }
 
 impl Driver {
@@ -65,8 +118,9 @@ impl Driver {
             )));
         }
         if let Some(old) = self.reservations.get(&r.id) {
-            let same = (old.start_time, old.end_time, old.processors)
-                == (r.start_time, r.end_time, r.processors);
+            let same = (old.start_time, old.end_time, old.processors, &old.licences)
+                == (r.start_time, r.end_time, r.processors, &r.licences)
+                && (r.machine.is_empty() || r.machine == old.machine);
             if same {
                 // A retry of a request already admitted.
                 return Ok(v1::ReserveResponse {
@@ -78,16 +132,20 @@ impl Driver {
                 r.id
             )));
         }
-        let input = Input::Reserve {
-            reservation: AdvanceReservation {
-                id: ReservationId(r.id),
-                start: r.start_time,
-                end: r.end_time,
-                procs: r.processors,
-            },
-        };
-        if let (_, Err(e)) = self.feed(now, input) {
-            return Err(refusal(e));
+        let reservation = core_request(&r, &self.names)?;
+        if let (_, Err(e)) = self.feed(now, Input::Reserve { reservation }) {
+            return Err(refusal(e, &self.names));
+        }
+        // The machine the policy chose.
+        if let Some(m) = self
+            .runner
+            .advance_reservations()
+            .iter()
+            .find(|a| a.id.0 == r.id)
+            .and_then(|a| a.machine)
+            .and_then(|m| self.names.machine_name(m))
+        {
+            r.machine = m.to_string();
         }
         r.site = self.cfg.site.clone();
         r.created = now;
@@ -243,15 +301,19 @@ impl Driver {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         for r in stored {
             let over = r.end_time <= now;
+            // The part still ahead, on the machine it was admitted on.
+            let request = core_request(&r, &self.names).map(|mut a| {
+                a.start = a.start.max(now);
+                a
+            });
             let refused = !over
-                && match self.feed(
-                    now,
-                    Input::Reserve {
-                        reservation: core_request(&r, now),
-                    },
-                ) {
-                    (_, Ok(())) => false,
-                    (_, Err(e)) => {
+                && match request.map(|reservation| self.feed(now, Input::Reserve { reservation })) {
+                    Ok((_, Ok(()))) => false,
+                    Err(e) => {
+                        tracing::warn!(reservation = r.id, "not admitted again: {e}");
+                        true
+                    }
+                    Ok((_, Err(e))) => {
                         tracing::warn!(reservation = r.id, "not admitted again: {e}");
                         true
                     }

@@ -20,16 +20,22 @@
 //! faster machine. BF_UNMOD keeps the reserved job at the head until it starts; BF_MOD gives the
 //! reservation to whoever has the highest priority at each pass. Priority ties go to the earlier
 //! arrival, then the smaller job id. FB never preempts (D12 #40).
+//!
+//! Advance reservations ([`ClusterBook`]) hold one machine's processors and licence copies for a
+//! fixed interval: a job starts only where it leaves them whole for its estimate, the reserved
+//! start of backfilling goes around them, and the jobs submitted into one start inside it first.
 
 #[cfg(test)]
 mod tests;
 
-use super::{Policy, Rejection, Reservation, ReservationKind, Start};
-use crate::cluster::ClusterState;
+use super::{
+    AdvanceReservation, Policy, Rejection, Reservation, ReservationKind, ReservationRefused, Start,
+};
+use crate::cluster::{ClusterBook, ClusterState};
 use crate::heuristics::{
     HeuristicParams, LicenceD, RhoJobs, anti_aging, criticality, deadline_fb, licence_fb, wait_min,
 };
-use crate::model::{Job, JobId, LicenceId, MachineId, Time};
+use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -100,6 +106,8 @@ pub struct FlexibleBackfilling {
     running_demand: Vec<u32>,
     offer: Vec<u32>,
     res: Option<Res>,
+    /// Advance reservations.
+    book: ClusterBook,
 }
 
 impl FlexibleBackfilling {
@@ -124,6 +132,7 @@ impl FlexibleBackfilling {
             running_demand: vec![0; nlic],
             offer,
             res: None,
+            book: ClusterBook::default(),
         }
     }
 
@@ -258,6 +267,7 @@ impl FlexibleBackfilling {
         } else if self.state.space_sharing() {
             self.state
                 .free_procs_at(slot, r.start)
+                .saturating_sub(self.book.blocked(slot, r.start))
                 .saturating_sub(job.procs)
                 >= r.procs
         } else {
@@ -267,16 +277,19 @@ impl FlexibleBackfilling {
             return true;
         }
         let mine = self.state.pooled_licences(job, slot);
-        mine.iter()
-            .filter(|l| r.pooled.contains(l))
-            .any(|&l| self.state.free_copies_at(l, r.start) < 2)
+        mine.iter().filter(|l| r.pooled.contains(l)).any(|&l| {
+            self.state
+                .free_copies_at(l, r.start)
+                .saturating_sub(self.book.copies(l, r.start))
+                < 2
+        })
     }
 
     /// The earliest reservation of `job` over the eligible machines, fastest first on ties.
     fn reserve(&self, job: &Job, now: Time) -> Option<Res> {
         let mut best: Option<(Time, usize)> = None;
         for &s in self.state.by_speed() {
-            if let Some(t) = self.state.earliest_start(job, s, now)
+            if let Some(t) = self.book.earliest_start(&self.state, job, s, now)
                 && best.is_none_or(|(bt, _)| t < bt)
             {
                 best = Some((t, s));
@@ -302,6 +315,45 @@ impl FlexibleBackfilling {
             .map(|s| s.free)
             .max()
             .unwrap_or(0)
+    }
+
+    /// The waiting jobs of reservations that are over or cancelled join the general queue.
+    fn release(&mut self, ids: &[ReservationId]) {
+        for w in &mut self.queue {
+            if w.job.reservation.is_some_and(|r| ids.contains(&r)) {
+                w.job.reservation = None;
+            }
+        }
+    }
+
+    /// Starts the jobs inside reservations that fit now, in queue order.
+    fn start_inside(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if self.book.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < self.queue.len() {
+            let job = &self.queue[i].job;
+            let Some(slot) = job
+                .reservation
+                .and_then(|_| self.book.start_inside(&self.state, now, job))
+            else {
+                i += 1;
+                continue;
+            };
+            let end = now + self.state.duration_on(job, job.estimate, slot);
+            let job = self.queue.remove(i).job;
+            self.state
+                .start(&job, slot, now, end)
+                .expect("start_inside checked that it fits");
+            self.book.note_start(&self.state, &job, slot, end);
+            starts.push(Start::on(
+                job.id,
+                self.state.slots()[slot].machine.id,
+                job.procs,
+            ));
+            self.note_start(job);
+        }
     }
 
     fn note_start(&mut self, job: Job) {
@@ -352,6 +404,7 @@ impl Policy for FlexibleBackfilling {
                 reason,
             });
         }
+        self.book.check_job(&self.state, now, job)?;
         self.queue.push(Waiting {
             job: job.clone(),
             arrived: now,
@@ -369,6 +422,7 @@ impl Policy for FlexibleBackfilling {
 
     fn terminate(&mut self, _now: Time, job: JobId) {
         self.state.finish(job);
+        self.book.note_end(job);
         if let Some(j) = self.running.remove(&job) {
             for l in &j.licences {
                 if let Some(d) = self.running_demand.get_mut(l.index()) {
@@ -380,6 +434,7 @@ impl Policy for FlexibleBackfilling {
 
     fn overrun(&mut self, _now: Time, job: JobId, predicted_end: Time) {
         self.state.set_end(job, predicted_end);
+        self.book.note_overrun(job, predicted_end);
     }
 
     fn cancel(&mut self, _now: Time, job: JobId) -> bool {
@@ -392,11 +447,14 @@ impl Policy for FlexibleBackfilling {
     }
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+        let over = self.book.pass(now);
+        self.release(&over);
         if self.queue.is_empty() {
             self.res = None;
             return;
         }
         self.order_queue(now);
+        self.start_inside(now, starts);
         if let (Blocked::Reserve(FbVariant::Unmod), Some(r)) = (self.blocked, &self.res)
             && let Some(pos) = self.queue.iter().position(|w| w.job.id == r.job)
         {
@@ -406,13 +464,25 @@ impl Policy for FlexibleBackfilling {
         let mut res: Option<Res> = None;
         let mut started = vec![false; self.queue.len()];
         let mut widest = self.widest_fit();
+        let guarded = !self.book.is_empty();
         for (i, done) in started.iter_mut().enumerate() {
             let job = &self.queue[i].job;
+            if job.reservation.is_some() {
+                continue; // it starts inside its reservation only
+            }
             let slot = if job.procs > widest {
                 None
             } else {
                 self.state.by_speed().iter().copied().find(|&s| {
                     self.state.fits_now(job, s)
+                        && (!guarded
+                            || self.book.free_for(
+                                &self.state,
+                                job,
+                                s,
+                                now,
+                                self.state.duration_on(job, job.estimate, s),
+                            ))
                         && res.as_ref().is_none_or(|r| !self.delays(job, s, r, now))
                 })
             };
@@ -463,9 +533,15 @@ impl Policy for FlexibleBackfilling {
         self.state.restore(job, machine, started, |st, slot| {
             st.duration_on(job, job.estimate, slot)
         })?;
+        if let Some(slot) = self.state.slot_of(machine) {
+            let end = started + self.state.duration_on(job, job.estimate, slot);
+            self.book.note_start(&self.state, job, slot, end);
+        }
         self.note_start(job.clone());
         Ok(())
     }
+
+    crate::cluster::reservation_methods!();
 
     fn waiting_len(&self) -> usize {
         self.queue.len()
