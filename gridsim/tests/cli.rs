@@ -516,3 +516,78 @@ fn planning_rules_keep_wide_jobs_out_of_prime_time() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown day `moon`"), "{}", stderr(&o));
 }
+
+/// A per-user limit in a replay (Streit §3.1.2): 100 processors, Monday 2026-11-23 10:00 UTC,
+/// `user-cap 50% mon-fri 06-20`. User 1's third job waits for 11:00, when its first two end,
+/// although 30 processors are free; user 2's job starts at once. Without the rule all start at
+/// 10:00; a job wider than an all-week cap is refused.
+#[test]
+fn a_user_cap_holds_back_one_users_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ten = 1_795_392_000 + 36_000;
+    let line = |id: u32, procs: u32, user: u32| {
+        format!(
+            "{{\"id\": {id}, \"user\": {user}, \"submit\": {ten}, \"procs\": {procs}, \
+             \"estimate\": 3600, \"runtime\": 3600}}\n"
+        )
+    };
+    let jobs = write(
+        dir.path(),
+        "jobs.jsonl",
+        &[
+            line(1, 30, 1),
+            line(2, 20, 1),
+            line(3, 20, 1),
+            line(4, 20, 2),
+        ]
+        .concat(),
+    );
+    let csv = dir.path().join("out.csv");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--trace",
+            &jobs,
+            "--procs",
+            "100",
+            "--jobs-out",
+            csv.to_str().unwrap(),
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        gridsim(&a)
+    };
+    for policy in ["planning-fcfs", "dynp"] {
+        let o = run(&[
+            "--policy",
+            policy,
+            "--plan-rule",
+            "user-cap 50% mon-fri 06-20",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            starts_in(&csv),
+            [(1, ten), (2, ten), (3, ten + 3600), (4, ten)],
+            "{policy}"
+        );
+        let o = run(&["--policy", policy]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            starts_in(&csv),
+            [(1, ten), (2, ten), (3, ten), (4, ten)],
+            "{policy}"
+        );
+    }
+    // Job 1 (30 processors) is wider than an all-week cap of 25: refused; user 1's two jobs of
+    // 20 then run one after the other.
+    let o = run(&[
+        "--policy",
+        "planning-fcfs",
+        "--plan-rule",
+        "user-cap 25 all 00-24",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("planning rules"), "{}", stderr(&o));
+    assert_eq!(json(&o)["rejected"], 1);
+    assert_eq!(starts_in(&csv), [(2, ten), (3, ten + 3600), (4, ten)]);
+}

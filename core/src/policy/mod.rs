@@ -23,6 +23,7 @@ mod order;
 mod planning;
 mod registry;
 mod rules;
+mod user_caps;
 
 pub use advance::{AdvanceReservation, Book, Released, ReservationRefused, check_request};
 pub use config::{

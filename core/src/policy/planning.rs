@@ -21,10 +21,12 @@
 use super::dynp::{DynpOptions, PlannedJob, Ratings, SelfTuning, Tuning, rate};
 use super::fcfs::{check_job, restore_checks, restore_single};
 use super::rules::PlanningRules;
+use super::user_caps::{UserUse, admits};
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
-use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
+use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time, UserId};
 use crate::structures::{Profile, RunningSet};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// The order of a planning policy (thesis §3.2: FCFS, SJF, LJF with "front" selection).
 #[derive(
@@ -105,6 +107,7 @@ struct Waiting {
     submit: Time,
     procs: u32,
     estimate: Duration,
+    user: UserId,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -114,12 +117,15 @@ struct Slot {
     start: Option<Time>,
 }
 
-/// The earliest start from `from` at which `job` fits in `profile` and the rules allow it to
-/// start: alternately the profile's earliest fit and the rules' next allowed start, until both
-/// agree (each step only moves forward). A job no instant suits is refused at submission.
+/// The earliest start from `from` at which `job` fits in `profile`, the rules allow it to start
+/// and its user's holding in `users` stays within the `user-cap` rules for its whole estimate:
+/// in turn the profile's earliest fit, the rules' next allowed start and the user's earliest
+/// start, until all agree (each step only moves forward). A job no instant suits is refused at
+/// submission.
 fn earliest_allowed(
     profile: &Profile,
     rules: &PlanningRules,
+    users: &UserUse,
     capacity: u32,
     from: Time,
     job: &Waiting,
@@ -131,9 +137,30 @@ fn earliest_allowed(
             return t;
         }
         match rules.next_start(t, job.procs, job.estimate, capacity) {
-            Some(n) if n > t => t = n,
-            _ => return t,
+            Some(n) if n > t => {
+                t = n;
+                continue;
+            }
+            _ => {}
         }
+        if !rules.has_user_caps() {
+            return t;
+        }
+        let u = users
+            .earliest(
+                rules,
+                capacity,
+                t,
+                job.user,
+                job.procs,
+                job.estimate,
+                Time::MAX / 2,
+            )
+            .expect("admitted jobs fit under their user's cap some time");
+        if u == t {
+            return t;
+        }
+        t = u;
     }
 }
 
@@ -158,6 +185,8 @@ pub struct Planning {
     tuner: Option<SelfTuning>,
     /// Advance reservations: fixed blocks under every plan.
     book: Book,
+    /// The owners of the running jobs, for the `user-cap` rules.
+    owners: HashMap<JobId, UserId>,
 }
 
 impl Planning {
@@ -182,6 +211,7 @@ impl Planning {
             down: false,
             tuner: None,
             book: Book::default(),
+            owners: HashMap::new(),
         }
     }
 
@@ -211,25 +241,50 @@ impl Planning {
         self.book.availability(now, self.capacity, &self.running)
     }
 
+    /// What each user holds from `now` for the `user-cap` rules: the running jobs until their
+    /// predicted ends and the first `placed` slots of the plan (nothing without such rules).
+    fn user_use(&self, now: Time, placed: usize) -> UserUse {
+        let mut u = UserUse::default();
+        if !self.options.rules.has_user_caps() {
+            return u;
+        }
+        for (id, e) in self.running.iter_sorted() {
+            if let Some(&user) = self.owners.get(&id) {
+                u.hold(user, now, e.end, e.procs);
+            }
+        }
+        for s in &self.plan[..placed] {
+            if let Some(t) = s.start {
+                u.hold(s.job.user, t, t + s.job.estimate, s.job.procs);
+            }
+        }
+        u
+    }
+
     /// Places `slots` in order into `profile`, each at its earliest start from `now` (or from the
     /// previous job's start with backfilling disabled, `prev` being the start before the first)
-    /// that the planning rules allow.
+    /// that the planning rules allow, given what each user holds (`users`, updated).
     fn place(
         profile: &mut Profile,
+        users: &mut UserUse,
         slots: &mut [Slot],
         now: Time,
         options: &PlanningOptions,
         capacity: u32,
         mut prev: Time,
     ) {
+        let caps = options.rules.has_user_caps();
         for s in slots {
             let from = if options.backfilling {
                 now
             } else {
                 prev.max(now)
             };
-            let t = earliest_allowed(profile, &options.rules, capacity, from, &s.job);
+            let t = earliest_allowed(profile, &options.rules, users, capacity, from, &s.job);
             profile.reserve(t, t + s.job.estimate, s.job.procs);
+            if caps {
+                users.hold(s.job.user, t, t + s.job.estimate, s.job.procs);
+            }
             s.start = Some(t);
             prev = t;
         }
@@ -254,8 +309,10 @@ impl Planning {
             .checked_sub(1)
             .and_then(|i| self.plan[i].start)
             .unwrap_or(now);
+        let mut users = self.user_use(now, from);
         Planning::place(
             &mut self.profile,
+            &mut users,
             &mut self.plan[from..],
             now,
             &self.options,
@@ -270,6 +327,7 @@ impl Planning {
             return;
         }
         let base = self.base_profile(now);
+        let users = self.user_use(now, 0);
         let Some(tuner) = self.tuner.as_mut() else {
             return;
         };
@@ -292,6 +350,7 @@ impl Planning {
             let mut profile = base.clone();
             Planning::place(
                 &mut profile,
+                &mut users.clone(),
                 &mut slots,
                 now,
                 &self.options,
@@ -362,12 +421,13 @@ impl Policy for Planning {
             return self.book.submit(now, job);
         }
         check_job(job, self.capacity)?;
-        if self
-            .options
-            .rules
-            .next_start(now, job.procs, job.estimate, self.capacity)
-            .is_none()
-        {
+        if !admits(
+            &self.options.rules,
+            now,
+            job.procs,
+            job.estimate,
+            self.capacity,
+        ) {
             return Err(Rejection::NoEligibleMachine {
                 job: job.id,
                 reason: "the planning rules allow it to start at no time".into(),
@@ -379,6 +439,7 @@ impl Policy for Planning {
             submit: job.submit,
             procs: job.procs,
             estimate: job.estimate,
+            user: job.user,
         };
         self.next_seq += 1;
         let key = self.order.key(&w);
@@ -405,6 +466,7 @@ impl Policy for Planning {
         let Some(e) = self.running.remove(job) else {
             return;
         };
+        self.owners.remove(&job);
         if e.end > now {
             self.profile.release(now, e.end, e.procs);
             self.mark(0);
@@ -471,6 +533,7 @@ impl Policy for Planning {
             self.plan.remove(i);
             self.running
                 .insert(s.job.id, s.job.procs, now, s.job.estimate);
+            self.owners.insert(s.job.id, s.job.user);
             if let Some(tuner) = self.tuner.as_mut() {
                 tuner.started_under(self.order);
             }
@@ -514,6 +577,7 @@ impl Policy for Planning {
         } else {
             let me = (self.machine, self.capacity);
             restore_single(&mut self.running, me, job, started, machine, procs)?;
+            self.owners.insert(job.id, job.user);
         }
         self.mark(0);
         Ok(())
@@ -696,7 +760,8 @@ mod tests {
                 backfilling: self.backfilling,
                 ..PlanningOptions::default()
             };
-            Planning::place(&mut profile, &mut slots, now, &options, 10, now);
+            let mut users = UserUse::default();
+            Planning::place(&mut profile, &mut users, &mut slots, now, &options, 10, now);
             let mut started = Vec::new();
             for s in slots {
                 if s.start == Some(now) {
@@ -757,6 +822,7 @@ mod tests {
                         submit: now,
                         procs: job.procs,
                         estimate,
+                        user: job.user,
                     });
                     runtimes.insert(next_id, run);
                     next_id += 1;
@@ -890,6 +956,83 @@ mod tests {
         cfg.planning.rules = rules(&["width-cap 1 all 00-24", "wide-only 1 all 00-24"]);
         let mut p = cfg.build_single(MachineId(0), 10);
         let e = p.submit(ten, &Job::new(1, ten, 2, 60, 60)).unwrap_err();
+        assert!(e.to_string().contains("planning rules"), "{e}");
+    }
+
+    /// Per-user limits (§3.1.2, "per-user limits that virtually shrink the machine"): on 100
+    /// processors from Monday 10:00 UTC with `user-cap 50% mon-fri 06-20`, user 1's jobs of 30
+    /// and 20 processors start at once; its third job (20) waits for 11:00, when the first two
+    /// end, although 30 processors are free; user 2's job (20) starts at once. An early end of
+    /// user 1's first job lets the third start then. At 21:00, outside the window, all start at
+    /// once. A job wider than an all-week cap is refused. Every planning order and dynP alike.
+    #[test]
+    fn a_user_cap_holds_back_one_users_jobs_only() {
+        use crate::policy::{PlanningRules, PolicyConfig, PolicyKind};
+        let rules = |t: &[&str]| {
+            PlanningRules::from_texts(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+        };
+        let job = |id, at, procs, user| {
+            let mut j = Job::new(id, at, procs, 3600, 3600);
+            j.user = UserId(user);
+            j
+        };
+        let mon = 1_795_392_000;
+        let ten = mon + 36_000;
+        for kind in [
+            PolicyKind::PlanningFcfs,
+            PolicyKind::PlanningSjf,
+            PolicyKind::PlanningLjf,
+            PolicyKind::Dynp,
+        ] {
+            let mut cfg = PolicyConfig::new(kind);
+            cfg.planning.rules = rules(&["user-cap 50% mon-fri 06-20"]);
+            let build = || cfg.build_single(MachineId(0), 100);
+            let mut p = build();
+            let p = p.as_mut();
+            assert!(
+                p.describe()
+                    .contains("rule=(user-cap 50% mon,tue,wed,thu,fri 06-20)")
+            );
+            for j in [
+                job(1, ten, 30, 1),
+                job(2, ten, 20, 1),
+                job(3, ten, 20, 1),
+                job(4, ten, 20, 2),
+            ] {
+                p.submit(ten, &j).unwrap();
+            }
+            assert_eq!(starts(p, ten), [1, 2, 4], "{kind:?}");
+            assert_eq!(planned(p), [(3, ten + 3600)], "{kind:?}");
+            // A re-plan a minute later counts user 1's running jobs: job 3 keeps 11:00.
+            p.submit(ten + 60, &job(5, ten + 60, 10, 2)).unwrap();
+            assert_eq!(starts(p, ten + 60), [5], "{kind:?}");
+            assert_eq!(planned(p), [(3, ten + 3600)], "{kind:?}");
+            // Job 1 ends after half an hour: user 1 then holds 20, and job 3 fits.
+            p.terminate(ten + 1800, JobId(1));
+            assert_eq!(starts(p, ten + 1800), [3], "{kind:?}");
+            // Outside the window the cap does not apply.
+            let nine = mon + 21 * 3600;
+            let mut q = build();
+            for j in [
+                job(1, nine, 30, 1),
+                job(2, nine, 20, 1),
+                job(3, nine, 20, 1),
+            ] {
+                q.submit(nine, &j).unwrap();
+            }
+            assert_eq!(starts(q.as_mut(), nine), [1, 2, 3], "{kind:?}");
+            // Wider than the cap, from 19:30: after 20:00 (the window's end).
+            let half = mon + 19 * 3600 + 1800;
+            let mut w = build();
+            w.submit(half, &job(1, half, 60, 1)).unwrap();
+            assert!(starts(w.as_mut(), half).is_empty(), "{kind:?}");
+            assert_eq!(planned(w.as_ref()), [(1, mon + 20 * 3600)], "{kind:?}");
+        }
+        let mut cfg = PolicyConfig::new(PolicyKind::PlanningFcfs);
+        cfg.planning.rules = rules(&["user-cap 32 all 00-24"]);
+        let mut p = cfg.build_single(MachineId(0), 100);
+        p.submit(ten, &job(1, ten, 32, 1)).unwrap();
+        let e = p.submit(ten, &job(2, ten, 33, 1)).unwrap_err();
         assert!(e.to_string().contains("planning rules"), "{e}");
     }
 }

@@ -4,12 +4,15 @@
 //! time no request with more than 75 % of the machine is placed" (`width-cap`), "jobs requesting
 //! more than two thirds of the machine start only at night and on weekends" (`wide-only`), "jobs
 //! estimated longer than two days start only on weekends" (`long-only`). A running job is never
-//! stopped when it crosses into such a period; it runs to its end.
+//! stopped when it crosses into such a period; it runs to its end. The thesis' "per-project/
+//! per-user limits that virtually shrink the machine" are `user-cap`: inside its window the jobs
+//! of any one user together hold at most the threshold's processors at every instant, so a job
+//! is placed where its whole estimate keeps its user under the cap (see [`super::user_caps`]).
 //!
 //! A rule is written `KIND THRESHOLD DAYS HOURS`, e.g. `width-cap 75% mon-fri 06-20`,
-//! `wide-only 67% mon-fri 20-06`, `wide-only 67% sat-sun 00-24`, `long-only 172800 sat-sun 00-24`.
-//! Thresholds are processors (or a percentage of the machine) for `width-cap` and `wide-only`
-//! ("more than"), seconds of estimate for `long-only` ("longer than"); the windows of several
+//! `wide-only 67% mon-fri 20-06`, `wide-only 67% sat-sun 00-24`, `long-only 172800 sat-sun 00-24`,
+//! `user-cap 50% mon-fri 06-20`. Thresholds are processors (or a percentage of the machine) for
+//! `width-cap`, `wide-only` ("more than") and `user-cap` ("at most"), seconds of estimate for `long-only` ("longer than"); the windows of several
 //! `-only` rules of one kind are alternatives (night *or* weekend). Days are `mon`..`sun`,
 //! ranges and lists (`mon-fri`, `sat,sun`, `all`); hours are whole hours `FROM-TO` of the
 //! day, `TO` up to 24, and a window with `FROM > TO` runs over midnight into the next day. Times
@@ -33,6 +36,8 @@ pub enum RuleKind {
     WideOnly,
     /// Jobs estimated longer than the threshold start only inside the window.
     LongOnly,
+    /// Inside the window one user's jobs together hold at most the threshold.
+    UserCap,
 }
 
 /// A threshold: processors, a share of the machine, or seconds.
@@ -102,6 +107,7 @@ impl std::fmt::Display for Rule {
             RuleKind::WidthCap => "width-cap",
             RuleKind::WideOnly => "wide-only",
             RuleKind::LongOnly => "long-only",
+            RuleKind::UserCap => "user-cap",
         };
         let threshold = match self.threshold {
             Threshold::Abs(n) => n.to_string(),
@@ -164,9 +170,10 @@ impl std::str::FromStr for Rule {
             "width-cap" => RuleKind::WidthCap,
             "wide-only" => RuleKind::WideOnly,
             "long-only" => RuleKind::LongOnly,
+            "user-cap" => RuleKind::UserCap,
             k => {
                 return Err(format!(
-                    "`{s}`: unknown kind `{k}` (width-cap, wide-only, long-only)"
+                    "`{s}`: unknown kind `{k}` (width-cap, wide-only, long-only, user-cap)"
                 ));
             }
         };
@@ -207,6 +214,16 @@ impl Rule {
         match self.kind {
             RuleKind::WidthCap | RuleKind::WideOnly => above(i64::from(procs)),
             RuleKind::LongOnly => above(estimate),
+            // Not a rule on start instants: see `PlanningRules::user_cap_at`.
+            RuleKind::UserCap => false,
+        }
+    }
+
+    /// The threshold in processors on a machine of `capacity`.
+    fn procs(&self, capacity: u32) -> i64 {
+        match self.threshold {
+            Threshold::Abs(n) => n,
+            Threshold::Pct(p) => i64::from(p) * i64::from(capacity) / 100,
         }
     }
 
@@ -261,6 +278,39 @@ impl PlanningRules {
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.iter().next().is_none()
+    }
+
+    /// Whether there is a `user-cap` rule.
+    pub fn has_user_caps(&self) -> bool {
+        self.iter().any(|r| r.kind == RuleKind::UserCap)
+    }
+
+    /// The processors one user may hold at instant `t` (UTC) on a machine of `capacity`: the
+    /// lowest threshold of the `user-cap` rules whose window holds `t`, if any.
+    pub fn user_cap_at(&self, t: Time, capacity: u32) -> Option<i64> {
+        let local = t + i64::from(self.utc_offset_h) * 3600;
+        self.iter()
+            .filter(|r| r.kind == RuleKind::UserCap && r.window_at(local).is_some())
+            .map(|r| r.procs(capacity))
+            .min()
+    }
+
+    /// The first instant after `t` (UTC) at which a `user-cap` window opens or closes.
+    pub fn next_user_cap_edge(&self, t: Time) -> Option<Time> {
+        let offset = i64::from(self.utc_offset_h) * 3600;
+        let local = t + offset;
+        self.iter()
+            .filter(|r| r.kind == RuleKind::UserCap)
+            .flat_map(|r| {
+                [
+                    r.window_at(local).map(|(_, end)| end),
+                    Some(r.next_opening(local)),
+                ]
+            })
+            .flatten()
+            .filter(|&e| e > local)
+            .min()
+            .map(|e| e - offset)
     }
 
     /// The earliest instant at or after `t` at which a job of `procs` processors for `estimate`
@@ -390,5 +440,52 @@ mod tests {
         }
         let seven: Vec<String> = (0..7).map(|_| "width-cap 3 mon 01-02".into()).collect();
         assert!(PlanningRules::from_texts(&seven).is_err());
+    }
+
+    #[test]
+    fn user_caps_parse_and_give_their_cap_inside_their_windows() {
+        let r: Rule = "user-cap 50% mon-fri 06-20".parse().unwrap();
+        assert_eq!(r.kind, RuleKind::UserCap);
+        assert_eq!(r.threshold, Threshold::Pct(50));
+        assert_eq!(r.to_string(), "user-cap 50% mon,tue,wed,thu,fri 06-20");
+        let r: Rule = "user-cap 32 all 00-24".parse().unwrap();
+        assert_eq!((r.threshold, r.days), (Threshold::Abs(32), 0x7f));
+        for (bad, why) in [
+            ("user-cap 150% mon 06-20", "`150%` is not a percentage"),
+            ("user-cap -3 mon 06-20", "`-3` is not a count"),
+            ("user-cap 50% mon", "KIND THRESHOLD DAYS HOURS"),
+            ("user-cap 50% mon 20-20", "not a window of hours"),
+            (
+                "usercap 50% mon 06-20",
+                "(width-cap, wide-only, long-only, user-cap)",
+            ),
+        ] {
+            let e = bad.parse::<Rule>().unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        let mut r = rules(&["user-cap 50% mon-fri 06-20", "user-cap 10 mon 12-14"]);
+        // A cap is no rule on start instants.
+        assert_eq!(
+            r.next_start(MON + 7 * 3600, 90, 60, 100),
+            Some(MON + 7 * 3600)
+        );
+        assert!(r.has_user_caps());
+        assert_eq!(r.user_cap_at(MON + 5 * 3600, 100), None);
+        assert_eq!(r.user_cap_at(MON + 6 * 3600, 101), Some(50));
+        // The lower of two caps whose windows overlap.
+        assert_eq!(r.user_cap_at(MON + 13 * 3600, 100), Some(10));
+        assert_eq!(r.user_cap_at(MON + 5 * DAY + 10 * 3600, 100), None);
+        assert_eq!(r.next_user_cap_edge(MON), Some(MON + 6 * 3600));
+        assert_eq!(r.next_user_cap_edge(MON + 6 * 3600), Some(MON + 12 * 3600));
+        assert_eq!(r.next_user_cap_edge(MON + 14 * 3600), Some(MON + 20 * 3600));
+        // Friday 20:00: next Monday 06:00.
+        assert_eq!(
+            r.next_user_cap_edge(MON + 4 * DAY + 20 * 3600),
+            Some(MON + 7 * DAY + 6 * 3600)
+        );
+        r.utc_offset_h = 1;
+        assert_eq!(r.user_cap_at(MON + 5 * 3600, 100), Some(50));
+        assert_eq!(r.next_user_cap_edge(MON), Some(MON + 5 * 3600));
+        assert!(!rules(&["width-cap 3 mon 01-02"]).has_user_caps());
     }
 }

@@ -130,7 +130,8 @@ pub struct Knobs {
     pub no_plan_backfilling: bool,
     /// Planning policies and dynP: a time-dependent constraint on when jobs may start
     /// (repeatable, at most 6), e.g. `width-cap 75% mon-fri 06-20`, `wide-only 67% sat-sun 00-24`,
-    /// `long-only 172800 sat-sun 00-24` (Streit §3.1.2; trace times as Unix seconds).
+    /// `long-only 172800 sat-sun 00-24`, `user-cap 50% mon-fri 06-20` (Streit §3.1.2; trace
+    /// times as Unix seconds).
     #[arg(long = "plan-rule", help_heading = "Planning and dynP")]
     pub plan_rule: Vec<Rule>,
     /// Hours added to UTC for the windows of `--plan-rule`.

@@ -6,7 +6,8 @@
 //! KTH, LANL, SDSC SP2) only KTH is shared, so KTH carries the published values; SDSC-BLUE and
 //! HPC2N are run the same way without published values. The load is increased by shrinking the
 //! submission times (§5.5, factors 1.0 … 0.6) of the original traces; the thesis did this on
-//! synthetic sets fitted to each trace, so those rows compare in trend only.
+//! synthetic sets fitted to each trace, so those rows compare in trend only. The synthetic sets
+//! themselves are run too ([`super::dynp_syn`]): KTH's, and CTC- and LANL-like ones.
 //!
 //! Every run is one planning machine of the trace's size with passes coalesced per time stamp
 //! (§7.1: simultaneous events give one re-plan). Configurations: FCFS, SJF, LJF; dynP with the
@@ -14,6 +15,8 @@
 //! the advanced decider with each self-tuning metric of Tab. 5.5 and with the slackness values of
 //! Tab. 5.8 (original load only).
 
+use super::dynp_syn::{self, FAMILIES, Family};
+use super::output::Row;
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, verdict};
 use crate::engine::{Batching, EngineOptions, Hooks, simulate};
 use anyhow::{Result, anyhow};
@@ -22,6 +25,7 @@ use gridsched_core::policy::{
     DeciderKind, DynpOptions, PlanOrder, PolicyConfig, PolicyKind, Tuning, TuningMetric,
 };
 use gridsched_workload::shrink::shrink_time;
+use gridsched_workload::synthetic::trace_model::TraceModelGenerator;
 use gridsched_workload::{JobSource, NormalizeOptions, traces};
 use std::fmt::Write as _;
 
@@ -143,13 +147,24 @@ struct Trace {
 pub struct DynpExperiment {
     traces: Vec<Trace>,
     quick: bool,
+    /// The synthetic families (§5.2).
+    families: Vec<Family>,
+    /// Their shrinking factors.
+    syn_factors: Vec<f64>,
+    /// Sets per family and factor.
+    syn_sets: u32,
+    /// Jobs per set.
+    syn_jobs: u64,
+    seed: u64,
 }
 
 impl DynpExperiment {
     /// The full experiment (KTH whole at factors 1.0 … 0.6; SDSC-BLUE and HPC2N whole at their
     /// original load: at increased load their queues reach thousands of jobs and a re-plan's cost
     /// grows with the queue, see `docs/performance.md`), or with `quick` the first 3,000 jobs of
-    /// KTH at factors 1.0 and 0.7.
+    /// KTH at factors 1.0 and 0.7. The synthetic part: `--reps` sets (default 10) of 10,000 jobs
+    /// per family at factors 1.0 … 0.6, or with `quick` 2 sets of 1,000 jobs at 1.0 and 0.7 from
+    /// matrices of the first 3,000 jobs.
     pub fn new(opts: &Options) -> Result<DynpExperiment> {
         let (sets, take): (Vec<(&str, Vec<f64>)>, usize) = if opts.quick {
             (vec![("KTH", vec![1.0, 0.7])], 3_000)
@@ -163,14 +178,18 @@ impl DynpExperiment {
                 usize::MAX,
             )
         };
-        let mut out = Vec::new();
-        for (name, factors) in sets {
+        let load = |name: &str, take: usize| -> Result<(u32, Vec<Job>)> {
             let path = traces::resolve(name, &traces::dir()).map_err(|e| anyhow!(e))?;
             let mut src = JobSource::open(&path, None, NormalizeOptions::streit())?;
             let procs = src
                 .normalized_procs()
                 .ok_or_else(|| anyhow!("{name}: the header gives no machine size"))?;
             let jobs = src.by_ref().take(take).collect::<Result<Vec<Job>, _>>()?;
+            Ok((procs, jobs))
+        };
+        let mut out = Vec::new();
+        for (name, factors) in sets {
+            let (procs, jobs) = load(name, take)?;
             out.push(Trace {
                 name: name.to_string(),
                 procs,
@@ -178,10 +197,46 @@ impl DynpExperiment {
                 factors,
             });
         }
+        let fit_take = if opts.quick { 3_000 } else { usize::MAX };
+        let mut fitted: Vec<(&str, (u32, Vec<Job>))> = Vec::new();
+        let mut families = Vec::new();
+        for (i, &(_, trace, ..)) in FAMILIES.iter().enumerate() {
+            if !fitted.iter().any(|(t, _)| *t == trace) {
+                fitted.push((trace, load(trace, fit_take)?));
+            }
+            let (own, jobs) = &fitted.iter().find(|(t, _)| *t == trace).expect("loaded").1;
+            families.push(Family::new(i, *own, jobs)?);
+        }
+        let (syn_factors, syn_sets, syn_jobs) = if opts.quick {
+            (vec![1.0, 0.7], opts.reps.unwrap_or(2), 1_000)
+        } else {
+            (FACTORS.to_vec(), opts.reps.unwrap_or(10), 10_000)
+        };
         Ok(DynpExperiment {
             traces: out,
             quick: opts.quick,
+            families,
+            syn_factors,
+            syn_sets,
+            syn_jobs,
+            seed: opts.seed,
         })
+    }
+
+    /// One run of a configuration on `jobs` (submission order) on `procs` processors.
+    fn simulate(name: &str, procs: u32, jobs: impl Iterator<Item = Job>) -> Result<Metrics> {
+        let (kind, dynp) = Self::config(name).ok_or_else(|| anyhow!("unknown {name}"))?;
+        let mut cfg = PolicyConfig::new(kind);
+        cfg.dynp = dynp;
+        let mut policy = cfg.build_single(MachineId(0), procs);
+        let engine = EngineOptions {
+            batching: Batching::PerTimestamp,
+            ..EngineOptions::default()
+        };
+        let jobs = jobs.map(Ok::<Job, std::convert::Infallible>);
+        let r = simulate(policy.as_mut(), &[procs], jobs, &engine, Hooks::default())
+            .map_err(|e| anyhow!("{e}"))?;
+        metrics(kind, policy.counters(), &r)
     }
 
     fn config(name: &str) -> Option<(PolicyKind, DynpOptions)> {
@@ -218,68 +273,46 @@ impl Experiment for DynpExperiment {
                 }
             }
         }
+        for fam in &self.families {
+            for &f in &self.syn_factors {
+                for name in dynp_syn::CONFIGS {
+                    for set in 0..self.syn_sets {
+                        v.push(RunKey {
+                            algorithm: name.to_string(),
+                            variant: fam.label.to_string(),
+                            ta: f,
+                            rep: set,
+                            seed: self.seed + u64::from(set),
+                        });
+                    }
+                }
+            }
+        }
         v
     }
 
     fn run(&self, key: &RunKey) -> Result<Metrics> {
+        if let Some(fam) = self.families.iter().find(|f| f.label == key.variant) {
+            let jobs =
+                TraceModelGenerator::new(fam.matrix.clone(), fam.arrivals, self.syn_jobs, key.seed)
+                    .map(|mut j| {
+                        j.submit = shrink_time(j.submit, 0, key.ta);
+                        j
+                    });
+            return Self::simulate(&key.algorithm, fam.procs, jobs);
+        }
         let t = self
             .traces
             .iter()
             .find(|t| t.name == key.variant)
             .ok_or_else(|| anyhow!("unknown trace {}", key.variant))?;
-        let (kind, dynp) =
-            Self::config(&key.algorithm).ok_or_else(|| anyhow!("unknown {}", key.algorithm))?;
-        let mut cfg = PolicyConfig::new(kind);
-        cfg.dynp = dynp;
-        let mut policy = cfg.build_single(MachineId(0), t.procs);
         let origin = t.jobs.first().map_or(0, |j| j.submit);
         let jobs = t.jobs.iter().map(|j| {
             let mut j = j.clone();
             j.submit = shrink_time(j.submit, origin, key.ta);
-            Ok::<Job, std::convert::Infallible>(j)
+            j
         });
-        let engine = EngineOptions {
-            batching: Batching::PerTimestamp,
-            ..EngineOptions::default()
-        };
-        let r = simulate(policy.as_mut(), &[t.procs], jobs, &engine, Hooks::default())
-            .map_err(|e| anyhow!("{e}"))?;
-        let counters = policy.counters();
-        let count = |name: &str| {
-            counters
-                .iter()
-                .filter(|(n, _)| n == name)
-                .map(|(_, v)| *v as f64)
-                .sum::<f64>()
-        };
-        let started = r.stats.started.max(1) as f64;
-        let decisions: f64 = counters
-            .iter()
-            .filter(|(n, _)| n.starts_with("case-"))
-            .map(|(_, v)| *v as f64)
-            .sum();
-        let switches = count("switch-to-fcfs") + count("switch-to-sjf") + count("switch-to-ljf");
-        let fixed_share = |p: PolicyKind| if kind == p { 100.0 } else { 0.0 };
-        let share = |p: &str, fixed: PolicyKind| {
-            if kind == PolicyKind::Dynp {
-                100.0 * count(&format!("started-{p}")) / started
-            } else {
-                fixed_share(fixed)
-            }
-        };
-        let s = &r.summary;
-        Ok(vec![
-            ("sldwa", s.sldwa),
-            ("artww_s", s.artww),
-            ("util_pct", 100.0 * s.utilization),
-            ("mean_wait_s", s.mean_wait_s),
-            ("jobs", s.jobs as f64),
-            ("started_fcfs_pct", share("fcfs", PolicyKind::PlanningFcfs)),
-            ("started_sjf_pct", share("sjf", PolicyKind::PlanningSjf)),
-            ("started_ljf_pct", share("ljf", PolicyKind::PlanningLjf)),
-            ("decisions", decisions),
-            ("switches", switches),
-        ])
+        Self::simulate(&key.algorithm, t.procs, jobs)
     }
 
     fn figures(&self) -> Vec<Figure> {
@@ -299,12 +332,86 @@ impl Experiment for DynpExperiment {
                 });
             }
         }
+        for fam in self.families.iter().filter(|_| self.syn_factors.len() > 1) {
+            for (metric, y, file) in [
+                ("sldwa", "SLDwA", "sldwa"),
+                ("util_pct", "utilization (%)", "util"),
+            ] {
+                v.push(Figure {
+                    file: format!("syn-{file}-{}", fam.label.to_lowercase().replace(' ', "-")),
+                    title: format!(
+                        "{y} against the shrinking factor, synthetic {} (trimmed means)",
+                        fam.label
+                    ),
+                    metric,
+                    y_label: y,
+                    x_label: "shrinking factor",
+                    series: Series::Algorithms(fam.label.to_string()),
+                });
+            }
+        }
         v
     }
 
     fn report(&self, s: &Summary) -> String {
-        report(self, s)
+        let mut r = report(self, s);
+        r.push('\n');
+        r.push_str(&dynp_syn::report(
+            &self.families,
+            &self.syn_factors,
+            self.syn_sets,
+            self.syn_jobs,
+            s,
+        ));
+        r
     }
+
+    fn finish_summary(&self, rows: &[Row], summary: &mut Summary) {
+        dynp_syn::finish_summary(&self.families, rows, summary);
+    }
+}
+
+/// The metrics of a finished run of a policy of `kind` with its `counters`.
+fn metrics(
+    kind: PolicyKind,
+    counters: Vec<(String, u64)>,
+    r: &crate::engine::RunReport,
+) -> Result<Metrics> {
+    let count = |name: &str| {
+        counters
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| *v as f64)
+            .sum::<f64>()
+    };
+    let started = r.stats.started.max(1) as f64;
+    let decisions: f64 = counters
+        .iter()
+        .filter(|(n, _)| n.starts_with("case-"))
+        .map(|(_, v)| *v as f64)
+        .sum();
+    let switches = count("switch-to-fcfs") + count("switch-to-sjf") + count("switch-to-ljf");
+    let fixed_share = |p: PolicyKind| if kind == p { 100.0 } else { 0.0 };
+    let share = |p: &str, fixed: PolicyKind| {
+        if kind == PolicyKind::Dynp {
+            100.0 * count(&format!("started-{p}")) / started
+        } else {
+            fixed_share(fixed)
+        }
+    };
+    let s = &r.summary;
+    Ok(vec![
+        ("sldwa", s.sldwa),
+        ("artww_s", s.artww),
+        ("util_pct", 100.0 * s.utilization),
+        ("mean_wait_s", s.mean_wait_s),
+        ("jobs", s.jobs as f64),
+        ("started_fcfs_pct", share("fcfs", PolicyKind::PlanningFcfs)),
+        ("started_sjf_pct", share("sjf", PolicyKind::PlanningSjf)),
+        ("started_ljf_pct", share("ljf", PolicyKind::PlanningLjf)),
+        ("decisions", decisions),
+        ("switches", switches),
+    ])
 }
 
 fn cell(v: Option<f64>, digits: usize) -> String {

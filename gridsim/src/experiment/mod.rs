@@ -22,6 +22,7 @@
 pub mod cs;
 pub mod cs_findings;
 pub mod dynp;
+pub mod dynp_syn;
 pub mod fb;
 pub mod lcg;
 pub mod mkp;
@@ -115,6 +116,22 @@ pub trait Experiment: Sync {
     fn figures(&self) -> Vec<Figure>;
     /// The report (Markdown) from the summary.
     fn report(&self, summary: &Summary) -> String;
+    /// Rewrites the summary from the stored runs before it is written (default: nothing), e.g.
+    /// to replace plain means over repetitions by trimmed means or to add derived figures.
+    fn finish_summary(&self, _rows: &[output::Row], _summary: &mut Summary) {}
+}
+
+/// The mean of `v` without its lowest and highest value when it has at least three (the
+/// thesis' "trimmed mean of 8" out of 10 sets, Streit §5.2), else the plain mean.
+pub fn trimmed_mean(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let kept = if v.len() >= 3 {
+        &v[1..v.len() - 1]
+    } else {
+        &v[..]
+    };
+    kept.iter().sum::<f64>() / kept.len().max(1) as f64
 }
 
 /// The word of a claim's verdict in the reports.
@@ -138,6 +155,9 @@ pub struct Summary {
     pub experiment: String,
     /// Rows.
     pub rows: Vec<SummaryRow>,
+    /// Derived figures by name, if the experiment adds any ([`Experiment::finish_summary`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, f64>,
 }
 
 /// One row of the summary.
@@ -206,6 +226,7 @@ impl Summary {
         Summary {
             experiment: experiment.to_string(),
             rows: out,
+            extra: BTreeMap::new(),
         }
     }
 
@@ -255,5 +276,18 @@ impl Summary {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod trimmed_tests {
+    use super::trimmed_mean;
+
+    #[test]
+    fn the_trimmed_mean_drops_the_extremes_from_three_values_on() {
+        assert_eq!(trimmed_mean(&[10.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(trimmed_mean(&[5.0, 1.0, 100.0]), 5.0);
+        assert_eq!(trimmed_mean(&[5.0, 1.0]), 3.0);
+        assert_eq!(trimmed_mean(&[4.0]), 4.0);
     }
 }

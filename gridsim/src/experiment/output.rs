@@ -25,11 +25,12 @@ pub fn write_all(exp: &dyn Experiment, results: &[RunResult], dir: &Path) -> Res
 pub fn write_rows(exp: &dyn Experiment, rows: &[Row], dir: &Path) -> Result<Summary> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     write_csv(rows, &dir.join("runs.csv"))?;
-    let summary = Summary::of_rows(
+    let mut summary = Summary::of_rows(
         exp.name(),
         rows.iter()
             .map(|(k, m)| (k, m.iter().map(|(n, v)| (n.as_str(), *v)))),
     );
+    exp.finish_summary(rows, &mut summary);
     let json = serde_json::to_string_pretty(&summary)?;
     std::fs::write(dir.join("summary.json"), json + "\n")
         .with_context(|| format!("writing {}", dir.join("summary.json").display()))?;
