@@ -45,7 +45,8 @@ pub struct ExperimentArgs {
     /// Reduced sizes (few jobs, two inter-arrival times, two repetitions), for tests.
     #[arg(long)]
     pub quick: bool,
-    /// Repetitions per configuration (default 20, or 2 with --quick).
+    /// Repetitions per configuration (default 20, or 2 with --quick; for `dynp`, the synthetic
+    /// sets per family: default 10).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: Option<u32>,
     /// Base seed; repetition r uses seed + r.
