@@ -3,15 +3,18 @@
 //! policies (conservative backfilling) place each waiting job at the earliest instant from which
 //! enough processors stay free for its whole estimate.
 //!
-//! Stored as ordered changes `time -> change of the free count at that instant`, so a reservation
-//! or a release is two `O(log n)` updates whatever it overlaps; a placement walks the changes from
-//! `now` until it finds a window. Changes in the past are folded into a base value. (A treap with
-//! per-subtree running-sum bounds, jumping over blocked intervals in `O(log n)` each, was measured
-//! slower on every shared trace and at higher loads: placements jump over many short blocked
-//! intervals, and the walk over the map's leaves is cheap per change.)
+//! Stored as the ordered changes `(time, change of the free count at that instant)` in a
+//! double-ended array: a placement walks contiguous memory from `now` until it finds a window
+//! (the dominant cost, once per waiting job per early end), a reservation or a release is a
+//! binary search and a shift of the shorter side, and the past is dropped from the front. Changes
+//! in the past are folded into a base value. Measured against the same changes in a `BTreeMap`
+//! (`O(log n)` updates, pointer-chasing walks) and a treap with per-subtree running-sum bounds
+//! (jumping over blocked intervals in `O(log n)` each): both slower on every shared trace and at
+//! the higher loads of the benchmarks (docs/performance.md), because placements jump over many
+//! short blocked intervals and the walk dominates.
 
 use crate::model::{Duration, Time};
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 /// Free processors over time.
 #[derive(Clone, Debug)]
@@ -19,8 +22,9 @@ pub struct Profile {
     capacity: i64,
     /// Free processors before the first change.
     base: i64,
-    /// Instant -> change of the free count from that instant on (never zero).
-    changes: BTreeMap<Time, i64>,
+    /// `(instant, change of the free count from that instant on)`, instants increasing, changes
+    /// never zero.
+    changes: VecDeque<(Time, i64)>,
 }
 
 impl Profile {
@@ -29,26 +33,34 @@ impl Profile {
         Profile {
             capacity: i64::from(capacity),
             base: i64::from(capacity),
-            changes: BTreeMap::new(),
+            changes: VecDeque::new(),
         }
+    }
+
+    /// Index of the first change after `t`.
+    fn after(&self, t: Time) -> usize {
+        self.changes.partition_point(|&(c, _)| c <= t)
     }
 
     /// Free processors at instant `t` (negative when over-committed after an overrun).
     pub fn free_at(&self, t: Time) -> i64 {
-        self.base + self.changes.range(..=t).map(|(_, d)| d).sum::<i64>()
+        self.at(t).1
+    }
+
+    /// The index of the first change after `t` and the free count at `t`.
+    fn at(&self, t: Time) -> (usize, i64) {
+        let i = self.after(t);
+        let before: i64 = self.changes.range(..i).map(|&(_, d)| d).sum();
+        (i, self.base + before)
     }
 
     /// The earliest `s >= now` such that at least `procs` processors are free throughout
     /// `[s, s + duration)`.
     pub fn earliest(&self, now: Time, procs: u32, duration: Duration) -> Time {
         let need = i64::from(procs).min(self.capacity);
-        let mut free = self.base;
-        let mut changes = self.changes.iter().peekable();
-        while let Some((_, d)) = changes.next_if(|(t, _)| **t <= now) {
-            free += d;
-        }
+        let (i, mut free) = self.at(now);
         let mut candidate = (free >= need).then_some(now);
-        for (&t, &d) in changes {
+        for &(t, d) in self.changes.range(i..) {
             if let Some(c) = candidate
                 && t - c >= duration
             {
@@ -78,9 +90,9 @@ impl Profile {
         cut: Time,
     ) -> Option<Time> {
         let need = i64::from(procs).min(self.capacity);
-        let mut free = self.free_at(now);
+        let (i, mut free) = self.at(now);
         let mut candidate = (free >= need).then_some(now);
-        for (&t, &d) in self.changes.range(now.saturating_add(1)..) {
+        for &(t, d) in self.changes.range(i..) {
             match candidate {
                 Some(c) if c >= start_limit => return None,
                 Some(c) if t - c >= duration || t >= cut => return Some(c),
@@ -104,7 +116,11 @@ impl Profile {
         let need = i64::from(procs);
         let mut free = self.free_at(from);
         let mut short = (free < need).then_some((from, free));
-        for (&t, &d) in self.changes.range(from.saturating_add(1)..to) {
+        let (i, j) = (
+            self.after(from),
+            self.changes.partition_point(|&(c, _)| c < to),
+        );
+        for &(t, d) in self.changes.range(i..j.max(i)) {
             free += d;
             match short {
                 Some((s, low)) if free >= need => return Some((s, t, low)),
@@ -126,20 +142,10 @@ impl Profile {
         duration: Duration,
         rising_until: Time,
     ) -> Time {
-        if now.saturating_add(duration) <= rising_until
-            && self.free_at_recent(now) >= i64::from(procs)
-        {
+        if now.saturating_add(duration) <= rising_until && self.free_at(now) >= i64::from(procs) {
             return now;
         }
         self.earliest(now, procs, duration)
-    }
-
-    /// `free_at(now)` when the changes before `now` were folded ([`Profile::forget_before`]).
-    fn free_at_recent(&self, now: Time) -> i64 {
-        match self.changes.first_key_value() {
-            Some((&t, _)) if t < now => self.free_at(now),
-            _ => self.base + self.changes.get(&now).copied().unwrap_or(0),
-        }
     }
 
     /// Subtracts `procs` over `[start, end)`.
@@ -153,10 +159,14 @@ impl Profile {
     }
 
     fn change(&mut self, t: Time, delta: i64) {
-        let e = self.changes.entry(t).or_insert(0);
-        *e += delta;
-        if *e == 0 {
-            self.changes.remove(&t);
+        match self.changes.binary_search_by_key(&t, |&(c, _)| c) {
+            Ok(i) => {
+                self.changes[i].1 += delta;
+                if self.changes[i].1 == 0 {
+                    self.changes.remove(i);
+                }
+            }
+            Err(i) => self.changes.insert(i, (t, delta)),
         }
     }
 
@@ -170,11 +180,12 @@ impl Profile {
 
     /// Folds the changes before `now` into the base value (their past no longer matters).
     pub fn forget_before(&mut self, now: Time) {
-        while let Some(e) = self.changes.first_entry() {
-            if *e.key() >= now {
+        while let Some(&(t, d)) = self.changes.front() {
+            if t >= now {
                 break;
             }
-            self.base += e.remove();
+            self.base += d;
+            self.changes.pop_front();
         }
     }
 
