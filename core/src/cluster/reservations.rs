@@ -367,8 +367,9 @@ impl ClusterBook {
             reservation: id,
             why,
         };
-        let e = self.held.get(&id).ok_or_else(|| {
-            refuse("no such reservation is held (unknown, cancelled or ended)".to_string())
+        let e = self.held.get(&id).ok_or(Rejection::ReservationNotHeld {
+            job: job.id,
+            reservation: id,
         })?;
         if job.procs > e.r.procs {
             return Err(refuse(format!(

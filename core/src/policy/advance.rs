@@ -217,6 +217,14 @@ pub fn check_request(now: Time, r: &AdvanceReservation) -> Result<(), Reservatio
     Ok(())
 }
 
+/// The refusal of a job naming reservation `id`, which is not held.
+fn not_held(job: &Job, id: ReservationId) -> Rejection {
+    Rejection::ReservationNotHeld {
+        job: job.id,
+        reservation: id,
+    }
+}
+
 /// The admitted reservations of one machine and the jobs submitted into them.
 #[derive(Clone, Debug, Default)]
 pub struct Book {
@@ -379,9 +387,7 @@ impl Book {
                 estimate: job.estimate,
             });
         }
-        let h = self.held.get_mut(&id).ok_or_else(|| {
-            refuse("no such reservation is held (unknown, cancelled or ended)".into())
-        })?;
+        let h = self.held.get_mut(&id).ok_or_else(|| not_held(job, id))?;
         let t = h.place(now, job).map_err(refuse)?;
         h.profile.reserve(t, t + job.estimate, job.procs);
         h.jobs.push(Inside {
@@ -408,14 +414,7 @@ impl Book {
         if self.of_job.contains_key(&job.id) {
             return Err(Rejection::Duplicate(job.id));
         }
-        let h = self
-            .held
-            .get_mut(&id)
-            .ok_or_else(|| Rejection::Reservation {
-                job: job.id,
-                reservation: id,
-                why: "no such reservation is held (unknown, cancelled or ended)".into(),
-            })?;
+        let h = self.held.get_mut(&id).ok_or_else(|| not_held(job, id))?;
         let end = (started + job.estimate.max(1)).max(now + 1);
         h.profile.reserve(now, end, procs);
         h.jobs.push(Inside {
@@ -791,7 +790,9 @@ mod tests {
                             inside.insert(jobs, r.id);
                             totals.2 += 1;
                         }
-                        Err(Rejection::Reservation { .. }) => totals.3 += 1,
+                        Err(
+                            Rejection::Reservation { .. } | Rejection::ReservationNotHeld { .. },
+                        ) => totals.3 += 1,
                         Err(e) => panic!("{kind:?}: {e}"),
                     }
                 }

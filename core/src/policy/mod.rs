@@ -158,8 +158,18 @@ pub enum Rejection {
     /// The policy cannot take over a running job (restore after a restart).
     #[error("policy `{0}` cannot restore running jobs")]
     Unsupported(String),
-    /// The job names an advance reservation it cannot run in: not held, ended, too small, or
-    /// full until its end.
+    /// The job names an advance reservation the policy does not hold.
+    #[error(
+        "job {job} cannot run in reservation {reservation}: no such reservation is held (unknown, cancelled or ended)"
+    )]
+    ReservationNotHeld {
+        /// The job.
+        job: JobId,
+        /// The reservation it names.
+        reservation: crate::model::ReservationId,
+    },
+    /// The job names an advance reservation it cannot run in: too small, a licence it does not
+    /// hold, or full until its end.
     #[error("job {job} cannot run in reservation {reservation}: {why}")]
     Reservation {
         /// The job.
@@ -180,15 +190,16 @@ pub fn check_reservation(policy: &dyn Policy, job: &Job) -> Result<(), Rejection
     if policy.advance_reservations().iter().any(|r| r.id == id) {
         return Ok(());
     }
-    let why = if policy.takes_reservations() {
-        "no such reservation is held (unknown, cancelled or ended)".to_string()
-    } else {
-        format!("the {} policy takes no reservations", policy.describe())
-    };
+    if policy.takes_reservations() {
+        return Err(Rejection::ReservationNotHeld {
+            job: job.id,
+            reservation: id,
+        });
+    }
     Err(Rejection::Reservation {
         job: job.id,
         reservation: id,
-        why,
+        why: format!("the {} policy takes no reservations", policy.describe()),
     })
 }
 

@@ -476,7 +476,6 @@ impl Driver {
         }
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
-        self.check_job_reservation(spec, r.job_id, now)?;
         let priority = Some(r.priority.min(u32::from(u8::MAX)) as u8);
         let (_, res) = self.feed(
             now,
@@ -491,6 +490,12 @@ impl Driver {
             }
             RunnerError::Rejected(Rejection::Duplicate(_)) | RunnerError::Duplicate(_) => {
                 Status::already_exists(e.to_string())
+            }
+            RunnerError::Rejected(Rejection::ReservationNotHeld { .. }) => {
+                Status::not_found(format!("reservation: {e}"))
+            }
+            RunnerError::Rejected(Rejection::Reservation { .. }) => {
+                Status::failed_precondition(format!("reservation: {e}"))
             }
             _ => Status::failed_precondition(e.to_string()),
         })?;

@@ -330,35 +330,4 @@ impl Driver {
         }
         Ok(())
     }
-
-    /// Checks the reservation a job names before it is queued: held here and not over.
-    pub(super) fn check_job_reservation(
-        &self,
-        spec: &v1::JobSpec,
-        id: u64,
-        now: Time,
-    ) -> Result<(), Status> {
-        let Some(rid) = spec.reservation else {
-            return Ok(());
-        };
-        let Some(r) = self.reservations.get(&rid) else {
-            return Err(Status::not_found(format!(
-                "reservation: r{rid} is not held at {} (unknown, cancelled or over)",
-                self.cfg.site
-            )));
-        };
-        if r.end_time <= now {
-            return Err(Status::failed_precondition(format!(
-                "reservation: r{rid} ended at {}",
-                r.end_time
-            )));
-        }
-        if spec.processors > r.processors {
-            return Err(Status::failed_precondition(format!(
-                "reservation: job {id} needs {} processors, r{rid} holds {}",
-                spec.processors, r.processors
-            )));
-        }
-        Ok(())
-    }
 }

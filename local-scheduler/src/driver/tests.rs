@@ -296,3 +296,107 @@ fn a_job_longer_than_the_clusters_limit_is_refused_at_the_door() {
     assert!(!d.runner.contains(JobId(1)), "nothing half-admitted");
     d.admit(req(2, 600), 0).unwrap();
 }
+
+/// A cluster of two machines and one floating `matlab` copy under fb-mod.
+fn cluster_driver(dir: &std::path::Path) -> Driver {
+    let cfg = Config::from_toml(&format!(
+        "cluster = \"c1\"\nstate_dir = {:?}\n[policy]\npolicy = \"fb-mod\"\n\
+         [[machines]]\nname = \"m1\"\nprocessors = 4\n\
+         [[machines]]\nname = \"m2\"\nprocessors = 4\n\
+         [[licences]]\nname = \"matlab\"\ncopies = 1\n",
+        dir.join("state")
+    ))
+    .unwrap();
+    Driver::new(cfg, at(0)).unwrap()
+}
+
+fn enqueue_into(d: &mut Driver, id: u64, procs: u32, reservation: u64) -> Result<(), Status> {
+    let req = v1::EnqueueRequest {
+        job_id: id,
+        spec: Some(v1::JobSpec {
+            user: "u".into(),
+            processors: procs,
+            estimate_s: 50,
+            licences: vec!["matlab".into()],
+            reservation: Some(reservation),
+            emulate_runtime_s: Some(10),
+            ..Default::default()
+        }),
+        priority: 1,
+        submit_time: 0,
+        claim_before_start: false,
+    };
+    d.admit(req, at(0).secs).map(|_| ())
+}
+
+/// A reservation of a machine and a licence copy at a heterogeneous-cluster site: the machine
+/// the policy chose is shown and stored, unknown names are INVALID_ARGUMENT naming the field, a
+/// job for a reservation not held is NOT_FOUND and one it cannot hold FAILED_PRECONDITION (the
+/// core's reasons), and a restart re-admits it on the same machine with the same licence.
+#[test]
+fn a_cluster_reservation_names_its_machine_and_licence_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = cluster_driver(dir.path());
+    let ask = |machine: &str, licence: &str| v1::ReserveRequest {
+        reservation: Some(v1::AdvanceReservation {
+            id: 7,
+            start_time: at(100).secs,
+            end_time: at(200).secs,
+            processors: 2,
+            machine: machine.into(),
+            licences: vec![licence.into()],
+            ..Default::default()
+        }),
+    };
+    let e = d.reserve(ask("m9", "matlab"), at(0)).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().starts_with("reservation.machine:"), "{e:?}");
+    let e = d.reserve(ask("", "maple"), at(0)).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().starts_with("reservation.licences[0]:"), "{e:?}");
+    let r = d
+        .reserve(ask("m2", "matlab"), at(0))
+        .unwrap()
+        .reservation
+        .unwrap();
+    assert_eq!(
+        (r.machine.as_str(), r.licences.clone()),
+        ("m2", vec!["matlab".to_string()])
+    );
+    // The one copy is held: another reservation for it at the same time is refused by name.
+    let mut again = ask("", "matlab");
+    again.reservation.as_mut().unwrap().id = 8;
+    let e = d.reserve(again, at(0)).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        e.message().contains("licence matlab: 0 of its copies free"),
+        "{e:?}"
+    );
+
+    let e = enqueue_into(&mut d, 1, 1, 9).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
+    let e = enqueue_into(&mut d, 2, 3, 7).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("the reservation holds 2"), "{e:?}");
+    enqueue_into(&mut d, 3, 2, 7).unwrap();
+    d.flush().unwrap();
+    drop(d);
+
+    let d = cluster_driver(dir.path());
+    let listed = d.advance_reservations(at(1).secs);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (
+            listed[0].id,
+            listed[0].machine.as_str(),
+            listed[0].jobs.clone()
+        ),
+        (7, "m2", vec![3])
+    );
+    let held = d.runner.advance_reservations();
+    assert_eq!(
+        held[0].machine.map(|m| d.names.machine_name(m)),
+        Some(Some("m2"))
+    );
+    assert_eq!(held[0].licences.len(), 1);
+}
