@@ -321,17 +321,17 @@ impl Planning {
         );
     }
 
-    /// dynP's decision: the three plans built from scratch and rated; the chosen one is adopted.
+    /// dynP's decision: the three plans, rated; the chosen one is adopted. The current order's
+    /// plan is brought up to date from its first changed position (equal to building it from
+    /// scratch: `incremental_replanning_equals_rebuilding_the_whole_plan`), the other two are
+    /// built from scratch.
     fn self_tune(&mut self, now: Time) {
-        if self.tuner.is_none() {
-            return;
-        }
-        let base = self.base_profile(now);
-        let users = self.user_use(now, 0);
-        let Some(tuner) = self.tuner.as_mut() else {
+        let Some(metric) = self.tuner.as_ref().map(|t| t.options.metric) else {
             return;
         };
-        let metric = tuner.options.metric;
+        self.replan(now);
+        let base = self.base_profile(now);
+        let users = self.user_use(now, 0);
         let running_end = self.running.ends_after(now).last().map_or(now, |(e, _)| e);
         let mut waiting: Vec<Waiting> = self.plan.iter().map(|s| s.job).collect();
         waiting.sort_by_key(|w| w.seq);
@@ -342,21 +342,26 @@ impl Planning {
             ljf: 0.0,
         };
         for order in PlanOrder::ALL {
-            let mut slots: Vec<Slot> = waiting
-                .iter()
-                .map(|&job| Slot { job, start: None })
-                .collect();
-            slots.sort_by_key(|s| order.key(&s.job));
-            let mut profile = base.clone();
-            Planning::place(
-                &mut profile,
-                &mut users.clone(),
-                &mut slots,
-                now,
-                &self.options,
-                self.capacity,
-                now,
-            );
+            let (slots, profile) = if order == self.order {
+                (self.plan.clone(), self.profile.clone())
+            } else {
+                let mut slots: Vec<Slot> = waiting
+                    .iter()
+                    .map(|&job| Slot { job, start: None })
+                    .collect();
+                slots.sort_by_key(|s| order.key(&s.job));
+                let mut profile = base.clone();
+                Planning::place(
+                    &mut profile,
+                    &mut users.clone(),
+                    &mut slots,
+                    now,
+                    &self.options,
+                    self.capacity,
+                    now,
+                );
+                (slots, profile)
+            };
             // Rated in arrival order whatever the plan's order, so equal plans tie exactly.
             let mut jobs: Vec<(u64, PlannedJob)> = slots
                 .iter()
@@ -382,6 +387,9 @@ impl Planning {
             }
             candidates.push((slots, profile));
         }
+        let Some(tuner) = self.tuner.as_mut() else {
+            return;
+        };
         let chosen = tuner.decide(ratings, self.order);
         let (slots, profile) = candidates.swap_remove(chosen.index());
         self.order = chosen;
