@@ -184,12 +184,23 @@ impl Conservative {
         self.gains.forget_before(now);
         // Jobs found unable to move since the profile last changed in this round.
         let mut stuck: Vec<Stuck> = Vec::new();
+        // The last horizon asked for, by `checked` sequence number.
+        let mut memo: Option<(u64, Time)> = None;
         for p in self.waiting.values_mut() {
             if p.start <= now && !from_scratch {
                 continue; // due now: it starts in this pass
             }
             let s = if in_place {
-                let horizon = self.gains.latest_end_after(p.checked);
+                // Jobs last checked at the same sequence number share the answer (kept up to
+                // date as this round records gains).
+                let horizon = match memo {
+                    Some((c, h)) if c == p.checked => h,
+                    _ => {
+                        let h = self.gains.latest_end_after(p.checked);
+                        memo = Some((p.checked, h));
+                        h
+                    }
+                };
                 p.checked = self.gains.seq();
                 let limit = p.start.min(horizon);
                 let from = stuck
@@ -236,6 +247,9 @@ impl Conservative {
             self.profile.reserve(s, s + p.estimate, p.procs);
             if s != p.start {
                 self.gains.record(p.start + p.estimate);
+                // The latest end of the gains after any earlier sequence number now includes
+                // this one's.
+                memo = memo.map(|(c, h)| (c, h.max(p.start + p.estimate)));
                 self.due.remove(&(p.start, p.plan_seq, p.id));
                 p.start = s;
                 p.plan_seq = self.next_plan;
