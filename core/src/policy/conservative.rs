@@ -26,7 +26,7 @@ use super::fcfs::{check_job, restore_checks, restore_single};
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Clone, Copy, Debug)]
 struct Planned {
@@ -109,8 +109,10 @@ pub struct Conservative {
     /// Waiting jobs by arrival sequence.
     waiting: BTreeMap<u64, Planned>,
     seq_of: HashMap<JobId, u64>,
-    /// Planned starts: (start, plan sequence, job).
-    due: BTreeSet<(Time, u64, JobId)>,
+    /// The earliest planned start of a waiting job (kept exact: moves in place only go earlier,
+    /// other changes recompute it). The jobs due at a pass are found by a scan of the waiting
+    /// jobs, which costs no more than a round, instead of an ordered set updated at every move.
+    first_due: Option<Time>,
     running: RunningSet,
     /// Processors of all running and waiting jobs.
     committed: u64,
@@ -145,7 +147,7 @@ impl Conservative {
             profile: Profile::new(capacity),
             waiting: BTreeMap::new(),
             seq_of: HashMap::new(),
-            due: BTreeSet::new(),
+            first_due: None,
             running: RunningSet::new(),
             committed: 0,
             next_seq: 0,
@@ -159,6 +161,37 @@ impl Conservative {
             book: Book::default(),
             reference_rounds: false,
         }
+    }
+
+    /// The earliest planned start of a waiting job.
+    fn earliest_planned(&self) -> Option<Time> {
+        self.waiting.values().map(|p| p.start).min()
+    }
+
+    /// Starts the waiting jobs planned at or before `now`, by planned start then plan sequence
+    /// number (the reference's start-event order).
+    fn start_due(&mut self, now: Time, starts: &mut Vec<Start>) {
+        let mut due: Vec<(Time, u64, u64)> = self
+            .waiting
+            .iter()
+            .filter(|(_, p)| p.start <= now)
+            .map(|(&seq, p)| (p.start, p.plan_seq, seq))
+            .collect();
+        due.sort_unstable();
+        for (t, _, seq) in due {
+            let p = self.waiting.remove(&seq).expect("a waiting job");
+            self.seq_of.remove(&p.id);
+            if t < now {
+                // Woken late: move the reservation to the actual start.
+                self.profile.release(t, t + p.estimate, p.procs);
+                self.profile.reserve(now, now + p.estimate, p.procs);
+                self.gains.record(t + p.estimate);
+                self.overcommitted_until = self.overcommitted_until.max(now + p.estimate);
+            }
+            self.running.insert(p.id, p.procs, now, p.estimate);
+            starts.push(Start::on(p.id, self.machine, p.procs));
+        }
+        self.first_due = self.earliest_planned();
     }
 
     /// Takes each waiting job out and places it again at its earliest start, in arrival order.
@@ -233,9 +266,12 @@ impl Conservative {
                     self.profile.release(p.start, p.start + p.estimate, p.procs);
                 }
                 let others = committed - u64::from(p.procs);
+                // Never later than the first start among the jobs re-placed so far and the
+                // slots of the others before this round: a lower bound, which gives the same
+                // placement (the shortcut is exact).
                 place(
                     &self.profile,
-                    &self.due,
+                    self.first_due,
                     &self.book,
                     now,
                     p.procs,
@@ -250,28 +286,32 @@ impl Conservative {
                 // The latest end of the gains after any earlier sequence number now includes
                 // this one's.
                 memo = memo.map(|(c, h)| (c, h.max(p.start + p.estimate)));
-                self.due.remove(&(p.start, p.plan_seq, p.id));
                 p.start = s;
                 p.plan_seq = self.next_plan;
                 self.next_plan += 1;
-                self.due.insert((p.start, p.plan_seq, p.id));
+                self.first_due = Some(self.first_due.map_or(s, |f| f.min(s)));
                 moved = true;
             }
         }
         if from_scratch {
             self.overcommitted_until = Time::MIN;
         }
+        if !in_place {
+            // Jobs may have moved later.
+            self.first_due = self.earliest_planned();
+        }
         moved
     }
 }
 
 /// The earliest start of a job of `procs` processors for `estimate` from `now`, when `others`
-/// processors are committed to other jobs and reservations, `due` holds the planned starts and
-/// `book` the reservations (the free count can only rise before the first start of either).
+/// processors are committed to other jobs and reservations, no planned start is before
+/// `first_due` and `book` holds the reservations (the free count can only rise before the first
+/// start after `now` of either; a start due at `now` leaves no such stretch).
 #[allow(clippy::too_many_arguments)]
 fn place(
     profile: &Profile,
-    due: &BTreeSet<(Time, u64, JobId)>,
+    first_due: Option<Time>,
     book: &Book,
     now: Time,
     procs: u32,
@@ -282,10 +322,8 @@ fn place(
     if u64::from(procs) + others <= u64::from(capacity) {
         return now;
     }
-    let rising_until = due
-        .range((now + 1, 0, JobId(0))..)
-        .next()
-        .map_or(Time::MAX, |&(t, _, _)| t)
+    let rising_until = first_due
+        .map_or(Time::MAX, |t| t.max(now))
         .min(book.next_start_after(now).unwrap_or(Time::MAX));
     profile.earliest_rising(now, procs, estimate, rising_until)
 }
@@ -309,7 +347,7 @@ impl Policy for Conservative {
         self.profile.forget_before(now);
         let start = place(
             &self.profile,
-            &self.due,
+            self.first_due,
             &self.book,
             now,
             job.procs,
@@ -328,7 +366,7 @@ impl Policy for Conservative {
             checked: self.gains.seq(),
         };
         self.next_plan += 1;
-        self.due.insert((start, p.plan_seq, p.id));
+        self.first_due = Some(self.first_due.map_or(start, |f| f.min(start)));
         self.waiting.insert(self.next_seq, p);
         self.seq_of.insert(job.id, self.next_seq);
         self.next_seq += 1;
@@ -384,7 +422,9 @@ impl Policy for Conservative {
         let p = self.waiting.remove(&seq).expect("indexed waiting job");
         self.profile.release(p.start, p.start + p.estimate, p.procs);
         self.gains.record(p.start + p.estimate);
-        self.due.remove(&(p.start, p.plan_seq, p.id));
+        if self.first_due == Some(p.start) {
+            self.first_due = self.earliest_planned();
+        }
         self.committed -= u64::from(p.procs);
         self.dirty = true;
         self.round_pending = true;
@@ -406,37 +446,17 @@ impl Policy for Conservative {
         for r in self.book.expire(now) {
             self.committed -= u64::from(r.procs);
         }
-        while let Some(&(t, plan_seq, id)) = self.due.first() {
-            if t > now {
-                break;
-            }
-            self.due.remove(&(t, plan_seq, id));
-            let seq = self.seq_of.remove(&id).expect("due job is waiting");
-            let p = self.waiting.remove(&seq).expect("indexed waiting job");
-            if t < now {
-                // Woken late: move the reservation to the actual start.
-                self.profile.release(t, t + p.estimate, p.procs);
-                self.profile.reserve(now, now + p.estimate, p.procs);
-                self.gains.record(t + p.estimate);
-                self.overcommitted_until = self.overcommitted_until.max(now + p.estimate);
-            }
-            self.running.insert(id, p.procs, now, p.estimate);
-            starts.push(Start::on(id, self.machine, p.procs));
+        if self.first_due.is_some_and(|t| t <= now) {
+            self.start_due(now, starts);
         }
         self.book.start_due(now, self.machine, starts);
     }
-
     fn next_wakeup(&self) -> Option<Time> {
         if self.down {
             return None;
         }
         let inside = self.book.next_due();
-        self.due
-            .first()
-            .map(|&(t, _, _)| t)
-            .into_iter()
-            .chain(inside)
-            .min()
+        self.first_due.into_iter().chain(inside).min()
     }
 
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
