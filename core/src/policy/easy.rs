@@ -107,12 +107,16 @@ impl Easy {
             machine: Some(self.machine),
             kind: ReservationKind::Head,
         });
-        let behind: Vec<QueueEntry> = self.queue.iter().skip(1).copied().collect();
-        for c in behind {
+        // Decided against the profile alone, then started in queue order.
+        let mut chosen: Vec<QueueEntry> = Vec::new();
+        for &c in self.queue.iter().skip(1) {
             if p.earliest(now, c.procs, c.estimate) == now {
                 p.reserve(now, now + c.estimate, c.procs);
-                self.start(now, c, starts);
+                chosen.push(c);
             }
+        }
+        for c in chosen {
+            self.start(now, c, starts);
         }
     }
 
