@@ -12,9 +12,10 @@
 //! its processors and copies; the queue head's reserved start (backfilling) goes around it too.
 //! A job submitted into a reservation runs only inside it: on its machine, from its start, with
 //! its processors and copies (its licences must be listed or node-locked there), ending by its
-//! end. The jobs inside start in arrival order as soon as they fit, before every other job of the
-//! pass. Without space sharing a reservation holds the whole machine. When a reservation ends or
-//! is cancelled its waiting jobs join the general queue.
+//! end. The jobs inside start in the policy's queue order (Convergent Scheduling: arrival order)
+//! as soon as they fit, before every other job of the pass. Without space sharing a reservation
+//! holds the whole machine. When a reservation ends or is cancelled its waiting jobs join the
+//! general queue.
 
 use super::ClusterState;
 use crate::model::{Job, JobId, LicenceId, ReservationId, Time};
