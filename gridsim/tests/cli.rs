@@ -454,6 +454,23 @@ fn kth_by_name_gives_the_golden_values() {
 /// Monday 2026-11-23 at 10:00 UTC. Under `width-cap 75% mon-fri 06-20` the 80-processor job waits
 /// for 20:00 on an empty machine while the narrow one starts at once; without the rule both start
 /// at 10:00. The rule is refused for a policy that does not plan, and a malformed one is named.
+/// `gridsim run` of `jobs` on 100 processors, the jobs' records to `csv`, JSON summary, with
+/// `extra` arguments.
+fn replay_on_100(jobs: &str, csv: &Path, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "run",
+        "--trace",
+        jobs,
+        "--procs",
+        "100",
+        "--jobs-out",
+        csv.to_str().unwrap(),
+        "--json",
+    ];
+    a.extend_from_slice(extra);
+    gridsim(&a)
+}
+
 #[test]
 fn planning_rules_keep_wide_jobs_out_of_prime_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -467,20 +484,7 @@ fn planning_rules_keep_wide_jobs_out_of_prime_time() {
         ),
     );
     let csv = dir.path().join("out.csv");
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "run",
-            "--trace",
-            &jobs,
-            "--procs",
-            "100",
-            "--jobs-out",
-            csv.to_str().unwrap(),
-            "--json",
-        ];
-        a.extend_from_slice(extra);
-        gridsim(&a)
-    };
+    let run = |extra: &[&str]| replay_on_100(&jobs, &csv, extra);
     let starts = || starts_in(&csv);
     for policy in ["planning-fcfs", "dynp"] {
         let o = run(&[
@@ -543,20 +547,7 @@ fn a_user_cap_holds_back_one_users_jobs() {
         .concat(),
     );
     let csv = dir.path().join("out.csv");
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "run",
-            "--trace",
-            &jobs,
-            "--procs",
-            "100",
-            "--jobs-out",
-            csv.to_str().unwrap(),
-            "--json",
-        ];
-        a.extend_from_slice(extra);
-        gridsim(&a)
-    };
+    let run = |extra: &[&str]| replay_on_100(&jobs, &csv, extra);
     for policy in ["planning-fcfs", "dynp"] {
         let o = run(&[
             "--policy",

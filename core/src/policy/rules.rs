@@ -356,15 +356,16 @@ impl PlanningRules {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn rules(texts: &[&str]) -> PlanningRules {
+    /// Rules parsed from their texts.
+    pub(crate) fn rules(texts: &[&str]) -> PlanningRules {
         PlanningRules::from_texts(&texts.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
     }
 
     /// Monday 2026-11-23 00:00 UTC.
-    const MON: Time = 1_795_392_000;
+    pub(crate) const MON: Time = 1_795_392_000;
 
     #[test]
     fn the_week_starts_on_monday() {

@@ -117,13 +117,7 @@ pub fn admits(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rules(texts: &[&str]) -> PlanningRules {
-        PlanningRules::from_texts(&texts.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
-    }
-
-    /// Monday 2026-11-23 00:00 UTC.
-    const MON: Time = 1_795_392_000;
+    use crate::policy::rules::tests::{MON, rules};
     const H: Time = 3600;
 
     /// `user-cap 50% mon-fri 06-20` on 100 processors: user 1 holds 40 until 12:00 from 10:00.
