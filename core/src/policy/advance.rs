@@ -349,10 +349,7 @@ impl Book {
     /// A machine of `capacity` from `now`: the running jobs until their predicted ends, then
     /// every reservation (see [`Book::block_in`]). The base every placement starts from.
     pub fn availability(&self, now: Time, capacity: u32, running: &RunningSet) -> Profile {
-        let mut p = Profile::new(capacity);
-        for (end, procs) in running.ends_after(now) {
-            p.reserve(now, end, u32::try_from(procs).unwrap_or(u32::MAX));
-        }
+        let mut p = Profile::running_until(capacity, now, running.ends_after(now));
         self.block_in(&mut p, now);
         p
     }

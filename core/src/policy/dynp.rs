@@ -157,6 +157,15 @@ impl TuningMetric {
         TuningMetric::Ppsld60,
     ];
 
+    /// Whether the metric is an exact integer sum (or a maximum), whose value does not depend on
+    /// the order the jobs are summed in.
+    pub fn exact(self) -> bool {
+        matches!(
+            self,
+            TuningMetric::Art | TuningMetric::Artwa | TuningMetric::Artww | TuningMetric::Makespan
+        )
+    }
+
     /// Its name in configuration files.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -228,62 +237,65 @@ pub struct PlannedJob {
 }
 
 /// The value of a plan under `metric`: `jobs` are the waiting jobs in a fixed order (the same
-/// for every candidate plan, so that equal plans get bit-equal values), `running_end` the last
-/// estimated end of the running jobs (makespan only). An empty plan is worth 0.
-pub fn rate(metric: TuningMetric, jobs: &[PlannedJob], running_end: i64) -> f64 {
-    if jobs.is_empty() {
+/// for every candidate plan, so that equal plans get bit-equal values; the exact metrics,
+/// [`TuningMetric::exact`], need no order), `running_end` the last estimated end of the running
+/// jobs (makespan only). An empty plan is worth 0.
+pub fn rate<I>(metric: TuningMetric, jobs: I, running_end: i64) -> f64
+where
+    I: IntoIterator<Item = PlannedJob>,
+    I::IntoIter: Clone,
+{
+    let jobs = jobs.into_iter();
+    let m = jobs.clone().count();
+    if m == 0 {
         return if metric == TuningMetric::Makespan {
             running_end as f64
         } else {
             0.0
         };
     }
+    let m = m as f64;
     let response = |j: &PlannedJob| (j.start + j.estimate - j.submit) as i128;
-    let m = jobs.len() as f64;
     // Exact integer sums where the metric allows, so that ties are exact.
-    let weighted = |w: &dyn Fn(&PlannedJob) -> i128| {
-        let (num, den) = jobs.iter().fold((0i128, 0i128), |(n, d), j| {
-            (n + w(j) * response(j), d + w(j))
+    let weighted = |w: fn(&PlannedJob) -> i128| {
+        let (num, den) = jobs.clone().fold((0i128, 0i128), |(n, d), j| {
+            (n + w(&j) * response(&j), d + w(&j))
         });
         num as f64 / den.max(1) as f64
     };
     match metric {
-        TuningMetric::Art => jobs.iter().map(response).sum::<i128>() as f64 / m,
-        TuningMetric::Artww => weighted(&|j| j.procs as i128),
-        TuningMetric::Artwa => weighted(&|j| j.procs as i128 * j.estimate.max(1) as i128),
+        TuningMetric::Art => jobs.map(|j| response(&j)).sum::<i128>() as f64 / m,
+        TuningMetric::Artww => weighted(|j| j.procs as i128),
+        TuningMetric::Artwa => weighted(|j| j.procs as i128 * j.estimate.max(1) as i128),
         TuningMetric::Makespan => jobs
-            .iter()
             .map(|j| j.start + j.estimate)
             .max()
             .unwrap_or(0)
             .max(running_end) as f64,
         TuningMetric::Sld => {
-            jobs.iter()
-                .map(|j| response(j) as f64 / j.estimate.max(1) as f64)
+            jobs.map(|j| response(&j) as f64 / j.estimate.max(1) as f64)
                 .sum::<f64>()
                 / m
         }
         TuningMetric::Sldww => {
-            let w: f64 = jobs.iter().map(|j| f64::from(j.procs)).sum();
-            jobs.iter()
-                .map(|j| f64::from(j.procs) * response(j) as f64 / j.estimate.max(1) as f64)
+            let w: f64 = jobs.clone().map(|j| f64::from(j.procs)).sum();
+            jobs.map(|j| f64::from(j.procs) * response(&j) as f64 / j.estimate.max(1) as f64)
                 .sum::<f64>()
                 / w
         }
         TuningMetric::Ppsld60 => {
-            jobs.iter()
-                .map(|j| {
-                    let d = f64::from(j.procs) * j.estimate.max(60) as f64;
-                    (response(j) as f64 / d).max(1.0)
-                })
-                .sum::<f64>()
+            jobs.map(|j| {
+                let d = f64::from(j.procs) * j.estimate.max(60) as f64;
+                (response(&j) as f64 / d).max(1.0)
+            })
+            .sum::<f64>()
                 / m
         }
     }
 }
 
 /// The values of the three plans.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct Ratings {
     /// FCFS's plan.
     pub fcfs: f64,
@@ -303,7 +315,8 @@ impl Ratings {
         }
     }
 
-    fn set(&mut self, p: PlanOrder, v: f64) {
+    /// Sets the value of `p`'s plan.
+    pub fn set(&mut self, p: PlanOrder, v: f64) {
         match p {
             PlanOrder::Fcfs => self.fcfs = v,
             PlanOrder::Sjf => self.sjf = v,
@@ -576,19 +589,19 @@ mod tests {
             },
         ];
         // Responses 110 and 125.
-        assert_eq!(rate(TuningMetric::Art, &jobs, 0), 117.5);
-        assert_eq!(rate(TuningMetric::Artww, &jobs, 0), (4. * 110. + 125.) / 5.);
+        assert_eq!(rate(TuningMetric::Art, jobs, 0), 117.5);
+        assert_eq!(rate(TuningMetric::Artww, jobs, 0), (4. * 110. + 125.) / 5.);
         assert_eq!(
-            rate(TuningMetric::Artwa, &jobs, 0),
+            rate(TuningMetric::Artwa, jobs, 0),
             (400. * 110. + 20. * 125.) / 420.
         );
-        assert_eq!(rate(TuningMetric::Makespan, &jobs, 500), 500.);
-        assert_eq!(rate(TuningMetric::Makespan, &jobs, 0), 130.);
-        assert_eq!(rate(TuningMetric::Sld, &jobs, 0), (1.1 + 6.25) / 2.);
+        assert_eq!(rate(TuningMetric::Makespan, jobs, 500), 500.);
+        assert_eq!(rate(TuningMetric::Makespan, jobs, 0), 130.);
+        assert_eq!(rate(TuningMetric::Sld, jobs, 0), (1.1 + 6.25) / 2.);
         assert_eq!(
-            rate(TuningMetric::Ppsld60, &jobs, 0),
+            rate(TuningMetric::Ppsld60, jobs, 0),
             (1.0f64.max(110. / 400.) + 125. / 60.) / 2.
         );
-        assert_eq!(rate(TuningMetric::Artww, &[], 7), 0.0);
+        assert_eq!(rate(TuningMetric::Artww, [], 7), 0.0);
     }
 }

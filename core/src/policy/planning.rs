@@ -18,7 +18,9 @@
 //! plans of FCFS, SJF and LJF are built from scratch, rated, and the decider's choice becomes the
 //! active policy and plan.
 
-use super::dynp::{DynpOptions, PlannedJob, Ratings, SelfTuning, Tuning, rate};
+mod candidates;
+
+use super::dynp::{DynpOptions, PlannedJob, Ratings, SelfTuning, Tuning, TuningMetric, rate};
 use super::fcfs::{check_job, restore_checks, restore_single};
 use super::rules::PlanningRules;
 use super::user_caps::{UserUse, admits};
@@ -164,20 +166,79 @@ fn earliest_allowed(
     }
 }
 
+/// One order's plan: the waiting jobs in that order with their planned starts, and the profile
+/// of the running jobs, the reservations and the placed slots.
+#[derive(Clone, Debug)]
+struct Plan {
+    order: PlanOrder,
+    slots: Vec<Slot>,
+    profile: Profile,
+    /// The first position that must be placed again.
+    dirty_from: Option<usize>,
+    /// The earliest planned start, while the plan is up to date.
+    next_planned: Option<Time>,
+}
+
+impl Plan {
+    fn new(order: PlanOrder, capacity: u32) -> Plan {
+        Plan {
+            order,
+            slots: Vec::new(),
+            profile: Profile::new(capacity),
+            dirty_from: None,
+            next_planned: None,
+        }
+    }
+
+    fn mark(&mut self, from: usize) {
+        self.dirty_from = Some(self.dirty_from.map_or(from, |d| d.min(from)));
+    }
+
+    /// Takes `w` in at its place in the order.
+    fn insert(&mut self, w: Waiting) {
+        let key = self.order.key(&w);
+        let at = self.slots.partition_point(|s| self.order.key(&s.job) < key);
+        self.slots.insert(
+            at,
+            Slot {
+                job: w,
+                start: None,
+            },
+        );
+        self.mark(at);
+    }
+
+    /// Takes `job` out (cancelled), giving back its slot.
+    fn remove(&mut self, job: JobId) -> bool {
+        let Some(at) = self.slots.iter().position(|s| s.job.id == job) else {
+            return false;
+        };
+        let s = self.slots.remove(at);
+        if let Some(t) = s.start {
+            self.profile.release(t, t + s.job.estimate, s.job.procs);
+        }
+        self.mark(at);
+        true
+    }
+
+    /// Notes the earliest planned start of the up-to-date plan.
+    fn note_next_planned(&mut self) {
+        self.next_planned = self.slots.iter().filter_map(|s| s.start).min();
+    }
+}
+
 /// A planning policy (or dynP) on one space-shared machine.
 #[derive(Debug)]
 pub struct Planning {
     machine: MachineId,
     capacity: u32,
-    order: PlanOrder,
     options: PlanningOptions,
     running: RunningSet,
-    /// The waiting jobs in the active order, with their planned starts.
-    plan: Vec<Slot>,
-    /// Running jobs and the placed slots of the plan.
-    profile: Profile,
-    /// The first position of the plan that must be placed again.
-    dirty_from: Option<usize>,
+    /// The active order's plan.
+    active: Plan,
+    /// dynP: the plans of the other two orders, kept between decisions and brought up to date
+    /// from their first changed position like the active one (empty for a fixed order).
+    others: Vec<Plan>,
     /// A decision of dynP is due.
     decide: bool,
     next_seq: u64,
@@ -200,12 +261,10 @@ impl Planning {
         Planning {
             machine,
             capacity,
-            order,
             options,
             running: RunningSet::new(),
-            plan: Vec::new(),
-            profile: Profile::new(capacity),
-            dirty_from: None,
+            active: Plan::new(order, capacity),
+            others: Vec::new(),
             decide: false,
             next_seq: 0,
             down: false,
@@ -224,16 +283,25 @@ impl Planning {
     ) -> Planning {
         let mut p = Planning::new(machine, capacity, dynp.initial(), options);
         p.tuner = Some(SelfTuning::new(dynp));
+        p.others = PlanOrder::ALL
+            .into_iter()
+            .filter(|&o| o != p.active.order)
+            .map(|o| Plan::new(o, capacity))
+            .collect();
         p
     }
 
     /// The active order.
     pub fn order(&self) -> PlanOrder {
-        self.order
+        self.active.order
     }
 
-    fn mark(&mut self, from: usize) {
-        self.dirty_from = Some(self.dirty_from.map_or(from, |d| d.min(from)));
+    /// Every plan must be built again from its first position.
+    fn mark_all(&mut self) {
+        self.active.mark(0);
+        for o in &mut self.others {
+            o.mark(0);
+        }
     }
 
     /// Running jobs and advance reservations, from `now`.
@@ -242,8 +310,8 @@ impl Planning {
     }
 
     /// What each user holds from `now` for the `user-cap` rules: the running jobs until their
-    /// predicted ends and the first `placed` slots of the plan (nothing without such rules).
-    fn user_use(&self, now: Time, placed: usize) -> UserUse {
+    /// predicted ends and the `placed` slots (nothing without such rules).
+    fn user_use(&self, now: Time, placed: &[Slot]) -> UserUse {
         let mut u = UserUse::default();
         if !self.options.rules.has_user_caps() {
             return u;
@@ -253,7 +321,7 @@ impl Planning {
                 u.hold(user, now, e.end, e.procs);
             }
         }
-        for s in &self.plan[..placed] {
+        for s in placed {
             if let Some(t) = s.start {
                 u.hold(s.job.user, t, t + s.job.estimate, s.job.procs);
             }
@@ -273,14 +341,40 @@ impl Planning {
         capacity: u32,
         mut prev: Time,
     ) {
-        let caps = options.rules.has_user_caps();
-        for s in slots {
-            let from = if options.backfilling {
+        let from = |prev: Time| {
+            if options.backfilling {
                 now
             } else {
                 prev.max(now)
-            };
-            let t = earliest_allowed(profile, &options.rules, users, capacity, from, &s.job);
+            }
+        };
+        if options.rules.is_empty() {
+            // Runs of alike jobs (same width and estimate, common in bursts of submissions) are
+            // placed window by window.
+            let mut rest = slots;
+            while let Some(first) = rest.first().map(|s| s.job) {
+                let alike = rest
+                    .iter()
+                    .take_while(|s| (s.job.procs, s.job.estimate) == (first.procs, first.estimate))
+                    .count();
+                let (run, tail) = rest.split_at_mut(alike);
+                let mut placed = 0;
+                while placed < alike {
+                    let left = u32::try_from(alike - placed).unwrap_or(u32::MAX);
+                    let (t, n) = profile.place_alike(from(prev), first.procs, first.estimate, left);
+                    for s in &mut run[placed..placed + n as usize] {
+                        s.start = Some(t);
+                    }
+                    placed += n as usize;
+                    prev = t;
+                }
+                rest = tail;
+            }
+            return;
+        }
+        let caps = options.rules.has_user_caps();
+        for s in slots {
+            let t = earliest_allowed(profile, &options.rules, users, capacity, from(prev), &s.job);
             profile.reserve(t, t + s.job.estimate, s.job.procs);
             if caps {
                 users.hold(s.job.user, t, t + s.job.estimate, s.job.procs);
@@ -290,113 +384,147 @@ impl Planning {
         }
     }
 
-    /// Brings the plan up to date at `now`.
+    /// Brings the active plan up to date at `now`.
     fn replan(&mut self, now: Time) {
-        let Some(from) = self.dirty_from.take() else {
+        let mut plan = std::mem::replace(&mut self.active, Plan::new(PlanOrder::Fcfs, 0));
+        self.bring_up_to_date(&mut plan, now);
+        self.active = plan;
+    }
+
+    /// Brings `plan` up to date at `now`, from its first changed position.
+    fn bring_up_to_date(&self, plan: &mut Plan, now: Time) {
+        let Some(from) = plan.dirty_from.take() else {
             return;
         };
         if from == 0 {
-            self.profile = self.base_profile(now);
+            plan.profile = self.base_profile(now);
         } else {
-            self.profile.forget_before(now);
-            for s in &mut self.plan[from..] {
+            plan.profile.forget_before(now);
+            for s in &mut plan.slots[from..] {
                 if let Some(t) = s.start.take() {
-                    self.profile.release(t, t + s.job.estimate, s.job.procs);
+                    plan.profile.release(t, t + s.job.estimate, s.job.procs);
                 }
             }
         }
         let prev = from
             .checked_sub(1)
-            .and_then(|i| self.plan[i].start)
+            .and_then(|i| plan.slots[i].start)
             .unwrap_or(now);
-        let mut users = self.user_use(now, from);
+        let mut users = self.user_use(now, &plan.slots[..from]);
         Planning::place(
-            &mut self.profile,
+            &mut plan.profile,
             &mut users,
-            &mut self.plan[from..],
+            &mut plan.slots[from..],
             now,
             &self.options,
             self.capacity,
             prev,
         );
+        plan.note_next_planned();
     }
 
-    /// dynP's decision: the three plans, rated; the chosen one is adopted. The current order's
-    /// plan is brought up to date from its first changed position (equal to building it from
-    /// scratch: `incremental_replanning_equals_rebuilding_the_whole_plan`), the other two are
-    /// built from scratch.
+    /// dynP's decision: the three plans, rated; the chosen one becomes the active one. Each plan
+    /// is kept between decisions and brought up to date from its first changed position, which
+    /// gives the plan that building it from scratch would give
+    /// (`incremental_replanning_equals_rebuilding_the_whole_plan`, `dynp_equals_rebuilding_every_plan`):
+    /// a submission changes nothing before its place in an order, a start nothing where the
+    /// plan had the job start then; a plan that had a job start elsewhere or earlier than now,
+    /// an early end, an overrun and a change of reservations build it again from scratch, and
+    /// plans built from scratch share the prefixes their orders share ([`candidates::rebuild`]).
     fn self_tune(&mut self, now: Time) {
         let Some(metric) = self.tuner.as_ref().map(|t| t.options.metric) else {
             return;
         };
-        self.replan(now);
-        let base = self.base_profile(now);
-        let users = self.user_use(now, 0);
-        let running_end = self.running.ends_after(now).last().map_or(now, |(e, _)| e);
-        let mut waiting: Vec<Waiting> = self.plan.iter().map(|s| s.job).collect();
-        waiting.sort_by_key(|w| w.seq);
-        let mut candidates: Vec<(Vec<Slot>, Profile)> = Vec::with_capacity(3);
-        let mut ratings = Ratings {
-            fcfs: 0.0,
-            sjf: 0.0,
-            ljf: 0.0,
-        };
-        for order in PlanOrder::ALL {
-            let (slots, profile) = if order == self.order {
-                (self.plan.clone(), self.profile.clone())
-            } else {
-                let mut slots: Vec<Slot> = waiting
-                    .iter()
-                    .map(|&job| Slot { job, start: None })
-                    .collect();
-                slots.sort_by_key(|s| order.key(&s.job));
-                let mut profile = base.clone();
-                Planning::place(
-                    &mut profile,
-                    &mut users.clone(),
-                    &mut slots,
-                    now,
-                    &self.options,
-                    self.capacity,
-                    now,
-                );
-                (slots, profile)
-            };
-            // Rated in arrival order whatever the plan's order, so equal plans tie exactly.
-            let mut jobs: Vec<(u64, PlannedJob)> = slots
-                .iter()
-                .map(|s| {
-                    (
-                        s.job.seq,
-                        PlannedJob {
-                            submit: s.job.submit,
-                            procs: s.job.procs,
-                            estimate: s.job.estimate,
-                            start: s.start.expect("placed"),
-                        },
-                    )
-                })
+        let old = self.active.order;
+        let mut plans: Vec<Plan> =
+            std::iter::once(std::mem::replace(&mut self.active, Plan::new(old, 0)))
+                .chain(self.others.drain(..))
                 .collect();
-            jobs.sort_by_key(|(seq, _)| *seq);
-            let jobs: Vec<PlannedJob> = jobs.into_iter().map(|(_, j)| j).collect();
-            let v = rate(metric, &jobs, running_end);
-            match order {
-                PlanOrder::Fcfs => ratings.fcfs = v,
-                PlanOrder::Sjf => ratings.sjf = v,
-                PlanOrder::Ljf => ratings.ljf = v,
+        for p in &mut plans {
+            let kept = p.dirty_from.unwrap_or(p.slots.len());
+            if p.slots[..kept]
+                .iter()
+                .any(|s| s.start.is_some_and(|t| t < now))
+            {
+                p.mark(0);
             }
-            candidates.push((slots, profile));
         }
-        let Some(tuner) = self.tuner.as_mut() else {
-            return;
+        if plans.iter().any(|p| p.dirty_from == Some(0)) {
+            let base = self.base_profile(now);
+            let users = self.user_use(now, &[]);
+            let setting = candidates::Setting {
+                base: &base,
+                users: &users,
+                now,
+                options: &self.options,
+                capacity: self.capacity,
+            };
+            candidates::rebuild(&mut plans, &setting);
+        }
+        let running_end = self.running.ends_after(now).last().map_or(now, |(e, _)| e);
+        let mut ratings = Ratings::default();
+        for p in &mut plans {
+            self.bring_up_to_date(p, now);
+            ratings.set(p.order, rating(metric, &p.slots, running_end));
+        }
+        let chosen = match self.tuner.as_mut() {
+            Some(tuner) => tuner.decide(ratings, old),
+            None => old,
         };
-        let chosen = tuner.decide(ratings, self.order);
-        let (slots, profile) = candidates.swap_remove(chosen.index());
-        self.order = chosen;
-        self.plan = slots;
-        self.profile = profile;
-        self.dirty_from = None;
+        let at = plans
+            .iter()
+            .position(|p| p.order == chosen)
+            .expect("a plan per order");
+        self.active = plans.swap_remove(at);
+        self.others = plans;
     }
+
+    /// Takes the jobs the active plan started at `now` out of the other plans: a plan that had
+    /// such a job start now is still the plan it was; one that had it start at another time
+    /// must be built again.
+    fn started_elsewhere(&mut self, now: Time, started: &[Start]) {
+        if started.is_empty() {
+            return;
+        }
+        let mut ids: Vec<JobId> = started.iter().map(|s| s.job).collect();
+        ids.sort_unstable();
+        for o in &mut self.others {
+            let (mut at, mut before_dirty, mut moved) = (0, 0, false);
+            let dirty = o.dirty_from.unwrap_or(usize::MAX);
+            o.slots.retain(|s| {
+                let keep = ids.binary_search(&s.job.id).is_err();
+                if !keep {
+                    moved |= s.start != Some(now);
+                    before_dirty += usize::from(at < dirty);
+                }
+                at += 1;
+                keep
+            });
+            if let Some(d) = o.dirty_from.as_mut() {
+                *d -= before_dirty;
+            }
+            if moved {
+                o.mark(0);
+            }
+        }
+    }
+}
+
+/// The value of a plan under `metric` ([`rate`]): rated in arrival order whatever the plan's
+/// order, so that equal plans tie exactly (the exact integer sums need no order).
+fn rating(metric: TuningMetric, slots: &[Slot], running_end: Time) -> f64 {
+    let job = |s: &Slot| PlannedJob {
+        submit: s.job.submit,
+        procs: s.job.procs,
+        estimate: s.job.estimate,
+        start: s.start.expect("placed"),
+    };
+    if metric.exact() {
+        return rate(metric, slots.iter().map(job), running_end);
+    }
+    let mut by_arrival: Vec<&Slot> = slots.iter().collect();
+    by_arrival.sort_unstable_by_key(|s| s.job.seq);
+    rate(metric, by_arrival.into_iter().map(job), running_end)
 }
 
 impl Policy for Planning {
@@ -407,7 +535,7 @@ impl Policy for Planning {
                 w.extend(t.options.non_default());
                 w
             }
-            None => vec![format!("planning-{}", self.order.as_str())],
+            None => vec![format!("planning-{}", self.active.order.as_str())],
         };
         if !self.options.backfilling {
             words.push("backfilling=off".into());
@@ -421,7 +549,7 @@ impl Policy for Planning {
     fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
         if self.running.get(job.id).is_some()
             || self.book.holds(job.id)
-            || self.plan.iter().any(|s| s.job.id == job.id)
+            || self.active.slots.iter().any(|s| s.job.id == job.id)
         {
             return Err(Rejection::Duplicate(job.id));
         }
@@ -450,16 +578,10 @@ impl Policy for Planning {
             user: job.user,
         };
         self.next_seq += 1;
-        let key = self.order.key(&w);
-        let at = self.plan.partition_point(|s| self.order.key(&s.job) < key);
-        self.plan.insert(
-            at,
-            Slot {
-                job: w,
-                start: None,
-            },
-        );
-        self.mark(at);
+        self.active.insert(w);
+        for o in &mut self.others {
+            o.insert(w);
+        }
         self.decide = true;
         Ok(())
     }
@@ -467,7 +589,7 @@ impl Policy for Planning {
     fn terminate(&mut self, now: Time, job: JobId) {
         if let Some(past) = self.book.remove(now, job) {
             if past.is_some() {
-                self.mark(0);
+                self.mark_all();
             }
             return;
         }
@@ -476,8 +598,8 @@ impl Policy for Planning {
         };
         self.owners.remove(&job);
         if e.end > now {
-            self.profile.release(now, e.end, e.procs);
-            self.mark(0);
+            self.active.profile.release(now, e.end, e.procs);
+            self.mark_all();
             if self
                 .tuner
                 .as_ref()
@@ -491,12 +613,12 @@ impl Policy for Planning {
     fn overrun(&mut self, now: Time, job: JobId, predicted_end: Time) {
         if self.book.holds(job) {
             if self.book.overrun(now, job, predicted_end).is_some() {
-                self.mark(0);
+                self.mark_all();
             }
             return;
         }
         if self.running.set_end(job, predicted_end).is_some() {
-            self.mark(0);
+            self.mark_all();
         }
     }
 
@@ -504,14 +626,12 @@ impl Policy for Planning {
         if self.book.holds(job) {
             return self.book.remove(now, job).is_some();
         }
-        let Some(at) = self.plan.iter().position(|s| s.job.id == job) else {
+        if !self.active.remove(job) {
             return false;
-        };
-        let s = self.plan.remove(at);
-        if let Some(t) = s.start {
-            self.profile.release(t, t + s.job.estimate, s.job.procs);
         }
-        self.mark(at);
+        for o in &mut self.others {
+            o.remove(job);
+        }
         true
     }
 
@@ -525,28 +645,43 @@ impl Policy for Planning {
         } else {
             self.replan(now);
         }
-        let mut i = 0;
-        while i < self.plan.len() {
-            let s = self.plan[i];
+        let first = starts.len();
+        let Planning {
+            active:
+                Plan {
+                    slots,
+                    profile,
+                    order,
+                    next_planned,
+                    ..
+                },
+            running,
+            owners,
+            tuner,
+            machine,
+            ..
+        } = self;
+        *next_planned = None;
+        slots.retain(|s| {
             let t = s.start.expect("the plan is up to date");
             if t > now {
-                i += 1;
-                continue;
+                *next_planned = Some(next_planned.map_or(t, |n| n.min(t)));
+                return true;
             }
             if t < now {
                 // Woken late: the slot moves to the actual start.
-                self.profile.release(t, t + s.job.estimate, s.job.procs);
-                self.profile.reserve(now, now + s.job.estimate, s.job.procs);
+                profile.release(t, t + s.job.estimate, s.job.procs);
+                profile.reserve(now, now + s.job.estimate, s.job.procs);
             }
-            self.plan.remove(i);
-            self.running
-                .insert(s.job.id, s.job.procs, now, s.job.estimate);
-            self.owners.insert(s.job.id, s.job.user);
-            if let Some(tuner) = self.tuner.as_mut() {
-                tuner.started_under(self.order);
+            running.insert(s.job.id, s.job.procs, now, s.job.estimate);
+            owners.insert(s.job.id, s.job.user);
+            if let Some(tuner) = tuner.as_mut() {
+                tuner.started_under(*order);
             }
-            starts.push(Start::on(s.job.id, self.machine, s.job.procs));
-        }
+            starts.push(Start::on(s.job.id, *machine, s.job.procs));
+            false
+        });
+        self.started_elsewhere(now, &starts[first..]);
         self.book.start_due(now, self.machine, starts);
     }
 
@@ -555,7 +690,12 @@ impl Policy for Planning {
             return None;
         }
         let inside = self.book.next_due();
-        self.plan.iter().filter_map(|s| s.start).chain(inside).min()
+        let planned = if self.active.dirty_from.is_none() && !self.decide {
+            self.active.next_planned
+        } else {
+            self.active.slots.iter().filter_map(|s| s.start).min()
+        };
+        planned.into_iter().chain(inside).min()
     }
 
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
@@ -564,7 +704,7 @@ impl Policy for Planning {
         }
         self.down = !available;
         if available {
-            self.mark(0);
+            self.mark_all();
         }
     }
 
@@ -576,7 +716,7 @@ impl Policy for Planning {
         machine: MachineId,
         procs: u32,
     ) -> Result<(), Rejection> {
-        let waiting = self.plan.iter().any(|s| s.job.id == job.id);
+        let waiting = self.active.slots.iter().any(|s| s.job.id == job.id);
         restore_checks(job, machine, self.machine, waiting)?;
         if job.reservation.is_some() {
             // Its reservation was admitted again first; the part past its end, if any, is
@@ -587,7 +727,7 @@ impl Policy for Planning {
             restore_single(&mut self.running, me, job, started, machine, procs)?;
             self.owners.insert(job.id, job.user);
         }
-        self.mark(0);
+        self.mark_all();
         Ok(())
     }
 
@@ -597,11 +737,15 @@ impl Policy for Planning {
         r: &AdvanceReservation,
     ) -> Result<(), ReservationRefused> {
         self.replan(now);
-        self.profile.forget_before(now);
+        self.active.profile.forget_before(now);
         self.book
-            .admit(now, r, self.machine, self.capacity, &self.profile)?;
-        // It fits in the current plan: the placed slots stay where they are.
-        self.profile.reserve(r.start, r.end, r.procs);
+            .admit(now, r, self.machine, self.capacity, &self.active.profile)?;
+        // It fits in the current plan: the placed slots stay where they are. It may not fit
+        // in the others, which are built again.
+        self.active.profile.reserve(r.start, r.end, r.procs);
+        for o in &mut self.others {
+            o.mark(0);
+        }
         Ok(())
     }
 
@@ -618,7 +762,7 @@ impl Policy for Planning {
             self.submit(now, &job)
                 .expect("a job that fitted in the reservation fits the machine");
         }
-        self.mark(0);
+        self.mark_all();
         true
     }
 
@@ -635,7 +779,7 @@ impl Policy for Planning {
     }
 
     fn waiting_len(&self) -> usize {
-        self.plan.len() + self.book.counts().0
+        self.active.slots.len() + self.book.counts().0
     }
 
     fn running_len(&self) -> usize {
@@ -644,12 +788,18 @@ impl Policy for Planning {
 
     fn queue(&self) -> Vec<JobId> {
         let inside = self.book.planned().into_iter().map(|p| p.0);
-        self.plan.iter().map(|s| s.job.id).chain(inside).collect()
+        self.active
+            .slots
+            .iter()
+            .map(|s| s.job.id)
+            .chain(inside)
+            .collect()
     }
 
     fn reservations(&self) -> Vec<Reservation> {
         let slots = self
-            .plan
+            .active
+            .slots
             .iter()
             .filter_map(|s| {
                 let w = s.job;
@@ -664,6 +814,7 @@ impl Policy for Planning {
 mod tests {
     use super::*;
     use crate::policy::Conservative;
+    use crate::policy::dynp::DeciderKind;
     use crate::policy::test_util::{planned, starts};
 
     fn fixed(order: PlanOrder) -> Planning {
@@ -753,7 +904,8 @@ mod tests {
     }
 
     impl Naive {
-        fn pass(&mut self, now: Time) -> Vec<u64> {
+        /// The plan of `order` built from scratch at `now`, one job at a time.
+        fn plan(&self, now: Time, order: PlanOrder) -> Vec<Slot> {
             let mut profile = Profile::new(10);
             for (end, procs) in self.running.ends_after(now) {
                 profile.reserve(now, end, procs as u32);
@@ -763,13 +915,19 @@ mod tests {
                 .iter()
                 .map(|&job| Slot { job, start: None })
                 .collect();
-            slots.sort_by_key(|s| self.order.key(&s.job));
-            let options = PlanningOptions {
-                backfilling: self.backfilling,
-                ..PlanningOptions::default()
-            };
-            let mut users = UserUse::default();
-            Planning::place(&mut profile, &mut users, &mut slots, now, &options, 10, now);
+            slots.sort_by_key(|s| order.key(&s.job));
+            let mut prev = now;
+            for s in &mut slots {
+                let from = if self.backfilling { now } else { prev };
+                let t = profile.earliest(from, s.job.procs, s.job.estimate);
+                profile.reserve(t, t + s.job.estimate, s.job.procs);
+                (s.start, prev) = (Some(t), t);
+            }
+            slots
+        }
+
+        fn pass(&mut self, now: Time) -> Vec<u64> {
+            let slots = self.plan(now, self.order);
             let mut started = Vec::new();
             for s in slots {
                 if s.start == Some(now) {
@@ -783,9 +941,50 @@ mod tests {
         }
     }
 
+    /// One submission, or a burst of alike jobs (same width and estimate) a third of the time.
+    fn burst(rng: &mut rand_chacha::ChaCha8Rng, next_id: &mut u64, now: Time) -> Vec<Job> {
+        use rand::RngExt;
+        let copies = if rng.random_bool(0.3) {
+            rng.random_range(2..7)
+        } else {
+            1
+        };
+        let (procs, estimate) = (rng.random_range(1..=10), rng.random_range(1..120));
+        (0..copies)
+            .map(|_| {
+                let run = rng.random_range(1..=estimate);
+                *next_id += 1;
+                Job::new(*next_id - 1, now, procs, estimate, run)
+            })
+            .collect()
+    }
+
+    /// A pass of both at `now`: the jobs each starts, sorted.
+    fn both_pass(fast: &mut Planning, naive: &mut Naive, now: Time) -> (Vec<u64>, Vec<u64>) {
+        let mut out = Vec::new();
+        fast.schedule(now, &mut out);
+        let mut a: Vec<u64> = out.iter().map(|s| s.job.0).collect();
+        let mut b = naive.pass(now);
+        a.sort();
+        b.sort();
+        (a, b)
+    }
+
+    fn waiting(job: &Job) -> Waiting {
+        Waiting {
+            id: job.id,
+            seq: job.id.0,
+            submit: job.submit,
+            procs: job.procs,
+            estimate: job.estimate,
+            user: job.user,
+        }
+    }
+
     /// Differential check: the incremental plan starts the same jobs at the same instants as a
-    /// plan rebuilt from scratch at every pass, for every order, with and without backfilling,
-    /// over random streams with early ends and cancellations.
+    /// plan rebuilt from scratch at every pass, one job at a time, for every order, with and
+    /// without backfilling, over random streams with bursts of alike jobs, early ends and
+    /// cancellations.
     #[test]
     fn incremental_replanning_equals_rebuilding_the_whole_plan() {
         use rand::{RngExt, SeedableRng};
@@ -820,32 +1019,18 @@ mod tests {
                     naive.running.remove(JobId(id));
                 }
                 if now < 4_000 && rng.random_bool(0.06) {
-                    let estimate = rng.random_range(1..120);
-                    let run = rng.random_range(1..=estimate);
-                    let job = Job::new(next_id, now, rng.random_range(1..=10), estimate, run);
-                    fast.submit(now, &job).unwrap();
-                    naive.waiting.push(Waiting {
-                        id: job.id,
-                        seq: next_id,
-                        submit: now,
-                        procs: job.procs,
-                        estimate,
-                        user: job.user,
-                    });
-                    runtimes.insert(next_id, run);
-                    next_id += 1;
+                    for job in burst(&mut rng, &mut next_id, now) {
+                        fast.submit(now, &job).unwrap();
+                        naive.waiting.push(waiting(&job));
+                        runtimes.insert(job.id.0, job.runtime.expect("emulated"));
+                    }
                 }
                 if rng.random_bool(0.02) && !naive.waiting.is_empty() {
                     let i = rng.random_range(0..naive.waiting.len());
                     let id = naive.waiting.remove(i).id;
                     assert!(fast.cancel(now, id), "seed {seed}: {id} waits");
                 }
-                let mut out = Vec::new();
-                fast.schedule(now, &mut out);
-                let mut a: Vec<u64> = out.iter().map(|s| s.job.0).collect();
-                let mut b = naive.pass(now);
-                a.sort();
-                b.sort();
+                let (a, b) = both_pass(&mut fast, &mut naive, now);
                 assert_eq!(
                     a, b,
                     "seed {seed} ({order:?}, backfilling {backfilling}) at {now}"
@@ -861,6 +1046,127 @@ mod tests {
             );
             assert_eq!(fast.waiting_len(), 0);
         }
+    }
+
+    /// Differential check of dynP: keeping the three plans between decisions and bringing each up
+    /// to date from its first changed position (placing runs of alike jobs together and shared
+    /// prefixes once) makes the decisions of building all three from scratch, one job at a time,
+    /// and rating them in arrival order, at every submission and early end: the same starts, the
+    /// same active policy after every pass and the same counts of Tab. 4.3's cases.
+    #[test]
+    fn dynp_equals_rebuilding_every_plan() {
+        use rand::{RngExt, SeedableRng};
+        let metrics = [
+            TuningMetric::Artww,
+            TuningMetric::Sld,
+            TuningMetric::Art,
+            TuningMetric::Sldww,
+        ];
+        let deciders = [
+            DeciderKind::Advanced,
+            DeciderKind::Simple,
+            DeciderKind::Preferred,
+        ];
+        let mut switches = 0;
+        for seed in 0..24u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let backfilling = seed % 5 != 4;
+            let options = DynpOptions {
+                metric: metrics[seed as usize % 4],
+                decider: deciders[seed as usize % 3],
+                tuning: if seed % 7 == 6 {
+                    Tuning::Half
+                } else {
+                    Tuning::Full
+                },
+                ..DynpOptions::default()
+            };
+            let planning = PlanningOptions {
+                backfilling,
+                ..PlanningOptions::default()
+            };
+            let mut fast = Planning::dynp(MachineId(0), 10, planning, options);
+            let mut naive = Naive {
+                order: options.initial(),
+                backfilling,
+                waiting: Vec::new(),
+                running: RunningSet::new(),
+            };
+            let mut tuner = SelfTuning::new(options);
+            let mut ends: Vec<(Time, u64, bool)> = Vec::new();
+            let mut runs = std::collections::HashMap::new();
+            let mut next_id = 1u64;
+            for now in 0..6_000i64 {
+                let mut decide = false;
+                ends.sort();
+                while ends.first().is_some_and(|&(t, _, _)| t == now) {
+                    let (_, id, early) = ends.remove(0);
+                    fast.terminate(now, JobId(id));
+                    naive.running.remove(JobId(id));
+                    decide |= early && options.tuning == Tuning::Full;
+                }
+                if now < 3_000 && rng.random_bool(0.05) {
+                    for job in burst(&mut rng, &mut next_id, now) {
+                        fast.submit(now, &job).unwrap();
+                        naive.waiting.push(waiting(&job));
+                        runs.insert(job.id.0, (job.runtime.expect("emulated"), job.estimate));
+                    }
+                    decide = true;
+                }
+                if rng.random_bool(0.01) && !naive.waiting.is_empty() {
+                    let i = rng.random_range(0..naive.waiting.len());
+                    let id = naive.waiting.remove(i).id;
+                    assert!(fast.cancel(now, id), "seed {seed}: {id} waits");
+                }
+                if decide {
+                    let mut ratings = Ratings::default();
+                    for order in PlanOrder::ALL {
+                        let mut jobs: Vec<(u64, PlannedJob)> = naive
+                            .plan(now, order)
+                            .iter()
+                            .map(|s| {
+                                let start = s.start.expect("placed");
+                                let j = s.job;
+                                (
+                                    j.seq,
+                                    PlannedJob {
+                                        submit: j.submit,
+                                        procs: j.procs,
+                                        estimate: j.estimate,
+                                        start,
+                                    },
+                                )
+                            })
+                            .collect();
+                        jobs.sort_by_key(|(seq, _)| *seq);
+                        let jobs: Vec<PlannedJob> = jobs.into_iter().map(|(_, j)| j).collect();
+                        let end = naive.running.ends_after(now).last().map_or(now, |(e, _)| e);
+                        ratings.set(order, rate(options.metric, jobs, end));
+                    }
+                    let chosen = tuner.decide(ratings, naive.order);
+                    switches += usize::from(chosen != naive.order);
+                    naive.order = chosen;
+                }
+                let (a, b) = both_pass(&mut fast, &mut naive, now);
+                assert_eq!(a, b, "seed {seed} ({options:?}) at {now}");
+                assert_eq!(fast.order(), naive.order, "seed {seed} at {now}");
+                for id in a {
+                    let (run, estimate) = runs[&id];
+                    ends.push((now + run, id, run < estimate));
+                }
+            }
+            assert_eq!(fast.waiting_len(), 0);
+            let counts = |t: &SelfTuning| {
+                t.counters()
+                    .into_iter()
+                    .filter(|(k, _)| k.starts_with("case-"))
+                    .collect::<Vec<_>>()
+            };
+            let cases = counts(fast.tuner.as_ref().expect("dynP"));
+            assert!(cases.len() > 2, "seed {seed}: decisions of several cases");
+            assert_eq!(cases, counts(&tuner), "seed {seed}");
+        }
+        assert!(switches > 20, "the streams make dynP switch ({switches})");
     }
 
     /// Where planning FCFS and conservative backfilling part: after an early end the plan is

@@ -1,79 +1,219 @@
 //! An availability profile: the free processors of one machine as a step function of time,
 //! with running jobs and reservations subtracted over their `[start, end)` intervals. Planning
-//! policies (conservative backfilling) place each waiting job at the earliest instant from which
-//! enough processors stay free for its whole estimate.
+//! policies (conservative backfilling, the planning-based CCS model and dynP of Streit, thesis
+//! §3.2 and §4.3) place each waiting job at the earliest instant from which enough processors
+//! stay free for its whole estimate.
 //!
-//! Stored as the ordered changes `(time, change of the free count at that instant)` in a
-//! double-ended array: a placement walks contiguous memory from `now` until it finds a window
-//! (the dominant cost, once per waiting job per early end), a reservation or a release is a
-//! binary search and a shift of the shorter side, and the past is dropped from the front. Changes
-//! in the past are folded into a base value. Measured against the same changes in a `BTreeMap`
-//! (`O(log n)` updates, pointer-chasing walks) and a treap with per-subtree running-sum bounds
-//! (jumping over blocked intervals in `O(log n)` each): both slower on every shared trace and at
-//! the higher loads of the benchmarks (docs/performance.md), because placements jump over many
-//! short blocked intervals and the walk dominates.
+//! Stored as two parallel arrays: the instants at which the free count changes, and the free
+//! count from each instant on. A placement is the dominant cost (once per waiting job per early
+//! end, three plans per decision under dynP); it scans the free counts for the first one below
+//! the job's width, sixteen at a time (the compiler turns the block test into vector
+//! comparisons), and checks the instant found against the window's end. A reservation or a
+//! release is two binary searches, at most two insertions and an addition over the counts in
+//! between; points that no longer change the count are dropped, so the profile stays as short
+//! as the ordered changes it stands for. The past is folded into the count before the first
+//! instant, in batches. Measured against the same changes kept as deltas in a double-ended array (a walk
+//! summing the deltas), in a `BTreeMap`, and in a treap with per-subtree running-sum bounds: all
+//! three slower (docs/performance.md).
 
 use crate::model::{Duration, Time};
-use std::collections::VecDeque;
+
+/// Processors beyond this are treated as this many: the free counts are 32-bit so that sixteen
+/// are compared at once, and over-commitment (overrunning jobs) stays far from overflow.
+const MAX_CAPACITY: u32 = 1 << 28;
+
+/// How many free counts one block test compares.
+const BLOCK: usize = 16;
 
 /// Free processors over time.
 #[derive(Clone, Debug)]
 pub struct Profile {
-    capacity: i64,
-    /// Free processors before the first change.
-    base: i64,
-    /// `(instant, change of the free count from that instant on)`, instants increasing, changes
-    /// never zero.
-    changes: VecDeque<(Time, i64)>,
+    capacity: i32,
+    /// Free processors before the first stored instant.
+    first: i32,
+    /// Instants at which the free count changes, increasing.
+    times: Vec<Time>,
+    /// `free[k]`: free processors on `[times[k], times[k + 1])` (the last one: from then on),
+    /// never equal to the count before it.
+    free: Vec<i32>,
+    /// How many first instants were before the last [`Profile::forget_before`] and are kept
+    /// until enough of them can be dropped at once (a hint for searches from `now`).
+    past: usize,
+}
+
+/// Forgotten instants are dropped when at least this many, and a quarter of all, are past.
+const FORGET_BATCH: usize = 16;
+
+/// The first index `k >= from` with `pred(v[k])`, or `v.len()`.
+#[inline]
+fn first_where(v: &[i32], from: usize, pred: impl Fn(i32) -> bool) -> usize {
+    let mut k = from;
+    while let Some(block) = v.get(k..k + BLOCK) {
+        if block.iter().fold(false, |any, &x| any | pred(x)) {
+            break;
+        }
+        k += BLOCK;
+    }
+    while k < v.len() && !pred(v[k]) {
+        k += 1;
+    }
+    k
+}
+
+fn procs_of(procs: u32) -> i32 {
+    procs.min(MAX_CAPACITY) as i32
+}
+
+fn procs_of_i32(procs: i32) -> i32 {
+    procs.min(MAX_CAPACITY as i32)
 }
 
 impl Profile {
     /// A machine of `capacity` processors, all free at all times.
     pub fn new(capacity: u32) -> Profile {
+        let capacity = procs_of(capacity);
         Profile {
-            capacity: i64::from(capacity),
-            base: i64::from(capacity),
-            changes: VecDeque::new(),
+            capacity,
+            first: capacity,
+            times: Vec::new(),
+            free: Vec::new(),
+            past: 0,
         }
     }
 
-    /// Index of the first change after `t`.
+    /// A machine of `capacity` processors whose running jobs hold, from `now` on, what `ends`
+    /// gives back at each of their predicted ends (instants after `now`, increasing): the
+    /// profile that reserving each from `now` to its end would give, built in one pass.
+    pub fn running_until(
+        capacity: u32,
+        now: Time,
+        ends: impl Iterator<Item = (Time, u64)>,
+    ) -> Profile {
+        let mut p = Profile::new(capacity);
+        let held = |procs: u64| i32::try_from(procs).map_or(MAX_CAPACITY as i32, procs_of_i32);
+        for (end, procs) in ends.filter(|&(end, procs)| end > now && procs > 0) {
+            debug_assert!(p.times.last().is_none_or(|&t| t < end));
+            p.times.push(end);
+            p.free.push(held(procs));
+        }
+        // `free` holds each end's processors; the counts are their sums from the end back.
+        let mut given_back = 0i32;
+        for f in p.free.iter_mut().rev() {
+            given_back = given_back.saturating_add(*f);
+            *f += p.capacity.saturating_sub(given_back);
+        }
+        if given_back > 0 {
+            p.times.insert(0, now);
+            p.free.insert(0, p.capacity.saturating_sub(given_back));
+        }
+        p
+    }
+
+    /// Index of the first instant after `t`.
     fn after(&self, t: Time) -> usize {
-        self.changes.partition_point(|&(c, _)| c <= t)
+        let h = self.past.min(self.times.len());
+        if h > 0 && self.times[h - 1] > t {
+            return self.times.partition_point(|&c| c <= t);
+        }
+        // Placements search from `now`, which is at the front once the past is forgotten.
+        let head = (self.times.len() - h).min(2);
+        match self.times[h..h + head].iter().position(|&c| c > t) {
+            Some(k) => h + k,
+            None => h + head + self.times[h + head..].partition_point(|&c| c <= t),
+        }
+    }
+
+    /// The free count on `[times[k - 1], times[k])`.
+    fn before(&self, k: usize) -> i32 {
+        k.checked_sub(1).map_or(self.first, |j| self.free[j])
     }
 
     /// Free processors at instant `t` (negative when over-committed after an overrun).
     pub fn free_at(&self, t: Time) -> i64 {
-        self.at(t).1
-    }
-
-    /// The index of the first change after `t` and the free count at `t`.
-    fn at(&self, t: Time) -> (usize, i64) {
-        let i = self.after(t);
-        let before: i64 = self.changes.range(..i).map(|&(_, d)| d).sum();
-        (i, self.base + before)
+        i64::from(self.before(self.after(t)))
     }
 
     /// The earliest `s >= now` such that at least `procs` processors are free throughout
     /// `[s, s + duration)`.
     pub fn earliest(&self, now: Time, procs: u32, duration: Duration) -> Time {
-        let need = i64::from(procs).min(self.capacity);
-        let (i, mut free) = self.at(now);
-        let mut candidate = (free >= need).then_some(now);
-        for &(t, d) in self.changes.range(i..) {
-            if let Some(c) = candidate
-                && t - c >= duration
-            {
-                return c;
+        self.window(now, procs, duration).0
+    }
+
+    /// The earliest window of [`Profile::earliest`]: its start, the index of the first instant
+    /// at or after its start, and the index of the first instant from which fewer than `procs`
+    /// are free (at or after the window's end; the length when there is none).
+    fn window(&self, now: Time, procs: u32, duration: Duration) -> (Time, usize, usize) {
+        let need = procs_of(procs).min(self.capacity);
+        let i = self.after(now);
+        let (mut c, mut s, mut k) = if self.before(i) >= need {
+            let s = if i > 0 && self.times[i - 1] == now {
+                i - 1
+            } else {
+                i
+            };
+            (now, s, i)
+        } else {
+            let g = first_where(&self.free, i, |f| f >= need);
+            (self.times[g], g, g + 1)
+        };
+        loop {
+            // `c` holds up to the first count below `need` from `k` on.
+            let b = first_where(&self.free, k, |f| f < need);
+            if b == self.free.len() || self.times[b] - c >= duration {
+                return (c, s, b);
             }
-            free += d;
-            if free < need {
-                candidate = None;
-            } else if candidate.is_none() {
-                candidate = Some(t);
-            }
+            let g = first_where(&self.free, b + 1, |f| f >= need);
+            (c, s, k) = (self.times[g], g, g + 1);
         }
-        candidate.expect("after the last change the whole machine is free")
+    }
+
+    /// Places a job: reserves `procs` over the earliest window of [`Profile::earliest`] and
+    /// returns its start. Equal to `earliest` followed by `reserve`, without searching the
+    /// whole profile again for the window's instants.
+    pub fn place(&mut self, now: Time, procs: u32, duration: Duration) -> Time {
+        self.place_alike(now, procs, duration, 1).0
+    }
+
+    /// Places up to `count` alike jobs (each `procs` processors for `duration`) at the earliest
+    /// window of [`Profile::earliest`]: as many as the window holds side by side, at least one.
+    /// Returns the start and how many were placed. Placing them one by one would give each the
+    /// same start: a later one cannot start earlier (its window would have been the first
+    /// one's), and it starts there while the window still holds it.
+    pub fn place_alike(
+        &mut self,
+        now: Time,
+        procs: u32,
+        duration: Duration,
+        count: u32,
+    ) -> (Time, u32) {
+        let (start, s, b) = self.window(now, procs, duration);
+        let width = procs_of(procs);
+        if width == 0 || duration <= 0 {
+            return (start, count.max(1));
+        }
+        let end = start + duration;
+        // The window's end lies in `(start, times[b]]`, most often a few instants on: galloping.
+        let e = {
+            let mut step = 1;
+            while s + step < b && self.times[s + step] < end {
+                step *= 2;
+            }
+            let lo = s + step / 2;
+            lo + self.times[lo..b.min(s + step)].partition_point(|&t| t < end)
+        };
+        let e = e + self.point_near(start, s);
+        self.point_near(end, e);
+        let low = self.free[s..e].iter().copied().fold(i32::MAX, i32::min);
+        let placed = u32::try_from(low / width)
+            .unwrap_or(1)
+            .clamp(1, count.max(1));
+        let delta = -(width * placed as i32);
+        for f in &mut self.free[s..e] {
+            *f += delta;
+        }
+        self.settle(e);
+        self.settle(s);
+        (start, placed)
     }
 
     /// The earliest `s` in `[now, start_limit)` such that at least `procs` processors are free
@@ -89,24 +229,26 @@ impl Profile {
         start_limit: Time,
         cut: Time,
     ) -> Option<Time> {
-        let need = i64::from(procs).min(self.capacity);
-        let (i, mut free) = self.at(now);
-        let mut candidate = (free >= need).then_some(now);
-        for &(t, d) in self.changes.range(i..) {
-            match candidate {
-                Some(c) if c >= start_limit => return None,
-                Some(c) if t - c >= duration || t >= cut => return Some(c),
-                None if t >= start_limit => return None,
-                _ => {}
+        let need = procs_of(procs).min(self.capacity);
+        let len = self.free.len();
+        let i = self.after(now);
+        let (mut c, mut k) = if self.before(i) >= need {
+            (now, i)
+        } else {
+            let g = first_where(&self.free, i, |f| f >= need);
+            (*self.times.get(g)?, g + 1)
+        };
+        loop {
+            if c >= start_limit {
+                return None;
             }
-            free += d;
-            if free < need {
-                candidate = None;
-            } else if candidate.is_none() {
-                candidate = Some(t);
+            let b = first_where(&self.free, k, |f| f < need);
+            if b == len || self.times[b] - c >= duration || self.times[b] >= cut {
+                return Some(c);
             }
+            let g = first_where(&self.free, b + 1, |f| f >= need);
+            (c, k) = (*self.times.get(g)?, g + 1);
         }
-        candidate.filter(|&c| c < start_limit)
     }
 
     /// The first stretch of `[from, to)` where fewer than `procs` processors are free, as
@@ -114,18 +256,20 @@ impl Profile {
     /// conflict).
     pub fn shortfall(&self, from: Time, to: Time, procs: u32) -> Option<(Time, Time, i64)> {
         let need = i64::from(procs);
-        let mut free = self.free_at(from);
-        let mut short = (free < need).then_some((from, free));
-        let (i, j) = (
-            self.after(from),
-            self.changes.partition_point(|&(c, _)| c < to),
-        );
-        for &(t, d) in self.changes.range(i..j.max(i)) {
-            free += d;
+        let i = self.after(from);
+        let j = self.times.partition_point(|&c| c < to).max(i);
+        let mut short = None;
+        let at = std::iter::once((from, self.before(i)));
+        let steps = self.times[i..j]
+            .iter()
+            .copied()
+            .zip(self.free[i..j].iter().copied());
+        for (t, f) in at.chain(steps) {
+            let f = i64::from(f);
             match short {
-                Some((s, low)) if free >= need => return Some((s, t, low)),
-                Some((s, low)) => short = Some((s, low.min(free))),
-                None if free < need => short = Some((t, free)),
+                Some((s, low)) if f >= need => return Some((s, t, low)),
+                Some((s, low)) => short = Some((s, f.min(low))),
+                None if f < need => short = Some((t, f)),
                 None => {}
             }
         }
@@ -150,48 +294,73 @@ impl Profile {
 
     /// Subtracts `procs` over `[start, end)`.
     pub fn reserve(&mut self, start: Time, end: Time, procs: u32) {
-        self.add(start, end, -i64::from(procs));
+        self.add(start, end, -procs_of(procs));
     }
 
     /// Gives back `procs` over `[start, end)`.
     pub fn release(&mut self, start: Time, end: Time, procs: u32) {
-        self.add(start, end, i64::from(procs));
+        self.add(start, end, procs_of(procs));
     }
 
-    fn change(&mut self, t: Time, delta: i64) {
-        match self.changes.binary_search_by_key(&t, |&(c, _)| c) {
-            Ok(i) => {
-                self.changes[i].1 += delta;
-                if self.changes[i].1 == 0 {
-                    self.changes.remove(i);
-                }
-            }
-            Err(i) => self.changes.insert(i, (t, delta)),
+    /// The index of instant `t`, inserted (with the count that held there) if absent.
+    fn point(&mut self, t: Time) -> usize {
+        let k = self.times.partition_point(|&c| c < t);
+        self.point_near(t, k);
+        k
+    }
+
+    /// Makes instant `t` a point, given `k`, the index of the first instant at or after it;
+    /// returns whether it was inserted (1) or there already (0).
+    fn point_near(&mut self, t: Time, k: usize) -> usize {
+        debug_assert_eq!(k, self.times.partition_point(|&c| c < t));
+        if self.times.get(k) == Some(&t) {
+            return 0;
+        }
+        let f = self.before(k);
+        self.times.insert(k, t);
+        self.free.insert(k, f);
+        1
+    }
+
+    /// Drops the point at `k` if it no longer changes the count.
+    fn settle(&mut self, k: usize) {
+        if k < self.free.len() && self.free[k] == self.before(k) {
+            self.times.remove(k);
+            self.free.remove(k);
         }
     }
 
-    fn add(&mut self, start: Time, end: Time, delta: i64) {
+    fn add(&mut self, start: Time, end: Time, delta: i32) {
         if start >= end || delta == 0 {
             return;
         }
-        self.change(start, delta);
-        self.change(end, -delta);
+        let s = self.point(start);
+        let e = self.point(end);
+        for f in &mut self.free[s..e] {
+            *f += delta;
+        }
+        self.settle(e);
+        self.settle(s);
     }
 
-    /// Folds the changes before `now` into the base value (their past no longer matters).
+    /// Forgets the instants before `now` (their past no longer matters): they are folded into
+    /// the count before the first in batches ([`FORGET_BATCH`]), so that a pass that forgets a
+    /// few does not shift the whole profile.
     pub fn forget_before(&mut self, now: Time) {
-        while let Some(&(t, d)) = self.changes.front() {
-            if t >= now {
-                break;
-            }
-            self.base += d;
-            self.changes.pop_front();
+        let k = self.after(now.saturating_sub(1));
+        if k >= FORGET_BATCH && 4 * k >= self.times.len() {
+            self.first = self.free[k - 1];
+            self.times.drain(..k);
+            self.free.drain(..k);
+            self.past = 0;
+        } else {
+            self.past = k;
         }
     }
 
-    /// Number of stored changes (for tests and statistics).
+    /// Number of stored changes, the forgotten past aside (for tests and statistics).
     pub fn breakpoints(&self) -> usize {
-        self.changes.len()
+        self.times.len() - self.past.min(self.times.len())
     }
 }
 
@@ -225,6 +394,19 @@ mod tests {
 
     proptest! {
         #[test]
+        fn running_until_equals_reserving_each_end(
+            ends in prop::collection::btree_map(1i64..500, 1u64..40, 0..20),
+            now in 0i64..100,
+        ) {
+            let built = Profile::running_until(64, now, ends.iter().map(|(&e, &p)| (e, p)));
+            let mut reserved = Profile::new(64);
+            for (&e, &p) in ends.range(now + 1..) {
+                reserved.reserve(now, e, p as u32);
+            }
+            prop_assert_eq!((&built.times, &built.free), (&reserved.times, &reserved.free));
+        }
+
+        #[test]
         fn earliest_matches_a_per_second_model(
             res in prop::collection::vec((0i64..60, 1i64..30, 1u32..6), 0..12),
             now in 0i64..50, procs in 1u32..6, dur in 1i64..25,
@@ -242,6 +424,21 @@ mod tests {
             let free = |t: i64| grid.get(t as usize).copied().unwrap_or(i64::from(cap));
             let expected = (now..).find(|&s| (s..s + dur).all(|t| free(t) >= i64::from(procs))).unwrap();
             prop_assert_eq!(p.earliest(now, procs, dur), expected);
+            let (mut placed, mut reserved) = (p.clone(), p.clone());
+            prop_assert_eq!(placed.place(now, procs, dur), expected);
+            reserved.reserve(expected, expected + dur, procs);
+            prop_assert_eq!((&placed.times, &placed.free), (&reserved.times, &reserved.free));
+            // Alike jobs placed together land where one-by-one placement puts them.
+            let (mut together, mut one_by_one) = (p.clone(), p.clone());
+            let mut left = 5;
+            while left > 0 {
+                let (t, n) = together.place_alike(now, procs, dur, left);
+                for _ in 0..n {
+                    prop_assert_eq!(one_by_one.place(now, procs, dur), t);
+                }
+                left -= n;
+            }
+            prop_assert_eq!((&together.times, &together.free), (&one_by_one.times, &one_by_one.free));
             let cut = now + dur / 2 + 3;
             let early = now + dur / 4 + 1;
             let fits = |s: i64, end: i64| (s..end).all(|t| free(t) >= i64::from(procs));
