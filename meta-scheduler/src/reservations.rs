@@ -11,6 +11,7 @@
 //! only ([`crate::state::State::pinned`]).
 
 use crate::service::{MetaService, internal, now};
+use gridsched_core::model::scale_duration;
 use gridsched_proto::convert::reservation_state;
 use gridsched_proto::v1::{self, AdvanceReservationState as St};
 use gridsched_security::Caller;
@@ -58,11 +59,20 @@ pub fn refuse_job(
         ));
     }
     let earliest = now.max(r.start_time);
-    if earliest.saturating_add(spec.estimate_s) > r.end_time {
+    // On the reserved machine a job with a benchmark score of its own takes its estimate scaled
+    // by the two scores (D2.1, Eq. 3.9), as the site will plan it.
+    let (needs, on) = match spec.benchmark {
+        Some(b) if r.machine_benchmark > 0 => {
+            let there = scale_duration(spec.estimate_s, b, r.machine_benchmark);
+            (there, format!(" ({there} s on {})", r.machine))
+        }
+        _ => (spec.estimate_s, String::new()),
+    };
+    if earliest.saturating_add(needs) > r.end_time {
         return Some((
             Code::FailedPrecondition,
             format!(
-                "its estimate of {} s cannot end by reservation r{id}'s end at {} (it could start at {earliest} at the earliest)",
+                "its estimate of {} s{on} cannot end by reservation r{id}'s end at {} (it could start at {earliest} at the earliest)",
                 spec.estimate_s, r.end_time
             ),
         ));
@@ -167,6 +177,7 @@ impl MetaService {
                 // The machine the site chose for it.
                 if let Some(held) = a.reservation {
                     r.machine = held.machine;
+                    r.machine_benchmark = held.machine_benchmark;
                 }
                 r.state = St::Held as i32;
                 self.save(id, Some(&r))?;
@@ -384,5 +395,42 @@ mod tests {
             !forgotten(&pending, 2_000 + 10 * KEEP_ENDED_S),
             "an unconfirmed one is the reconciler's"
         );
+    }
+
+    /// On a machine twice as fast as the one a job was measured on, its 150 s estimate takes
+    /// 75 s: it fits a 100 s reservation there; on a machine half as fast (300 s) it does not,
+    /// and the refusal says what it would take.
+    #[test]
+    fn a_job_into_a_reservation_is_checked_at_the_reserved_machines_speed() {
+        let mut r = v1::AdvanceReservation {
+            id: 4,
+            start_time: 1_000,
+            end_time: 1_100,
+            processors: 2,
+            state: St::Held as i32,
+            machine: "fast".into(),
+            machine_benchmark: 4,
+            ..Default::default()
+        };
+        let spec = v1::JobSpec {
+            processors: 2,
+            estimate_s: 150,
+            benchmark: Some(2),
+            reservation: Some(4),
+            ..Default::default()
+        };
+        let held = |r: &v1::AdvanceReservation| std::collections::BTreeMap::from([(4, r.clone())]);
+        assert_eq!(refuse_job(&held(&r), &spec, 900), None);
+        r.machine_benchmark = 1;
+        r.machine = "slow".into();
+        let (code, why) = refuse_job(&held(&r), &spec, 900).expect("too long there");
+        assert_eq!(code, Code::FailedPrecondition);
+        assert!(why.contains("150 s (300 s on slow)"), "{why}");
+        let unscaled = v1::JobSpec {
+            benchmark: None,
+            ..spec
+        };
+        let (_, why) = refuse_job(&held(&r), &unscaled, 900).expect("150 s > 100 s");
+        assert!(why.contains("estimate of 150 s cannot end"), "{why}");
     }
 }

@@ -316,6 +316,21 @@ async fn a_heterogeneous_site_reserves_a_machine_and_a_licence_copy() {
         "the site picks the first machine: {r:?}"
     );
     assert_eq!(r.licences, ["matlab"]);
+    assert_eq!(
+        r.machine_benchmark, 1,
+        "the site says how fast the machine is"
+    );
+    // A job measured on a machine twice as fast takes 80 s there for its 40 s estimate: refused
+    // at the meta-scheduler's door, not accepted and then refused by the site.
+    let mut slow = job(1, 40, "echo z");
+    slow.benchmark = Some(2);
+    slow.reservation = Some(r.id);
+    let e = c
+        .submit(v1::SubmitRequest { spec: Some(slow) })
+        .await
+        .expect_err("80 s on het-m1 exceed the 60 s reserved");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("(80 s on het-m1)"), "{e:?}");
     // The one copy is held over [s, s + 60): a second request for it is refused, by name.
     let mut again = want.clone();
     let a = again.reservation.as_mut().unwrap();

@@ -9,7 +9,7 @@ mod machine;
 mod platform;
 
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
-pub use job::{InputRef, Job, JobError, UserClass};
+pub use job::{InputRef, Job, JobError, UserClass, scale_duration};
 pub use machine::Machine;
 pub use platform::{Cluster, LicencePool, LicenceType, Platform, PlatformError, Site};
 

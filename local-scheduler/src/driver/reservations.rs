@@ -136,16 +136,18 @@ impl Driver {
         if let (_, Err(e)) = self.feed(now, Input::Reserve { reservation }) {
             return Err(refusal(e, &self.names));
         }
-        // The machine the policy chose.
+        // The machine the policy chose, and its speed (for the meta-scheduler's door check of
+        // the jobs sent into the reservation).
         if let Some(m) = self
             .runner
             .advance_reservations()
             .iter()
             .find(|a| a.id.0 == r.id)
             .and_then(|a| a.machine)
-            .and_then(|m| self.names.machine_name(m))
+            .and_then(|m| self.platform.machines.get(m.index()))
         {
-            r.machine = m.to_string();
+            r.machine = m.name.clone();
+            r.machine_benchmark = m.benchmark;
         }
         r.site = self.cfg.site.clone();
         r.created = now;
