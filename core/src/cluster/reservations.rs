@@ -251,16 +251,17 @@ impl ClusterBook {
 
     /// `from` and the reservations' starts inside `(from, to)`.
     fn points(&self, from: Time, to: Time) -> Vec<Time> {
-        let mut v: Vec<Time> = self
-            .held
-            .values()
-            .map(|e| e.r.start)
-            .filter(|&s| s > from && s < to)
-            .collect();
-        v.push(from);
+        let mut v: Vec<Time> = self.low_points(from, to).collect();
         v.sort_unstable();
         v.dedup();
         v
+    }
+
+    /// The same instants in no order, some perhaps twice, without building a list (a pass asks
+    /// this for every job and machine while reservations are held).
+    fn low_points(&self, from: Time, to: Time) -> impl Iterator<Item = Time> + '_ {
+        let inside = self.held.values().map(|e| e.r.start);
+        std::iter::once(from).chain(inside.filter(move |&s| s > from && s < to))
     }
 
     /// Where a shortage found at `t` ends at the latest: the next change of what is free.
@@ -310,9 +311,10 @@ impl ClusterBook {
         duration: i64,
     ) -> bool {
         let to = from + duration.max(1);
+        // Empty (no allocation) unless the job uses pooled licences.
         let pooled = state.pooled_licences(job, slot);
         let ss = state.space_sharing();
-        self.points(from, to).into_iter().all(|t| {
+        self.low_points(from, to).all(|t| {
             let procs_ok = if ss {
                 i64::from(state.free_procs_at(slot, t)) - i64::from(self.blocked(slot, t))
                     >= i64::from(job.procs)

@@ -65,18 +65,26 @@ impl UserUse {
                 (a, b) => a.or(b),
             }
         };
-        let mut s = from;
+        // What the user holds is carried along the walk: between `p` and `next(p)` it changes
+        // only at `next(p)` itself.
+        let changes = self.changes.get(&user);
+        let change_at = |t: Time| changes.and_then(|c| c.get(&t)).copied().unwrap_or(0);
+        let (mut s, mut held_s) = (from, self.held_at(user, from));
         'search: while s <= limit {
-            let mut p = s;
+            let (mut p, mut held) = (s, held_s);
             loop {
                 if let Some(cap) = rules.user_cap_at(p, capacity)
-                    && self.held_at(user, p) + need > cap
+                    && held + need > cap
                 {
                     s = next(p)?;
+                    held_s = held + change_at(s);
                     continue 'search;
                 }
                 match next(p) {
-                    Some(n) if n < s + estimate.max(1) => p = n,
+                    Some(n) if n < s + estimate.max(1) => {
+                        held += change_at(n);
+                        p = n;
+                    }
                     _ => return Some(s),
                 }
             }
@@ -156,6 +164,63 @@ mod tests {
             u.earliest(&r, 100, four, UserId(2), 60, 3 * H, far),
             Some(MON + 20 * H)
         );
+    }
+
+    /// The walk that carries the user's holding along equals checking every candidate start
+    /// (the request's earliest instant, the user's changes, the caps' edges) at every instant
+    /// where the holding or the cap changes, with the holding summed afresh each time.
+    #[test]
+    fn the_earliest_start_equals_checking_every_candidate() {
+        use rand::{RngExt, SeedableRng};
+        let r = rules(&["user-cap 50% mon-fri 06-20", "user-cap 30 sat-sun 00-24"]);
+        let far = MON + 21 * 86_400;
+        let edges = |from: Time, to: Time| {
+            let mut v = Vec::new();
+            let mut t = from;
+            while let Some(e) = r.next_user_cap_edge(t).filter(|&e| e < to) {
+                v.push(e);
+                t = e;
+            }
+            v
+        };
+        for seed in 0..200u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut u = UserUse::default();
+            for _ in 0..rng.random_range(1..12) {
+                let start = MON + rng.random_range(0..7 * 24) * H;
+                let len = rng.random_range(1..30) * H;
+                u.hold(UserId(1), start, start + len, rng.random_range(1..40));
+            }
+            let from = MON + rng.random_range(0..5 * 24 * 60) * 60;
+            let (procs, estimate) = (rng.random_range(1..45), rng.random_range(1..40) * H / 2);
+            let mut candidates: Vec<Time> = u.changes[&UserId(1)]
+                .keys()
+                .copied()
+                .chain(edges(from, far))
+                .filter(|&t| t > from && t <= far)
+                .collect();
+            candidates.push(from);
+            candidates.sort_unstable();
+            candidates.dedup();
+            let fits = |s: Time| {
+                let inside = u.changes[&UserId(1)]
+                    .keys()
+                    .copied()
+                    .chain(edges(s, s + estimate));
+                std::iter::once(s)
+                    .chain(inside.filter(|&t| t > s && t < s + estimate))
+                    .all(|p| {
+                        r.user_cap_at(p, 100)
+                            .is_none_or(|cap| u.held_at(UserId(1), p) + i64::from(procs) <= cap)
+                    })
+            };
+            let expected = candidates.into_iter().find(|&s| fits(s));
+            assert_eq!(
+                u.earliest(&r, 100, from, UserId(1), procs, estimate, far),
+                expected,
+                "seed {seed}"
+            );
+        }
     }
 
     #[test]
