@@ -44,17 +44,23 @@ pub struct Profile {
 /// Forgotten instants are dropped when at least this many, and a quarter of all, are past.
 const FORGET_BATCH: usize = 16;
 
-/// The first index `k >= from` with `pred(v[k])`, or `v.len()`.
+/// The first index `k >= from` with `pred(free[k])` or `times[k] >= until`, or the length.
 #[inline]
-fn first_where(v: &[i32], from: usize, pred: impl Fn(i32) -> bool) -> usize {
+fn first_where(
+    times: &[Time],
+    free: &[i32],
+    from: usize,
+    until: Time,
+    pred: impl Fn(i32) -> bool,
+) -> usize {
     let mut k = from;
-    while let Some(block) = v.get(k..k + BLOCK) {
-        if block.iter().fold(false, |any, &x| any | pred(x)) {
+    while let Some(block) = free.get(k..k + BLOCK) {
+        if times[k + BLOCK - 1] >= until || block.iter().fold(false, |any, &x| any | pred(x)) {
             break;
         }
         k += BLOCK;
     }
-    while k < v.len() && !pred(v[k]) {
+    while k < free.len() && !pred(free[k]) && times[k] < until {
         k += 1;
     }
     k
@@ -140,9 +146,10 @@ impl Profile {
     }
 
     /// The earliest window of [`Profile::earliest`]: its start, the index of the first instant
-    /// at or after its start, and the index of the first instant from which fewer than `procs`
-    /// are free (at or after the window's end; the length when there is none).
+    /// at or after its start, and the index of the first instant at or after its end (the
+    /// length when there is none).
     fn window(&self, now: Time, procs: u32, duration: Duration) -> (Time, usize, usize) {
+        let (times, free) = (&self.times[..], &self.free[..]);
         let need = procs_of(procs).min(self.capacity);
         let i = self.after(now);
         let (mut c, mut s, mut k) = if self.before(i) >= need {
@@ -153,17 +160,19 @@ impl Profile {
             };
             (now, s, i)
         } else {
-            let g = first_where(&self.free, i, |f| f >= need);
-            (self.times[g], g, g + 1)
+            let g = first_where(times, free, i, Time::MAX, |f| f >= need);
+            (times[g], g, g + 1)
         };
         loop {
-            // `c` holds up to the first count below `need` from `k` on.
-            let b = first_where(&self.free, k, |f| f < need);
-            if b == self.free.len() || self.times[b] - c >= duration {
+            // `c` holds up to the first count below `need` from `k` on, if that comes before
+            // the window's end: every instant before `b` is inside the window.
+            let end = c.saturating_add(duration);
+            let b = first_where(times, free, k, end, |f| f < need);
+            if b == free.len() || times[b] >= end {
                 return (c, s, b);
             }
-            let g = first_where(&self.free, b + 1, |f| f >= need);
-            (c, s, k) = (self.times[g], g, g + 1);
+            let g = first_where(times, free, b + 1, Time::MAX, |f| f >= need);
+            (c, s, k) = (times[g], g, g + 1);
         }
     }
 
@@ -192,16 +201,8 @@ impl Profile {
             return (start, count.max(1));
         }
         let end = start + duration;
-        // The window's end lies in `(start, times[b]]`, most often a few instants on: galloping.
-        let e = {
-            let mut step = 1;
-            while s + step < b && self.times[s + step] < end {
-                step *= 2;
-            }
-            let lo = s + step / 2;
-            lo + self.times[lo..b.min(s + step)].partition_point(|&t| t < end)
-        };
-        let e = e + self.point_near(start, s);
+        // `b` is the first instant at or after the window's end.
+        let e = b + self.point_near(start, s);
         self.point_near(end, e);
         let low = self.free[s..e].iter().copied().fold(i32::MAX, i32::min);
         let placed = u32::try_from(low / width)
@@ -230,24 +231,26 @@ impl Profile {
         cut: Time,
     ) -> Option<Time> {
         let need = procs_of(procs).min(self.capacity);
-        let len = self.free.len();
+        let (times, free) = (&self.times[..], &self.free[..]);
+        let len = free.len();
         let i = self.after(now);
         let (mut c, mut k) = if self.before(i) >= need {
             (now, i)
         } else {
-            let g = first_where(&self.free, i, |f| f >= need);
-            (*self.times.get(g)?, g + 1)
+            let g = first_where(times, free, i, start_limit, |f| f >= need);
+            (*times.get(g)?, g + 1)
         };
         loop {
             if c >= start_limit {
                 return None;
             }
-            let b = first_where(&self.free, k, |f| f < need);
-            if b == len || self.times[b] - c >= duration || self.times[b] >= cut {
+            let until = c.saturating_add(duration).min(cut);
+            let b = first_where(times, free, k, until, |f| f < need);
+            if b == len || times[b] >= until {
                 return Some(c);
             }
-            let g = first_where(&self.free, b + 1, |f| f >= need);
-            (c, k) = (*self.times.get(g)?, g + 1);
+            let g = first_where(times, free, b + 1, start_limit, |f| f >= need);
+            (c, k) = (*times.get(g)?, g + 1);
         }
     }
 
@@ -304,7 +307,21 @@ impl Profile {
 
     /// The index of instant `t`, inserted (with the count that held there) if absent.
     fn point(&mut self, t: Time) -> usize {
-        let k = self.times.partition_point(|&c| c < t);
+        let k = self.after(t.saturating_sub(1));
+        self.point_near(t, k);
+        k
+    }
+
+    /// [`Profile::point`] for an instant known to be at or after the instant at `from`:
+    /// galloping from there (an interval's end is most often a few instants after its start).
+    fn point_from(&mut self, t: Time, from: usize) -> usize {
+        let len = self.times.len();
+        let mut step = 1;
+        while from + step < len && self.times[from + step] < t {
+            step *= 2;
+        }
+        let lo = (from + step / 2).min(len);
+        let k = lo + self.times[lo..(from + step).min(len)].partition_point(|&c| c < t);
         self.point_near(t, k);
         k
     }
@@ -335,7 +352,7 @@ impl Profile {
             return;
         }
         let s = self.point(start);
-        let e = self.point(end);
+        let e = self.point_from(end, s);
         for f in &mut self.free[s..e] {
             *f += delta;
         }
