@@ -175,6 +175,10 @@ struct Plan {
     profile: Profile,
     /// The first position that must be placed again.
     dirty_from: Option<usize>,
+    /// The profile no longer holds the running jobs and reservations as they are (an overrun,
+    /// a change of reservations, a restart): it is built again from them. Otherwise it is kept
+    /// as they and the placed slots are, and a re-plan gives back the slots it places again.
+    rebuild: bool,
     /// The earliest planned start, while the plan is up to date.
     next_planned: Option<Time>,
 }
@@ -186,12 +190,19 @@ impl Plan {
             slots: Vec::new(),
             profile: Profile::new(capacity),
             dirty_from: None,
+            rebuild: true,
             next_planned: None,
         }
     }
 
     fn mark(&mut self, from: usize) {
         self.dirty_from = Some(self.dirty_from.map_or(from, |d| d.min(from)));
+    }
+
+    /// The profile must be built again from the running jobs and reservations.
+    fn mark_rebuild(&mut self) {
+        self.mark(0);
+        self.rebuild = true;
     }
 
     /// Takes `w` in at its place in the order.
@@ -296,11 +307,11 @@ impl Planning {
         self.active.order
     }
 
-    /// Every plan must be built again from its first position.
+    /// Every plan must be built again from the running jobs and reservations.
     fn mark_all(&mut self) {
-        self.active.mark(0);
+        self.active.mark_rebuild();
         for o in &mut self.others {
-            o.mark(0);
+            o.mark_rebuild();
         }
     }
 
@@ -384,6 +395,24 @@ impl Planning {
         }
     }
 
+    /// Whether building `plan`'s profile again from the running jobs costs less than giving
+    /// back its placed slots one by one (each a search and perhaps two shifts, against a
+    /// simple step per running job): with many running jobs and few waiting ones, as on a
+    /// large machine that keeps up with its arrivals, the slots are given back.
+    fn base_is_cheaper(&self, plan: &Plan) -> bool {
+        plan.slots.len() * 16 >= self.running.len()
+    }
+
+    /// Brings the active plan and its profile up to date at `now`.
+    fn profile_now(&mut self, now: Time) {
+        self.replan(now);
+        if self.active.rebuild {
+            self.active.profile = self.base_profile(now);
+            (self.active.rebuild, self.active.dirty_from) = (false, None);
+        }
+        self.active.profile.forget_before(now);
+    }
+
     /// Brings the active plan up to date at `now`.
     fn replan(&mut self, now: Time) {
         let mut plan = std::mem::replace(&mut self.active, Plan::new(PlanOrder::Fcfs, 0));
@@ -391,13 +420,23 @@ impl Planning {
         self.active = plan;
     }
 
-    /// Brings `plan` up to date at `now`, from its first changed position.
+    /// Brings `plan` up to date at `now`, from its first changed position. An empty plan whose
+    /// profile must be built again stays marked: with no job to place the running jobs' profile
+    /// would be built for nothing ([`Planning::profile_now`] builds it where it is read).
     fn bring_up_to_date(&self, plan: &mut Plan, now: Time) {
+        if plan.rebuild && plan.slots.is_empty() {
+            plan.next_planned = None;
+            return;
+        }
         let Some(from) = plan.dirty_from.take() else {
             return;
         };
-        if from == 0 {
+        if plan.rebuild || (from == 0 && self.base_is_cheaper(plan)) {
             plan.profile = self.base_profile(now);
+            plan.rebuild = false;
+            for s in &mut plan.slots {
+                s.start = None;
+            }
         } else {
             plan.profile.forget_before(now);
             for s in &mut plan.slots[from..] {
@@ -449,7 +488,12 @@ impl Planning {
                 p.mark(0);
             }
         }
-        if plans.iter().any(|p| p.dirty_from == Some(0)) {
+        for p in &mut plans {
+            if p.dirty_from == Some(0) && !p.slots.is_empty() && self.base_is_cheaper(p) {
+                p.rebuild = true;
+            }
+        }
+        if plans.iter().any(|p| p.rebuild && !p.slots.is_empty()) {
             let base = self.base_profile(now);
             let users = self.user_use(now, &[]);
             let setting = candidates::Setting {
@@ -491,10 +535,18 @@ impl Planning {
         for o in &mut self.others {
             let (mut at, mut before_dirty, mut moved) = (0, 0, false);
             let dirty = o.dirty_from.unwrap_or(usize::MAX);
+            let profile = &mut o.profile;
             o.slots.retain(|s| {
                 let keep = ids.binary_search(&s.job.id).is_err();
                 if !keep {
-                    moved |= s.start != Some(now);
+                    if s.start != Some(now) {
+                        // The job runs from now: the profile holds it there, not in its slot.
+                        moved = true;
+                        if let Some(t) = s.start {
+                            profile.release(t, t + s.job.estimate, s.job.procs);
+                        }
+                        profile.reserve(now, now + s.job.estimate, s.job.procs);
+                    }
                     before_dirty += usize::from(at < dirty);
                 }
                 at += 1;
@@ -598,8 +650,12 @@ impl Policy for Planning {
         };
         self.owners.remove(&job);
         if e.end > now {
-            self.active.profile.release(now, e.end, e.procs);
-            self.mark_all();
+            // What it gave back is given back in every plan's profile, which then holds the
+            // running jobs as they are: each plan is placed again from its first position.
+            for p in std::iter::once(&mut self.active).chain(&mut self.others) {
+                p.profile.release(now, e.end, e.procs);
+                p.mark(0);
+            }
             if self
                 .tuner
                 .as_ref()
@@ -736,15 +792,14 @@ impl Policy for Planning {
         now: Time,
         r: &AdvanceReservation,
     ) -> Result<(), ReservationRefused> {
-        self.replan(now);
-        self.active.profile.forget_before(now);
+        self.profile_now(now);
         self.book
             .admit(now, r, self.machine, self.capacity, &self.active.profile)?;
         // It fits in the current plan: the placed slots stay where they are. It may not fit
         // in the others, which are built again.
         self.active.profile.reserve(r.start, r.end, r.procs);
         for o in &mut self.others {
-            o.mark(0);
+            o.mark_rebuild();
         }
         Ok(())
     }
@@ -897,6 +952,7 @@ mod tests {
 
     /// The naive reading of §1.4: the whole plan cleared and rebuilt at every pass.
     struct Naive {
+        capacity: u32,
         order: PlanOrder,
         backfilling: bool,
         waiting: Vec<Waiting>,
@@ -906,7 +962,7 @@ mod tests {
     impl Naive {
         /// The plan of `order` built from scratch at `now`, one job at a time.
         fn plan(&self, now: Time, order: PlanOrder) -> Vec<Slot> {
-            let mut profile = Profile::new(10);
+            let mut profile = Profile::new(self.capacity);
             for (end, procs) in self.running.ends_after(now) {
                 profile.reserve(now, end, procs as u32);
             }
@@ -942,14 +998,19 @@ mod tests {
     }
 
     /// One submission, or a burst of alike jobs (same width and estimate) a third of the time.
-    fn burst(rng: &mut rand_chacha::ChaCha8Rng, next_id: &mut u64, now: Time) -> Vec<Job> {
+    fn burst(
+        rng: &mut rand_chacha::ChaCha8Rng,
+        next_id: &mut u64,
+        now: Time,
+        widest: u32,
+    ) -> Vec<Job> {
         use rand::RngExt;
         let copies = if rng.random_bool(0.3) {
             rng.random_range(2..7)
         } else {
             1
         };
-        let (procs, estimate) = (rng.random_range(1..=10), rng.random_range(1..120));
+        let (procs, estimate) = (rng.random_range(1..=widest), rng.random_range(1..120));
         (0..copies)
             .map(|_| {
                 let run = rng.random_range(1..=estimate);
@@ -968,6 +1029,18 @@ mod tests {
         a.sort();
         b.sort();
         (a, b)
+    }
+
+    /// A random stream's machine: ten processors and jobs up to all ten wide, or (every fourth
+    /// seed) 120 processors, jobs of one to three and one or more a second, so that many jobs run
+    /// beside a short queue. Returns (capacity, widest job, submissions per second, seconds of
+    /// submissions).
+    fn machine_of(seed: u64) -> (u32, u32, f64, Time) {
+        if seed % 4 == 3 {
+            (120, 3, 1.0, 1_000)
+        } else {
+            (10, 10, 0.06, 3_000)
+        }
     }
 
     fn waiting(job: &Job) -> Waiting {
@@ -992,9 +1065,10 @@ mod tests {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let order = PlanOrder::ALL[seed as usize % 3];
             let backfilling = seed % 2 == 0;
+            let (capacity, widest, rate, until) = machine_of(seed);
             let mut fast = Planning::new(
                 MachineId(0),
-                10,
+                capacity,
                 order,
                 PlanningOptions {
                     backfilling,
@@ -1002,6 +1076,7 @@ mod tests {
                 },
             );
             let mut naive = Naive {
+                capacity,
                 order,
                 backfilling,
                 waiting: Vec::new(),
@@ -1011,15 +1086,18 @@ mod tests {
             let mut runtimes = std::collections::HashMap::new();
             let mut next_id = 1u64;
             let mut started = 0;
-            for now in 0..8_000i64 {
+            for now in 0..50_000i64 {
+                if now > until && naive.waiting.is_empty() && ends.is_empty() {
+                    break;
+                }
                 ends.sort();
                 while ends.first().is_some_and(|&(t, _)| t == now) {
                     let (_, id) = ends.remove(0);
                     fast.terminate(now, JobId(id));
                     naive.running.remove(JobId(id));
                 }
-                if now < 4_000 && rng.random_bool(0.06) {
-                    for job in burst(&mut rng, &mut next_id, now) {
+                if now < until && rng.random_bool(rate) {
+                    for job in burst(&mut rng, &mut next_id, now, widest) {
                         fast.submit(now, &job).unwrap();
                         naive.waiting.push(waiting(&job));
                         runtimes.insert(job.id.0, job.runtime.expect("emulated"));
@@ -1085,8 +1163,10 @@ mod tests {
                 backfilling,
                 ..PlanningOptions::default()
             };
-            let mut fast = Planning::dynp(MachineId(0), 10, planning, options);
+            let (capacity, widest, arrivals, until) = machine_of(seed);
+            let mut fast = Planning::dynp(MachineId(0), capacity, planning, options);
             let mut naive = Naive {
+                capacity,
                 order: options.initial(),
                 backfilling,
                 waiting: Vec::new(),
@@ -1096,7 +1176,10 @@ mod tests {
             let mut ends: Vec<(Time, u64, bool)> = Vec::new();
             let mut runs = std::collections::HashMap::new();
             let mut next_id = 1u64;
-            for now in 0..6_000i64 {
+            for now in 0..50_000i64 {
+                if now > until && naive.waiting.is_empty() && ends.is_empty() {
+                    break;
+                }
                 let mut decide = false;
                 ends.sort();
                 while ends.first().is_some_and(|&(t, _, _)| t == now) {
@@ -1105,8 +1188,8 @@ mod tests {
                     naive.running.remove(JobId(id));
                     decide |= early && options.tuning == Tuning::Full;
                 }
-                if now < 3_000 && rng.random_bool(0.05) {
-                    for job in burst(&mut rng, &mut next_id, now) {
+                if now < until && rng.random_bool(arrivals) {
+                    for job in burst(&mut rng, &mut next_id, now, widest) {
                         fast.submit(now, &job).unwrap();
                         naive.waiting.push(waiting(&job));
                         runs.insert(job.id.0, (job.runtime.expect("emulated"), job.estimate));

@@ -23,11 +23,11 @@ pub(super) struct Setting<'a> {
     pub capacity: u32,
 }
 
-/// Builds the plans marked to be built from their first position again (their slots hold the
-/// waiting jobs in their orders) from `setting.base`.
+/// Builds the plans whose profiles must be built again (their slots hold the waiting jobs in
+/// their orders) from `setting.base`.
 pub(super) fn rebuild(plans: &mut [Plan], setting: &Setting) {
     let fresh: Vec<usize> = (0..plans.len())
-        .filter(|&k| plans[k].dirty_from == Some(0))
+        .filter(|&k| plans[k].rebuild && !plans[k].slots.is_empty())
         .collect();
     // Each plan's source: the plan built before it that it shares the longest prefix with, and
     // the prefix's length.
@@ -91,7 +91,7 @@ pub(super) fn rebuild(plans: &mut [Plan], setting: &Setting) {
             }
         }
         plan.profile = profile;
-        plan.dirty_from = None;
+        (plan.dirty_from, plan.rebuild) = (None, false);
         plan.note_next_planned();
     }
 }
