@@ -403,6 +403,12 @@ impl Planning {
         plan.slots.len() * 16 >= self.running.len()
     }
 
+    /// Whether `plan` is placed again on the running jobs' profile built afresh: it must be, or
+    /// it is placed again whole and that is cheaper than giving back its slots.
+    fn placed_on_base(&self, plan: &Plan) -> bool {
+        plan.rebuild || (plan.dirty_from == Some(0) && self.base_is_cheaper(plan))
+    }
+
     /// Brings the active plan and its profile up to date at `now`.
     fn profile_now(&mut self, now: Time) {
         self.replan(now);
@@ -428,15 +434,13 @@ impl Planning {
             plan.next_planned = None;
             return;
         }
-        let Some(from) = plan.dirty_from.take() else {
+        let Some(from) = plan.dirty_from else {
             return;
         };
-        if plan.rebuild || (from == 0 && self.base_is_cheaper(plan)) {
+        if self.placed_on_base(plan) {
+            // From the first position (`mark_rebuild` marks it): every slot is placed again.
             plan.profile = self.base_profile(now);
             plan.rebuild = false;
-            for s in &mut plan.slots {
-                s.start = None;
-            }
         } else {
             plan.profile.forget_before(now);
             for s in &mut plan.slots[from..] {
@@ -445,6 +449,7 @@ impl Planning {
                 }
             }
         }
+        plan.dirty_from = None;
         let prev = from
             .checked_sub(1)
             .and_then(|i| plan.slots[i].start)
@@ -467,9 +472,10 @@ impl Planning {
     /// gives the plan that building it from scratch would give
     /// (`incremental_replanning_equals_rebuilding_the_whole_plan`, `dynp_equals_rebuilding_every_plan`):
     /// a submission changes nothing before its place in an order, a start nothing where the
-    /// plan had the job start then; a plan that had a job start elsewhere or earlier than now,
-    /// an early end, an overrun and a change of reservations build it again from scratch, and
-    /// plans built from scratch share the prefixes their orders share ([`candidates::rebuild`]).
+    /// plan had the job start then; a plan that had a job start elsewhere or a slot earlier
+    /// than now, and an early end, place it again from its first position; an overrun and a
+    /// change of reservations build its profile again from the running jobs. Plans built on
+    /// that profile share the prefixes their orders share ([`candidates::rebuild`]).
     fn self_tune(&mut self, now: Time) {
         let Some(metric) = self.tuner.as_ref().map(|t| t.options.metric) else {
             return;
@@ -489,9 +495,7 @@ impl Planning {
             }
         }
         for p in &mut plans {
-            if p.dirty_from == Some(0) && !p.slots.is_empty() && self.base_is_cheaper(p) {
-                p.rebuild = true;
-            }
+            p.rebuild = self.placed_on_base(p);
         }
         if plans.iter().any(|p| p.rebuild && !p.slots.is_empty()) {
             let base = self.base_profile(now);
@@ -524,8 +528,9 @@ impl Planning {
     }
 
     /// Takes the jobs the active plan started at `now` out of the other plans: a plan that had
-    /// such a job start now is still the plan it was; one that had it start at another time
-    /// must be built again.
+    /// such a job start now is still the plan it was; in one that had it start at another time
+    /// the job is moved in the profile to where it runs, and the plan is placed again from its
+    /// first position.
     fn started_elsewhere(&mut self, now: Time, started: &[Start]) {
         if started.is_empty() {
             return;
@@ -932,6 +937,34 @@ mod tests {
         assert!(starts(&mut p, 2).is_empty(), "job 3 may not pass job 2");
         assert_eq!(planned(&p), [(2, 100), (3, 100)]);
         assert_eq!(p.describe(), "planning-fcfs backfilling=off");
+    }
+
+    /// With nobody waiting the plan is not re-placed after an overrun, but a reservation is
+    /// still admitted against the running jobs as they are: the overrunning job now holds the
+    /// whole machine until 200, so a reservation at 150 is refused and one at 200 admitted.
+    #[test]
+    fn a_reservation_sees_an_overrun_with_no_job_waiting() {
+        for mut p in [
+            fixed(PlanOrder::Fcfs),
+            Planning::dynp(
+                MachineId(0),
+                10,
+                PlanningOptions::default(),
+                DynpOptions::default(),
+            ),
+        ] {
+            p.submit(0, &Job::new(1, 0, 10, 100, 300)).unwrap();
+            assert_eq!(starts(&mut p, 0), vec![1]);
+            p.overrun(100, JobId(1), 200);
+            assert_eq!(p.waiting_len(), 0);
+            let r = |id, start| AdvanceReservation::new(id, start, start + 10, 5);
+            assert!(
+                p.admit_reservation(100, &r(1, 150)).is_err(),
+                "{}",
+                p.describe()
+            );
+            assert_eq!(p.admit_reservation(100, &r(2, 200)), Ok(()));
+        }
     }
 
     /// An early end re-plans every waiting job from the freed instant.

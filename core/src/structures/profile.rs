@@ -8,11 +8,12 @@
 //! count from each instant on. A placement is the dominant cost (once per waiting job per early
 //! end, three plans per decision under dynP); it scans the free counts for the first one below
 //! the job's width, sixteen at a time (the compiler turns the block test into vector
-//! comparisons), and checks the instant found against the window's end. A reservation or a
-//! release is two binary searches, at most two insertions and an addition over the counts in
-//! between; points that no longer change the count are dropped, so the profile stays as short
-//! as the ordered changes it stands for. The past is folded into the count before the first
-//! instant, in batches. Measured against the same changes kept as deltas in a double-ended array (a walk
+//! comparisons), stopping at the window's end, and reserves at the indices it found. A
+//! reservation or a release finds its start from a hint (placements start at `now`) and its end
+//! by galloping from the start, inserts two instants at most and adds over the counts in between;
+//! instants that no longer change the count are dropped, so the profile stays as short as the
+//! ordered changes it stands for. The past is folded into the count before the first instant, in
+//! batches. Measured against the same changes kept as deltas in a double-ended array (a walk
 //! summing the deltas), in a `BTreeMap`, and in a treap with per-subtree running-sum bounds: all
 //! three slower (docs/performance.md).
 
@@ -70,10 +71,6 @@ fn procs_of(procs: u32) -> i32 {
     procs.min(MAX_CAPACITY) as i32
 }
 
-fn procs_of_i32(procs: i32) -> i32 {
-    procs.min(MAX_CAPACITY as i32)
-}
-
 impl Profile {
     /// A machine of `capacity` processors, all free at all times.
     pub fn new(capacity: u32) -> Profile {
@@ -96,7 +93,7 @@ impl Profile {
         ends: impl Iterator<Item = (Time, u64)>,
     ) -> Profile {
         let mut p = Profile::new(capacity);
-        let held = |procs: u64| i32::try_from(procs).map_or(MAX_CAPACITY as i32, procs_of_i32);
+        let held = |procs: u64| procs.min(u64::from(MAX_CAPACITY)) as i32;
         for (end, procs) in ends.filter(|&(end, procs)| end > now && procs > 0) {
             debug_assert!(p.times.last().is_none_or(|&t| t < end));
             p.times.push(end);
@@ -174,13 +171,6 @@ impl Profile {
             let g = first_where(times, free, b + 1, Time::MAX, |f| f >= need);
             (c, s, k) = (times[g], g, g + 1);
         }
-    }
-
-    /// Places a job: reserves `procs` over the earliest window of [`Profile::earliest`] and
-    /// returns its start. Equal to `earliest` followed by `reserve`, without searching the
-    /// whole profile again for the window's instants.
-    pub fn place(&mut self, now: Time, procs: u32, duration: Duration) -> Time {
-        self.place_alike(now, procs, duration, 1).0
     }
 
     /// Places up to `count` alike jobs (each `procs` processors for `duration`) at the earliest
@@ -442,7 +432,7 @@ mod tests {
             let expected = (now..).find(|&s| (s..s + dur).all(|t| free(t) >= i64::from(procs))).unwrap();
             prop_assert_eq!(p.earliest(now, procs, dur), expected);
             let (mut placed, mut reserved) = (p.clone(), p.clone());
-            prop_assert_eq!(placed.place(now, procs, dur), expected);
+            prop_assert_eq!(placed.place_alike(now, procs, dur, 1), (expected, 1));
             reserved.reserve(expected, expected + dur, procs);
             prop_assert_eq!((&placed.times, &placed.free), (&reserved.times, &reserved.free));
             // Alike jobs placed together land where one-by-one placement puts them.
@@ -451,7 +441,7 @@ mod tests {
             while left > 0 {
                 let (t, n) = together.place_alike(now, procs, dur, left);
                 for _ in 0..n {
-                    prop_assert_eq!(one_by_one.place(now, procs, dur), t);
+                    prop_assert_eq!(one_by_one.place_alike(now, procs, dur, 1), (t, 1));
                 }
                 left -= n;
             }
