@@ -239,7 +239,12 @@ impl Decider {
     /// Re-enters a placement decided before a restart.
     pub fn restore(&mut self, job: &Job, priority: u32, site: usize) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        self.dispatcher.restore(job, p, ClusterId(site as u32));
+        self.dispatcher.restore(
+            job,
+            p,
+            &Placement::Cluster(ClusterId(site as u32)),
+            job.submit,
+        );
     }
 
     /// Marks a site up or down; returns whether it changed.

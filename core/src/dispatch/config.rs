@@ -3,7 +3,7 @@
 //! B.4).
 
 use super::Priority;
-use super::{DispatchKind, Dispatcher, LoadMeasure, OrderingCount};
+use super::{DispatchKind, Dispatcher, LoadMeasure, MultiSiteConfig, OrderingCount};
 use serde::{Deserialize, Serialize};
 
 /// A strategy and its options.
@@ -22,6 +22,8 @@ pub struct DispatchConfig {
     pub ordering_count: OrderingCount,
     /// Seed of the random tie-break.
     pub seed: u64,
+    /// The multi-site strategy's settings (overhead, lower bound, fragments, adaptive).
+    pub multi_site: MultiSiteConfig,
 }
 
 impl Default for DispatchConfig {
@@ -33,6 +35,7 @@ impl Default for DispatchConfig {
             load_measure: LoadMeasure::Area,
             ordering_count: OrderingCount::AtLeast,
             seed: 1,
+            multi_site: MultiSiteConfig::default(),
         }
     }
 }

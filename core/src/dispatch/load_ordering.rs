@@ -161,8 +161,10 @@ impl Dispatcher for LoadOrdering {
         self.arrays.remove(job);
     }
 
-    fn restore(&mut self, job: &Job, priority: Priority, cluster: ClusterId) {
-        self.arrays.add(job, priority, cluster);
+    fn restore(&mut self, job: &Job, priority: Priority, placement: &Placement, _since: Time) {
+        if let Placement::Cluster(cluster) = placement {
+            self.arrays.add(job, priority, *cluster);
+        }
     }
 
     fn arrays(&self, clusters: usize) -> Vec<ClusterArrays> {

@@ -11,6 +11,7 @@
 mod arrays;
 mod brokers;
 mod config;
+mod grid_scheduler;
 mod load_ordering;
 mod reason;
 mod registry;
@@ -21,6 +22,7 @@ mod tests;
 pub use arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
 pub use brokers::{Broker, BrokerKind};
 pub use config::DispatchConfig;
+pub use grid_scheduler::{Fragments, GridScheduler, MultiSiteConfig};
 pub use load_ordering::{Function, LoadOrdering};
 pub use reason::{Measure, Reason};
 pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};
@@ -81,6 +83,25 @@ pub struct GridState {
 }
 
 impl GridState {
+    /// A grid of one-machine sites of `sizes` processors, all up, without licences or load (the
+    /// grid of the multi-site study).
+    pub fn single_machines(sizes: &[u32]) -> GridState {
+        GridState {
+            caps: sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| ClusterCaps {
+                    cluster: ClusterId(i as u32),
+                    up: true,
+                    total_procs: u64::from(n),
+                    max_machine_procs: n,
+                    licences: Vec::new(),
+                })
+                .collect(),
+            load: None,
+        }
+    }
+
     /// The clusters that can ever run `job` on one machine, in id order.
     pub fn eligible<'a>(&'a self, job: &'a Job) -> impl Iterator<Item = ClusterId> + 'a {
         self.caps
@@ -106,10 +127,22 @@ pub enum Placement {
     Cluster(ClusterId),
     /// Run the job split over several clusters at once (its run time grows by the WAN overhead).
     Split(Vec<Part>),
-    /// Keep the job at the meta level and ask again at the next event (adaptive multi-site).
+    /// The strategy keeps the job in its own queue at the meta level and places it later, in a
+    /// [`Dispatcher::release`] pass (the grid scheduler of the multi-site study).
     Hold,
     /// No cluster can ever run the job; the text says why.
     Refuse(String),
+}
+
+/// A job a [`Dispatcher::release`] pass placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Release {
+    /// The job (held since its [`Dispatcher::dispatch`] returned [`Placement::Hold`]).
+    pub job: JobId,
+    /// Where it goes: [`Placement::Cluster`] or [`Placement::Split`].
+    pub placement: Placement,
+    /// Why there.
+    pub reason: Reason,
 }
 
 /// A meta-level dispatch strategy.
@@ -127,6 +160,20 @@ pub trait Dispatcher: Send + fmt::Debug {
         None
     }
 
+    /// A pass over the jobs the strategy holds ([`Placement::Hold`]) at `now`: appends those it
+    /// places now, in the order decided. Drivers call it after each instant's terminations and
+    /// submissions while [`Dispatcher::held`] is not zero. The default holds nothing.
+    fn release(&mut self, _now: Time, _grid: &GridState, _out: &mut Vec<Release>) {}
+
+    /// How many jobs the strategy holds at the meta level.
+    fn held(&self) -> usize {
+        0
+    }
+
+    /// A job the strategy holds left the grid (cancelled); it is forgotten. The default does
+    /// nothing.
+    fn withdraw(&mut self, _job: JobId) {}
+
     /// The cluster that ran `job` reported its termination (the only upward notice of the seed's
     /// protocol, D3).
     fn job_ended(&mut self, now: Time, job: JobId, cluster: ClusterId);
@@ -135,10 +182,12 @@ pub trait Dispatcher: Send + fmt::Debug {
     /// starting it); the strategy forgets its bookkeeping for it. The default does nothing.
     fn job_returned(&mut self, _now: Time, _job: JobId, _cluster: ClusterId) {}
 
-    /// A driver restarting from its durable state re-enters a placement decided before the
-    /// restart (`job`, classified `priority`, on `cluster`, not yet reported terminated), so the
-    /// strategy's bookkeeping is what it was. The default does nothing (no bookkeeping).
-    fn restore(&mut self, _job: &Job, _priority: Priority, _cluster: ClusterId) {}
+    /// A driver restarting from its durable state re-enters a placement decided at `since`
+    /// before the restart (`job`, classified `priority`, placed where `placement` says and not
+    /// yet reported terminated, or [`Placement::Hold`] for a job still held), so the strategy's
+    /// bookkeeping is what it was. Held jobs may come in any order. The default does nothing (no
+    /// bookkeeping).
+    fn restore(&mut self, _job: &Job, _priority: Priority, _placement: &Placement, _since: Time) {}
 
     /// Whether the strategy reads [`GridState::load`] (the sites' dynamic state); drivers fill
     /// it only for those that do. The default: a strategy that sees only its own bookkeeping.

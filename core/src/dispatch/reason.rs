@@ -3,7 +3,7 @@
 //! and Ordering, `gang-urgent-scaling.md` B.4 for the brokers).
 
 use super::Priority;
-use crate::model::ClusterId;
+use crate::model::{ClusterId, Time};
 
 /// What a strategy compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +45,23 @@ pub enum Reason {
         /// The job's priority.
         priority: Priority,
     },
+    /// The grid scheduler's BestFit site: enough processors free now, and `left` processors left
+    /// once the job starts, the fewest of all such sites.
+    BestFit {
+        /// Processors left free.
+        left: u32,
+    },
+    /// The grid scheduler split the job over `fragments` sites, with its estimated end `end`
+    /// (the overhead included) against `single`, the earliest estimated end on one site, if
+    /// any site could ever run it alone.
+    Split {
+        /// Sites of the job.
+        fragments: u32,
+        /// Estimated end of the split job.
+        end: Time,
+        /// Earliest estimated end on one site.
+        single: Option<Time>,
+    },
     /// The least `measure`.
     Least {
         /// What was compared.
@@ -69,6 +86,21 @@ impl Reason {
         match *self {
             Reason::Turn => "next in turn".into(),
             Reason::Idle { priority } => format!("idle: Load 0 at priority {priority}"),
+            Reason::BestFit { left } => {
+                format!("best fit: {left} processors left free, the fewest of the sites with room")
+            }
+            Reason::Split {
+                fragments,
+                end,
+                single,
+            } => {
+                let alone = single.map_or("no site could run it alone".into(), |t| {
+                    format!("on one site it would end at {t}")
+                });
+                format!(
+                    "split over {fragments} sites, planned end {end} with the overhead; {alone}"
+                )
+            }
             Reason::Least {
                 measure,
                 priority,

@@ -4,7 +4,10 @@
 //! all derive from [`DISPATCHERS`]; adding a strategy is its own module plus a variant and a line
 //! here (spec `two-level-grid-scheduler.md` D4.2, `gang-urgent-scaling.md` B.4).
 
-use super::{Broker, BrokerKind, DispatchConfig, Dispatcher, Function, LoadOrdering, RoundRobin};
+use super::{
+    Broker, BrokerKind, DispatchConfig, Dispatcher, Function, GridScheduler, LoadOrdering,
+    RoundRobin,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -28,6 +31,10 @@ pub enum DispatchKind {
     LeastLoaded,
     /// See [`DISPATCHERS`].
     MinCompletion,
+    /// See [`DISPATCHERS`].
+    JobSharing,
+    /// See [`DISPATCHERS`].
+    MultiSite,
 }
 
 /// One row of the table.
@@ -53,7 +60,7 @@ fn load_ordering(c: &DispatchConfig, f: Function) -> Box<dyn Dispatcher> {
 }
 
 /// Every strategy, in documentation order.
-pub static DISPATCHERS: [DispatchEntry; 7] = [
+pub static DISPATCHERS: [DispatchEntry; 9] = [
     DispatchEntry {
         kind: DispatchKind::RoundRobin,
         name: "round-robin",
@@ -102,6 +109,20 @@ pub static DISPATCHERS: [DispatchEntry; 7] = [
         help: "the earliest estimated completion",
         reads_site_state: true,
         build: |_| Box::new(Broker::new(BrokerKind::MinCompletion)),
+    },
+    DispatchEntry {
+        kind: DispatchKind::JobSharing,
+        name: "job-sharing",
+        help: "one FCFS queue at the meta level, EASY backfilling, the best-fit site",
+        reads_site_state: false,
+        build: |c| Box::new(GridScheduler::new(false, c.multi_site)),
+    },
+    DispatchEntry {
+        kind: DispatchKind::MultiSite,
+        name: "multi-site",
+        help: "job sharing, and a job may be split over sites at a WAN overhead",
+        reads_site_state: false,
+        build: |c| Box::new(GridScheduler::new(true, c.multi_site)),
     },
 ];
 
@@ -188,6 +209,6 @@ mod tests {
         }
         assert_eq!(DispatchKind::every().len(), DISPATCHERS.len());
         let e = "fastest".parse::<DispatchKind>().unwrap_err();
-        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion)"), "{e}");
+        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion, job-sharing, multi-site)"), "{e}");
     }
 }

@@ -436,11 +436,18 @@ fn report(e: &LcgExperiment, s: &Summary) -> String {
             .iter()
             .filter_map(|a| s.get(a, "", f, "awrt").map(|v| format!("{a} {v:.0}")))
             .collect();
+        let queued: Vec<String> = ["job-sharing", "multi-site"]
+            .iter()
+            .filter_map(|a| s.get(a, "", f, "awrt").map(|v| format!("{a} {v:.0}")))
+            .collect();
         let _ = writeln!(
             r,
-            "  strategies blind to the sites' state (AWRT s): {}; state-reading brokers: {}.",
+            "  strategies blind to the sites' state (AWRT s): {}; state-reading brokers: {}; \
+             one queue at the meta level, placing a job only where its processors are free: {} \
+             (multi-site equals job sharing here: every LCG job has one processor).",
             blind.join(", "),
-            seeing.join(", ")
+            seeing.join(", "),
+            queued.join(", ")
         );
     }
     r

@@ -1,6 +1,7 @@
 //! Grid configurations and scheduler settings of the multi-site study (spec
 //! `self-tuning-and-multisite.md` §6.2–§6.5, Tab. 7.1 and Tab. 7.5; §8 #14, #15, #18, #19).
 
+use gridsched_core::dispatch::MultiSiteConfig;
 use gridsched_workload::scale;
 use serde::{Deserialize, Serialize};
 
@@ -27,34 +28,7 @@ impl Scenario {
     }
 }
 
-/// The maximal number of fragments of a multi-site job (Tab. 7.5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fragments {
-    /// Bounded only by the width and by 18 machines.
-    #[default]
-    Unlimited,
-    /// Only the fragmentation a width needs (1 up to 64 nodes, 2 up to 128, 8 above).
-    Limited,
-}
-
-impl Fragments {
-    /// The most fragments a job of `width` may have.
-    pub fn max_for(self, width: u32) -> usize {
-        let (limited, unlimited) = match width {
-            0..=4 => (1, 4),
-            5..=8 => (1, 8),
-            9..=16 => (1, 16),
-            17..=64 => (1, 18),
-            65..=128 => (2, 18),
-            _ => (8, 18),
-        };
-        match self {
-            Fragments::Limited => limited,
-            Fragments::Unlimited => unlimited,
-        }
-    }
-}
+pub use gridsched_core::dispatch::Fragments;
 
 /// How wide jobs are split before a run (§6.6 workload modifications).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -105,6 +79,16 @@ impl Default for GridConfig {
 }
 
 impl GridConfig {
+    /// The grid scheduler's multi-site settings.
+    pub fn multi_site(&self) -> MultiSiteConfig {
+        MultiSiteConfig {
+            overhead_pct: self.overhead_pct,
+            lower_bound: self.lower_bound,
+            fragments: self.fragments,
+            adaptive: self.adaptive,
+        }
+    }
+
     /// The workload modification (§6.6) this configuration applies on machines of `sizes` before
     /// a run: modification 1 (the home site's machine) under local processing; under job sharing
     /// modification 2 (the largest machine), or parts of at most 64 nodes; under multi-site

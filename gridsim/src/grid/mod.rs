@@ -2,7 +2,9 @@
 //! readings §8 #14–#23): sites with one machine each, a workload submitted round robin to the
 //! sites, and the three scenarios — local processing (each site its own FCFS + EASY), job sharing
 //! (one grid scheduler, BestFit, one machine per job) and multi-site (a job may span machines at a
-//! (1 + p) run-time overhead; optionally constrained or adaptive). See [`scheduler`].
+//! (1 + p) run-time overhead; optionally constrained or adaptive). The grid scheduler is the core's
+//! [`GridScheduler`] dispatch strategy, the one the live meta-scheduler runs; this module is its
+//! driver in virtual time, where each site is one machine.
 //!
 //! Jobs wider than what a scenario can run are split first (§6.6, §8 #22) by the workload crate's
 //! [`gridsched_workload::scale::split_homed`]: to the home site's machine under local processing
@@ -14,19 +16,21 @@
 //! The event loop handles, at each instant, the ends, then the submissions, then one pass.
 
 pub mod config;
-pub mod scheduler;
 #[cfg(test)]
 mod tests;
 
 pub use config::{Fragments, GridConfig, MachineConfig, Modification, Scenario};
-pub use scheduler::{Alloc, GJob, Grid, Started};
 
-use gridsched_core::model::{Job, Time};
+use gridsched_core::dispatch::{Dispatcher, GridScheduler, GridState, Placement, Release};
+use gridsched_core::model::{ClusterId, Job, JobId, Time};
 use gridsched_workload::WorkloadError;
 use gridsched_workload::scale::{self, SplitJob};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// Where a job runs: (machine, nodes) per fragment.
+pub type Alloc = Vec<(usize, u32)>;
 
 /// The outcome of one job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -126,30 +130,17 @@ pub fn simulate_grid(
     Ok((report(&records, refused), records))
 }
 
-fn feasible_when_idle(sizes: &[u32], cfg: &GridConfig, width: u32) -> bool {
-    let grid = Grid::new(sizes, *cfg);
-    let probe = GJob {
-        idx: 0,
-        width,
-        estimate: 1,
-        run: 1,
-    };
-    let mut out = Vec::new();
-    let mut g = grid;
-    g.submit(probe);
-    g.schedule(0, &mut out);
-    !out.is_empty()
-}
-
-/// The central scheduler's event loop over `work` (sorted by submission).
+/// The central scheduler's event loop over `work` (sorted by submission): at each instant the
+/// ends, then the submissions, then one [`Dispatcher::release`] pass.
 fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridRecord>, u64) {
-    let mut grid = Grid::new(sizes, *cfg);
+    let ms = cfg.multi_site();
+    let mut grid = GridScheduler::new(cfg.scenario == Scenario::MultiSite, ms);
+    let state = GridState::single_machines(sizes);
     let mut ends: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
     let mut records: Vec<Option<GridRecord>> = vec![None; work.len()];
-    let mut feasible: std::collections::HashMap<u32, bool> = std::collections::HashMap::new();
     let mut refused = 0;
     let mut next = 0;
-    let mut out = Vec::new();
+    let mut out: Vec<Release> = Vec::new();
     loop {
         let t_sub = work.get(next).map(|x| x.job.submit);
         let t_end = ends.peek().map(|Reverse((t, _))| *t);
@@ -164,44 +155,54 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
                 break;
             }
             ends.pop();
-            grid.finish(idx);
+            grid.job_ended(now, JobId(idx as u64), ClusterId(0));
         }
         while work.get(next).is_some_and(|x| x.job.submit == now) {
             let j = &work[next].job;
-            let ok = *feasible
-                .entry(j.procs)
-                .or_insert_with(|| feasible_when_idle(sizes, cfg, j.procs));
-            if ok {
-                grid.submit(GJob {
-                    idx: next,
-                    width: j.procs,
-                    estimate: j.estimate.max(1),
-                    run: j.runtime.unwrap_or(j.estimate).clamp(0, j.estimate.max(1)),
-                });
-            } else {
-                refused += 1;
+            let job = Job {
+                id: JobId(next as u64),
+                estimate: j.estimate.max(1),
+                ..j.clone()
+            };
+            match grid.dispatch(now, &job, 1, &state) {
+                Placement::Hold => {}
+                Placement::Refuse(_) => refused += 1,
+                other => unreachable!("the grid scheduler holds every job it takes: {other:?}"),
             }
             next += 1;
         }
         out.clear();
-        grid.schedule(now, &mut out);
-        for s in &out {
-            let SplitJob { job: j, site, .. } = &work[s.job.idx];
-            records[s.job.idx] = Some(GridRecord {
-                idx: s.job.idx,
+        grid.release(now, &state, &mut out);
+        for r in &out {
+            let idx = r.job.0 as usize;
+            let SplitJob { job: j, site, .. } = &work[idx];
+            let est = j.estimate.max(1);
+            let base_run = j.runtime.unwrap_or(j.estimate).clamp(0, est);
+            let parts: Alloc = match &r.placement {
+                Placement::Cluster(c) => vec![(c.index(), j.procs)],
+                Placement::Split(p) => p.iter().map(|p| (p.cluster.index(), p.procs)).collect(),
+                other => unreachable!("a release places its job: {other:?}"),
+            };
+            let run = if parts.len() > 1 {
+                ms.stretch(base_run)
+            } else {
+                base_run
+            };
+            records[idx] = Some(GridRecord {
+                idx,
                 site: *site,
                 width: j.procs,
                 submit: j.submit,
                 start: now,
-                end: s.end,
-                run: s.job.run,
-                fragments: s.parts.len(),
-                parts: s.parts.clone(),
+                end: now + run,
+                run: base_run,
+                fragments: parts.len(),
+                parts,
             });
-            ends.push(Reverse((s.end, s.job.idx)));
+            ends.push(Reverse((now + run, idx)));
         }
     }
-    debug_assert_eq!(grid.waiting(), 0, "every feasible job ends");
+    debug_assert_eq!(grid.held(), 0, "every feasible job ends");
     (records.into_iter().flatten().collect(), refused)
 }
 

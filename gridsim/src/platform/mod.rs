@@ -216,7 +216,8 @@ struct Sim<'p, 'h> {
     platform_jobs: JobStats,
     dispatched: Vec<u64>,
     workload: Vec<f64>,
-    held: Vec<JobId>,
+    /// Jobs the dispatcher holds at the meta level ([`Placement::Hold`]), until a release pass
+    /// places them.
     held_jobs: HashMap<JobId, (Job, Priority)>,
     stats: PlatformStats,
     pass_time: f64,
@@ -279,7 +280,6 @@ where
         platform_jobs: JobStats::default(),
         dispatched: vec![0; n],
         workload: vec![0.0; n],
-        held: Vec::new(),
         held_jobs: HashMap::new(),
         stats: PlatformStats::default(),
         pass_time: 0.0,
@@ -315,7 +315,6 @@ where
             sim.integrate(clock, t);
         }
         clock = t;
-        let mut ended = false;
         while let Some(Reverse((te, _, ev))) = sim.events.peek().copied() {
             if te != t {
                 break;
@@ -326,20 +325,12 @@ where
                     if let Some(c) = sim.end(t, job, generation)? {
                         meta.dispatcher.job_ended(t, job, c);
                         dirty[c.index()] = true;
-                        ended = true;
                     }
                 }
                 Ev::Wake { cluster } => {
                     sim.wakes.remove(&(t, cluster));
                     dirty[cluster.index()] = true;
                 }
-            }
-        }
-        if ended && !sim.held.is_empty() {
-            let held = std::mem::take(&mut sim.held);
-            for id in held {
-                let (job, prio) = sim.held_jobs.remove(&id).expect("held job is kept");
-                sim.dispatch(t, job, Some(prio), &mut grid, &mut meta, &mut dirty);
             }
         }
         while next.as_ref().is_some_and(|j| j.submit == t) {
@@ -351,13 +342,16 @@ where
             sim.dispatch(t, job, None, &mut grid, &mut meta, &mut dirty);
             next = jobs.next().transpose().map_err(PlatformError::Workload)?;
         }
+        if meta.dispatcher.held() > 0 {
+            sim.release(t, &grid, &mut meta, &mut dirty);
+        }
         for (c, d) in dirty.iter_mut().enumerate() {
             if std::mem::take(d) {
                 sim.pass(t, ClusterId(c as u32))?;
             }
         }
     }
-    let waiting = sim.flights.len() + sim.held.len();
+    let waiting = sim.flights.len() + sim.held_jobs.len();
     if waiting > 0 {
         return Err(PlatformError::Stalled {
             time: clock,

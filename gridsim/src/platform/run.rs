@@ -78,15 +78,11 @@ impl Sim<'_, '_> {
                 return;
             }
             Placement::Hold => {
-                self.held.push(job.id);
                 self.held_jobs.insert(job.id, (job, priority));
                 return;
             }
             Placement::Split(_) => {
-                self.reject(format!(
-                    "job {}: multi-site splitting is not supported by the platform engine",
-                    job.id
-                ));
+                self.reject(Self::no_split(job.id));
                 return;
             }
             Placement::Refuse(why) => {
@@ -94,6 +90,55 @@ impl Sim<'_, '_> {
                 return;
             }
         };
+        self.send(t, job, priority, cluster, meta, dirty);
+    }
+
+    fn no_split(job: JobId) -> String {
+        format!("job {job}: the platform engine does not co-allocate a job over several clusters")
+    }
+
+    /// A release pass of the dispatcher: the jobs it places now go to their clusters.
+    pub(super) fn release(
+        &mut self,
+        t: Time,
+        grid: &GridState,
+        meta: &mut Meta<'_>,
+        dirty: &mut [bool],
+    ) {
+        let mut out = Vec::new();
+        meta.dispatcher.release(t, grid, &mut out);
+        for r in out {
+            let (job, priority) = self
+                .held_jobs
+                .remove(&r.job)
+                .expect("a released job was held");
+            match r.placement {
+                Placement::Cluster(c) if c.index() < self.runners.len() => {
+                    self.send(t, job, priority, c, meta, dirty);
+                }
+                Placement::Split(parts) => {
+                    let c = parts.first().map_or(ClusterId(0), |p| p.cluster);
+                    meta.dispatcher.job_returned(t, job.id, c);
+                    self.reject(Self::no_split(job.id));
+                }
+                other => {
+                    meta.dispatcher.job_returned(t, job.id, ClusterId(0));
+                    self.reject(format!("job {}: released as {other:?}", job.id));
+                }
+            }
+        }
+    }
+
+    /// Submits a dispatched job to its cluster's runner.
+    fn send(
+        &mut self,
+        t: Time,
+        job: Job,
+        priority: Priority,
+        cluster: ClusterId,
+        meta: &mut Meta<'_>,
+        dirty: &mut [bool],
+    ) {
         let (id, procs, licences, area) = (
             job.id,
             job.procs,
