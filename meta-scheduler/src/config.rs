@@ -264,6 +264,13 @@ impl MetaConfig {
             key: "auth".into(),
             reason: e.to_string(),
         })?;
+        if self.dispatch.strategy == gridsched_core::dispatch::DispatchKind::MultiSite {
+            return Err(bad(
+                "dispatch.strategy".into(),
+                "`multi-site` splits jobs over several sites, which the live meta-scheduler \
+                 does not co-allocate yet; `job-sharing` is its one-site form",
+            ));
+        }
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.sites.iter().enumerate() {
             s.token().map_err(|e| ConfigError::Invalid {
@@ -347,6 +354,16 @@ mod tests {
     fn wrong_key_is_named() {
         let e = MetaConfig::from_toml("[[sites]]\nname = \"a\"\nmachins = []\n").unwrap_err();
         assert!(e.to_string().contains("machins"), "{e}");
+        let e = MetaConfig::from_toml(
+            "[dispatch]\nstrategy = \"multi-site\"\n[[sites]]\nname = \"a\"\n\
+             machines = [{ name = \"m1\", processors = 8 }]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("dispatch.strategy") && e.contains("co-allocate"),
+            "{e}"
+        );
         let e = MetaConfig::from_toml("[dispatch]\nstrategy = \"fastest\"\n").unwrap_err();
         assert!(e.to_string().contains("fastest"), "{e}");
         let e = MetaConfig::from_toml("[classifier]\nmax = 0\n").unwrap_err();

@@ -9,10 +9,15 @@
 //! no job. Strategies that read the sites' state (best-fit, least-loaded, min-completion) see the
 //! last polled [`ClusterLoad`] of each site.
 //!
+//! A strategy with a queue at the meta level (`job-sharing`) holds a job at dispatch and places it
+//! in a release pass ([`Decider::release`]), which the state runs after every change
+//! ([`crate::state::State::settle`]).
+//!
 //! After a restart the classifier is rebuilt by classifying the stored jobs again in id order (its
 //! Deadline window is a function of that sequence) and the dispatcher's bookkeeping by
-//! [`Dispatcher::restore`] of every live placement; only the random tie-break stream restarts from
-//! the seed (mixed with the number of jobs already accepted, so it does not repeat itself).
+//! [`Dispatcher::restore`] of every live placement and held job; only the random tie-break stream
+//! restarts from the seed (mixed with the number of jobs already accepted, so it does not repeat
+//! itself).
 
 use crate::config::MetaConfig;
 use gridsched_core::classify::{Classifier, ClassifierError};
@@ -211,6 +216,10 @@ impl Decider {
             }
             (Placement::Cluster(_), None) => self.describe.clone(),
             (Placement::Refuse(why), _) => format!("waiting: {why}"),
+            (Placement::Hold, _) => format!(
+                "{}: held in the meta-level queue until its processors are free at a site",
+                self.describe
+            ),
             (other, _) => format!("waiting: {other:?} is not supported live"),
         };
         let explanation = v1::DispatchExplanation {
@@ -222,6 +231,51 @@ impl Decider {
             candidates,
         };
         (chosen, explanation)
+    }
+
+    /// How many jobs the strategy holds at the meta level.
+    pub fn held(&self) -> usize {
+        self.dispatcher.held()
+    }
+
+    /// A release pass at `now` of the jobs the strategy holds: (job, site, explanation) of those
+    /// it places now, in its order.
+    pub fn release(&mut self, now: i64) -> Vec<(u64, usize, v1::DispatchExplanation)> {
+        let mut out = Vec::new();
+        self.dispatcher.release(now, &self.grid, &mut out);
+        let mut placed = Vec::with_capacity(out.len());
+        for r in out {
+            let Placement::Cluster(c) = r.placement else {
+                // The configuration admits no strategy that splits (`dispatch.strategy`).
+                tracing::error!(
+                    job = r.job.0,
+                    "a split is not co-allocated live; job returned"
+                );
+                self.dispatcher.job_returned(now, r.job, ClusterId(0));
+                continue;
+            };
+            let name = |c: ClusterId| self.names_of_sites[c.index()].clone();
+            let explanation = v1::DispatchExplanation {
+                time: now,
+                cluster: name(c),
+                decided_by: format!("{} ({})", self.describe, r.reason.text(&name)),
+                candidates: Vec::new(),
+            };
+            placed.push((r.job.0, c.index(), explanation));
+        }
+        placed
+    }
+
+    /// A job the strategy holds left the grid (cancelled).
+    pub fn withdraw(&mut self, job: u64) {
+        self.dispatcher.withdraw(JobId(job));
+    }
+
+    /// Re-enters a job held at the meta level before a restart.
+    pub fn restore_held(&mut self, job: &Job, priority: u32) {
+        let p = priority.min(u32::from(Priority::MAX)) as Priority;
+        self.dispatcher
+            .restore(job, p, &Placement::Hold, job.submit);
     }
 
     /// The local scheduler of `site` reported `job` terminated.
@@ -236,15 +290,12 @@ impl Decider {
             .job_returned(now, JobId(job), ClusterId(site as u32));
     }
 
-    /// Re-enters a placement decided before a restart.
-    pub fn restore(&mut self, job: &Job, priority: u32, site: usize) {
+    /// Re-enters a placement on `site` decided before a restart, at `since` (when the job started
+    /// or was sent, as far as the state knows).
+    pub fn restore(&mut self, job: &Job, priority: u32, site: usize, since: i64) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        self.dispatcher.restore(
-            job,
-            p,
-            &Placement::Cluster(ClusterId(site as u32)),
-            job.submit,
-        );
+        self.dispatcher
+            .restore(job, p, &Placement::Cluster(ClusterId(site as u32)), since);
     }
 
     /// Marks a site up or down; returns whether it changed.
@@ -444,7 +495,7 @@ mod tests {
             let (site, _) = live.dispatch(0, &job, p, None);
             let j2 = restarted.job(&s, id, 0).unwrap();
             assert_eq!(restarted.classify(&j2).priority, p);
-            restarted.restore(&j2, p, site.unwrap());
+            restarted.restore(&j2, p, site.unwrap(), 0);
         }
         assert_eq!(live.arrays(), restarted.arrays());
     }

@@ -229,6 +229,7 @@ impl MetaService {
         let mut b = Batch::default();
         let mut st = self.lock()?;
         let r = f(&mut st, &mut b, t)?;
+        st.settle(&mut b, t);
         self.commit(&st, &b)?;
         drop(st);
         self.publish(b);
@@ -311,6 +312,7 @@ impl MetaService {
             results.push(accepted(index, &st.jobs[&id], false));
             new_ids.push(id);
         }
+        st.settle(&mut b, t);
         if let Err(e) = self.commit(&st, &b) {
             // Not durable: forget the jobs so nothing unacknowledged stays visible.
             for id in &new_ids {
@@ -635,12 +637,16 @@ impl MetaScheduler for MetaService {
                 .filter(|&i| req.site.as_ref().is_none_or(|s| &st.sites[i].name == s))
                 .map(|i| {
                     let s = &st.sites[i];
-                    let a = &arrays[i];
+                    // Strategies without Load / Ordering arrays (the brokers, job sharing) show
+                    // zeros.
+                    let a = arrays.get(i);
                     let load = (1..=n)
-                        .map(|p| u64::try_from(a.load.get(p).copied().unwrap_or(0)).unwrap_or(0))
+                        .map(|p| a.and_then(|a| a.load.get(p)).copied().unwrap_or(0))
+                        .map(|v| u64::try_from(v).unwrap_or(0))
                         .collect();
                     let count = (1..=n)
-                        .map(|p| u32::try_from(a.count.get(p).copied().unwrap_or(0)).unwrap_or(0))
+                        .map(|p| a.and_then(|a| a.count.get(p)).copied().unwrap_or(0))
+                        .map(|v| u32::try_from(v).unwrap_or(0))
                         .collect();
                     let state = v1::SiteState {
                         name: s.name.clone(),

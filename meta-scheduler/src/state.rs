@@ -289,10 +289,13 @@ impl State {
         };
         if was_live && job.state().is_terminal() {
             self.unplaced.remove(&id);
-            if let Some(i) = self.site_of(&job) {
-                self.outbox[i].remove(&id);
-                self.in_flight[i].remove(&id);
-                self.decider.ended(time, id, i);
+            match self.site_of(&job) {
+                Some(i) => {
+                    self.outbox[i].remove(&id);
+                    self.in_flight[i].remove(&id);
+                    self.decider.ended(time, id, i);
+                }
+                None => self.decider.withdraw(id),
             }
         }
         b.jobs.insert(id);
@@ -484,7 +487,7 @@ impl State {
                 (Some(t), _) => t,
                 // Nowhere else: a job stays with its down site (and counts there again).
                 (None, Some(i)) => {
-                    self.decider.restore(&model, priority, i);
+                    self.decider.restore(&model, priority, i, time);
                     continue;
                 }
                 (None, None) => continue,
@@ -493,13 +496,7 @@ impl State {
                 self.outbox[i].remove(&id);
                 self.in_flight[i].remove(&id);
             }
-            self.count_dispatch(target);
-            self.unplaced.remove(&id);
-            self.outbox[target].insert(id);
-            b.wake.insert(target);
-            let name = self.sites[target].name.clone();
-            self.decisions.entry(id).or_default().dispatch = Some(dispatch);
-            b.decisions.insert(id);
+            let name = &self.sites[target].name;
             let detail = match from {
                 Some(i) if withdrawn => {
                     self.metrics
@@ -516,15 +513,54 @@ impl State {
                 Some(i) => format!("{} is down: dispatched again to {name}", self.sites[i].name),
                 None => format!("dispatched to {name}"),
             };
-            let claims = self.start_claims;
-            self.update(b, id, time, |j| {
-                j.site = Some(name.clone());
-                j.cluster = Some(name);
-                j.state = JobState::Accepted.into();
-                j.dispatch_time = None;
-                j.start_claims = claims;
-                Some(detail)
-            });
+            self.assign(b, id, target, dispatch, detail, time);
+        }
+    }
+
+    /// Sends job `id`, waiting at the meta level, to site `target` (decided as `dispatch` says).
+    fn assign(
+        &mut self,
+        b: &mut Batch,
+        id: u64,
+        target: usize,
+        dispatch: v1::DispatchExplanation,
+        detail: String,
+        time: i64,
+    ) {
+        self.count_dispatch(target);
+        self.unplaced.remove(&id);
+        self.outbox[target].insert(id);
+        b.wake.insert(target);
+        let name = self.sites[target].name.clone();
+        self.decisions.entry(id).or_default().dispatch = Some(dispatch);
+        b.decisions.insert(id);
+        let claims = self.start_claims;
+        self.update(b, id, time, |j| {
+            j.site = Some(name.clone());
+            j.cluster = Some(name);
+            j.state = JobState::Accepted.into();
+            j.dispatch_time = None;
+            j.start_claims = claims;
+            Some(detail)
+        });
+    }
+
+    /// Runs the dispatcher's release pass when it holds jobs at the meta level (after every
+    /// change: a submission, an end, a site up or down, a cancellation): the jobs it places now
+    /// go to their sites.
+    pub fn settle(&mut self, b: &mut Batch, time: i64) {
+        if self.decider.held() == 0 {
+            return;
+        }
+        for (id, target, dispatch) in self.decider.release(time) {
+            if !self.jobs.contains_key(&id) {
+                continue;
+            }
+            let detail = format!(
+                "released to {}: {}",
+                self.sites[target].name, dispatch.decided_by
+            );
+            self.assign(b, id, target, dispatch, detail, time);
         }
     }
 
@@ -597,7 +633,8 @@ impl State {
             if !job.state().is_terminal() {
                 match (self.site_of(&job), &model) {
                     (Some(i), Ok(model)) => {
-                        self.decider.restore(model, job.priority, i);
+                        let since = job.start_time.or(job.dispatch_time).unwrap_or_default();
+                        self.decider.restore(model, job.priority, i, since);
                         match job.state() {
                             JobState::Accepted => {
                                 self.outbox[i].insert(job.id);
@@ -609,6 +646,10 @@ impl State {
                             }
                             _ => {}
                         }
+                    }
+                    (None, Ok(model)) => {
+                        self.decider.restore_held(model, job.priority);
+                        self.unplaced.insert(job.id);
                     }
                     _ => {
                         self.unplaced.insert(job.id);

@@ -517,6 +517,27 @@ pub async fn submit_all(c: &mut Client, specs: Vec<v1::JobSpec>) -> Vec<u64> {
         .collect()
 }
 
+/// Job `id` as the meta-scheduler has it now.
+pub async fn get_job(c: &mut Client, id: u64) -> v1::Job {
+    c.get_job(v1::GetJobRequest { job_id: id })
+        .await
+        .expect("get job")
+        .into_inner()
+        .job
+        .expect("a job")
+}
+
+/// How the meta-scheduler chose job `id`'s site (or why it has none yet).
+pub async fn decided_by(c: &mut Client, id: u64) -> String {
+    c.explain(v1::ExplainRequest { job_id: id })
+        .await
+        .expect("explain")
+        .into_inner()
+        .dispatch
+        .expect("a dispatch decision")
+        .decided_by
+}
+
 /// Every job of the meta-scheduler, through ListJobs pages.
 pub async fn all_jobs(c: &mut Client) -> Vec<v1::Job> {
     let mut out = Vec::new();

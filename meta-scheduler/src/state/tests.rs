@@ -218,3 +218,84 @@ fn a_job_kept_by_a_down_site_moves_when_another_site_comes_back() {
     // a returns and claims job 1: refused, b has it.
     assert_eq!(claim(&mut st, 0, &[1], &[]), (vec![], vec![1]));
 }
+
+/// Accepts a job of `procs` processors (estimate 100 s) at `t`, then runs the release pass as
+/// the service does after every change.
+fn accept(st: &mut State, id: u64, procs: u32, t: i64) {
+    let spec = v1::JobSpec {
+        user: "u".into(),
+        processors: procs,
+        estimate_s: 100,
+        emulate_runtime_s: Some(1),
+        ..Default::default()
+    };
+    let model = st.decider.job(&spec, id, t).unwrap();
+    let priority = st.decider.classify(&model).priority;
+    let job = v1::Job {
+        id,
+        priority,
+        state: JobState::Accepted.into(),
+        submit_time: Some(t),
+        spec: Some(spec),
+        ..Default::default()
+    };
+    let b = &mut Batch::default();
+    st.add(b, job, &model, t);
+    st.settle(b, t);
+}
+
+#[test]
+fn job_sharing_holds_jobs_at_the_meta_level_and_releases_them_as_sites_free() {
+    let cfg = MetaConfig::from_toml(
+        "[dispatch]\nstrategy = \"job-sharing\"\n\
+         [[sites]]\nname = \"a\"\nmachines = [{ name = \"a1\", processors = 4 }]\n\
+         [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 4 }]\n",
+    )
+    .unwrap();
+    let decider = Decider::new(&cfg, 0).unwrap();
+    let mut st = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
+    st.reachable = vec![true, true];
+    let site = |st: &State, id: u64| st.jobs[&id].site.clone();
+    accept(&mut st, 1, 4, 0);
+    accept(&mut st, 2, 2, 0);
+    assert_eq!(
+        (site(&st, 1), site(&st, 2)),
+        (Some("a".into()), Some("b".into()))
+    );
+    assert_eq!(
+        st.decisions[&2].dispatch.as_ref().unwrap().decided_by,
+        "job-sharing (best fit: 2 processors left free, the fewest of the sites with room)"
+    );
+    // Four processors free nowhere: held, and reserved on a at 100 (job 1's estimated end).
+    accept(&mut st, 3, 4, 0);
+    assert_eq!(site(&st, 3), None);
+    assert!(st.unplaced.contains(&3));
+    let held = &st.decisions[&3].dispatch.as_ref().unwrap().decided_by;
+    assert!(held.contains("held in the meta-level queue"), "{held}");
+    // Job 4 ends by 100 on b: backfilled. Job 5 (one processor): both sites are full, held.
+    accept(&mut st, 4, 2, 0);
+    assert_eq!(site(&st, 4), Some("b".into()));
+    accept(&mut st, 5, 1, 0);
+    assert_eq!((site(&st, 5), st.decider.held()), (None, 2));
+    // Job 1 ends at a: job 3 (the head) is released there, then job 5 fits nowhere.
+    let ev = v1::JobEvent {
+        sequence: 1,
+        job_id: 1,
+        state: JobState::Completed.into(),
+        time: 40,
+        machine: Some("a1".into()),
+        ..Default::default()
+    };
+    let b = &mut Batch::default();
+    st.apply_local(b, 0, &ev);
+    st.settle(b, 40);
+    assert_eq!((site(&st, 3), site(&st, 5)), (Some("a".into()), None));
+    assert!(st.outbox[0].contains(&3) && !st.unplaced.contains(&3));
+    assert!(b.jobs.contains(&3) && b.decisions.contains(&3) && b.wake.contains(&0));
+    // A held job cancelled leaves the queue.
+    st.update(&mut Batch::default(), 5, 41, |j| {
+        j.state = JobState::Cancelled.into();
+        Some("cancelled".into())
+    });
+    assert_eq!(st.decider.held(), 0);
+}
