@@ -174,7 +174,12 @@ impl AuthConfig {
 impl Config {
     /// Parses a TOML text; errors name the offending key.
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
-        let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if c.policy.partition {
+            // Multi-node starts (one job over several agents) are simulated only so far: a site
+            // keeps one machine per job.
+            c.policy.partition = false;
+        }
         c.platform()?;
         c.policy
             .check()
@@ -327,6 +332,22 @@ copies = 2
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown day `fry`"), "{e}");
+    }
+
+    /// Two alike machines under EASY: simulated as one pool, live still one machine per job.
+    #[test]
+    fn a_live_partition_keeps_one_machine_per_job() {
+        let c = Config::from_toml(
+            "cluster = \"c1\"\n[policy]\npolicy = \"easy\"\n\
+             [[machines]]\nname = \"m1\"\nprocessors = 4\n\
+             [[machines]]\nname = \"m2\"\nprocessors = 4\n",
+        )
+        .unwrap();
+        assert!(!c.policy.partition);
+        let p = c.platform().unwrap();
+        assert!(p.alike_nodes(ClusterId(0)).is_some());
+        let policy = c.policy.build(&p, ClusterId(0)).unwrap();
+        assert_eq!(policy.single_machine(), None);
     }
 
     #[test]

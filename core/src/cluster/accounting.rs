@@ -175,7 +175,11 @@ mod tests {
         assert_eq!(c.offer(LicenceId(0)), 1);
         assert_eq!(c.offer(LicenceId(1)), 1);
         let wide = job(3, 9, &[]);
-        assert!(c.ineligibility(&wide).unwrap().contains("procs"));
+        let why = c.ineligibility(&wide).unwrap();
+        assert!(
+            why.starts_with("procs") && why.contains("runs a job on one machine"),
+            "{why}"
+        );
         let unknown = job(4, 1, &[7]);
         assert!(c.ineligibility(&unknown).unwrap().contains("licence lic7"));
         assert_eq!(c.ineligibility(&j), None);

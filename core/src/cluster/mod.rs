@@ -309,7 +309,9 @@ impl ClusterState {
             .unwrap_or(0);
         if job.procs > widest {
             return Some(format!(
-                "procs: {} processors asked, the largest machine has {widest}",
+                "procs: {} processors asked, the largest machine has {widest} (this policy runs \
+                 a job on one machine; the FCFS, backfilling and planning policies run a job over \
+                 several machines of a partition of alike machines)",
                 job.procs
             ));
         }

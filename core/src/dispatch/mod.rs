@@ -44,7 +44,9 @@ pub struct ClusterCaps {
     pub up: bool,
     /// Processors of all its machines.
     pub total_procs: u64,
-    /// Processors of its largest machine (a job wider than this can never run there unless split).
+    /// The widest job it can run: the processors of its largest machine, or of all its nodes on a
+    /// partition whose policy runs multi-node jobs (a job wider than this can never run there
+    /// unless split over sites).
     pub max_machine_procs: u32,
     /// Licence types that can be activated on at least one of its machines.
     pub licences: Vec<LicenceId>,

@@ -175,6 +175,32 @@ impl Platform {
         self.clusters.get(id.index())
     }
 
+    /// The nodes of cluster `id` with their processors when it is a partition of alike nodes: at
+    /// least two machines, space-shared, without licence pools, every machine with the same
+    /// processors, benchmark, memory and node-locked licences. Such a cluster can run a job over
+    /// several of its nodes (a multi-node job).
+    pub fn alike_nodes(&self, id: ClusterId) -> Option<Vec<(MachineId, u32)>> {
+        let c = self.cluster(id)?;
+        if c.machines.len() < 2 || !c.space_sharing || !c.pools.is_empty() {
+            return None;
+        }
+        let ms: Vec<&Machine> = c
+            .machines
+            .iter()
+            .map(|&m| self.machine(m))
+            .collect::<Option<_>>()?;
+        let first = ms[0];
+        let alike = |m: &&Machine| {
+            m.procs == first.procs
+                && m.benchmark == first.benchmark
+                && m.memory_kb == first.memory_kb
+                && m.node_locked == first.node_locked
+        };
+        ms.iter()
+            .all(alike)
+            .then(|| ms.iter().map(|m| (m.id, m.procs)).collect())
+    }
+
     /// The licence id of a licence name.
     pub fn licence_by_name(&self, name: &str) -> Option<LicenceId> {
         self.licences

@@ -117,6 +117,16 @@ pub struct PolicyConfig {
     /// Options of dynP's self-tuning.
     #[serde(default)]
     pub dynp: DynpOptions,
+    /// On a partition of alike nodes ([`Platform::alike_nodes`]), run a policy that has a classic
+    /// implementation (the FCFS / backfilling / planning family) over the nodes as one pool of
+    /// processors, a job spanning nodes where it needs them (multi-node jobs); `false` keeps
+    /// one machine per job (the heterogeneous cluster's scheduler, as on any other cluster).
+    #[serde(default = "yes")]
+    pub partition: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A policy configuration that cannot be built.
@@ -164,6 +174,7 @@ impl PolicyConfig {
             matching: None,
             planning: PlanningOptions::default(),
             dynp: DynpOptions::default(),
+            partition: true,
         }
     }
 
@@ -210,8 +221,10 @@ impl PolicyConfig {
 
     /// Builds the policy for a cluster of the platform. A cluster of one space-shared machine
     /// without licence pools gets the classic (reference) implementation of the kinds that have
-    /// one (`fcfs`, `easy`, `conservative`, `sjf-bf`, `ljf-bf`); any other cluster gets the
-    /// heterogeneous scheduler of the kinds of [`PolicyKind::cluster`].
+    /// one (`fcfs`, `easy`, `conservative`, `sjf-bf`, `ljf-bf`, the planning policies and dynP),
+    /// and so does a partition of alike nodes (with [`PolicyConfig::partition`]), seen as one
+    /// machine of their summed processors; any other cluster gets the heterogeneous scheduler of
+    /// the kinds of [`PolicyKind::cluster`].
     pub fn build(
         &self,
         platform: &Platform,
@@ -223,6 +236,13 @@ impl PolicyConfig {
             .ok_or(PolicyConfigError::UnknownCluster(cluster))?;
         let classic = c.machines.len() == 1 && c.pools.is_empty() && c.space_sharing;
         let entry = self.policy.entry();
+        if self.partition
+            && entry.single.is_some()
+            && let Some(nodes) = platform.alike_nodes(cluster)
+        {
+            let procs = nodes.iter().map(|n| n.1).sum();
+            return Ok(self.build_single(nodes[0].0, procs));
+        }
         if entry.single.is_none() || (!classic && entry.cluster.is_some()) {
             return self.build_cluster(ClusterState::new(platform, cluster)?);
         }

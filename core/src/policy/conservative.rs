@@ -329,6 +329,10 @@ fn place(
 }
 
 impl Policy for Conservative {
+    fn single_machine(&self) -> Option<(MachineId, u32)> {
+        Some((self.machine, self.capacity))
+    }
+
     fn describe(&self) -> String {
         "conservative".into()
     }

@@ -151,6 +151,10 @@ impl Easy {
 }
 
 impl Policy for Easy {
+    fn single_machine(&self) -> Option<(MachineId, u32)> {
+        Some((self.machine, self.capacity))
+    }
+
     fn describe(&self) -> String {
         let mut s = match self.order {
             QueueOrder::Fcfs => "easy".to_string(),

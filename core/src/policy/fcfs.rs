@@ -45,6 +45,10 @@ impl Fcfs {
 }
 
 impl Policy for Fcfs {
+    fn single_machine(&self) -> Option<(MachineId, u32)> {
+        Some((self.machine, self.capacity))
+    }
+
     fn describe(&self) -> String {
         "fcfs".into()
     }

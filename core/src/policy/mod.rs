@@ -262,6 +262,14 @@ pub trait Policy: Send + fmt::Debug {
     /// are ignored. The default: a policy whose machines never change.
     fn set_machine_available(&mut self, _now: Time, _machine: MachineId, _available: bool) {}
 
+    /// The one machine and its processors of a classic policy (it schedules processors on one
+    /// space-shared machine); `None` for the policies that place jobs on the machines of a
+    /// cluster. A runner over a partition of alike nodes whose policy sees one machine of their
+    /// summed processors maps its starts onto the nodes ([`crate::runner::nodes`]).
+    fn single_machine(&self) -> Option<(MachineId, u32)> {
+        None
+    }
+
     /// Recovery after a restart of the driver: `job` is already running on `machine` since
     /// `started` with `procs` processors. The policy accounts for it as if it had started it.
     fn restore_running(

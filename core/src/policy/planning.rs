@@ -585,6 +585,10 @@ fn rating(metric: TuningMetric, slots: &[Slot], running_end: Time) -> f64 {
 }
 
 impl Policy for Planning {
+    fn single_machine(&self) -> Option<(MachineId, u32)> {
+        Some((self.machine, self.capacity))
+    }
+
     fn describe(&self) -> String {
         let mut words = match &self.tuner {
             Some(t) => {

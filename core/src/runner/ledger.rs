@@ -4,6 +4,7 @@
 //! (Pasquali, thesis §3.2: a licence is a hard constraint; spec `two-level-grid-scheduler.md`
 //! D2.3), so no schedule a runner hands out can oversubscribe anything.
 
+use super::NodePart;
 use crate::model::{ClusterId, Job, LicenceId, Machine, MachineId, Platform};
 use std::collections::HashMap;
 
@@ -123,12 +124,49 @@ impl Ledger {
             .slot_of
             .get(&machine)
             .ok_or_else(|| format!("machine {machine} is not in cluster {}", self.cluster))?;
-        let m = &self.machines[s];
-        if !m.up {
+        if !self.machines[s].up {
             return Err(format!("machine {machine} is down"));
         }
         if procs != job.procs {
             return Err(format!("{procs} processors given, {} asked", job.procs));
+        }
+        self.take(job, s, procs)
+    }
+
+    /// Takes the resources of a multi-node `job` on its `parts` (all of them, or nothing and what
+    /// is missing). Every part needs the job's licences on its node (a partition of alike nodes
+    /// has node-locked licences only).
+    pub fn acquire_parts(&mut self, job: &Job, parts: &[NodePart]) -> Result<Vec<Held>, String> {
+        let total: u32 = parts.iter().map(|p| p.procs).sum();
+        if total != job.procs {
+            return Err(format!("{total} processors given, {} asked", job.procs));
+        }
+        let mut held = Vec::with_capacity(parts.len());
+        for p in parts {
+            let taken = self
+                .slot_of
+                .get(&p.node)
+                .copied()
+                .ok_or_else(|| format!("machine {} is not in cluster {}", p.node, self.cluster))
+                .and_then(|s| self.take(job, s, p.procs));
+            match taken {
+                Ok(h) => held.push(h),
+                Err(why) => {
+                    for h in &held {
+                        self.release(h);
+                    }
+                    return Err(why);
+                }
+            }
+        }
+        Ok(held)
+    }
+
+    fn take(&mut self, job: &Job, s: usize, procs: u32) -> Result<Held, String> {
+        let m = &self.machines[s];
+        let machine = m.machine.id;
+        if !m.up {
+            return Err(format!("machine {machine} is down"));
         }
         if procs > m.free {
             return Err(format!("{procs} processors needed, {} free", m.free));

@@ -26,12 +26,14 @@
 //! can log its inputs with their times and the simulator can run the log again ([`replay`]).
 
 mod ledger;
+pub mod nodes;
 pub mod replay;
 pub mod testing;
 #[cfg(test)]
 mod tests;
 
 pub use ledger::{Held, Ledger};
+pub use nodes::{NodePart, NodePool};
 
 use crate::dispatch::Priority;
 use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, ReservationId, Time};
@@ -114,7 +116,8 @@ pub enum Input {
         /// Up or down.
         up: bool,
     },
-    /// After a restart of the driver: `job` is already running on `machine` since `started`.
+    /// After a restart of the driver: `job` is already running on `machine` since `started` (on
+    /// `nodes` when it is a multi-node job of a partition).
     Restore {
         /// The job.
         job: Job,
@@ -125,6 +128,9 @@ pub enum Input {
         machine: MachineId,
         /// When it started.
         started: Time,
+        /// Its parts, for a multi-node job of a partition (empty: all of it on `machine`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        nodes: Vec<NodePart>,
     },
     /// An advance reservation asked for: admitted by the policy, or refused
     /// ([`RunnerError::Reservation`]).
@@ -162,9 +168,9 @@ pub enum Launch {
 pub struct Started {
     /// The job.
     pub job: JobId,
-    /// Its machine.
+    /// Its machine (a multi-node job's head node: [`ClusterRunner::nodes_of`] lists its nodes).
     pub machine: MachineId,
-    /// Processors it takes there.
+    /// Processors it takes (on all its nodes).
     pub procs: u32,
     /// Pool copies it takes.
     pub copies: u32,
@@ -266,8 +272,20 @@ pub enum RunnerError {
 #[derive(Clone, Debug)]
 struct Running {
     since: Time,
+    /// What it holds on its machine (its head node, for a multi-node job).
     held: Held,
+    /// What a multi-node job holds on its other nodes.
+    others: Vec<Held>,
     predicted_end: Time,
+}
+
+/// A partition of alike nodes whose policy sees one machine (`head`, the first node) of their
+/// summed processors: starts are mapped onto nodes.
+#[derive(Clone, Debug)]
+struct Partition {
+    head: MachineId,
+    nodes: NodePool,
+    down: BTreeSet<MachineId>,
 }
 
 /// One job in the cluster.
@@ -329,6 +347,8 @@ pub struct ClusterRunner {
     ends: BTreeSet<(Time, JobId)>,
     starts: Vec<Start>,
     suspended: Vec<JobId>,
+    /// Set when the cluster is a partition of alike nodes run as one pool.
+    partition: Option<Partition>,
 }
 
 impl ClusterRunner {
@@ -342,7 +362,20 @@ impl ClusterRunner {
         let ledger = Ledger::new(platform, cluster).ok_or(RunnerError::Rejected(
             Rejection::Unsupported(format!("unknown cluster {cluster}")),
         ))?;
+        let partition = match (policy.single_machine(), platform.alike_nodes(cluster)) {
+            (Some((m, procs)), Some(nodes))
+                if nodes[0].0 == m && nodes.iter().map(|n| n.1).sum::<u32>() == procs =>
+            {
+                Some(Partition {
+                    head: m,
+                    nodes: NodePool::new(&nodes),
+                    down: BTreeSet::new(),
+                })
+            }
+            _ => None,
+        };
         Ok(ClusterRunner {
+            partition,
             config,
             policy,
             ledger,
@@ -415,6 +448,17 @@ impl ClusterRunner {
         self.ends.first().map(|&(t, _)| t)
     }
 
+    /// Whether the cluster is a partition of alike nodes whose jobs may span nodes.
+    pub fn is_partition(&self) -> bool {
+        self.partition.is_some()
+    }
+
+    /// The nodes a running job of a partition holds, in node order (the first is its head node,
+    /// rank 0); `None` on other clusters and for jobs not running.
+    pub fn nodes_of(&self, job: JobId) -> Option<Vec<NodePart>> {
+        self.partition.as_ref()?.nodes.parts(job)
+    }
+
     /// The machine a waiting job was suspended on, if it was.
     pub fn suspended_on(&self, job: JobId) -> Option<MachineId> {
         self.jobs.get(&job)?.suspended_on
@@ -450,7 +494,19 @@ impl ClusterRunner {
                 if !self.ledger.set_up(machine, up) {
                     return Err(RunnerError::UnknownMachine(machine));
                 }
-                self.policy.set_machine_available(now, machine, up);
+                match &mut self.partition {
+                    // The pool's policy sees one machine: while a node is down, nothing starts.
+                    Some(p) => {
+                        if up {
+                            p.down.remove(&machine);
+                        } else {
+                            p.down.insert(machine);
+                        }
+                        let all_up = p.down.is_empty();
+                        self.policy.set_machine_available(now, p.head, all_up);
+                    }
+                    None => self.policy.set_machine_available(now, machine, up),
+                }
                 Ok(())
             }
             Input::Restore {
@@ -458,7 +514,8 @@ impl ClusterRunner {
                 priority,
                 machine,
                 started,
-            } => self.restore(now, job, priority, machine, started),
+                nodes,
+            } => self.restore(now, job, priority, machine, started, nodes),
             Input::Reserve { reservation } => {
                 Ok(self.policy.admit_reservation(now, &reservation)?)
             }
@@ -516,6 +573,12 @@ impl ClusterRunner {
         t.remaining = (t.remaining - done).max(0);
         t.estimate_left = (t.estimate_left - done).max(0);
         self.ledger.release(&r.held);
+        for h in &r.others {
+            self.ledger.release(h);
+        }
+        if let Some(p) = &mut self.partition {
+            p.nodes.release(id);
+        }
         Some(r.held.machine)
     }
 
@@ -596,6 +659,7 @@ impl ClusterRunner {
         priority: Option<Priority>,
         machine: MachineId,
         started: Time,
+        nodes: Vec<NodePart>,
     ) -> Result<(), RunnerError> {
         if self.jobs.contains_key(&job.id) {
             return Err(RunnerError::Duplicate(job.id));
@@ -605,27 +669,49 @@ impl ClusterRunner {
             .machine(machine)
             .ok_or(RunnerError::UnknownMachine(machine))?;
         let predicted_end = started + job.duration_on(job.estimate, m);
+        let parts = match nodes.is_empty() {
+            true => vec![NodePart {
+                node: machine,
+                procs: job.procs,
+            }],
+            false => nodes,
+        };
+        let policy_machine = self.partition.as_ref().map_or(machine, |p| p.head);
         self.policy
-            .restore_running(now, &job, started, machine, job.procs)?;
+            .restore_running(now, &job, started, policy_machine, job.procs)?;
         if let Some(p) = priority {
             self.policy.meta_priority(job.id, p);
         }
-        let held = match self.ledger.acquire(&job, machine, job.procs) {
+        let bad = |why: String| RunnerError::BadDecision {
+            time: now,
+            job: job.id,
+            why,
+        };
+        let mut holds = match self.ledger.acquire_parts(&job, &parts) {
             Ok(h) => h,
             Err(why) => {
                 self.policy.terminate(now, job.id);
-                return Err(RunnerError::BadDecision {
-                    time: now,
-                    job: job.id,
-                    why,
-                });
+                return Err(bad(why));
             }
         };
+        if let Some(p) = &mut self.partition
+            && !p.nodes.hold(job.id, &parts)
+        {
+            for h in &holds {
+                self.ledger.release(h);
+            }
+            self.policy.terminate(now, job.id);
+            return Err(bad(format!(
+                "its nodes {parts:?} are not free in the partition"
+            )));
+        }
+        let held = holds.remove(0);
         let mut t = Tracked::new(job, priority);
         t.first_start = Some(started);
         t.running = Some(Running {
             since: started,
             held,
+            others: holds,
             predicted_end,
         });
         self.running += 1;
@@ -681,11 +767,38 @@ impl ClusterRunner {
             if t.running.is_some() {
                 return Err(bad(s.job, "started but already running".into()));
             }
-            let held = self
-                .ledger
-                .acquire(&t.job, s.machine, s.procs)
-                .map_err(|why| bad(s.job, why))?;
-            let machine = self.ledger.machine(s.machine).expect("acquired").clone();
+            let (held, others) = match &mut self.partition {
+                None => (
+                    self.ledger
+                        .acquire(&t.job, s.machine, s.procs)
+                        .map_err(|why| bad(s.job, why))?,
+                    Vec::new(),
+                ),
+                Some(p) => {
+                    if s.machine != p.head {
+                        return Err(bad(
+                            s.job,
+                            format!("started on {} outside its pool", s.machine),
+                        ));
+                    }
+                    let parts = p.nodes.place(s.job, s.procs).ok_or_else(|| {
+                        bad(
+                            s.job,
+                            format!("{} processors are not free on the nodes", s.procs),
+                        )
+                    })?;
+                    let mut holds = match self.ledger.acquire_parts(&t.job, &parts) {
+                        Ok(h) => h,
+                        Err(why) => {
+                            p.nodes.release(s.job);
+                            return Err(bad(s.job, why));
+                        }
+                    };
+                    let head = holds.remove(0);
+                    (head, holds)
+                }
+            };
+            let machine = self.ledger.machine(held.machine).expect("acquired").clone();
             let t = self.jobs.get_mut(&s.job).expect("checked");
             let launch = match t.suspended_on.take() {
                 None if t.first_start.is_none() => Launch::First,
@@ -703,9 +816,11 @@ impl ClusterRunner {
             let run = t.job.duration_on(t.remaining, &machine);
             let limit = t.job.duration_on(t.estimate_left, &machine);
             let copies = held.pooled.len() as u32;
+            let on = held.machine;
             t.running = Some(Running {
                 since: now,
                 held,
+                others,
                 predicted_end: now + limit,
             });
             self.ends.insert((now + limit, s.job));
@@ -713,7 +828,7 @@ impl ClusterRunner {
             self.running += 1;
             out.push(Effect::Start(Started {
                 job: s.job,
-                machine: s.machine,
+                machine: on,
                 procs: s.procs,
                 copies,
                 run,

@@ -318,6 +318,7 @@ fn cancel_requeue_and_restore() {
             priority: Some(2),
             machine: MachineId(0),
             started: 10,
+            nodes: Vec::new(),
         },
         &mut out,
     )
@@ -637,6 +638,7 @@ fn a_restart_rebuilds_the_plan_around_the_reservations() {
                 priority: None,
                 machine: m,
                 started: 1,
+                nodes: Vec::new(),
             },
         );
         submit(&mut r, 50, Job::new(2, 40, 2, 30, 30), None);
@@ -678,6 +680,7 @@ fn a_restart_rebuilds_the_plan_around_the_reservations() {
                 priority: None,
                 machine: m,
                 started: 60,
+                nodes: Vec::new(),
             },
         );
         submit(&mut r, 70, Job::new(4, 70, 2, 30, 30), None);
@@ -688,4 +691,120 @@ fn a_restart_rebuilds_the_plan_around_the_reservations() {
             "{kind:?}"
         );
     }
+}
+
+fn nodes(r: &ClusterRunner, job: u64) -> Vec<(u32, u32)> {
+    r.nodes_of(JobId(job))
+        .unwrap_or_default()
+        .iter()
+        .map(|p| (p.node.0, p.procs))
+        .collect()
+}
+
+#[test]
+fn a_partition_of_alike_nodes_runs_easy_over_them_as_one_pool() {
+    let p = platform(&[(4, 100); 4]);
+    let mut r = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+    assert!(r.is_partition());
+    assert_eq!(r.policy().single_machine(), Some((MachineId(0), 16)));
+    // 6 wide: wider than any node, on the fewest nodes (4 + 2); then 2 fills node 1; 8 wide
+    // takes the two whole nodes left.
+    for (id, procs) in [(1, 6), (2, 2), (3, 8)] {
+        submit(&mut r, 0, Job::new(id, 0, procs, 100, 50), None);
+    }
+    let s = started(&on(&mut r, 0, Input::Pass));
+    assert_eq!(
+        s.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+        [(1, 0), (2, 1), (3, 2)],
+        "each start names its head node"
+    );
+    assert_eq!(nodes(&r, 1), [(0, 4), (1, 2)]);
+    assert_eq!(nodes(&r, 2), [(1, 2)]);
+    assert_eq!(nodes(&r, 3), [(2, 4), (3, 4)]);
+    assert_eq!(r.ledger().busy_procs(), 16);
+    r.ledger().check().unwrap();
+    // Job 1 ends: its 6 processors on nodes 0 and 1 are free again (4 + 2), and a 5-wide job
+    // fills node 1's two and takes three of node 0.
+    on(&mut r, 50, Input::Ended { job: JobId(1) });
+    assert_eq!(r.nodes_of(JobId(1)), None);
+    submit(&mut r, 50, Job::new(4, 50, 5, 100, 50), None);
+    assert_eq!(started(&on(&mut r, 50, Input::Pass))[0].0, 4);
+    assert_eq!(nodes(&r, 4), [(0, 3), (1, 2)]);
+    // A node down: nothing starts on the pool until it is back.
+    on(
+        &mut r,
+        60,
+        Input::Machine {
+            machine: MachineId(3),
+            up: false,
+        },
+    );
+    on(&mut r, 60, Input::Ended { job: JobId(2) });
+    submit(&mut r, 60, Job::new(5, 60, 1, 100, 50), None);
+    assert!(started(&on(&mut r, 60, Input::Pass)).is_empty());
+    on(
+        &mut r,
+        61,
+        Input::Machine {
+            machine: MachineId(3),
+            up: true,
+        },
+    );
+    assert_eq!(started(&on(&mut r, 61, Input::Pass))[0].0, 5);
+    r.ledger().check().unwrap();
+}
+
+#[test]
+fn a_multi_node_job_is_restored_on_its_nodes() {
+    let p = platform(&[(4, 100); 3]);
+    let mut r = runner(&p, PolicyKind::Conservative, RunnerConfig::default());
+    let parts = vec![
+        NodePart {
+            node: MachineId(2),
+            procs: 4,
+        },
+        NodePart {
+            node: MachineId(0),
+            procs: 3,
+        },
+    ];
+    let restore = |nodes: Vec<NodePart>, id: u64| Input::Restore {
+        job: Job::new(id, 0, 7, 100, 100),
+        priority: None,
+        machine: MachineId(0),
+        started: 10,
+        nodes,
+    };
+    on(&mut r, 20, restore(parts.clone(), 1));
+    assert_eq!(nodes(&r, 1), [(0, 3), (2, 4)]);
+    assert_eq!(r.ledger().busy_procs(), 7);
+    // Parts that do not fit what is left are refused, and nothing is held for them.
+    let mut out = Vec::new();
+    assert!(r.on(20, restore(parts, 2), &mut out).is_err());
+    assert_eq!(r.ledger().busy_procs(), 7);
+    assert_eq!(r.nodes_of(JobId(2)), None);
+    // 5 free: a 6-wide job waits for job 1 (estimate to 110), then runs on the fewest nodes.
+    submit(&mut r, 20, Job::new(3, 20, 6, 10, 10), None);
+    assert!(started(&on(&mut r, 20, Input::Pass)).is_empty());
+    on(&mut r, 30, Input::Ended { job: JobId(1) });
+    assert_eq!(started(&on(&mut r, 30, Input::Pass))[0].0, 3);
+    assert_eq!(nodes(&r, 3), [(0, 4), (1, 2)]);
+}
+
+#[test]
+fn a_partition_may_keep_one_machine_per_job() {
+    let p = platform(&[(4, 100); 2]);
+    let policy = PolicyConfig {
+        partition: false,
+        ..PolicyConfig::new(PolicyKind::Easy)
+    }
+    .build(&p, ClusterId(0))
+    .unwrap();
+    let r = ClusterRunner::new(&p, ClusterId(0), policy, RunnerConfig::default()).unwrap();
+    assert!(!r.is_partition());
+    // Unlike machines are no partition.
+    let q = platform(&[(4, 100), (4, 200)]);
+    assert!(!runner(&q, PolicyKind::Easy, RunnerConfig::default()).is_partition());
+    assert_eq!(q.alike_nodes(ClusterId(0)), None);
+    assert!(p.alike_nodes(ClusterId(0)).is_some());
 }

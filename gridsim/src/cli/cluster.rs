@@ -38,6 +38,11 @@ pub struct ClusterArgs {
     /// Constants of the Flexible Backfilling heuristics: fb-4.1, fb-4.3.1, fb-4.3.2, cs.
     #[arg(long, default_value = "fb-4.1")]
     pub heuristics: String,
+    /// On a cluster of alike machines, keep one machine per job (the heterogeneous cluster's
+    /// scheduler) instead of running an FCFS / backfilling / planning policy over the machines as
+    /// one pool of processors with multi-node jobs.
+    #[arg(long)]
+    pub no_partition: bool,
     /// Synthetic set-up of the paper: table1 (§4.1), table4 (§4.2), mkp, table6 (§4.3, 4 clusters).
     #[arg(long, default_value = "table1")]
     pub setup: String,
@@ -139,6 +144,7 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
     })?;
     let cfg = PolicyConfig {
         heuristics,
+        partition: !args.no_partition,
         ..PolicyConfig::new(kind)
     };
     let (platform, jobs) = platform_and_jobs(args)?;

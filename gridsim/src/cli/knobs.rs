@@ -250,6 +250,7 @@ impl Knobs {
     pub fn policy(&self) -> PolicyConfig {
         PolicyConfig {
             policy: self.policy,
+            partition: true,
             heuristics: Default::default(),
             cs: Default::default(),
             matching: None,

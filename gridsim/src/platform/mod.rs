@@ -290,6 +290,12 @@ where
         caps: caps_of(platform),
         load: None,
     };
+    // A partition's jobs may span its nodes: the widest job it runs is its whole size.
+    for (c, r) in grid.caps.iter_mut().zip(&sim.runners) {
+        if r.is_partition() {
+            c.max_machine_procs = u32::try_from(c.total_procs).unwrap_or(u32::MAX);
+        }
+    }
     let mut jobs = jobs.into_iter();
     let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
     let mut clock = Time::MIN;

@@ -351,3 +351,42 @@ fn only_state_reading_dispatchers_get_the_sites_state() {
         assert_eq!(spy.saw_load, vec![reads, reads]);
     }
 }
+
+#[test]
+fn a_partition_of_alike_machines_runs_jobs_wider_than_a_machine() {
+    // Four alike 4-processor machines: under EASY (one pool of 16) a 10-wide job runs; under
+    // Flexible Backfilling (one machine per job) no cluster can take it.
+    let p = platform(&[(&[(4, 100); 4], true, &[])]);
+    let jobs = [
+        Job::new(1, 0, 10, 100, 60),
+        Job::new(2, 0, 6, 100, 100),
+        Job::new(3, 5, 3, 50, 50),
+    ];
+    let mut recs = Vec::new();
+    let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.end));
+    let rep = run(
+        &p,
+        build(&p, PolicyKind::Easy),
+        &jobs,
+        PlatformHooks {
+            record: Some(&mut rec),
+            pass: None,
+        },
+    );
+    recs.sort_unstable();
+    // 10 + 6 fill the pool at 0; job 3 waits for job 1's 10 processors at 60.
+    assert_eq!(recs, vec![(1, 0, 60), (2, 0, 100), (3, 60, 110)]);
+    assert_eq!((rep.jobs.finished, rep.stats.rejected), (3, 0));
+    let rep = run(
+        &p,
+        build(&p, PolicyKind::FbMod),
+        &jobs,
+        PlatformHooks::default(),
+    );
+    assert_eq!((rep.jobs.finished, rep.stats.rejected), (1, 2));
+    assert!(
+        rep.stats.rejections[0].contains("10 processors on one machine"),
+        "{:?}",
+        rep.stats.rejections
+    );
+}

@@ -66,6 +66,7 @@ impl Driver {
                         priority: Some(priority),
                         machine: m,
                         started: t,
+                        nodes: Vec::new(),
                     };
                     match self.feed(now, restore).1 {
                         Ok(()) => Some((m, t)),
