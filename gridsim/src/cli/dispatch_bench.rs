@@ -8,8 +8,10 @@
 //! before and after each call, about 20–40 ns of the figure); for the strategies that hold jobs at
 //! the meta level (job sharing, multi-site) the timed decision is `dispatch` and the release pass
 //! that follows it, over every job still held. The brokers see a [`GridState`] with
-//! every cluster's load, updated as the jobs they place queue up. Job sizes, estimates and
-//! priorities come from a fixed SplitMix64 stream, so every strategy sees the same jobs.
+//! every cluster's load, updated as the jobs they place queue up. Job sizes (1–16 processors on
+//! clusters whose machines have 64, and 1–256 for one more multi-site row, whose wide jobs must be
+//! split), estimates and priorities come from a fixed SplitMix64 stream, so every strategy sees
+//! the same jobs.
 
 use anyhow::{Result, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -72,6 +74,7 @@ fn time_strategy(
     clusters: u32,
     warm: u64,
     timed: u64,
+    widest: u64,
 ) -> Result<Vec<Duration>> {
     let mut d = DispatchConfig::new(kind).build();
     let mut g = grid(clusters);
@@ -81,7 +84,13 @@ fn time_strategy(
     let mut released = Vec::new();
     for id in 1..=warm + timed {
         let estimate = 60 + rng.below(36_000) as i64;
-        let job = Job::new(id, id as i64, 1 + rng.below(16) as u32, estimate, estimate);
+        let job = Job::new(
+            id,
+            id as i64,
+            1 + rng.below(widest) as u32,
+            estimate,
+            estimate,
+        );
         let priority = 1 + rng.below(10) as u8;
         released.clear();
         let t0 = Instant::now();
@@ -125,10 +134,20 @@ fn time_strategy(
 /// Runs the benchmark and prints a table (or JSON).
 pub fn run(clusters: u32, warm: u64, repeat: u32, json: bool) -> Result<()> {
     let mut rows = Vec::new();
-    for kind in DispatchKind::every() {
+    // Every strategy on jobs of 1–16 processors (every cluster's machines have 64), and the
+    // multi-site strategy once more on jobs up to 256 wide, which it must split.
+    let runs = DispatchKind::every()
+        .into_iter()
+        .map(|k| (k, 16, k.as_str().to_string()))
+        .chain([(
+            DispatchKind::MultiSite,
+            256,
+            "multi-site, jobs 1–256 wide".to_string(),
+        )]);
+    for (kind, widest, label) in runs {
         let mut best: Option<(f64, f64)> = None;
         for _ in 0..repeat {
-            let mut v = time_strategy(kind, clusters, warm, TIMED)?;
+            let mut v = time_strategy(kind, clusters, warm, TIMED, widest)?;
             let mean = v.iter().map(Duration::as_secs_f64).sum::<f64>() / v.len() as f64 * 1e6;
             v.sort_unstable();
             let p99 = v[(v.len() * 99 / 100).min(v.len() - 1)].as_secs_f64() * 1e6;
@@ -137,12 +156,9 @@ pub fn run(clusters: u32, warm: u64, repeat: u32, json: bool) -> Result<()> {
             }
         }
         let (mean_us, p99_us) = best.expect("repeat >= 1");
-        eprintln!(
-            "gridsim bench --dispatch: {}: {mean_us:.2} µs per job",
-            kind.as_str()
-        );
+        eprintln!("gridsim bench --dispatch: {label}: {mean_us:.2} µs per job");
         rows.push(Timing {
-            strategy: kind.as_str().into(),
+            strategy: label,
             clusters,
             warm_jobs: warm,
             timed: TIMED,
@@ -178,7 +194,7 @@ mod tests {
     #[test]
     fn every_strategy_places_every_job_and_keeps_the_live_set() {
         for kind in DispatchKind::every() {
-            let v = time_strategy(kind, 7, 50, 30).unwrap();
+            let v = time_strategy(kind, 7, 50, 30, 16).unwrap();
             assert_eq!(v.len(), 30, "{}", kind.as_str());
         }
         // The strategies that hold jobs place them as the live ones end.
