@@ -260,6 +260,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let mut a = Agent {
         runner: RunnerConfig {
+            machine: cli.machine.clone(),
             work_dir: cli.work_dir.clone(),
             time_scale: cli.time_scale,
             grace: Duration::from_millis(cli.grace_ms),

@@ -1,7 +1,10 @@
 //! Runs one job on the agent's machine: a real OS process (program, arguments, environment plus
-//! `GRIDSCHED_JOB_ID`, `GRIDSCHED_USER` and `GRIDSCHED_PROCESSORS`, working directory; stdout and
-//! stderr to `<dir>/<job>/stdout|stderr`) or, in emulation mode, a sleep of the job's run time × the
-//! time scale.
+//! `GRIDSCHED_JOB_ID`, `GRIDSCHED_USER`, `GRIDSCHED_PROCESSORS` and the node variables
+//! `GRIDSCHED_NODES` (the job's machines in rank order, comma-separated), `GRIDSCHED_NODE_RANK`,
+//! `GRIDSCHED_NODE_COUNT` and `GRIDSCHED_HEAD_NODE`, the way batch systems hand an MPI launcher its
+//! hosts (a job on one machine: that machine, rank 0 of 1); working directory; stdout and stderr
+//! to `<dir>/<job>/stdout|stderr`) or, in emulation mode, a sleep of the job's run time × the time
+//! scale.
 //!
 //! The process runs in a process group of its own, so that signals reach the whole job (a shell
 //! script and the programs it starts). The agent steers a started job through its [`Control`]
@@ -38,6 +41,8 @@ use tokio::sync::mpsc;
 /// How jobs run on this agent.
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
+    /// The agent's machine (a job's node when the local scheduler names none).
+    pub machine: String,
     /// Directory holding one sub-directory per job.
     pub work_dir: PathBuf,
     /// Factor applied to emulated run times and wall-time limits.
@@ -163,10 +168,18 @@ pub async fn run_job(
     let mut fin = match start.execution {
         Some(Execution::Command(mut c)) => {
             // The job's environment: the grid's variables, then the job's own (which win).
+            let nodes = match start.nodes.is_empty() {
+                true => vec![cfg.machine.clone()],
+                false => start.nodes.clone(),
+            };
             let job_env = [
                 ("GRIDSCHED_JOB_ID", id.to_string()),
                 ("GRIDSCHED_USER", start.user.clone()),
                 ("GRIDSCHED_PROCESSORS", start.processors.to_string()),
+                ("GRIDSCHED_NODES", nodes.join(",")),
+                ("GRIDSCHED_NODE_RANK", start.node_rank.to_string()),
+                ("GRIDSCHED_NODE_COUNT", nodes.len().to_string()),
+                ("GRIDSCHED_HEAD_NODE", nodes[0].clone()),
             ];
             for (k, v) in job_env {
                 c.env.entry(k.to_owned()).or_insert(v);

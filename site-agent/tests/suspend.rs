@@ -1,6 +1,6 @@
-//! Suspension and resumption of jobs by the runner, with real processes (and one emulated job):
-//! each test drives [`runner::run_job`] directly through its control channel and reads its
-//! reports. Timings are loose (the machine may be loaded): the tests assert orderings and bounds.
+//! Suspension and resumption of jobs by the runner, with real processes (and one emulated job),
+//! and a job's environment: each test drives [`runner::run_job`] directly through its control
+//! channel and reads its reports. Timings are loose (the machine may be loaded): the tests assert orderings and bounds.
 
 use gridsched_proto::v1::{self, AgentJobState, start_job::Execution};
 use nix::sys::signal::{Signal, kill};
@@ -39,6 +39,19 @@ fn state(r: &v1::JobReport) -> AgentJobState {
 
 /// Starts job 1 running `execution` (limit in seconds, time scale 1).
 fn start(test: &str, execution: Execution, limit_s: Option<i64>, grace: Duration) -> Harness {
+    let start = v1::StartJob {
+        job_id: 1,
+        execution: Some(execution),
+        wall_time_limit_s: limit_s,
+        processors: 1,
+        user: "tester".into(),
+        ..Default::default()
+    };
+    start_order(test, start, grace)
+}
+
+/// Starts job 1 by the order `start` on machine `m0` (time scale 1).
+fn start_order(test: &str, start: v1::StartJob, grace: Duration) -> Harness {
     let work_dir = std::env::temp_dir().join(format!(
         "gridsched-site-agent-{test}-{}",
         std::process::id()
@@ -46,16 +59,10 @@ fn start(test: &str, execution: Execution, limit_s: Option<i64>, grace: Duration
     let _ = std::fs::remove_dir_all(&work_dir);
     std::fs::create_dir_all(&work_dir).expect("work dir");
     let cfg = RunnerConfig {
+        machine: "m0".into(),
         work_dir: work_dir.clone(),
         time_scale: 1.0,
         grace,
-    };
-    let start = v1::StartJob {
-        job_id: 1,
-        execution: Some(execution),
-        wall_time_limit_s: limit_s,
-        processors: 1,
-        user: "tester".into(),
     };
     let (control, crx) = mpsc::unbounded_channel();
     let (otx, reports) = mpsc::unbounded_channel();
@@ -412,4 +419,36 @@ async fn group_leftovers_get_sigkill_after_the_grace_period() {
     );
     assert!(killed_at.elapsed() >= grace);
     h.finish().await;
+}
+
+#[tokio::test]
+async fn a_job_knows_its_nodes_and_rank() {
+    let script = "echo $GRIDSCHED_NODES $GRIDSCHED_NODE_RANK $GRIDSCHED_NODE_COUNT \
+                  $GRIDSCHED_HEAD_NODE $GRIDSCHED_PROCESSORS";
+    // One part of a job over three nodes, and a job on this machine alone.
+    let part = v1::StartJob {
+        job_id: 1,
+        execution: Some(shell(script)),
+        processors: 4,
+        nodes: vec!["n3".into(), "m0".into(), "n7".into()],
+        node_rank: 1,
+        ..Default::default()
+    };
+    let alone = v1::StartJob {
+        nodes: Vec::new(),
+        node_rank: 0,
+        processors: 2,
+        ..part.clone()
+    };
+    for (test, order, want) in [
+        ("env-part", part, "n3,m0,n7 1 3 n3 4"),
+        ("env-alone", alone, "m0 0 1 m0 2"),
+    ] {
+        let mut h = start_order(test, order, Duration::from_secs(1));
+        h.expect(AgentJobState::Running).await;
+        h.expect(AgentJobState::Exited).await;
+        let out = std::fs::read_to_string(h.job_dir.join("stdout")).expect("stdout");
+        assert_eq!(out.trim(), want);
+        h.finish().await;
+    }
 }

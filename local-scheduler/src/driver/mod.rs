@@ -678,6 +678,9 @@ impl Driver {
             wall_time_limit_s: Some(s.limit),
             processors: s.procs,
             user,
+            // One machine per job until the driver starts multi-node parts.
+            nodes: Vec::new(),
+            node_rank: 0,
         };
         let rec = self.jobs.get_mut(&s.job.0).expect("checked");
         // A stopped process left elsewhere cannot follow the job: it goes, and the job restarts.
