@@ -271,11 +271,18 @@ impl Decider {
         self.dispatcher.withdraw(JobId(job));
     }
 
-    /// Re-enters a job held at the meta level before a restart.
-    pub fn restore_held(&mut self, job: &Job, priority: u32) {
+    /// Re-enters a job waiting at the meta level before a restart (`only`: the site of its
+    /// advance reservation). A strategy that holds jobs takes it back into its queue, with the
+    /// sites it may go to as at a dispatch (estimate limits, inputs, reservation); for the others
+    /// it waits as before, to be dispatched again.
+    pub fn restore_held(&mut self, job: &Job, priority: u32, only: Option<usize>) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
+        let before = self.dispatcher.held();
         self.dispatcher
             .restore(job, p, &Placement::Hold, job.submit);
+        if self.dispatcher.held() > before {
+            self.dispatch_within(job.submit, job, priority, None, only);
+        }
     }
 
     /// The local scheduler of `site` reported `job` terminated.
@@ -482,6 +489,31 @@ mod tests {
             "{}",
             e.candidates[0].note
         );
+    }
+
+    #[test]
+    fn a_held_job_restored_after_a_restart_keeps_to_the_sites_that_take_it() {
+        let text = "[dispatch]\nstrategy = \"job-sharing\"\n\
+                    [[sites]]\nname = \"a\"\nmax_estimate_s = 100\n\
+                    machines = [{ name = \"a1\", processors = 4 }]\n\
+                    [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 8 }]\n";
+        let mut d = Decider::new(&MetaConfig::from_toml(text).unwrap(), 0).unwrap();
+        // Site a is the best fit for 4 processors, but its limit is 100 s.
+        let long = v1::JobSpec {
+            estimate_s: 200,
+            ..spec(4, &[])
+        };
+        let job = d.job(&long, 1, 0).unwrap();
+        d.restore_held(&job, 1, None);
+        assert_eq!(d.held(), 1);
+        let placed: Vec<(u64, usize)> = d.release(0).into_iter().map(|p| (p.0, p.1)).collect();
+        assert_eq!(placed, [(1, 1)]);
+        // A strategy without a queue holds nothing: the job waits to be dispatched again.
+        let mut lo = Decider::new(&cfg("load-ordering"), 0).unwrap();
+        let job = lo.job(&spec(1, &[]), 1, 0).unwrap();
+        lo.restore_held(&job, 1, None);
+        assert_eq!(lo.held(), 0);
+        assert_eq!(lo.arrays()[0].count[1], 0);
     }
 
     #[test]

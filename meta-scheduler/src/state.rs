@@ -648,7 +648,8 @@ impl State {
                         }
                     }
                     (None, Ok(model)) => {
-                        self.decider.restore_held(model, job.priority);
+                        let only = self.pinned(&job);
+                        self.decider.restore_held(model, job.priority, only);
                         self.unplaced.insert(job.id);
                     }
                     _ => {
