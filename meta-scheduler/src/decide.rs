@@ -41,6 +41,8 @@ pub struct Decider {
     /// Per site: its machines (the only ones its local scheduler accepts in a job's inputs).
     machines: Vec<Vec<MachineId>>,
     describe: String,
+    /// The last dispatch left the job in the strategy's own queue ([`Placement::Hold`]).
+    held_last: bool,
 }
 
 impl Decider {
@@ -90,6 +92,7 @@ impl Decider {
                 .map(|s| s.max_estimate(cfg.limits.max_estimate_s))
                 .collect(),
             machines,
+            held_last: false,
         })
     }
 
@@ -162,6 +165,7 @@ impl Decider {
             .map(|i| (i, std::mem::replace(&mut self.grid.caps[i].up, false)))
             .collect();
         let placement = self.dispatcher.dispatch(now, job, p, &self.grid);
+        self.held_last = placement == Placement::Hold;
         for (i, up) in hidden {
             self.grid.caps[i].up = up;
         }
@@ -231,6 +235,12 @@ impl Decider {
             candidates,
         };
         (chosen, explanation)
+    }
+
+    /// Whether the last dispatch left its job in the strategy's queue at the meta level (it has
+    /// no site until a release pass places it).
+    pub fn held_last(&self) -> bool {
+        self.held_last
     }
 
     /// How many jobs the strategy holds at the meta level.

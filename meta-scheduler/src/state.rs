@@ -485,6 +485,29 @@ impl State {
                 .dispatch_within(time, &model, priority, from, only);
             let target = match (site, from) {
                 (Some(t), _) => t,
+                // The strategy holds it at the meta level: it leaves its down site for the queue.
+                (None, Some(i)) if self.decider.held_last() => {
+                    self.outbox[i].remove(&id);
+                    self.in_flight[i].remove(&id);
+                    self.unplaced.insert(id);
+                    let down = self.sites[i].name.clone();
+                    if withdrawn {
+                        let site = down.clone();
+                        let label = crate::metrics::SiteLabel { site };
+                        self.metrics.withdrawn.get_or_create(&label).inc();
+                    }
+                    self.update(b, id, time, |j| {
+                        j.site = None;
+                        j.cluster = None;
+                        j.state = JobState::Accepted.into();
+                        j.dispatch_time = None;
+                        Some(format!(
+                            "{down} is down: withdrawn before it started there, held in the \
+                             meta-level queue"
+                        ))
+                    });
+                    continue;
+                }
                 // Nowhere else: a job stays with its down site (and counts there again).
                 (None, Some(i)) => {
                     self.decider.restore(&model, priority, i, time);

@@ -244,8 +244,8 @@ fn accept(st: &mut State, id: u64, procs: u32, t: i64) {
     st.settle(b, t);
 }
 
-#[test]
-fn job_sharing_holds_jobs_at_the_meta_level_and_releases_them_as_sites_free() {
+/// Job sharing over sites `a` and `b` of one 4-processor machine each.
+fn job_sharing() -> State {
     let cfg = MetaConfig::from_toml(
         "[dispatch]\nstrategy = \"job-sharing\"\n\
          [[sites]]\nname = \"a\"\nmachines = [{ name = \"a1\", processors = 4 }]\n\
@@ -253,7 +253,12 @@ fn job_sharing_holds_jobs_at_the_meta_level_and_releases_them_as_sites_free() {
     )
     .unwrap();
     let decider = Decider::new(&cfg, 0).unwrap();
-    let mut st = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
+    State::new(cfg.sites.clone(), cfg.max_priority(), decider)
+}
+
+#[test]
+fn job_sharing_holds_jobs_at_the_meta_level_and_releases_them_as_sites_free() {
+    let mut st = job_sharing();
     st.reachable = vec![true, true];
     let site = |st: &State, id: u64| st.jobs[&id].site.clone();
     accept(&mut st, 1, 4, 0);
@@ -298,4 +303,38 @@ fn job_sharing_holds_jobs_at_the_meta_level_and_releases_them_as_sites_free() {
         Some("cancelled".into())
     });
     assert_eq!(st.decider.held(), 0);
+}
+
+#[test]
+fn a_job_sharing_job_at_a_site_that_goes_down_goes_back_to_the_meta_level_queue() {
+    let mut st = job_sharing();
+    st.reachable = vec![false, true];
+    let site = |st: &State, id: u64| st.jobs[&id].site.clone();
+    accept(&mut st, 1, 4, 0);
+    accept(&mut st, 2, 4, 0);
+    assert_eq!(
+        (site(&st, 1), site(&st, 2)),
+        (Some("a".into()), Some("b".into()))
+    );
+    assert!(st.outbox[0].contains(&1), "not sent: a is unreachable");
+    // a goes down; b is full: job 1 is held at the meta level, with no site.
+    let b = &mut Batch::default();
+    st.decider.set_up(0, false);
+    st.redispatch(b, Some(0), 5);
+    st.settle(b, 5);
+    assert_eq!(
+        (site(&st, 1), st.jobs[&1].state()),
+        (None, JobState::Accepted)
+    );
+    assert!(st.unplaced.contains(&1) && !st.outbox[0].contains(&1));
+    assert_eq!(st.decider.held(), 1);
+    // a comes back: job 1 is released there; the grid scheduler counted it once only (a 4-wide
+    // job 3 waits, as both sites are full).
+    st.decider.set_up(0, true);
+    let b = &mut Batch::default();
+    st.site_up(b, 0, 6);
+    st.settle(b, 6);
+    assert_eq!(site(&st, 1), Some("a".into()));
+    accept(&mut st, 3, 4, 7);
+    assert_eq!((site(&st, 3), st.decider.held()), (None, 1));
 }
