@@ -115,6 +115,22 @@ struct Waiting {
     allowed: Option<Vec<bool>>,
 }
 
+/// Marks in `usable` the sites up and `allowed` (every site up when `None`); `usable_is_up` says
+/// `usable` already holds the sites up, which the common case then keeps.
+fn mark_usable(
+    usable: &mut Vec<bool>,
+    usable_is_up: &mut bool,
+    up: &[bool],
+    allowed: Option<&[bool]>,
+) {
+    if allowed.is_none() && *usable_is_up {
+        return;
+    }
+    *usable_is_up = allowed.is_none();
+    usable.clear();
+    usable.extend((0..up.len()).map(|m| up[m] && allowed.is_none_or(|a| a[m])));
+}
+
 /// What a pass needs of a waiting job.
 #[derive(Clone, Copy, Debug)]
 struct Candidate {
@@ -143,7 +159,6 @@ pub struct GridScheduler {
     /// Whether `usable` is `up` (marked for a job allowed everywhere, and `up` unchanged since).
     usable_is_up: bool,
     queue: Vec<Waiting>,
-    last: Option<Reason>,
 }
 
 impl GridScheduler {
@@ -160,7 +175,6 @@ impl GridScheduler {
             usable: Vec::new(),
             usable_is_up: false,
             queue: Vec::new(),
-            last: None,
         }
     }
 
@@ -192,21 +206,6 @@ impl GridScheduler {
             v[c.cluster.index()] = c.up && job.licences.iter().all(|l| c.licences.contains(l));
         }
         (!v.iter().all(|a| *a)).then_some(v)
-    }
-
-    /// Marks the sites the `i`-th waiting job (or `w`) may run on now.
-    fn mark_usable(&mut self, i: usize, w: Option<&Waiting>) {
-        let allowed = match w {
-            Some(w) => w.allowed.as_deref(),
-            None => self.queue[i].allowed.as_deref(),
-        };
-        if allowed.is_none() && self.usable_is_up {
-            return;
-        }
-        self.usable_is_up = allowed.is_none();
-        self.usable.clear();
-        self.usable
-            .extend((0..self.sizes.len()).map(|m| self.up[m] && allowed.is_none_or(|a| a[m])));
     }
 
     fn sites(&self) -> impl Iterator<Item = usize> + '_ {
@@ -440,14 +439,18 @@ impl Dispatcher for GridScheduler {
         grid: &GridState,
     ) -> Placement {
         self.sync(grid);
-        self.last = None;
         let w = Waiting {
             id: job.id,
             width: job.procs,
             estimate: job.estimate.max(1),
             allowed: self.allowed(grid, job),
         };
-        self.mark_usable(0, Some(&w));
+        mark_usable(
+            &mut self.usable,
+            &mut self.usable_is_up,
+            &self.up,
+            w.allowed.as_deref(),
+        );
         if !self.runs_when_idle(&w) {
             let how = if self.split {
                 "on one site or split within the fragment limit"
@@ -473,7 +476,12 @@ impl Dispatcher for GridScheduler {
                 width: self.queue[i].width,
                 estimate: self.queue[i].estimate,
             };
-            self.mark_usable(i, None);
+            mark_usable(
+                &mut self.usable,
+                &mut self.usable_is_up,
+                &self.up,
+                self.queue[i].allowed.as_deref(),
+            );
             let chosen = self.options(&w, now).into_iter().find(|parts| match &res {
                 None => true,
                 Some(r) => !self.delays(parts, now + self.estimate_on(parts, w.estimate), r),
@@ -511,10 +519,6 @@ impl Dispatcher for GridScheduler {
 
     fn held(&self) -> usize {
         self.queue.len()
-    }
-
-    fn last_reason(&self) -> Option<Reason> {
-        self.last
     }
 
     fn job_ended(&mut self, _now: Time, job: JobId, _cluster: ClusterId) {
