@@ -24,6 +24,17 @@ pub enum LostAgent {
     Requeue,
 }
 
+/// What happens to the other parts of a multi-node job when one part fails or is killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartFailure {
+    /// The other parts are killed at once (the batch systems' default for a parallel job).
+    #[default]
+    KillOthers,
+    /// The other parts run to their own end; the job fails once every part has ended.
+    LetRun,
+}
+
 /// One machine of the cluster.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,6 +109,9 @@ pub struct Config {
     /// What happens to a lost agent's jobs.
     #[serde(default)]
     pub lost_agent: LostAgent,
+    /// What a failed or killed part of a multi-node job does to the others.
+    #[serde(default)]
+    pub part_failure: PartFailure,
     /// Directory of the durable state; absent = in memory only (lost at exit).
     #[serde(default)]
     pub state_dir: Option<PathBuf>,
@@ -174,12 +188,7 @@ impl AuthConfig {
 impl Config {
     /// Parses a TOML text; errors name the offending key.
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
-        let mut c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
-        if c.policy.partition {
-            // Multi-node starts (one job over several agents) are simulated only so far: a site
-            // keeps one machine per job.
-            c.policy.partition = false;
-        }
+        let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         c.platform()?;
         c.policy
             .check()
@@ -187,6 +196,19 @@ impl Config {
         c.tls.validate()?;
         c.auth.secrets()?;
         Ok(c)
+    }
+
+    /// Whether the cluster runs jobs over several machines: alike machines under a policy that
+    /// sees them as one pool (a classic or planning policy, `policy.partition` on).
+    pub fn multi_node(&self) -> bool {
+        let Ok(platform) = self.platform() else {
+            return false;
+        };
+        self.machines.len() > 1
+            && self
+                .policy
+                .build(&platform, ClusterId(0))
+                .is_ok_and(|p| p.single_machine().is_some())
     }
 
     /// Reads a TOML file.
@@ -334,20 +356,33 @@ copies = 2
         assert!(e.contains("unknown day `fry`"), "{e}");
     }
 
-    /// Two alike machines under EASY: simulated as one pool, live still one machine per job.
+    /// Two alike machines under EASY are one pool of 8 processors (jobs span both machines);
+    /// FB keeps one machine per job. A failed part kills the others unless told otherwise.
     #[test]
-    fn a_live_partition_keeps_one_machine_per_job() {
-        let c = Config::from_toml(
-            "cluster = \"c1\"\n[policy]\npolicy = \"easy\"\n\
-             [[machines]]\nname = \"m1\"\nprocessors = 4\n\
-             [[machines]]\nname = \"m2\"\nprocessors = 4\n",
-        )
-        .unwrap();
-        assert!(!c.policy.partition);
+    fn a_live_partition_pools_alike_machines() {
+        let text = |policy: &str, extra: &str| {
+            format!(
+                "cluster = \"c1\"\n{extra}[policy]\npolicy = \"{policy}\"\n\
+                 [[machines]]\nname = \"m1\"\nprocessors = 4\n\
+                 [[machines]]\nname = \"m2\"\nprocessors = 4\n"
+            )
+        };
+        let c = Config::from_toml(&text("easy", "")).unwrap();
+        assert!(c.policy.partition);
+        assert_eq!(c.part_failure, PartFailure::KillOthers);
         let p = c.platform().unwrap();
-        assert!(p.alike_nodes(ClusterId(0)).is_some());
+        let policy = c.policy.build(&p, ClusterId(0)).unwrap();
+        assert_eq!(policy.single_machine(), Some((MachineId(0), 8)));
+        assert!(c.multi_node());
+        let c = Config::from_toml(&text("fb-mod", "part_failure = \"let-run\"\n")).unwrap();
+        assert_eq!(c.part_failure, PartFailure::LetRun);
         let policy = c.policy.build(&p, ClusterId(0)).unwrap();
         assert_eq!(policy.single_machine(), None);
+        assert!(!c.multi_node());
+        let e = Config::from_toml(&text("easy", "part_failure = \"ignore\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("part_failure") || e.contains("ignore"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! Durable state of a local scheduler in an embedded `redb` database: the jobs
-//! not yet ended (their Enqueue request, state, machine and start) and the event log, keyed by
-//! sequence number for JobEvents resumption; a granted start claim is kept with its job; and the
-//! advance reservations held. Every change is committed before it is acknowledged.
+//! Durable state of a local scheduler in an embedded `redb` database: the jobs not yet ended
+//! (their Enqueue request, state, machine and start) and the event log, keyed by sequence number
+//! for JobEvents resumption; a granted start claim and a multi-node job's parts are kept with its
+//! job; and the advance reservations held. Every change is committed before it is acknowledged.
 
 use gridsched_proto::v1;
 use prost::Message;
@@ -30,6 +30,36 @@ pub struct StoredJob {
     /// The meta-scheduler granted its start claim.
     #[prost(bool, tag = "5")]
     pub claimed: bool,
+    /// A running multi-node job's parts in rank order (empty: one machine, `machine`).
+    #[prost(message, repeated, tag = "6")]
+    pub parts: Vec<StoredPart>,
+}
+
+/// One part of a running multi-node job as stored: a part that has ended stays ended after a
+/// restart (its agent no longer reports it).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct StoredPart {
+    /// Its node.
+    #[prost(uint32, tag = "1")]
+    pub node: u32,
+    /// Processors it takes there.
+    #[prost(uint32, tag = "2")]
+    pub procs: u32,
+    /// How it ended (`v1::JobState`), 0 while it runs.
+    #[prost(int32, tag = "3")]
+    pub ended: i32,
+    /// Why, when it has ended.
+    #[prost(string, tag = "4")]
+    pub detail: String,
+    /// Its exit code, when it exited.
+    #[prost(int32, optional, tag = "5")]
+    pub exit_code: Option<i32>,
+    /// The order in which it ended among the job's parts (1 = first).
+    #[prost(uint32, tag = "6")]
+    pub order: u32,
+    /// Its node was lost (its agent stopped or came back without it).
+    #[prost(bool, tag = "7")]
+    pub lost: bool,
 }
 
 /// Writes job changes (`None` = the job ended: removed) into the open jobs table.

@@ -117,6 +117,11 @@ pub struct SiteConfig {
     pub endpoint: String,
     /// Its machines.
     pub machines: Vec<MachineConfig>,
+    /// Its machines are a partition of alike nodes whose local policy (a classic or planning one)
+    /// runs a job over several of them: the widest job it takes is all their processors, not its
+    /// largest machine's. The same machines as its local scheduler's, which decides it.
+    #[serde(default)]
+    pub multi_node: bool,
     /// Names of the licences available at the site.
     #[serde(default)]
     pub licences: Vec<String>,
@@ -194,6 +199,16 @@ pub enum ConfigError {
 }
 
 impl SiteConfig {
+    /// The widest job the site runs: all its processors on a multi-node site, else its largest
+    /// machine's.
+    pub fn widest_job(&self) -> u32 {
+        let procs = self.machines.iter().map(|m| m.processors);
+        match self.multi_node {
+            true => procs.sum(),
+            false => procs.max().unwrap_or(0),
+        }
+    }
+
     /// The longest estimate the site runs: its own limit within the grid's `cap`.
     pub fn max_estimate(&self, cap: i64) -> i64 {
         self.max_estimate_s.map_or(cap, |m| m.min(cap))
@@ -309,6 +324,16 @@ impl MetaConfig {
                         "must be at least 1",
                     ));
                 }
+                if s.multi_node && m.processors != s.machines[0].processors {
+                    return Err(bad(
+                        format!("sites[{i}].multi_node"),
+                        &format!(
+                            "a job spans machines only on alike nodes, and {} has {} processors \
+                             where {} has {}",
+                            m.name, m.processors, s.machines[0].name, s.machines[0].processors
+                        ),
+                    ));
+                }
             }
         }
         Ok(())
@@ -374,6 +399,15 @@ mod tests {
         .unwrap_err();
         assert!(
             e.to_string().contains("sites[0].machines[0].processors"),
+            "{e}"
+        );
+        let e = MetaConfig::from_toml(
+            "[[sites]]\nname = \"a\"\nmulti_node = true\nmachines = [{ name = \"m\", \
+             processors = 4 }, { name = \"n\", processors = 8 }]\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("sites[0].multi_node") && e.to_string().contains("alike"),
             "{e}"
         );
         let e = MetaConfig::from_toml("[limits]\nmax_name_byte = 3\n").unwrap_err();

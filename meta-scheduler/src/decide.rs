@@ -65,7 +65,7 @@ impl Decider {
                 cluster: ClusterId(i as u32),
                 up: true,
                 total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
-                max_machine_procs: s.machines.iter().map(|m| m.processors).max().unwrap_or(0),
+                max_machine_procs: s.widest_job(),
                 licences,
             });
         }

@@ -33,9 +33,7 @@ impl From<Refusal> for tonic::Status {
 /// Whether a site can ever run a job: a machine with enough processors, every licence and an
 /// estimate within the site's limit (capped by the grid's `max_estimate_s`).
 pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec, max_estimate_s: i64) -> bool {
-    site.machines
-        .iter()
-        .any(|m| m.processors >= spec.processors)
+    site.widest_job() >= spec.processors
         && spec.licences.iter().all(|l| site.licences.contains(l))
         && spec.estimate_s <= site.max_estimate(max_estimate_s)
 }
@@ -70,16 +68,16 @@ pub fn check(
     if spec.processors == 0 {
         return Err(Refusal::new("processors", "must be at least 1"));
     }
-    let widest = sites
-        .iter()
-        .flat_map(|s| s.machines.iter().map(|m| m.processors))
-        .max()
-        .unwrap_or(0);
+    let widest = sites.iter().map(SiteConfig::widest_job).max().unwrap_or(0);
     if spec.processors > widest {
+        let what = match sites.iter().any(|s| s.multi_node) {
+            true => "what any site runs as one job",
+            false => "every machine of the grid",
+        };
         return Err(Refusal::new(
             "processors",
             format!(
-                "{} processors exceed every machine of the grid (largest: {widest})",
+                "{} processors exceed {what} (largest: {widest})",
                 spec.processors
             ),
         ));
@@ -177,6 +175,7 @@ mod tests {
                 name: "m".into(),
                 processors: 8,
             }],
+            multi_node: false,
             licences: vec!["matlab".into()],
             max_estimate_s: Some(3600),
             token: None,
@@ -265,6 +264,32 @@ mod tests {
                 ..ok_spec()
             }),
             "inputs"
+        );
+    }
+
+    /// A multi-node site runs jobs as wide as all its alike machines together.
+    #[test]
+    fn a_multi_node_site_takes_jobs_wider_than_a_machine() {
+        let limits = SpecLimits::default();
+        let mut grid = sites();
+        grid[0].machines.push(MachineConfig {
+            name: "m2".into(),
+            processors: 8,
+        });
+        let spec = |processors| v1::JobSpec {
+            processors,
+            ..ok_spec()
+        };
+        let r = check(Some(&spec(16)), &grid, &limits, 0).unwrap_err();
+        assert_eq!(r.field, "processors");
+        assert!(r.message.contains("every machine of the grid (largest: 8)"));
+        grid[0].multi_node = true;
+        check(Some(&spec(16)), &grid, &limits, 0).unwrap();
+        let r = check(Some(&spec(17)), &grid, &limits, 0).unwrap_err();
+        assert!(
+            r.message.contains("as one job (largest: 16)"),
+            "{}",
+            r.message
         );
     }
 

@@ -112,6 +112,9 @@ pub struct SiteSpec {
     /// The longest estimate the site runs (its local scheduler's and its `[[sites]]` entry's
     /// `max_estimate_s`); `None` = the default.
     pub max_estimate_s: Option<i64>,
+    /// Its `[[sites]]` entry says `multi_node = true` (alike machines under a classic or
+    /// planning policy, which runs jobs over several of them).
+    pub multi_node: bool,
 }
 
 impl SiteSpec {
@@ -125,6 +128,7 @@ impl SiteSpec {
                 .collect(),
             licences: Vec::new(),
             max_estimate_s: None,
+            multi_node: false,
         }
     }
 }
@@ -333,6 +337,9 @@ impl LiveGrid {
             );
             if let Some(m) = s.max_estimate_s {
                 toml += &format!("max_estimate_s = {m}\n");
+            }
+            if s.multi_node {
+                toml += "multi_node = true\n";
             }
         }
         std::fs::write(g.path("meta.toml"), toml).expect("write meta config");

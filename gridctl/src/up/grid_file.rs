@@ -122,15 +122,23 @@ impl GridFile {
         for (i, s) in g.sites.iter().enumerate() {
             gridsched_core::policy::PolicyKind::parse_cluster(&s.policy)
                 .or_else(|e| {
-                    // A site of one machine may also run a single-machine policy.
-                    match s.machines.len() {
-                        1 => gridsched_core::policy::PolicyKind::parse_single(&s.policy),
-                        _ => Err(e),
+                    // A site of one machine, or of alike machines seen as one pool, may also run
+                    // a single-machine policy.
+                    match s.machines.len() == 1 || g.pools_machines(i) {
+                        true => gridsched_core::policy::PolicyKind::parse_single(&s.policy),
+                        false => Err(e),
                     }
                 })
                 .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}].policy`: {e}"))?;
         }
         Ok(g)
+    }
+
+    /// Whether site `i`'s local scheduler sees its machines as one pool and runs jobs over
+    /// several of them.
+    fn pools_machines(&self, i: usize) -> bool {
+        local_scheduler::Config::from_toml(&self.local_toml(i, Path::new(".")))
+            .is_ok_and(|c| c.multi_node())
     }
 
     /// The local scheduler's configuration of site `i`, with its state under `dir`.
@@ -182,7 +190,7 @@ impl GridFile {
             self.meta.dispatch,
             self.meta.start_claims
         );
-        for (s, ep) in self.sites.iter().zip(endpoints) {
+        for (i, (s, ep)) in self.sites.iter().zip(endpoints).enumerate() {
             let machines = s
                 .machines
                 .iter()
@@ -197,6 +205,10 @@ impl GridFile {
             );
             if let Some(m) = s.max_estimate_s {
                 let _ = writeln!(t, "max_estimate_s = {m}");
+            }
+            // Its local scheduler decides whether it runs jobs over several machines.
+            if self.pools_machines(i) {
+                t.push_str("multi_node = true\n");
             }
         }
         t
@@ -225,7 +237,31 @@ mod tests {
         .unwrap();
         assert_eq!(m.sites.len(), 4);
         assert_eq!(m.sites[1].licences, vec!["ansys", "matlab"]);
+        // alpha's alike machines share a licence pool, so each job keeps to one of them.
+        let widest: Vec<u32> = m.sites.iter().map(|s| s.widest_job()).collect();
+        assert_eq!(widest, [8, 16, 4, 16]);
+        assert!(m.sites.iter().all(|s| !s.multi_node));
         assert!(m.links.start_claims);
+    }
+
+    /// Alike machines without a licence pool under a classic policy run a job over several
+    /// machines: the meta-scheduler is told so.
+    #[test]
+    fn a_site_of_alike_machines_takes_multi_node_jobs() {
+        let site = |policy: &str| {
+            format!(
+                "[[sites]]\nname = \"a\"\npolicy = \"{policy}\"\nmachines = [\
+                 {{ name = \"m1\", processors = 4 }}, {{ name = \"m2\", processors = 4 }}]\n"
+            )
+        };
+        let eps = ["127.0.0.1:6000".to_string()];
+        for (policy, multi) in [("easy", true), ("fcfs", true), ("fb-mod", false)] {
+            let g = GridFile::parse(&site(policy)).unwrap();
+            let toml = g.meta_toml("127.0.0.1:0", None, Path::new("/tmp/x"), &eps);
+            let m = meta_scheduler::MetaConfig::from_toml(&toml).unwrap();
+            assert_eq!(m.sites[0].multi_node, multi, "{policy}");
+            assert_eq!(m.sites[0].widest_job(), if multi { 8 } else { 4 });
+        }
     }
 
     #[test]
@@ -276,9 +312,9 @@ mod tests {
 
     #[test]
     fn wrong_policy_and_dispatch_names_are_named() {
-        let site = |policy: &str, machines: usize| {
+        let site = |policy: &str, machines: u32| {
             let ms = (0..machines)
-                .map(|k| format!("{{ name = \"m{k}\", processors = 4 }}"))
+                .map(|k| format!("{{ name = \"m{k}\", processors = {} }}", 4 + k))
                 .collect::<Vec<_>>()
                 .join(", ");
             format!("[[sites]]\nname = \"a\"\npolicy = \"{policy}\"\nmachines = [{ms}]\n")
@@ -298,6 +334,10 @@ mod tests {
             "{e}"
         );
         assert!(GridFile::parse(&site("conservative", 1)).is_ok());
+        // Alike machines are one pool: conservative backfilling runs there too.
+        let alike = "[[sites]]\nname = \"a\"\npolicy = \"conservative\"\nmachines = [\
+                     { name = \"m1\", processors = 4 }, { name = \"m2\", processors = 4 }]\n";
+        assert!(GridFile::parse(alike).unwrap().pools_machines(0));
         let e = GridFile::parse(&format!(
             "[meta]\ndispatch = \"fastest\"\n{}",
             site("easy", 1)

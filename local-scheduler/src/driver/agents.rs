@@ -73,13 +73,13 @@ impl Driver {
             .iter()
             .filter(|(id, rec)| {
                 rec.state == JobState::Running
-                    && rec.machine == Some(m)
+                    && rec.runs_on(m)
                     && !pending.contains(id)
                     && !r.jobs.iter().any(|j| j.job_id == **id)
             })
             .map(|(id, _)| *id)
             .collect();
-        self.lose(now, &gone, "its agent restarted without it");
+        self.lose_on(now, m, &gone, "its agent restarted without it");
         // Suspended jobs whose stopped process the agent no longer has lose their progress.
         let stopped: Vec<u64> = self
             .jobs
@@ -161,7 +161,22 @@ impl Driver {
             let ours = self
                 .jobs
                 .get(&id)
-                .is_some_and(|r| r.state == JobState::Running && r.machine == Some(m));
+                .is_some_and(|r| r.state == JobState::Running && r.runs_on(m));
+            let multi = ours && self.jobs.get(&id).is_some_and(|r| !r.parts.is_empty());
+            if multi {
+                // One part of a multi-node job (never suspended: partitions' policies do not).
+                match st {
+                    AgentJobState::Running => self.part_running(now, id, m),
+                    AgentJobState::Suspended => {}
+                    _ => {
+                        acked.push(id);
+                        let cancel = self.jobs.get(&id).is_some_and(|r| r.cancel_requested);
+                        let end = Self::outcome(st, rep, cancel);
+                        self.part_ended(now, id, m, end, Some(rep), false);
+                    }
+                }
+                continue;
+            }
             let stopped_here = self
                 .jobs
                 .get(&id)
@@ -211,31 +226,7 @@ impl Driver {
                 continue;
             }
             let cancel = self.jobs.get(&id).is_some_and(|r| r.cancel_requested);
-            let (state, detail) = match st {
-                AgentJobState::Exited if rep.exit_code == Some(0) => {
-                    (JobState::Completed, "exited with code 0".to_string())
-                }
-                AgentJobState::Exited => (
-                    JobState::Failed,
-                    match (rep.exit_code, rep.signal) {
-                        (Some(c), _) => format!("exited with code {c}"),
-                        (None, Some(s)) => format!("ended by signal {s}"),
-                        _ => "ended".into(),
-                    },
-                ),
-                AgentJobState::StartFailed => {
-                    (JobState::Failed, format!("could not start: {}", rep.detail))
-                }
-                AgentJobState::KilledTimeLimit => {
-                    (JobState::Killed, "exceeded its wall-time limit".into())
-                }
-                AgentJobState::KilledByOrder if cancel => (JobState::Cancelled, "cancelled".into()),
-                AgentJobState::KilledByOrder => (JobState::Failed, "killed".into()),
-                _ => (
-                    JobState::Lost,
-                    format!("unknown to its agent: {}", rep.detail),
-                ),
-            };
+            let (state, detail) = Self::outcome(st, rep, cancel);
             if !rep.detail.is_empty() {
                 tracing::debug!("job {id}: {}", rep.detail);
             }
@@ -254,6 +245,40 @@ impl Driver {
             self.emit(id, state, now, &detail, Some(rep));
         }
         acked
+    }
+
+    /// The state and detail of a job (or part) whose agent reports it ended as `st` (`cancel`: the
+    /// user asked for it to end).
+    pub(super) fn outcome(
+        st: AgentJobState,
+        rep: &v1::JobReport,
+        cancel: bool,
+    ) -> (JobState, String) {
+        match st {
+            AgentJobState::Exited if rep.exit_code == Some(0) => {
+                (JobState::Completed, "exited with code 0".to_string())
+            }
+            AgentJobState::Exited => (
+                JobState::Failed,
+                match (rep.exit_code, rep.signal) {
+                    (Some(c), _) => format!("exited with code {c}"),
+                    (None, Some(s)) => format!("ended by signal {s}"),
+                    _ => "ended".into(),
+                },
+            ),
+            AgentJobState::StartFailed => {
+                (JobState::Failed, format!("could not start: {}", rep.detail))
+            }
+            AgentJobState::KilledTimeLimit => {
+                (JobState::Killed, "exceeded its wall-time limit".into())
+            }
+            AgentJobState::KilledByOrder if cancel => (JobState::Cancelled, "cancelled".into()),
+            AgentJobState::KilledByOrder => (JobState::Failed, "killed".into()),
+            _ => (
+                JobState::Lost,
+                format!("unknown to its agent: {}", rep.detail),
+            ),
+        }
     }
 
     /// Handles running jobs whose process is gone: LOST or requeued.
@@ -347,10 +372,10 @@ impl Driver {
             let ids: Vec<u64> = self
                 .jobs
                 .iter()
-                .filter(|(_, r)| r.state == JobState::Running && r.machine == Some(m))
+                .filter(|(_, r)| r.state == JobState::Running && r.runs_on(m))
                 .map(|(id, _)| *id)
                 .collect();
-            self.lose(now, &ids, "its agent stopped sending heartbeats");
+            self.lose_on(now, m, &ids, "its agent stopped sending heartbeats");
             let stopped: Vec<u64> = self
                 .jobs
                 .iter()
@@ -361,7 +386,11 @@ impl Driver {
             let held: Vec<u64> = self
                 .jobs
                 .iter()
-                .filter(|(_, r)| r.held.as_ref().is_some_and(|h| h.machine == m))
+                .filter(|(_, r)| {
+                    r.held
+                        .as_ref()
+                        .is_some_and(|h| h.orders.iter().any(|(n, _)| *n == m))
+                })
                 .map(|(id, _)| *id)
                 .collect();
             for id in held {

@@ -77,7 +77,7 @@ impl Driver {
             };
             rec.claimed = true;
             match rec.held.take() {
-                Some(h) => self.launch(now, h.machine, h.order, h.launch),
+                Some(h) => self.launch(now, h.orders, h.launch),
                 None => {
                     self.dirty.insert(id, Some(Self::stored(rec)));
                 }

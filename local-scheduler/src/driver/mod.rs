@@ -23,6 +23,7 @@ mod agents;
 mod claims;
 pub mod edge;
 mod log;
+mod parts;
 mod recover;
 mod reservations;
 mod status;
@@ -97,7 +98,10 @@ struct JobRec {
     req: v1::EnqueueRequest,
     job: Job,
     state: JobState,
+    /// Its machine (a multi-node job's head node).
     machine: Option<MachineId>,
+    /// A running multi-node job's parts in rank order; empty for a job on one machine.
+    parts: Vec<parts::Part>,
     start: Option<Time>,
     reported_running: bool,
     /// Where its stopped process waits, while it is suspended.
@@ -114,8 +118,8 @@ struct JobRec {
 /// A start the runner decided that waits for the meta-scheduler's grant.
 #[derive(Debug)]
 struct Hold {
-    machine: MachineId,
-    order: v1::StartJob,
+    /// Its start orders, one per node (the head node first).
+    orders: Vec<(MachineId, v1::StartJob)>,
     /// When the runner started it.
     since: Time,
     /// First start, resumption or restart.
@@ -130,6 +134,7 @@ impl JobRec {
             job,
             state: JobState::Queued,
             machine: None,
+            parts: Vec::new(),
             start: None,
             reported_running: false,
             suspended_on: None,
@@ -356,6 +361,7 @@ impl Driver {
             machine: rec.machine.map(|m| m.0),
             start_time: rec.start,
             claimed: rec.claimed,
+            parts: rec.parts.iter().map(parts::Part::stored).collect(),
         }
     }
 
@@ -442,7 +448,7 @@ impl Driver {
             if self
                 .jobs
                 .get(&order.job())
-                .is_some_and(|r| r.state == JobState::Running && r.machine == Some(m))
+                .is_some_and(|r| r.state == JobState::Running && r.runs_on(m))
             {
                 let kind = match order {
                     Order::Start(o) => Kind::Start(o),
@@ -560,14 +566,18 @@ impl Driver {
         match rec.state {
             JobState::Running => {
                 rec.cancel_requested = true;
-                let m = rec.machine.expect("running jobs have a machine");
-                self.order(
-                    m,
-                    Kind::Kill(v1::KillJob {
-                        job_id: r.job_id,
-                        reason,
-                    }),
-                );
+                if rec.parts.is_empty() {
+                    let m = rec.machine.expect("running jobs have a machine");
+                    self.order(
+                        m,
+                        Kind::Kill(v1::KillJob {
+                            job_id: r.job_id,
+                            reason,
+                        }),
+                    );
+                } else {
+                    self.kill_parts(r.job_id, &reason);
+                }
                 Ok(v1::CancelResponse {
                     state: JobState::Running as i32,
                 })
@@ -678,10 +688,10 @@ impl Driver {
             wall_time_limit_s: Some(s.limit),
             processors: s.procs,
             user,
-            // One machine per job until the driver starts multi-node parts.
             nodes: Vec::new(),
             node_rank: 0,
         };
+        let orders = self.part_orders(&s, order);
         let rec = self.jobs.get_mut(&s.job.0).expect("checked");
         // A stopped process left elsewhere cannot follow the job: it goes, and the job restarts.
         if let Some(old) = rec.suspended_on.take()
@@ -698,35 +708,53 @@ impl Driver {
         let rec = self.jobs.get_mut(&s.job.0).expect("checked");
         if rec.req.claim_before_start && !rec.claimed {
             rec.held = Some(Hold {
-                machine: s.machine,
-                order,
+                orders,
                 since: now,
                 launch: s.launch,
             });
             self.to_claim.push(s.job.0);
             return;
         }
-        self.launch(now, s.machine, order, s.launch);
+        self.launch(now, orders, s.launch);
     }
 
-    /// Records job `order.job_id` running on `m` from `now`; its agent's order (a start, or a
-    /// resumption of its stopped process) leaves with the next [`Driver::flush`].
-    fn launch(&mut self, now: Time, m: MachineId, order: v1::StartJob, launch: Launch) {
-        let Some(rec) = self.jobs.get_mut(&order.job_id) else {
+    /// Records job `orders[0].1.job_id` running from `now` on the machine of each order (a
+    /// multi-node job on several nodes, the first its head); its agents' orders (starts, or a
+    /// resumption of its stopped process) leave with the next [`Driver::flush`].
+    fn launch(&mut self, now: Time, orders: Vec<(MachineId, v1::StartJob)>, launch: Launch) {
+        let Some((head, first)) = orders.first() else {
             return;
         };
-        rec.machine = Some(m);
+        let (head, id) = (*head, first.job_id);
+        let Some(rec) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        rec.machine = Some(head);
+        rec.parts = match orders.len() {
+            1 => Vec::new(),
+            _ => orders
+                .iter()
+                .map(|(m, o)| parts::Part {
+                    node: *m,
+                    procs: o.processors,
+                    running: false,
+                    end: None,
+                })
+                .collect(),
+        };
         rec.start = Some(now);
         rec.state = JobState::Running;
-        self.dirty.insert(order.job_id, Some(Self::stored(rec)));
+        self.dirty.insert(id, Some(Self::stored(rec)));
         rec.reported_running = false;
         rec.launch = launch;
-        if launch == Launch::Resume {
-            // Its process is still there, stopped: the agent lets it run on, and it reports
-            // itself RUNNING again.
-            self.starts.push((m, Order::Resume(order.job_id)));
-        } else {
-            self.starts.push((m, Order::Start(order)));
+        for (m, order) in orders {
+            if launch == Launch::Resume {
+                // Its process is still there, stopped: the agent lets it run on, and it reports
+                // itself RUNNING again.
+                self.starts.push((m, Order::Resume(id)));
+            } else {
+                self.starts.push((m, Order::Start(order)));
+            }
         }
     }
 

@@ -2,13 +2,15 @@
 //! ahead or in force (admitted again first, [`Driver::recover_reservations`]), the ended jobs from the event log (a
 //! job dropped as withdrawn does not count as ended, so the meta-scheduler may send it again), the
 //! waiting jobs back in the runner's queue with their start claims and meta priorities, and the
-//! running ones restored on their machines ([`Input::Restore`]), which wait for their agents to
+//! running ones restored on their machines (a multi-node job on its nodes, with its parts' ends,
+//! [`Input::Restore`]), which wait for their agents to
 //! re-register, or requeued when the policy cannot restore them. A job that was suspended starts
 //! again from scratch: its stopped process is killed when its agent reports it.
 
+use super::parts::Part;
 use super::{Agent, Driver, JobRec, Now};
 use gridsched_core::model::{JobId, MachineId};
-use gridsched_core::runner::Input;
+use gridsched_core::runner::{Input, NodePart};
 use gridsched_proto::job_from_spec;
 use gridsched_proto::v1::JobState;
 
@@ -51,22 +53,32 @@ impl Driver {
             let restored = match (running, sj.machine, sj.start_time) {
                 (true, Some(m), Some(t)) => {
                     let m = MachineId(m);
-                    // The machine runs the job: it is expected back (its agent re-registers and
-                    // re-reports), so it counts as available; a lost-agent timeout takes it
-                    // offline again if the agent does not return.
-                    self.note(
-                        now,
-                        Input::Machine {
-                            machine: m,
-                            up: true,
-                        },
-                    );
+                    // The machines running the job are expected back (their agents re-register
+                    // and re-report), so they count as available; a lost-agent timeout takes them
+                    // offline again if an agent does not return.
+                    rec.parts = sj.parts.iter().map(Part::restored).collect();
+                    for n in nodes_of(&rec, m) {
+                        self.note(
+                            now,
+                            Input::Machine {
+                                machine: n,
+                                up: true,
+                            },
+                        );
+                    }
                     let restore = Input::Restore {
                         job: rec.job.clone(),
                         priority: Some(priority),
                         machine: m,
                         started: t,
-                        nodes: Vec::new(),
+                        nodes: rec
+                            .parts
+                            .iter()
+                            .map(|p| NodePart {
+                                node: p.node,
+                                procs: p.procs,
+                            })
+                            .collect(),
                     };
                     match self.feed(now, restore).1 {
                         Ok(()) => Some((m, t)),
@@ -84,15 +96,18 @@ impl Driver {
                     rec.machine = Some(m);
                     rec.start = Some(t);
                     rec.reported_running = true;
-                    self.agents[m.index()] = Some(Agent {
-                        id: String::new(),
-                        last_seen: mono,
-                        orders: None,
-                        placeholder: true,
-                    });
+                    for n in nodes_of(&rec, m) {
+                        self.agents[n.index()] = Some(Agent {
+                            id: String::new(),
+                            last_seen: mono,
+                            orders: None,
+                            placeholder: true,
+                        });
+                    }
                     self.jobs.insert(id, rec);
                 }
                 None => {
+                    rec.parts.clear();
                     let submit = Input::Submit {
                         job: rec.job.clone(),
                         priority: Some(priority),
@@ -117,5 +132,13 @@ impl Driver {
         }
         self.flush().map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(())
+    }
+}
+
+/// The machines a restored job runs on: its parts' nodes, or its one machine `m`.
+fn nodes_of(rec: &JobRec, m: MachineId) -> Vec<MachineId> {
+    match rec.parts.is_empty() {
+        true => vec![m],
+        false => rec.parts.iter().map(|p| p.node).collect(),
     }
 }

@@ -1,5 +1,6 @@
 //! What a local scheduler shows of itself: the `Status` answer
-//! (queue in the policy's order, running jobs, reservations, licence pools, machines) and the
+//! (queue in the policy's order, running jobs with a multi-node job's parts, reservations,
+//! licence pools, machines with what each job takes there) and the
 //! Prometheus gauges refreshed on every tick. A held job (started by the policy, its start claim
 //! not granted yet) is shown running with `awaiting_claim` and counts as waiting in the gauges.
 
@@ -88,18 +89,38 @@ impl Driver {
                 job_id: r.req.job_id,
                 machine: r
                     .machine
-                    .or(r.held.as_ref().map(|h| h.machine))
+                    .or(r.held.as_ref().map(|h| h.orders[0].0))
                     .map(name)
                     .unwrap_or_default(),
                 processors: r.job.procs,
                 start_time: r.start.or(r.held.as_ref().map(|h| h.since)).unwrap_or(0),
                 predicted_end: match &r.held {
-                    Some(h) => h.since + h.order.wall_time_limit_s.unwrap_or(0),
+                    Some(h) => h.since + h.orders[0].1.wall_time_limit_s.unwrap_or(0),
                     None => self.runner.predicted_end(JobId(r.req.job_id)).unwrap_or(0),
                 },
                 kill_time: None,
                 licences: lic_names(&r.job),
                 awaiting_claim: r.held.is_some(),
+                nodes: match &r.held {
+                    Some(h) if h.orders.len() > 1 => h
+                        .orders
+                        .iter()
+                        .map(|(m, o)| v1::NodeShare {
+                            machine: name(*m),
+                            processors: o.processors,
+                            ended: false,
+                        })
+                        .collect(),
+                    _ => r
+                        .parts
+                        .iter()
+                        .map(|p| v1::NodeShare {
+                            machine: name(p.node),
+                            processors: p.procs,
+                            ended: p.end.is_some(),
+                        })
+                        .collect(),
+                },
             })
             .collect();
         running.sort_by_key(|r| r.job_id);
@@ -108,8 +129,18 @@ impl Driver {
             .machines
             .iter()
             .map(|m| {
-                let jobs: Vec<&v1::RunningJob> =
-                    running.iter().filter(|r| r.machine == m.name).collect();
+                // What each running job takes here: all of it, or its part on this node.
+                let jobs: Vec<(u64, u32)> = running
+                    .iter()
+                    .filter_map(|r| match r.nodes.is_empty() {
+                        true => (r.machine == m.name).then_some((r.job_id, r.processors)),
+                        false => r
+                            .nodes
+                            .iter()
+                            .find(|n| n.machine == m.name)
+                            .map(|n| (r.job_id, n.processors)),
+                    })
+                    .collect();
                 v1::MachineInfo {
                     name: m.name.clone(),
                     processors: m.procs,
@@ -123,8 +154,8 @@ impl Driver {
                     online: self.agents[m.id.index()]
                         .as_ref()
                         .is_some_and(|a| !a.placeholder),
-                    busy_processors: jobs.iter().map(|r| r.processors).sum(),
-                    running_jobs: jobs.iter().map(|r| r.job_id).collect(),
+                    busy_processors: jobs.iter().map(|j| j.1).sum(),
+                    running_jobs: jobs.iter().map(|j| j.0).collect(),
                 }
             })
             .collect();

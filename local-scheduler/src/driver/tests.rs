@@ -6,7 +6,7 @@
 use super::*;
 
 /// A virtual clock reading `s` seconds after an arbitrary origin (no clock is read in these tests).
-fn at(s: i64) -> Now {
+pub(super) fn at(s: i64) -> Now {
     Now {
         secs: 1_000 + s,
         mono_ms: 1_000 * s as u64,
@@ -114,7 +114,7 @@ fn named(commands: Vec<v1::AgentCommand>) -> Vec<String> {
         .collect()
 }
 
-fn report(id: u64, state: v1::AgentJobState, exit: Option<i32>) -> v1::JobReport {
+pub(super) fn report(id: u64, state: v1::AgentJobState, exit: Option<i32>) -> v1::JobReport {
     v1::JobReport {
         job_id: id,
         state: state as i32,
@@ -229,24 +229,7 @@ fn an_overrun_moves_the_predicted_end_by_the_simulators_rule() {
     .unwrap();
     let mut d = Driver::new(cfg, at(0)).unwrap();
     register_m1(&mut d);
-    let req = v1::EnqueueRequest {
-        job_id: 1,
-        spec: Some(v1::JobSpec {
-            user: "u".into(),
-            processors: 2,
-            estimate_s: 30,
-            command: Some(v1::Command {
-                program: "true".into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        priority: 1,
-        ..Default::default()
-    };
-    let (tx, mut rx) = oneshot::channel();
-    d.enqueue_group(vec![(req, tx)], at(0));
-    rx.try_recv().unwrap().unwrap();
+    enqueue_true(&mut d, 1, 2, 30, at(0));
     assert_eq!(d.runner.predicted_end(JobId(1)), Some(1_030));
     d.tick(at(29));
     assert_eq!(d.runner.predicted_end(JobId(1)), Some(1_030));
@@ -399,4 +382,27 @@ fn a_cluster_reservation_names_its_machine_and_licence_and_survives_a_restart() 
         Some(Some("m2"))
     );
     assert_eq!(held[0].licences.len(), 1);
+}
+
+/// Enqueues job `id` running `true` on `procs` processors with estimate `estimate_s`; it must be
+/// accepted.
+pub(super) fn enqueue_true(d: &mut Driver, id: u64, procs: u32, estimate_s: i64, now: Now) {
+    let req = v1::EnqueueRequest {
+        job_id: id,
+        spec: Some(v1::JobSpec {
+            user: "u".into(),
+            processors: procs,
+            estimate_s,
+            command: Some(v1::Command {
+                program: "true".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        priority: 1,
+        ..Default::default()
+    };
+    let (tx, mut rx) = oneshot::channel();
+    d.enqueue_group(vec![(req, tx)], now);
+    rx.try_recv().unwrap().unwrap();
 }
