@@ -500,6 +500,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                         licences,
                         ..Default::default()
                     }),
+                    ..Default::default()
                 })
                 .await?
                 .into_inner();

@@ -178,6 +178,17 @@ impl LocalScheduler for Service {
             .await
             .map(Response::new)
     }
+
+    async fn commit_reservation(
+        &self,
+        r: Request<v1::CommitReservationRequest>,
+    ) -> Result<Response<v1::CommitReservationResponse>, Status> {
+        self.meta.check(r.metadata(), "meta-scheduler")?;
+        let r = r.into_inner();
+        self.ask(|tx| Msg::CommitReservation(r, tx))
+            .await
+            .map(Response::new)
+    }
 }
 
 /// Forwards the meta-scheduler's answers on the StartClaims link to the driver.

@@ -110,6 +110,13 @@ impl MetaService {
         let Some(mut r) = req.reservation else {
             return Err(Status::invalid_argument("field `reservation`: required"));
         };
+        if req.earliest || req.lease_ms > 0 {
+            let field = if req.earliest { "earliest" } else { "lease_ms" };
+            return Err(Status::invalid_argument(format!(
+                "field `{field}`: only a site's local scheduler takes it (co-allocation); ask \
+                 the meta-scheduler for a fixed interval"
+            )));
+        }
         if r.site.is_empty() {
             return Err(Status::invalid_argument(
                 "field `reservation.site`: required",
@@ -167,6 +174,7 @@ impl MetaService {
             Ok(mut c) => {
                 let ask = v1::ReserveRequest {
                     reservation: Some(r.clone()),
+                    ..Default::default()
                 };
                 self.call(c.reserve(ask)).await
             }

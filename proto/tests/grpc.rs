@@ -211,6 +211,13 @@ impl v1::local_scheduler_server::LocalScheduler for NoLocal {
     ) -> Result<Response<v1::CancelReservationResponse>, Status> {
         Err(Status::unimplemented("cancel_reservation"))
     }
+
+    async fn commit_reservation(
+        &self,
+        _: Request<v1::CommitReservationRequest>,
+    ) -> Result<Response<v1::CommitReservationResponse>, Status> {
+        Err(Status::unimplemented("commit_reservation"))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,6 +45,7 @@ fn ask(site: &str, procs: u32, start: i64, end: i64) -> v1::ReserveRequest {
             user: "alice".into(),
             ..Default::default()
         }),
+        ..Default::default()
     }
 }
 

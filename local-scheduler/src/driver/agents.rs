@@ -343,6 +343,7 @@ impl Driver {
     pub(super) fn tick(&mut self, now: Now) {
         self.refresh_metrics();
         self.expire_reservations(now.secs);
+        self.lapse_leases(now);
         let mono = now.mono_ms;
         let now = now.secs;
         let lost_after = u64::from(self.cfg.lost_after_ms);

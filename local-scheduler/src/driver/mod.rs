@@ -91,6 +91,11 @@ pub enum Msg {
         v1::CancelReservationRequest,
         Reply<v1::CancelReservationResponse>,
     ),
+    /// CommitReservation.
+    CommitReservation(
+        v1::CommitReservationRequest,
+        Reply<v1::CommitReservationResponse>,
+    ),
 }
 
 #[derive(Debug)]
@@ -199,6 +204,9 @@ pub struct Driver {
     starts: Vec<(MachineId, Order)>,
     /// The advance reservations admitted, by id, as stored.
     reservations: BTreeMap<u64, v1::AdvanceReservation>,
+    /// The tentative ones among them (not stored), with the monotonic millisecond at which their
+    /// lease lapses.
+    leases: BTreeMap<u64, u64>,
 }
 
 fn internal(e: impl std::fmt::Display) -> Status {
@@ -273,6 +281,7 @@ impl Driver {
             to_claim: Vec::new(),
             starts: Vec::new(),
             reservations: BTreeMap::new(),
+            leases: BTreeMap::new(),
             cfg,
         };
         // No machine runs anything before its agent registers.
@@ -349,6 +358,10 @@ impl Driver {
             }
             Msg::CancelReservation(r, tx) => {
                 let res = self.cancel_reservation(r, now);
+                let _ = tx.send(res);
+            }
+            Msg::CommitReservation(r, tx) => {
+                let res = self.commit_reservation(r, now);
                 let _ = tx.send(res);
             }
         }

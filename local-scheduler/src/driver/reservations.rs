@@ -3,6 +3,13 @@
 //! runner, the admitted ones kept durably before they are acknowledged, re-admitted first when
 //! the service restarts (so that its jobs find them), and forgotten once over.
 //!
+//! The two phases of a co-allocation over sites (Streit, thesis §6.3, multi-site jobs started
+//! together): a Reserve with `earliest` admits the reservation at the first instant from its start
+//! on where it fits — tried at that start, then at each end of a running job or a reservation and
+//! at each end of a conflicting stretch the policy names —, and one with `lease_ms` holds it
+//! tentatively, not stored, until `CommitReservation` stores it for good; an uncommitted hold
+//! lapses with its lease (and with a restart).
+//!
 //! Refusals name what is wrong: a field out of range is INVALID_ARGUMENT naming it; a start in
 //! the past, more processors than the machine, a policy without a plan or a conflict with the
 //! plan (the first conflicting interval named by the core) are FAILED_PRECONDITION. A refused
@@ -15,6 +22,7 @@ use gridsched_core::policy::{AdvanceReservation, ReservationRefused};
 use gridsched_core::runner::{Input, RunnerError};
 use gridsched_proto::convert::NameTable;
 use gridsched_proto::v1::{self, AdvanceReservationState as St};
+use std::collections::BTreeSet;
 use tonic::Status;
 
 /// The core's request for a reservation, the machine and licences resolved by name (unknown
@@ -99,6 +107,7 @@ impl Driver {
         req: v1::ReserveRequest,
         now: Now,
     ) -> Result<v1::ReserveResponse, Status> {
+        let mono = now.mono_ms;
         let now = now.secs;
         let Some(mut r) = req.reservation else {
             return Err(Status::invalid_argument("reservation: required"));
@@ -118,9 +127,14 @@ impl Driver {
             )));
         }
         if let Some(old) = self.reservations.get(&r.id) {
-            let same = (old.start_time, old.end_time, old.processors, &old.licences)
-                == (r.start_time, r.end_time, r.processors, &r.licences)
-                && (r.machine.is_empty() || r.machine == old.machine);
+            let length = |r: &v1::AdvanceReservation| r.end_time - r.start_time;
+            let same = (length(old), old.processors, &old.licences)
+                == (length(&r), r.processors, &r.licences)
+                && (r.machine.is_empty() || r.machine == old.machine)
+                && match req.earliest {
+                    true => old.start_time >= r.start_time,
+                    false => old.start_time == r.start_time,
+                };
             if same {
                 // A retry of a request already admitted.
                 return Ok(v1::ReserveResponse {
@@ -133,7 +147,11 @@ impl Driver {
             )));
         }
         let reservation = core_request(&r, &self.names)?;
-        if let (_, Err(e)) = self.feed(now, Input::Reserve { reservation }) {
+        let admitted = match req.earliest {
+            true => self.admit_earliest(now, reservation),
+            false => self.feed(now, Input::Reserve { reservation }).1,
+        };
+        if let Err(e) = admitted {
             return Err(refusal(e, &self.names));
         }
         // The machine the policy chose, and its speed (for the meta-scheduler's door check of
@@ -149,11 +167,23 @@ impl Driver {
             r.machine = m.name.clone();
             r.machine_benchmark = m.benchmark;
         }
+        if let Some(a) = self
+            .runner
+            .advance_reservations()
+            .iter()
+            .find(|a| a.id.0 == r.id)
+        {
+            (r.start_time, r.end_time) = (a.start, a.end);
+        }
         r.site = self.cfg.site.clone();
         r.created = now;
         r.jobs.clear();
         r.state = St::Held as i32;
-        if let Some(store) = &self.store
+        r.tentative = req.lease_ms > 0;
+        if r.tentative {
+            // Held until committed, in memory only: a restart lets it go like a lapsed lease.
+            self.leases.insert(r.id, mono + u64::from(req.lease_ms));
+        } else if let Some(store) = &self.store
             && let Err(e) = store.save_reservation(r.id, Some(&r), &[])
         {
             // Not durable: taken back, so that nothing unacknowledged holds processors.
@@ -170,6 +200,7 @@ impl Driver {
             start = r.start_time,
             end = r.end_time,
             processors = r.processors,
+            tentative = r.tentative,
             "advance reservation admitted"
         );
         self.reservations.insert(r.id, r.clone());
@@ -219,6 +250,7 @@ impl Driver {
             }
         }
         self.reservations.remove(&req.id);
+        self.leases.remove(&req.id);
         if let Some(store) = &self.store
             && let Err(e) = store.save_reservation(req.id, None, &changed)
         {
@@ -238,6 +270,106 @@ impl Driver {
         Ok(v1::CancelReservationResponse {
             reservation: Some(shown),
         })
+    }
+
+    /// Admits `reservation` at the earliest instant from its start (or `now`) on where the policy
+    /// takes it, keeping its length: at its start, then at the ends of running jobs and of
+    /// reservations, and at the end of each conflicting stretch the policy names. Refusals other
+    /// than a conflict are final; after 1,024 tries the last conflict is.
+    fn admit_earliest(
+        &mut self,
+        now: Time,
+        mut reservation: AdvanceReservation,
+    ) -> Result<(), RunnerError> {
+        let length = reservation.end - reservation.start;
+        let from = reservation.start.max(now);
+        let mut at: BTreeSet<Time> = BTreeSet::from([from]);
+        let running: Vec<_> = self
+            .runner
+            .jobs()
+            .filter(|(_, running)| *running)
+            .map(|(j, _)| j.id)
+            .collect();
+        at.extend(running.iter().filter_map(|&j| self.runner.predicted_end(j)));
+        at.extend(self.runner.advance_reservations().iter().map(|a| a.end));
+        let mut last = None;
+        for _ in 0..1024 {
+            let Some(t) = at.range(from..).next().copied() else {
+                break;
+            };
+            at.remove(&t);
+            (reservation.start, reservation.end) = (t, t + length);
+            let input = Input::Reserve {
+                reservation: reservation.clone(),
+            };
+            match self.feed(now, input).1 {
+                Ok(()) => return Ok(()),
+                Err(RunnerError::Reservation(ReservationRefused::Conflict { to, .. })) => {
+                    at.insert(to.max(t + 1));
+                    last = Some(RunnerError::Reservation(ReservationRefused::Conflict {
+                        id: reservation.id,
+                        from: t,
+                        to,
+                        free: 0,
+                        procs: reservation.procs,
+                    }));
+                }
+                Err(e @ RunnerError::Reservation(ReservationRefused::Unfit { .. })) => {
+                    at.insert(t + 1);
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.expect("tried at least once"))
+    }
+
+    /// `CommitReservation`: a tentative reservation is stored and held for good.
+    pub(super) fn commit_reservation(
+        &mut self,
+        req: v1::CommitReservationRequest,
+        now: Now,
+    ) -> Result<v1::CommitReservationResponse, Status> {
+        let now = now.secs;
+        let Some(mut r) = self.reservations.get(&req.id).cloned() else {
+            return Err(Status::not_found(format!(
+                "reservation r{} is not held here (its lease lapsed, or the site restarted)",
+                req.id
+            )));
+        };
+        if let Some(&lease) = self.leases.get(&req.id) {
+            r.tentative = false;
+            if let Some(store) = &self.store {
+                store
+                    .save_reservation(r.id, Some(&r), &[])
+                    .map_err(super::internal)?;
+            }
+            self.leases.remove(&req.id);
+            tracing::info!(reservation = r.id, lease, "advance reservation committed");
+            self.reservations.insert(r.id, r.clone());
+        }
+        Ok(v1::CommitReservationResponse {
+            reservation: Some(self.shown(&r, now)),
+        })
+    }
+
+    /// Gives up the tentative reservations whose lease has lapsed by `now`.
+    pub(super) fn lapse_leases(&mut self, now: Now) {
+        let lapsed: Vec<u64> = self
+            .leases
+            .iter()
+            .filter(|&(_, &until)| until <= now.mono_ms)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in lapsed {
+            let req = v1::CancelReservationRequest {
+                id,
+                reason: "its lease lapsed before it was committed".into(),
+            };
+            if let Err(e) = self.cancel_reservation(req, now) {
+                tracing::warn!(reservation = id, "lapsed lease: {e}");
+            }
+        }
     }
 
     /// A reservation as shown: its state at `now` and the jobs inside it.

@@ -330,6 +330,7 @@ fn a_cluster_reservation_names_its_machine_and_licence_and_survives_a_restart() 
             licences: vec![licence.into()],
             ..Default::default()
         }),
+        ..Default::default()
     };
     let e = d.reserve(ask("m9", "matlab"), at(0)).unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
@@ -405,4 +406,91 @@ pub(super) fn enqueue_true(d: &mut Driver, id: u64, procs: u32, estimate_s: i64,
     let (tx, mut rx) = oneshot::channel();
     d.enqueue_group(vec![(req, tx)], now);
     rx.try_recv().unwrap().unwrap();
+}
+
+/// Co-allocation's two phases at a site: a Reserve with `earliest` is admitted at the first
+/// instant it fits (here the running job's predicted end, then the first reservation's end), one
+/// with a lease is held tentatively and lapses unless committed; a committed one is stored and
+/// survives a restart, a lapsed or restarted-away one answers NOT_FOUND to its commit.
+#[test]
+fn an_earliest_tentative_reservation_is_held_until_committed_or_its_lease_lapses() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = driver(dir.path());
+    register_m1(&mut d);
+    enqueue_true(&mut d, 1, 2, 100, at(0));
+    assert_eq!(d.runner.predicted_end(JobId(1)), Some(at(100).secs));
+    let hold = |id: u64, from: Now| v1::ReserveRequest {
+        reservation: Some(v1::AdvanceReservation {
+            id,
+            start_time: from.secs,
+            end_time: from.secs + 50,
+            processors: 2,
+            ..Default::default()
+        }),
+        earliest: true,
+        lease_ms: 500,
+    };
+    let r1 = d
+        .reserve(hold(1, at(1)), at(1))
+        .unwrap()
+        .reservation
+        .unwrap();
+    assert_eq!(
+        (r1.start_time, r1.end_time, r1.tentative),
+        (at(100).secs, at(150).secs, true)
+    );
+    let r2 = d
+        .reserve(hold(2, at(1)), at(1))
+        .unwrap()
+        .reservation
+        .unwrap();
+    assert_eq!((r2.start_time, r2.end_time), (at(150).secs, at(200).secs));
+    // A retry of the same request finds the hold it made.
+    let again = d
+        .reserve(hold(1, at(1)), at(1))
+        .unwrap()
+        .reservation
+        .unwrap();
+    assert_eq!(again.start_time, at(100).secs);
+    // Without `earliest` the same interval is refused: the job runs then.
+    let mut fixed = hold(3, at(1));
+    fixed.earliest = false;
+    let e = d.reserve(fixed, at(1)).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+    // r1 is committed in time; r2's lease lapses at the tick after 1.5 s.
+    let commit = |d: &mut Driver, id: u64, now: Now| {
+        d.commit_reservation(v1::CommitReservationRequest { id }, now)
+    };
+    let c = commit(&mut d, 1, at(1)).unwrap().reservation.unwrap();
+    assert!(!c.tentative);
+    d.tick(at(2));
+    let e = commit(&mut d, 2, at(2)).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
+    let held: Vec<u64> = d
+        .status(at(2).secs)
+        .advance_reservations
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(held, [1]);
+    // A new hold takes r2's place; the restart keeps r1 and drops the uncommitted r4.
+    let r4 = d
+        .reserve(hold(4, at(2)), at(2))
+        .unwrap()
+        .reservation
+        .unwrap();
+    assert_eq!(r4.start_time, at(150).secs);
+    drop(d);
+    let mut d = driver(dir.path());
+    let held: Vec<u64> = d
+        .status(at(3).secs)
+        .advance_reservations
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(held, [1]);
+    assert_eq!(
+        commit(&mut d, 4, at(3)).unwrap_err().code(),
+        tonic::Code::NotFound
+    );
 }
