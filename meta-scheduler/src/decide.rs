@@ -69,7 +69,7 @@ impl Decider {
                 licences,
             });
         }
-        let mut dispatch = cfg.dispatch;
+        let mut dispatch = cfg.dispatch.clone();
         dispatch.max_priority = cfg.classifier.max;
         dispatch.seed = dispatch
             .seed

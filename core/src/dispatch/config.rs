@@ -7,7 +7,7 @@ use super::{DispatchKind, Dispatcher, LoadMeasure, MultiSiteConfig, OrderingCoun
 use serde::{Deserialize, Serialize};
 
 /// A strategy and its options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DispatchConfig {
     /// Which strategy.

@@ -17,7 +17,9 @@
 //! lower bound (or the largest site), the fragment limit allows it, and, for the adaptive
 //! scheduler, the job would end earlier split (`now + (1 + p)·estimate`) than on the earliest
 //! single site (ties wait). A split job's estimate is multiplied by `(100 + p) / 100`, rounded up
-//! ([`MultiSiteConfig::stretch`]); drivers stretch its run time the same way, once.
+//! ([`MultiSiteConfig::stretch_over`]: p is the grid's, or the largest of the pairs of its sites
+//! where the WAN configuration gives pairs their own); drivers stretch its run time the same way,
+//! once.
 //!
 //! The scheduler sees of each site its capacity for one job (its largest machine), whether it is
 //! up and its licences, and keeps its own account of what it placed there (released jobs and their
@@ -59,13 +61,26 @@ impl Fragments {
     }
 }
 
-/// The multi-site settings (§6.4, §8 #14, #19; Tab. 7.5).
+/// The WAN overhead between two sites, where it differs from the grid's `overhead_pct`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairOverhead {
+    /// The two sites (cluster indices, in either order).
+    pub sites: [u32; 2],
+    /// p between them, in percent.
+    pub overhead_pct: u32,
+}
+
+/// The multi-site settings (§6.4, §8 #14, #19; Tab. 7.5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MultiSiteConfig {
     /// WAN overhead p in percent: a split job's estimate and run time are multiplied by
     /// (100 + p) / 100, rounded up (§8 #14).
     pub overhead_pct: u32,
+    /// Overheads of particular pairs of sites; a split takes the largest p among the pairs of
+    /// its sites (a wide-area job runs at the pace of its slowest link).
+    pub pairs: Vec<PairOverhead>,
     /// Only jobs wider than this may be split (0: any); jobs wider than the largest site are
     /// exempt (§8 #19).
     pub lower_bound: u32,
@@ -79,6 +94,7 @@ impl Default for MultiSiteConfig {
     fn default() -> Self {
         MultiSiteConfig {
             overhead_pct: 0,
+            pairs: Vec::new(),
             lower_bound: 0,
             fragments: Fragments::Unlimited,
             adaptive: false,
@@ -87,11 +103,37 @@ impl Default for MultiSiteConfig {
 }
 
 impl MultiSiteConfig {
-    /// `d` multiplied by (100 + p) / 100, rounded up.
+    /// `d` multiplied by (100 + p) / 100, rounded up, with the grid's p.
     pub fn stretch(&self, d: Duration) -> Duration {
-        let p = i64::from(self.overhead_pct);
-        (d * (100 + p) + 99) / 100
+        stretch_by(d, self.overhead_pct)
     }
+
+    /// p of a job split over `sites`: the largest among their pairs (the grid's `overhead_pct`
+    /// for a pair not listed).
+    pub fn overhead_over(&self, sites: impl Iterator<Item = u32> + Clone) -> u32 {
+        let mut p = None;
+        for a in sites.clone() {
+            for b in sites.clone().filter(|&b| b > a) {
+                let pair = self
+                    .pairs
+                    .iter()
+                    .find(|q| q.sites == [a, b] || q.sites == [b, a])
+                    .map_or(self.overhead_pct, |q| q.overhead_pct);
+                p = Some(p.map_or(pair, |p: u32| p.max(pair)));
+            }
+        }
+        p.unwrap_or(self.overhead_pct)
+    }
+
+    /// `d` of a job split over `sites`, multiplied by (100 + p) / 100 with their p, rounded up.
+    pub fn stretch_over(&self, d: Duration, sites: impl Iterator<Item = u32> + Clone) -> Duration {
+        stretch_by(d, self.overhead_over(sites))
+    }
+}
+
+/// `d` multiplied by (100 + p) / 100, rounded up.
+pub fn stretch_by(d: Duration, p: u32) -> Duration {
+    (d * (100 + i64::from(p)) + 99) / 100
 }
 
 /// Where a placed job runs: (site, processors) per fragment.
@@ -291,7 +333,10 @@ impl GridScheduler {
                 || w.width > self.largest()
                 || match self.best_single(w.width, now) {
                     None => true,
-                    Some((t, _)) => now + self.cfg.stretch(w.estimate) < t + w.estimate,
+                    Some((t, _)) => {
+                        let sites = parts.iter().map(|&(m, _)| m as u32);
+                        now + self.cfg.stretch_over(w.estimate, sites) < t + w.estimate
+                    }
                 };
             if worth {
                 v.push(parts);
@@ -358,7 +403,8 @@ impl GridScheduler {
 
     fn estimate_on(&self, parts: &Alloc, estimate: Duration) -> Duration {
         if parts.len() > 1 {
-            self.cfg.stretch(estimate)
+            self.cfg
+                .stretch_over(estimate, parts.iter().map(|&(m, _)| m as u32))
         } else {
             estimate
         }
@@ -419,6 +465,9 @@ impl Dispatcher for GridScheduler {
         }
         let c = &self.cfg;
         let mut d = format!("multi-site (p = {} %", c.overhead_pct);
+        if !c.pairs.is_empty() {
+            d += &format!(", {} pairs apart", c.pairs.len());
+        }
         if c.lower_bound > 0 {
             d += &format!(", lower bound {}", c.lower_bound);
         }
@@ -667,6 +716,52 @@ mod tests {
             out[0].reason.text(&name),
             "split over 2 sites, planned end 150 with the overhead; on one site it would end at 200"
         );
+    }
+
+    /// A split takes the largest p among the pairs of its sites, the grid's p for a pair not
+    /// listed: over sites 1 and 2 (p = 20 between them) a 100 s estimate becomes 120 s, over 0
+    /// and 1 (p = 10 by default) 110 s.
+    #[test]
+    fn a_split_is_stretched_by_the_overhead_of_its_slowest_pair() {
+        let cfg = MultiSiteConfig {
+            overhead_pct: 10,
+            pairs: vec![
+                PairOverhead {
+                    sites: [2, 1],
+                    overhead_pct: 20,
+                },
+                PairOverhead {
+                    sites: [0, 2],
+                    overhead_pct: 5,
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(cfg.overhead_over([0, 1, 2].into_iter()), 20);
+        assert_eq!(cfg.overhead_over([0, 2].into_iter()), 5);
+        assert_eq!(cfg.overhead_over([1].into_iter()), 10);
+        let g = grid(&[8, 4, 4]);
+        let mut d = GridScheduler::new(true, cfg);
+        assert_eq!(pass(&mut d, &g, 0, &[job(1, 8, 100)]), [(1, on(0))]);
+        d.dispatch(0, &job(2, 6, 100), 1, &g);
+        let mut out = Vec::new();
+        d.release(0, &g, &mut out);
+        assert_eq!(out[0].placement, split(&[(1, 4), (2, 2)]));
+        let Reason::Split { end, .. } = out[0].reason else {
+            panic!("{:?}", out[0].reason)
+        };
+        assert_eq!(end, 120);
+        // When job 1 ends, a 12-wide job splits over sites 0 and 1 (p = 10): 110 s.
+        d.job_ended(120, JobId(1), ClusterId(0));
+        d.job_ended(120, JobId(2), ClusterId(1));
+        d.dispatch(120, &job(3, 12, 100), 1, &g);
+        out.clear();
+        d.release(120, &g, &mut out);
+        assert_eq!(out[0].placement, split(&[(0, 8), (1, 4)]));
+        let Reason::Split { end, .. } = out[0].reason else {
+            panic!("{:?}", out[0].reason)
+        };
+        assert_eq!(end, 230);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 mod arrays;
 mod brokers;
+mod coallocation;
 mod config;
 mod grid_scheduler;
 mod load_ordering;
@@ -21,8 +22,9 @@ mod tests;
 
 pub use arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
 pub use brokers::{Broker, BrokerKind};
+pub use coallocation::{CoAllocation, Step as CoAllocationStep};
 pub use config::DispatchConfig;
-pub use grid_scheduler::{Fragments, GridScheduler, MultiSiteConfig};
+pub use grid_scheduler::{Fragments, GridScheduler, MultiSiteConfig, PairOverhead, stretch_by};
 pub use load_ordering::{Function, LoadOrdering};
 pub use reason::{Measure, Reason};
 pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};

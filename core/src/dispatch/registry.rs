@@ -115,14 +115,14 @@ pub static DISPATCHERS: [DispatchEntry; 9] = [
         name: "job-sharing",
         help: "one FCFS queue at the meta level, EASY backfilling, the best-fit site",
         reads_site_state: false,
-        build: |c| Box::new(GridScheduler::new(false, c.multi_site)),
+        build: |c| Box::new(GridScheduler::new(false, c.multi_site.clone())),
     },
     DispatchEntry {
         kind: DispatchKind::MultiSite,
         name: "multi-site",
         help: "job sharing, and a job may be split over sites at a WAN overhead",
         reads_site_state: false,
-        build: |c| Box::new(GridScheduler::new(true, c.multi_site)),
+        build: |c| Box::new(GridScheduler::new(true, c.multi_site.clone())),
     },
 ];
 

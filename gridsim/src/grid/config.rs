@@ -83,6 +83,7 @@ impl GridConfig {
     pub fn multi_site(&self) -> MultiSiteConfig {
         MultiSiteConfig {
             overhead_pct: self.overhead_pct,
+            pairs: Vec::new(),
             lower_bound: self.lower_bound,
             fragments: self.fragments,
             adaptive: self.adaptive,

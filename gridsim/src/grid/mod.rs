@@ -134,7 +134,7 @@ pub fn simulate_grid(
 /// ends, then the submissions, then one [`Dispatcher::release`] pass.
 fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridRecord>, u64) {
     let ms = cfg.multi_site();
-    let mut grid = GridScheduler::new(cfg.scenario == Scenario::MultiSite, ms);
+    let mut grid = GridScheduler::new(cfg.scenario == Scenario::MultiSite, ms.clone());
     let state = GridState::single_machines(sizes);
     let mut ends: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
     let mut records: Vec<Option<GridRecord>> = vec![None; work.len()];
@@ -184,7 +184,7 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
                 other => unreachable!("a release places its job: {other:?}"),
             };
             let run = if parts.len() > 1 {
-                ms.stretch(base_run)
+                ms.stretch_over(base_run, parts.iter().map(|p| p.0 as u32))
             } else {
                 base_run
             };
