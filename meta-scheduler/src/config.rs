@@ -80,6 +80,11 @@ pub struct LinkConfig {
     /// withdrawn and run elsewhere without ever running twice. Off: a job sent to a site stays
     /// there (it waits for the site to come back), and starts save one round trip.
     pub start_claims: bool,
+    /// Co-allocation of a split job: how long a site holds a fragment's tentative reservation
+    /// before it lapses unless committed (milliseconds).
+    pub hold_lease_ms: u32,
+    /// Co-allocation: rounds of holds without a common start before the job is planned again.
+    pub coallocation_rounds: u32,
 }
 
 impl Default for LinkConfig {
@@ -92,6 +97,8 @@ impl Default for LinkConfig {
             poll_ms: 500,
             keepalive_ms: 1_000,
             start_claims: true,
+            hold_lease_ms: 10_000,
+            coallocation_rounds: 8,
         }
     }
 }
@@ -266,6 +273,15 @@ impl MetaConfig {
             return Err(bad(
                 "links".into(),
                 "retry_ms, call_timeout_ms, poll_ms and keepalive_ms must be positive",
+            ));
+        }
+        if l.hold_lease_ms == 0 {
+            return Err(bad("links.hold_lease_ms".into(), "must be positive"));
+        }
+        if l.coallocation_rounds == 0 {
+            return Err(bad(
+                "links.coallocation_rounds".into(),
+                "must be at least 1",
             ));
         }
         self.tls.validate().map_err(|e| ConfigError::Invalid {

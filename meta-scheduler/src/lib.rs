@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod cli;
+pub mod coallocate;
 pub mod config;
 pub mod dashboard;
 pub mod decide;

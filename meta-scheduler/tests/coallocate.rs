@@ -1,0 +1,132 @@
+//! Co-allocation over real gRPC: two local schedulers (served in this process over loopback TCP,
+//! each with its agent registered by hand and never running anything), the meta-scheduler's
+//! co-allocator asking them for tentative holds, climbing to their common earliest start and
+//! committing; a site that cannot hold its fragment makes it let every hold go.
+
+use gridsched_core::dispatch::Part;
+use gridsched_core::model::ClusterId;
+use gridsched_proto::v1;
+use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
+use meta_scheduler::service::MetaService;
+use tonic::transport::Channel;
+
+/// Starts a local scheduler of one 4-processor machine `<name>-m`, its agent registered.
+async fn site(name: &str) -> (String, LocalSchedulerClient<Channel>) {
+    let cfg = local_scheduler::Config::from_toml(&format!(
+        "cluster = \"{name}\"\nsite = \"{name}\"\nlost_after_ms = 600000\n\
+         [policy]\npolicy = \"easy\"\n[[machines]]\nname = \"{name}-m\"\nprocessors = 4\n"
+    ))
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(local_scheduler::serve(cfg, listener));
+    let mut c = loop {
+        match LocalSchedulerClient::connect(addr.clone()).await {
+            Ok(c) => break c,
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    };
+    c.register_agent(v1::RegisterAgentRequest {
+        machine: format!("{name}-m"),
+        processors: 4,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    (addr, c)
+}
+
+fn meta(dir: &std::path::Path, sites: &[(&str, &str)]) -> MetaService {
+    let mut toml = format!("state_dir = {:?}\n", dir.join("meta"));
+    for (name, addr) in sites {
+        toml += &format!(
+            "[[sites]]\nname = \"{name}\"\nendpoint = \"{addr}\"\n\
+             machines = [{{ name = \"{name}-m\", processors = 4 }}]\n"
+        );
+    }
+    MetaService::open(&meta_scheduler::config::MetaConfig::from_toml(&toml).unwrap()).unwrap()
+}
+
+fn parts(procs: &[u32]) -> Vec<Part> {
+    procs
+        .iter()
+        .enumerate()
+        .map(|(i, &procs)| Part {
+            cluster: ClusterId(i as u32),
+            procs,
+        })
+        .collect()
+}
+
+/// (start, end, tentative) of every reservation a site holds.
+async fn held(c: &mut LocalSchedulerClient<Channel>) -> Vec<(i64, i64, bool)> {
+    let st = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+    st.advance_reservations
+        .iter()
+        .map(|r| (r.start_time, r.end_time, r.tentative))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fragments_are_held_at_the_common_earliest_start_and_committed() {
+    let (a, mut ca) = site("a").await;
+    let (b, mut cb) = site("b").await;
+    // Site a runs a 4-processor job for its estimate of 100 s: its earliest start is its end.
+    ca.enqueue(v1::EnqueueRequest {
+        job_id: 900,
+        spec: Some(v1::JobSpec {
+            user: "u".into(),
+            processors: 4,
+            estimate_s: 100,
+            emulate_runtime_s: Some(1_000),
+            ..Default::default()
+        }),
+        priority: 1,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let running = ca.status(v1::StatusRequest {}).await.unwrap().into_inner();
+    let busy_until = running.running[0].predicted_end;
+    let dir = tempfile::tempdir().unwrap();
+    let m = meta(dir.path(), &[("a", &a), ("b", &b)]);
+    let now = running.time;
+    let agreed = m
+        .co_allocate(7, "alice", parts(&[4, 2]), 50, None, now)
+        .await
+        .unwrap();
+    // b was free at once, a only at the job's end: b climbed to a's start in a second round.
+    assert_eq!(agreed.start, busy_until);
+    assert_eq!(agreed.rounds, 2);
+    assert_eq!(
+        agreed.reservations.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [0, 1]
+    );
+    let at = (busy_until, busy_until + 50, false);
+    assert_eq!(held(&mut ca).await, [at]);
+    assert_eq!(held(&mut cb).await, [at], "b's first hold was let go");
+
+    // A fragment wider than its site: refused, and b's hold of this attempt is let go.
+    let e = m
+        .co_allocate(8, "alice", parts(&[5, 2]), 50, None, now)
+        .await
+        .unwrap_err();
+    assert!(e.starts_with("fragment 0 at site c0:"), "{e}");
+    assert_eq!(held(&mut cb).await, [at]);
+    // The committed reservations are the user's, shown by the meta-scheduler.
+    use v1::meta_scheduler_server::MetaScheduler;
+    let listed = m
+        .list_reservations(tonic::Request::new(v1::ListReservationsRequest::default()))
+        .await
+        .unwrap()
+        .into_inner()
+        .reservations;
+    let mine: Vec<(&str, u32, i64, &str)> = listed
+        .iter()
+        .map(|r| (r.site.as_str(), r.processors, r.start_time, r.user.as_str()))
+        .collect();
+    assert_eq!(
+        mine,
+        [("a", 4, busy_until, "alice"), ("b", 2, busy_until, "alice")]
+    );
+}
