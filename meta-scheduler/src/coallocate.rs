@@ -9,10 +9,12 @@
 //! `gridctl reservations` shows them and a restart keeps them. An abort lets every hold go; a hold
 //! a lost answer left behind lapses with its lease.
 
-use crate::service::{MetaService, internal};
+use crate::service::{MetaService, internal, now};
 use futures_util::future::join_all;
-use gridsched_core::dispatch::{CoAllocation, CoAllocationStep as Step, Part};
-use gridsched_proto::v1::{self, AdvanceReservationState as St};
+use gridsched_core::dispatch::{CoAllocation, CoAllocationStep as Step, Part, stretch_by};
+use gridsched_proto::v1::{self, AdvanceReservationState as St, JobState};
+use std::time::Duration;
+use tonic::{Code, Status};
 
 /// A co-allocation that every site committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,6 +217,274 @@ impl MetaService {
             st.reservations.insert(id, r);
         }
         Ok(())
+    }
+}
+
+impl MetaService {
+    /// Starts the work a committed batch left for split jobs: co-allocations to run, fragments
+    /// to send, fragments to kill (outside a Tokio runtime, as in the state's unit tests, none).
+    pub(crate) fn start_split_work(
+        &self,
+        coallocate: Vec<u64>,
+        send: Vec<u64>,
+        kill: Vec<(usize, u64, String)>,
+    ) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for id in coallocate {
+            rt.spawn(self.clone().run_coallocation(id));
+        }
+        for id in send {
+            rt.spawn(self.clone().send_fragments(id));
+        }
+        for (site, id, why) in kill {
+            rt.spawn(self.clone().kill_fragment(site, id, why));
+        }
+    }
+
+    /// Co-allocates split job `id`: its fragments are sent once every site committed; after a
+    /// failure it waits a moment (the sites' plans differ from the grid scheduler's account, and
+    /// would differ again at once), then goes back to the meta-level queue.
+    async fn run_coallocation(self, id: u64) {
+        let (user, split) = {
+            let Ok(st) = self.lock() else { return };
+            let (Some(job), Some(split)) = (st.jobs.get(&id), st.coallocating.get(&id)) else {
+                return;
+            };
+            let user = job
+                .spec
+                .as_ref()
+                .map(|s| s.user.clone())
+                .unwrap_or_default();
+            (user, split.clone())
+        };
+        let answer = self
+            .co_allocate(
+                id,
+                &user,
+                split.parts.clone(),
+                split.length,
+                split.single_end,
+                now(),
+            )
+            .await;
+        match answer {
+            Ok(agreed) => {
+                let kept = self.mutate(|st, b, t| Ok(st.split_agreed(b, id, &agreed, t)));
+                if !matches!(kept, Ok(true)) {
+                    // Cancelled meanwhile (or not recorded): its reservations are let go.
+                    for &(site, r) in &agreed.reservations {
+                        self.drop_reservation(site, r, "its job ended before it started")
+                            .await;
+                    }
+                }
+            }
+            Err(why) => {
+                tracing::info!(job = id, "co-allocation given up: {why}");
+                let pause = self.inner.cfg.links.retry_ms.max(1_000);
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+                let _ = self.mutate(|st, b, t| {
+                    st.split_failed(b, id, &why, t);
+                    Ok(())
+                });
+            }
+        }
+    }
+
+    /// Lets reservation `r` go at site `i` and forgets it here.
+    pub(crate) async fn drop_reservation(&self, i: usize, r: u64, reason: &str) {
+        if let Ok(mut c) = self.client(i) {
+            let req = v1::CancelReservationRequest {
+                id: r,
+                reason: reason.into(),
+            };
+            if let Err(e) = self.call(c.cancel_reservation(req)).await {
+                tracing::warn!(reservation = r, "not let go: {}", e.message());
+            }
+        }
+        let last = match self.lock() {
+            Ok(mut st) => {
+                st.reservations.remove(&r);
+                st.last_reservation
+            }
+            Err(_) => return,
+        };
+        if let Err(e) = self.inner.store().save_reservation(r, None, last) {
+            tracing::error!(reservation = r, "state store: {e}");
+        }
+    }
+
+    /// Sends every fragment of job `id` its site does not have yet, into its reservation; one
+    /// whose site cannot be reached is sent again after `links.retry_ms`, one its site refuses
+    /// fails (and so ends the others).
+    async fn send_fragments(self, id: u64) {
+        loop {
+            let pending: Vec<(usize, v1::EnqueueRequest)> = {
+                let Ok(st) = self.lock() else { return };
+                let Some(job) = st.jobs.get(&id).filter(|j| !j.state().is_terminal()) else {
+                    return;
+                };
+                job.fragments
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.state() == JobState::Dispatched)
+                    .filter_map(|(k, f)| {
+                        st.site_index(&f.site)
+                            .map(|i| (i, fragment_request(job, k)))
+                    })
+                    .collect()
+            };
+            if pending.is_empty() {
+                return;
+            }
+            let svc = &self;
+            let sends = pending.into_iter().map(|(i, req)| async move {
+                let answer = match svc.client(i) {
+                    Ok(mut c) => svc.call(c.enqueue(req)).await.map(|_| ()),
+                    Err(e) => Err(e),
+                };
+                (i, answer)
+            });
+            let mut again = false;
+            for (i, answer) in join_all(sends).await {
+                let _ = self.mutate(|st, b, t| {
+                    match answer {
+                        Ok(()) => st.fragment_sent(b, i, id, t),
+                        Err(e) if e.code() == Code::AlreadyExists => st.fragment_sent(b, i, id, t),
+                        Err(e) if refused(&e) => {
+                            let ev = v1::JobEvent {
+                                job_id: id,
+                                state: JobState::Failed.into(),
+                                time: t,
+                                detail: format!("refused: {}", e.message()),
+                                ..Default::default()
+                            };
+                            st.apply_local(b, i, &ev);
+                        }
+                        Err(_) => again = true,
+                    }
+                    Ok(())
+                });
+            }
+            if !again {
+                return;
+            }
+            let retry = self.inner.cfg.links.retry_ms;
+            tokio::time::sleep(Duration::from_millis(retry)).await;
+        }
+    }
+
+    /// Kills job `id`'s fragment at site `i` (another fragment ended badly), a few tries.
+    async fn kill_fragment(self, i: usize, id: u64, why: String) {
+        for _ in 0..5 {
+            let Ok(mut c) = self.client(i) else { return };
+            let req = v1::CancelRequest {
+                job_id: id,
+                reason: why.clone(),
+            };
+            match self.call(c.cancel(req)).await {
+                Ok(_) => return,
+                Err(e) if e.code() == Code::NotFound => return,
+                Err(e) => tracing::warn!(job = id, site = i, "fragment not killed yet: {e}"),
+            }
+            let retry = self.inner.cfg.links.retry_ms;
+            tokio::time::sleep(Duration::from_millis(retry)).await;
+        }
+    }
+
+    /// Cancels a split job: every fragment's site is asked to cancel it; its fragments' events
+    /// end it.
+    pub(crate) async fn cancel_split(
+        &self,
+        id: u64,
+        sites: Vec<usize>,
+        reason: String,
+    ) -> Result<v1::Job, Status> {
+        let cancels = sites.into_iter().map(|i| {
+            let reason = reason.clone();
+            async move {
+                let req = v1::CancelRequest { job_id: id, reason };
+                match self.client(i) {
+                    Ok(mut c) => self.call(c.cancel(req)).await.map(|_| ()),
+                    Err(e) => Err(e),
+                }
+            }
+        });
+        let failed = join_all(cancels)
+            .await
+            .into_iter()
+            .filter(|r| r.as_ref().is_err_and(|e| e.code() != Code::NotFound))
+            .count();
+        if failed > 0 {
+            return Err(Status::unavailable(format!(
+                "{failed} of job {id}'s fragment sites cannot be reached to cancel it"
+            )));
+        }
+        self.mutate(|st, b, t| {
+            st.update(b, id, t, |j| {
+                (!j.state().is_terminal())
+                    .then(|| "cancellation requested at every fragment's site".to_string())
+            });
+            st.jobs
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| internal("job vanished"))
+        })
+    }
+}
+
+/// Whether a site's answer to an Enqueue refuses the job for good.
+fn refused(e: &Status) -> bool {
+    matches!(
+        e.code(),
+        Code::InvalidArgument | Code::FailedPrecondition | Code::NotFound
+    )
+}
+
+/// The Enqueue of fragment `k` of split job `job`: its processors, the stretched estimate and
+/// emulated run time, its reservation, and the whole split in its environment
+/// (`GRIDSCHED_FRAGMENT_RANK`, `_COUNT`, `_SITES`, `_PROCESSORS`).
+fn fragment_request(job: &v1::Job, k: usize) -> v1::EnqueueRequest {
+    let f = &job.fragments[k];
+    let mut spec = job.spec.clone().unwrap_or_default();
+    spec.processors = f.processors;
+    spec.estimate_s = f.estimate_s;
+    spec.emulate_runtime_s = spec
+        .emulate_runtime_s
+        .map(|r| stretch_by(r, f.overhead_pct));
+    spec.reservation = Some(f.reservation);
+    // The inputs' machines are one site's; a fragment runs at its own.
+    spec.inputs.clear();
+    if let Some(c) = spec.command.as_mut() {
+        let join = |v: Vec<String>| v.join(",");
+        let vars = [
+            ("GRIDSCHED_FRAGMENT_RANK", k.to_string()),
+            ("GRIDSCHED_FRAGMENT_COUNT", job.fragments.len().to_string()),
+            (
+                "GRIDSCHED_FRAGMENT_SITES",
+                join(job.fragments.iter().map(|f| f.site.clone()).collect()),
+            ),
+            (
+                "GRIDSCHED_FRAGMENT_PROCESSORS",
+                join(
+                    job.fragments
+                        .iter()
+                        .map(|f| f.processors.to_string())
+                        .collect(),
+                ),
+            ),
+        ];
+        for (key, v) in vars {
+            c.env.entry(key.to_string()).or_insert(v);
+        }
+    }
+    v1::EnqueueRequest {
+        job_id: job.id,
+        spec: Some(spec),
+        priority: job.priority,
+        submit_time: job.submit_time.unwrap_or_default(),
+        claim_before_start: false,
     }
 }
 

@@ -7,7 +7,7 @@
 //! `[tls]` and `[auth]` (`docs/security.md`) secure the client API and the links to the sites.
 
 use gridsched_core::classify::ClassifierConfig;
-use gridsched_core::dispatch::DispatchConfig;
+use gridsched_core::dispatch::{DispatchConfig, PairOverhead};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -54,6 +54,21 @@ pub struct MetaConfig {
     /// The sites of the grid, one cluster (local scheduler) each.
     #[serde(default)]
     pub sites: Vec<SiteConfig>,
+    /// WAN overheads of particular pairs of sites for jobs split over sites (`multi-site`),
+    /// where they differ from `dispatch.multi_site.overhead_pct`.
+    #[serde(default)]
+    pub wan: Vec<WanPair>,
+}
+
+/// The WAN overhead between two sites.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WanPair {
+    /// The two sites, by name.
+    pub sites: [String; 2],
+    /// p between them, in percent: a job split over sites runs `(100 + p) / 100` times as long,
+    /// p the largest among the pairs of its sites.
+    pub overhead_pct: u32,
 }
 
 /// How the meta-scheduler talks to the local schedulers.
@@ -177,6 +192,7 @@ impl Default for MetaConfig {
             auth: Default::default(),
             limits: Default::default(),
             sites: Vec::new(),
+            wan: Vec::new(),
         }
     }
 }
@@ -295,12 +311,15 @@ impl MetaConfig {
             key: "auth".into(),
             reason: e.to_string(),
         })?;
-        if self.dispatch.strategy == gridsched_core::dispatch::DispatchKind::MultiSite {
-            return Err(bad(
-                "dispatch.strategy".into(),
-                "`multi-site` splits jobs over several sites, which the live meta-scheduler \
-                 does not co-allocate yet; `job-sharing` is its one-site form",
-            ));
+        for (i, w) in self.wan.iter().enumerate() {
+            for (k, name) in w.sites.iter().enumerate() {
+                if !self.sites.iter().any(|s| &s.name == name) {
+                    return Err(bad(format!("wan[{i}].sites[{k}]"), "no such site"));
+                }
+            }
+            if w.sites[0] == w.sites[1] {
+                return Err(bad(format!("wan[{i}].sites"), "two different sites"));
+            }
         }
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.sites.iter().enumerate() {
@@ -359,6 +378,20 @@ impl MetaConfig {
     /// `licence_types` of 0 becomes the size of the grid's licence catalogue.
     pub fn complete(&mut self) {
         self.dispatch.max_priority = self.classifier.max;
+        let index = |name: &str| self.sites.iter().position(|s| s.name == name);
+        let pairs: Vec<PairOverhead> = self
+            .wan
+            .iter()
+            .filter_map(|w| {
+                Some(PairOverhead {
+                    sites: [index(&w.sites[0])? as u32, index(&w.sites[1])? as u32],
+                    overhead_pct: w.overhead_pct,
+                })
+            })
+            .collect();
+        if !pairs.is_empty() {
+            self.dispatch.multi_site.pairs = pairs;
+        }
         if self.classifier.licence_types == 0 {
             let mut all: Vec<&String> = self.sites.iter().flat_map(|s| &s.licences).collect();
             all.sort();
@@ -395,16 +428,20 @@ mod tests {
     fn wrong_key_is_named() {
         let e = MetaConfig::from_toml("[[sites]]\nname = \"a\"\nmachins = []\n").unwrap_err();
         assert!(e.to_string().contains("machins"), "{e}");
-        let e = MetaConfig::from_toml(
-            "[dispatch]\nstrategy = \"multi-site\"\n[[sites]]\nname = \"a\"\n\
-             machines = [{ name = \"m1\", processors = 8 }]\n",
-        )
+        let two = "[[sites]]\nname = \"a\"\nmachines = [{ name = \"m1\", processors = 8 }]\n\
+                   [[sites]]\nname = \"b\"\nmachines = [{ name = \"m2\", processors = 8 }]\n";
+        let c = MetaConfig::from_toml(&format!(
+            "[dispatch]\nstrategy = \"multi-site\"\n{two}\
+             [[wan]]\nsites = [\"b\", \"a\"]\noverhead_pct = 25\n"
+        ))
+        .unwrap();
+        assert_eq!(c.dispatch.multi_site.overhead_over([0, 1].into_iter()), 25);
+        let e = MetaConfig::from_toml(&format!(
+            "{two}[[wan]]\nsites = [\"a\", \"c\"]\noverhead_pct = 25\n"
+        ))
         .unwrap_err()
         .to_string();
-        assert!(
-            e.contains("dispatch.strategy") && e.contains("co-allocate"),
-            "{e}"
-        );
+        assert!(e.contains("wan[0].sites[1]"), "{e}");
         let e = MetaConfig::from_toml("[dispatch]\nstrategy = \"fastest\"\n").unwrap_err();
         assert!(e.to_string().contains("fastest"), "{e}");
         let e = MetaConfig::from_toml("[classifier]\nmax = 0\n").unwrap_err();

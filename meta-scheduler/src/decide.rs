@@ -22,11 +22,34 @@
 use crate::config::MetaConfig;
 use gridsched_core::classify::{Classifier, ClassifierError};
 use gridsched_core::dispatch::{
-    ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, GridState, Placement, Priority,
+    ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, GridState, MultiSiteConfig, Part,
+    Placement, Priority, Reason,
 };
 use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, MachineId};
 use gridsched_proto::v1;
 use gridsched_proto::{ConvertError, NameTable, job_from_spec};
+
+/// Where a release pass sends a job held at the meta level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Site `i`.
+    Site(usize),
+    /// Split over sites (cluster = site index), to be co-allocated.
+    Split(Split),
+}
+
+/// A job the grid scheduler splits over sites: what its co-allocation needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    /// Its fragments.
+    pub parts: Vec<Part>,
+    /// The estimate of every fragment, stretched by the WAN overhead of its sites.
+    pub length: i64,
+    /// The WAN overhead p applied, in percent.
+    pub overhead_pct: u32,
+    /// In adaptive mode: the best single-site planned end (the split must end before it).
+    pub single_end: Option<i64>,
+}
 
 /// The classifier, the dispatcher and what they may see of the grid.
 #[derive(Debug)]
@@ -43,6 +66,10 @@ pub struct Decider {
     describe: String,
     /// The last dispatch left the job in the strategy's own queue ([`Placement::Hold`]).
     held_last: bool,
+    /// The multi-site settings (the WAN overhead of a split).
+    multi_site: MultiSiteConfig,
+    /// The estimates of the jobs held at the meta level, for the length of a split's fragments.
+    estimates: std::collections::HashMap<u64, i64>,
 }
 
 impl Decider {
@@ -93,6 +120,8 @@ impl Decider {
                 .collect(),
             machines,
             held_last: false,
+            multi_site: cfg.dispatch.multi_site.clone(),
+            estimates: std::collections::HashMap::new(),
         })
     }
 
@@ -166,6 +195,9 @@ impl Decider {
             .collect();
         let placement = self.dispatcher.dispatch(now, job, p, &self.grid);
         self.held_last = placement == Placement::Hold;
+        if self.held_last {
+            self.estimates.insert(job.id.0, job.estimate.max(1));
+        }
         for (i, up) in hidden {
             self.grid.caps[i].up = up;
         }
@@ -250,34 +282,73 @@ impl Decider {
 
     /// A release pass at `now` of the jobs the strategy holds: (job, site, explanation) of those
     /// it places now, in its order.
-    pub fn release(&mut self, now: i64) -> Vec<(u64, usize, v1::DispatchExplanation)> {
+    pub fn release(&mut self, now: i64) -> Vec<(u64, Target, v1::DispatchExplanation)> {
         let mut out = Vec::new();
         self.dispatcher.release(now, &self.grid, &mut out);
         let mut placed = Vec::with_capacity(out.len());
         for r in out {
-            let Placement::Cluster(c) = r.placement else {
-                // The configuration admits no strategy that splits (`dispatch.strategy`).
-                tracing::error!(
-                    job = r.job.0,
-                    "a split is not co-allocated live; job returned"
-                );
-                self.dispatcher.job_returned(now, r.job, ClusterId(0));
-                continue;
-            };
+            let estimate = self.estimates.remove(&r.job.0).unwrap_or(1);
             let name = |c: ClusterId| self.names_of_sites[c.index()].clone();
+            let (target, cluster) = match r.placement {
+                Placement::Cluster(c) => (Target::Site(c.index()), name(c)),
+                Placement::Split(parts) => {
+                    let sites = parts.iter().map(|p| p.cluster.0);
+                    let overhead_pct = self.multi_site.overhead_over(sites.clone());
+                    let single_end = match (&r.reason, self.multi_site.adaptive) {
+                        (Reason::Split { single, .. }, true) => *single,
+                        _ => None,
+                    };
+                    let names: Vec<String> = parts.iter().map(|p| name(p.cluster)).collect();
+                    let split = Split {
+                        length: self.multi_site.stretch_over(estimate, sites),
+                        overhead_pct,
+                        single_end,
+                        parts,
+                    };
+                    (Target::Split(split), names.join("+"))
+                }
+                other => {
+                    tracing::error!(job = r.job.0, "release placed nothing: {other:?}");
+                    self.dispatcher.job_returned(now, r.job, ClusterId(0));
+                    continue;
+                }
+            };
             let explanation = v1::DispatchExplanation {
                 time: now,
-                cluster: name(c),
+                cluster,
                 decided_by: format!("{} ({})", self.describe, r.reason.text(&name)),
                 candidates: Vec::new(),
             };
-            placed.push((r.job.0, c.index(), explanation));
+            placed.push((r.job.0, target, explanation));
         }
         placed
     }
 
+    /// A split job whose co-allocation was given up goes back to the meta-level queue (`only`:
+    /// the site of its advance reservation).
+    pub fn split_returned(
+        &mut self,
+        now: i64,
+        job: &Job,
+        priority: u32,
+        split: &Split,
+        only: Option<usize>,
+    ) {
+        let first = split.parts.first().map_or(0, |p| p.cluster.index());
+        self.returned(now, job.id.0, first);
+        self.dispatch_within(now, job, priority, None, only);
+    }
+
+    /// Re-enters a split placement decided before a restart, from `since`.
+    pub fn restore_split(&mut self, job: &Job, priority: u32, parts: Vec<Part>, since: i64) {
+        let p = priority.min(u32::from(Priority::MAX)) as Priority;
+        self.dispatcher
+            .restore(job, p, &Placement::Split(parts), since);
+    }
+
     /// A job the strategy holds left the grid (cancelled).
     pub fn withdraw(&mut self, job: u64) {
+        self.estimates.remove(&job);
         self.dispatcher.withdraw(JobId(job));
     }
 
@@ -516,8 +587,8 @@ mod tests {
         let job = d.job(&long, 1, 0).unwrap();
         d.restore_held(&job, 1, None);
         assert_eq!(d.held(), 1);
-        let placed: Vec<(u64, usize)> = d.release(0).into_iter().map(|p| (p.0, p.1)).collect();
-        assert_eq!(placed, [(1, 1)]);
+        let placed: Vec<(u64, Target)> = d.release(0).into_iter().map(|p| (p.0, p.1)).collect();
+        assert_eq!(placed, [(1, Target::Site(1))]);
         // A strategy without a queue holds nothing: the job waits to be dispatched again.
         let mut lo = Decider::new(&cfg("load-ordering"), 0).unwrap();
         let job = lo.job(&spec(1, &[]), 1, 0).unwrap();

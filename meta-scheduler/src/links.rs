@@ -32,6 +32,11 @@ pub fn start(svc: &MetaService) {
         tokio::spawn(claim_link(svc.clone(), i));
     }
     tokio::spawn(monitor(svc.clone()));
+    let resend = svc
+        .lock()
+        .map(|mut st| std::mem::take(&mut st.resend))
+        .unwrap_or_default();
+    svc.start_split_work(Vec::new(), resend, Vec::new());
     tokio::spawn(crate::reservations::reconcile(svc.clone()));
     tokio::spawn(poll(svc.clone()));
 }

@@ -15,6 +15,7 @@ use crate::decide::Decider;
 use crate::state::{Batch, Decision, State};
 use crate::store::{Store, Write};
 use crate::validate;
+use gridsched_core::dispatch::DispatchKind;
 use gridsched_proto::v1::{
     self, JobState, local_scheduler_client::LocalSchedulerClient,
     meta_scheduler_server::MetaScheduler,
@@ -216,6 +217,15 @@ impl MetaService {
         for i in b.wake {
             self.inner.wake[i].notify_one();
         }
+        self.start_split_work(b.coallocate, b.send_fragments, b.kill_fragments);
+        for (site, r) in b.drop_reservations {
+            let svc = self.clone();
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    svc.drop_reservation(site, r, "its fragment ended").await;
+                });
+            }
+        }
     }
 
     /// Runs `f` on the state and commits what it changed in one transaction, then publishes.
@@ -243,6 +253,7 @@ impl MetaService {
         let mut st = self.lock()?;
         let mut results = Vec::with_capacity(specs.len());
         let mut new_ids = Vec::new();
+        let split = self.inner.cfg.dispatch.strategy == DispatchKind::MultiSite;
         for (index, spec) in specs.into_iter().enumerate() {
             let index = index as u32;
             let reject = |field: &str, message: &str| v1::SubmitResult {
@@ -253,7 +264,9 @@ impl MetaService {
                     message: format!("field `{field}`: {message}"),
                 })),
             };
-            if let Err(r) = validate::check(spec.as_ref(), &st.sites, &self.inner.cfg.limits, t) {
+            if let Err(r) =
+                validate::check(spec.as_ref(), &st.sites, &self.inner.cfg.limits, t, split)
+            {
                 results.push(reject(&r.field, &r.message));
                 continue;
             }
@@ -361,7 +374,7 @@ impl MetaService {
         } else {
             reason
         };
-        let (state, site) = {
+        let (state, site, split) = {
             let st = self.lock()?;
             let job = st
                 .jobs
@@ -373,8 +386,18 @@ impl MetaService {
                     job.state().as_str_name()
                 )));
             }
-            (job.state(), st.site_of(job))
+            let split = (!job.fragments.is_empty()).then(|| {
+                job.fragments
+                    .iter()
+                    .filter(|f| !f.state().is_terminal())
+                    .filter_map(|f| st.site_index(&f.site))
+                    .collect::<Vec<usize>>()
+            });
+            (job.state(), st.site_of(job), split)
         };
+        if let Some(sites) = split {
+            return self.cancel_split(id, sites, reason).await;
+        }
         let set = |to: JobState, detail: String| {
             let reason = reason.clone();
             self.mutate(move |st, b, t| {

@@ -20,7 +20,7 @@
 //! at a down site runs elsewhere, and no job runs at two sites.
 
 use crate::config::SiteConfig;
-use crate::decide::Decider;
+use crate::decide::{Decider, Target};
 use gridsched_proto::v1::{self, JobState};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -51,6 +51,14 @@ pub struct Batch {
     pub site_seqs: BTreeSet<usize>,
     /// Sites that have new jobs to receive.
     pub wake: BTreeSet<usize>,
+    /// Split jobs whose co-allocation is to begin.
+    pub coallocate: Vec<u64>,
+    /// Split jobs whose fragments are to be sent to their sites.
+    pub send_fragments: Vec<u64>,
+    /// Fragments to kill: (site, job, why).
+    pub kill_fragments: Vec<(usize, u64, String)>,
+    /// Reservations of ended fragments to let go: (site, reservation).
+    pub drop_reservations: Vec<(usize, u64)>,
 }
 
 /// The in-memory state.
@@ -96,6 +104,10 @@ pub struct State {
     pub planned: Vec<HashMap<u64, v1::Reservation>>,
     /// Per site: its advance reservations with their jobs, as last polled.
     pub advance: Vec<Vec<v1::AdvanceReservation>>,
+    /// Split jobs whose co-allocation is under way.
+    pub coallocating: BTreeMap<u64, crate::decide::Split>,
+    /// Split jobs restored with fragments their sites may not have yet (sent again at start).
+    pub resend: Vec<u64>,
 }
 
 fn rank(s: JobState) -> u8 {
@@ -133,6 +145,8 @@ impl State {
             last_reservation: 0,
             planned: vec![HashMap::new(); n],
             advance: vec![Vec::new(); n],
+            coallocating: BTreeMap::new(),
+            resend: Vec::new(),
         }
     }
 
@@ -289,13 +303,16 @@ impl State {
         };
         if was_live && job.state().is_terminal() {
             self.unplaced.remove(&id);
-            match self.site_of(&job) {
-                Some(i) => {
+            let first_fragment = job.fragments.first().and_then(|f| self.site_index(&f.site));
+            match (self.site_of(&job), first_fragment) {
+                (Some(i), _) => {
                     self.outbox[i].remove(&id);
                     self.in_flight[i].remove(&id);
                     self.decider.ended(time, id, i);
                 }
-                None => self.decider.withdraw(id),
+                // A split job frees every fragment's processors at once.
+                (None, Some(i)) => self.decider.ended(time, id, i),
+                (None, None) => self.decider.withdraw(id),
             }
         }
         b.jobs.insert(id);
@@ -385,6 +402,10 @@ impl State {
         let Some(job) = self.jobs.get(&ev.job_id) else {
             return;
         };
+        if !job.fragments.is_empty() {
+            self.apply_fragment(b, i, ev);
+            return;
+        }
         if job.site.as_deref() != Some(name.as_str()) {
             return;
         }
@@ -579,11 +600,16 @@ impl State {
             if !self.jobs.contains_key(&id) {
                 continue;
             }
-            let detail = format!(
-                "released to {}: {}",
-                self.sites[target].name, dispatch.decided_by
-            );
-            self.assign(b, id, target, dispatch, detail, time);
+            match target {
+                Target::Site(target) => {
+                    let detail = format!(
+                        "released to {}: {}",
+                        self.sites[target].name, dispatch.decided_by
+                    );
+                    self.assign(b, id, target, dispatch, detail, time);
+                }
+                Target::Split(split) => self.begin_split(b, id, split, dispatch, time),
+            }
         }
     }
 
@@ -670,6 +696,19 @@ impl State {
                             _ => {}
                         }
                     }
+                    (None, Ok(model)) if !job.fragments.is_empty() => {
+                        let since = job.start_time.or(job.dispatch_time).unwrap_or_default();
+                        let parts = self.parts_of(&job);
+                        self.decider
+                            .restore_split(model, job.priority, parts, since);
+                        if job
+                            .fragments
+                            .iter()
+                            .any(|f| f.state() == JobState::Dispatched)
+                        {
+                            self.resend.push(job.id);
+                        }
+                    }
                     (None, Ok(model)) => {
                         let only = self.pinned(&job);
                         self.decider.restore_held(model, job.priority, only);
@@ -693,5 +732,6 @@ fn withdrawable(j: &v1::Job) -> bool {
         && matches!(j.state(), JobState::Dispatched | JobState::Queued)
 }
 
+mod split;
 #[cfg(test)]
 mod tests;

@@ -48,12 +48,14 @@ pub fn site_holds_inputs(site: &SiteConfig, spec: &v1::JobSpec) -> bool {
     })
 }
 
-/// Checks a submitted job against the grid and the `limits` at time `now`.
+/// Checks a submitted job against the grid and the `limits` at time `now`; with `split` the
+/// dispatch strategy splits jobs over sites, so a job may be as wide as all sites together.
 pub fn check(
     spec: Option<&v1::JobSpec>,
     sites: &[SiteConfig],
     limits: &SpecLimits,
     now: i64,
+    split: bool,
 ) -> Result<(), Refusal> {
     let spec = spec.ok_or_else(|| Refusal::new("spec", "required"))?;
     if spec.user.trim().is_empty() {
@@ -68,11 +70,16 @@ pub fn check(
     if spec.processors == 0 {
         return Err(Refusal::new("processors", "must be at least 1"));
     }
-    let widest = sites.iter().map(SiteConfig::widest_job).max().unwrap_or(0);
+    let one_site = sites.iter().map(SiteConfig::widest_job).max().unwrap_or(0);
+    let widest = match split {
+        true => sites.iter().map(SiteConfig::widest_job).sum(),
+        false => one_site,
+    };
     if spec.processors > widest {
-        let what = match sites.iter().any(|s| s.multi_node) {
-            true => "what any site runs as one job",
-            false => "every machine of the grid",
+        let what = match (split, sites.iter().any(|s| s.multi_node)) {
+            (true, _) => "all sites of the grid together",
+            (false, true) => "what any site runs as one job",
+            (false, false) => "every machine of the grid",
         };
         return Err(Refusal::new(
             "processors",
@@ -140,9 +147,13 @@ pub fn check(
         }
         _ => {}
     }
-    if !sites
-        .iter()
-        .any(|s| site_can_run(s, spec, limits.max_estimate_s))
+    // A job wider than any site is split: every fragment's site needs the licences and the
+    // estimate, which the grid scheduler checks as it splits.
+    let wide = split && spec.processors > one_site;
+    if !wide
+        && !sites
+            .iter()
+            .any(|s| site_can_run(s, spec, limits.max_estimate_s))
     {
         return Err(Refusal::new(
             "licences",
@@ -150,9 +161,10 @@ pub fn check(
              estimate limit at least `estimate_s`",
         ));
     }
-    if !sites
-        .iter()
-        .any(|s| site_can_run(s, spec, limits.max_estimate_s) && site_holds_inputs(s, spec))
+    if !wide
+        && !sites
+            .iter()
+            .any(|s| site_can_run(s, spec, limits.max_estimate_s) && site_holds_inputs(s, spec))
     {
         return Err(Refusal::new(
             "inputs",
@@ -194,7 +206,7 @@ mod tests {
     }
 
     fn field(spec: v1::JobSpec) -> String {
-        check(Some(&spec), &sites(), &SpecLimits::default(), 1000)
+        check(Some(&spec), &sites(), &SpecLimits::default(), 1000, false)
             .unwrap_err()
             .field
     }
@@ -202,8 +214,11 @@ mod tests {
     #[test]
     fn names_the_field() {
         let limits = SpecLimits::default();
-        assert!(check(Some(&ok_spec()), &sites(), &limits, 1000).is_ok());
-        assert_eq!(check(None, &sites(), &limits, 0).unwrap_err().field, "spec");
+        assert!(check(Some(&ok_spec()), &sites(), &limits, 1000, false).is_ok());
+        assert_eq!(
+            check(None, &sites(), &limits, 0, false).unwrap_err().field,
+            "spec"
+        );
         assert_eq!(
             field(v1::JobSpec {
                 processors: 9,
@@ -280,12 +295,12 @@ mod tests {
             processors,
             ..ok_spec()
         };
-        let r = check(Some(&spec(16)), &grid, &limits, 0).unwrap_err();
+        let r = check(Some(&spec(16)), &grid, &limits, 0, false).unwrap_err();
         assert_eq!(r.field, "processors");
         assert!(r.message.contains("every machine of the grid (largest: 8)"));
         grid[0].multi_node = true;
-        check(Some(&spec(16)), &grid, &limits, 0).unwrap();
-        let r = check(Some(&spec(17)), &grid, &limits, 0).unwrap_err();
+        check(Some(&spec(16)), &grid, &limits, 0, false).unwrap();
+        let r = check(Some(&spec(17)), &grid, &limits, 0, false).unwrap_err();
         assert!(
             r.message.contains("as one job (largest: 16)"),
             "{}",
@@ -300,22 +315,22 @@ mod tests {
             estimate_s,
             ..ok_spec()
         };
-        assert!(check(Some(&spec(3600)), &sites(), &limits, 0).is_ok());
-        let r = check(Some(&spec(3601)), &sites(), &limits, 0).unwrap_err();
+        assert!(check(Some(&spec(3600)), &sites(), &limits, 0, false).is_ok());
+        let r = check(Some(&spec(3601)), &sites(), &limits, 0, false).unwrap_err();
         assert_eq!(r.field, "estimate_s");
         assert!(r.message.contains("largest: 3600 s"), "{}", r.message);
-        let r = check(Some(&spec(1 << 62)), &sites(), &limits, 0).unwrap_err();
+        let r = check(Some(&spec(1 << 62)), &sites(), &limits, 0, false).unwrap_err();
         assert_eq!(r.field, "estimate_s");
         // The grid-wide cap also caps a site's own limit.
         let tight = SpecLimits {
             max_estimate_s: 60,
             ..limits
         };
-        let r = check(Some(&spec(61)), &sites(), &tight, 0).unwrap_err();
+        let r = check(Some(&spec(61)), &sites(), &tight, 0, false).unwrap_err();
         assert!(r.message.contains("60 s"), "{}", r.message);
         // A site without a limit of its own takes the grid's.
         let mut open = sites();
         open[0].max_estimate_s = None;
-        assert!(check(Some(&spec(86_400)), &open, &limits, 0).is_ok());
+        assert!(check(Some(&spec(86_400)), &open, &limits, 0, false).is_ok());
     }
 }

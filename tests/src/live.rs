@@ -612,6 +612,40 @@ pub async fn wait_ended(c: &mut Client, ids: &[u64], limit: Duration) -> Vec<v1:
     }
 }
 
+/// Waits until job `id` runs (failing after `limit`), then cancels it.
+pub async fn cancel_once_running(c: &mut Client, id: u64, limit: Duration) {
+    let until = Instant::now() + limit;
+    loop {
+        let j = get_job(c, id).await;
+        if j.state() == v1::JobState::Running {
+            break;
+        }
+        assert!(Instant::now() < until, "never running: {j:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    c.cancel_job(v1::CancelJobRequest {
+        job_id: id,
+        reason: "test".into(),
+    })
+    .await
+    .expect("cancel");
+}
+
+/// A job of user `u` running `sh -c script` on `procs` processors, estimate `estimate_s`.
+pub fn sh_job(procs: u32, estimate_s: i64, script: &str) -> v1::JobSpec {
+    v1::JobSpec {
+        user: "u".into(),
+        processors: procs,
+        estimate_s,
+        command: Some(v1::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// The stdout file of job `id` run on machine `m` of `grid`.
 pub fn stdout_of(grid: &LiveGrid, m: &str, id: u64) -> String {
     let p: PathBuf = grid.work_dir(m).join(id.to_string()).join("stdout");

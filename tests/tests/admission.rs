@@ -83,7 +83,7 @@ fn every_accepted_spec_is_a_job_some_site_can_run() {
     let (accepted, refused) = (Cell::new(0), Cell::new(0));
     let check = |spec: v1::JobSpec| -> Result<(), TestCaseError> {
         let mut d = Decider::new(&cfg, 0).unwrap();
-        let verdict = validate::check(Some(&spec), &cfg.sites, &cfg.limits, NOW)
+        let verdict = validate::check(Some(&spec), &cfg.sites, &cfg.limits, NOW, false)
             .map_err(|r| r.field)
             .and_then(|()| d.job(&spec, 1, NOW).map_err(|e| e.field().to_owned()));
         let job = match verdict {

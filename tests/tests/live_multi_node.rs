@@ -5,30 +5,12 @@
 
 use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
-    Bins, LiveGrid, SiteSpec, get_job as job, stdout_of, submit_all, wait_ended,
+    LiveGrid, SiteSpec, cancel_once_running, sh_job, stdout_of, submit_all, wait_ended,
 };
 use std::time::{Duration, Instant};
 
-fn bins() -> Bins {
-    Bins {
-        meta: env!("CARGO_BIN_EXE_gridsched-test-meta-scheduler").into(),
-        local: env!("CARGO_BIN_EXE_gridsched-test-local-scheduler").into(),
-        agent: env!("CARGO_BIN_EXE_gridsched-test-site-agent").into(),
-    }
-}
-
 fn script(procs: u32, script: &str) -> v1::JobSpec {
-    v1::JobSpec {
-        user: "u".into(),
-        processors: procs,
-        estimate_s: 120,
-        command: Some(v1::Command {
-            program: "sh".into(),
-            args: vec!["-c".into(), script.into()],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    sh_job(procs, 120, script)
 }
 
 /// Job `id` once it has ended (in a one-element vector).
@@ -43,7 +25,7 @@ const NODES: [&str; 3] = ["alpha-m1", "alpha-m2", "alpha-m3"];
 async fn a_job_wider_than_a_machine_runs_one_part_per_node() {
     let mut site = SiteSpec::new("alpha", "easy", 3, 2);
     site.multi_node = true;
-    let g = LiveGrid::start(bins(), vec![site], "");
+    let g = LiveGrid::start(gridsched_tests::test_bins!(), vec![site], "");
     g.ready().await;
     let mut c = g.client().await;
 
@@ -79,18 +61,8 @@ async fn a_job_wider_than_a_machine_runs_one_part_per_node() {
 
     // Cancel reaches every part.
     let long = submit_all(&mut c, vec![script(6, "exec sleep 60")]).await[0];
-    let limit = Instant::now() + Duration::from_secs(20);
-    while job(&mut c, long).await.state() != JobState::Running {
-        assert!(Instant::now() < limit, "never running");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     let t0 = Instant::now();
-    c.cancel_job(v1::CancelJobRequest {
-        job_id: long,
-        reason: "test".into(),
-    })
-    .await
-    .unwrap();
+    cancel_once_running(&mut c, long, Duration::from_secs(20)).await;
     let done = ended(&mut c, long).await;
     assert_eq!(done[0].state(), JobState::Cancelled, "{:?}", done[0]);
     assert!(t0.elapsed() < Duration::from_secs(20));

@@ -1,0 +1,85 @@
+//! Multi-site jobs live: with `strategy = "multi-site"` a job wider than any site is split over
+//! sites by the grid scheduler, co-allocated (tentative holds at each site's earliest start,
+//! committed at the common start), and run as one fragment per site inside its reservation, each
+//! knowing the others through its environment, its estimate stretched by the WAN overhead; a
+//! failing fragment ends the others; cancel reaches every fragment. Real processes on loopback.
+
+use gridsched_proto::v1::{self, JobState};
+use gridsched_tests::live::{
+    Client, LiveGrid, SiteSpec, cancel_once_running, sh_job, stdout_of, submit_all, wait_ended,
+};
+use std::time::{Duration, Instant};
+
+fn script(procs: u32, script: &str) -> v1::JobSpec {
+    sh_job(procs, 100, script)
+}
+
+async fn ended(c: &mut Client, id: u64) -> v1::Job {
+    let all = wait_ended(c, &[id], Duration::from_secs(40)).await;
+    all.into_iter().find(|j| j.id == id).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_wider_than_any_site_runs_as_fragments_started_together() {
+    let sites = vec![
+        SiteSpec::new("alpha", "easy", 1, 4),
+        SiteSpec::new("beta", "easy", 1, 4),
+    ];
+    let meta = "[dispatch]\nstrategy = \"multi-site\"\n[dispatch.multi_site]\noverhead_pct = 10\n";
+    let g = LiveGrid::start(gridsched_tests::test_bins!(), sites, meta);
+    g.ready().await;
+    let mut c = g.client().await;
+
+    // 6 processors: 4 at alpha (the most free, then the lower index) and 2 at beta.
+    let env = "echo $GRIDSCHED_FRAGMENT_RANK $GRIDSCHED_FRAGMENT_COUNT $GRIDSCHED_FRAGMENT_SITES \
+               $GRIDSCHED_FRAGMENT_PROCESSORS $GRIDSCHED_PROCESSORS; date +%s%N";
+    let ok = submit_all(&mut c, vec![script(6, env)]).await[0];
+    let done = ended(&mut c, ok).await;
+    assert_eq!(done.state(), JobState::Completed, "{done:?}");
+    assert_eq!(done.reason, "all 2 fragments completed");
+    assert_eq!(done.site, None);
+    let shares: Vec<(&str, u32, i64, JobState)> = done
+        .fragments
+        .iter()
+        .map(|f| (f.site.as_str(), f.processors, f.estimate_s, f.state()))
+        .collect();
+    // The estimate of 100 s stretched by p = 10 %.
+    assert_eq!(
+        shares,
+        [
+            ("alpha", 4, 110, JobState::Completed),
+            ("beta", 2, 110, JobState::Completed)
+        ]
+    );
+    let out = |m: &str| stdout_of(&g, m, ok);
+    let (a, b) = (out("alpha-m1"), out("beta-m1"));
+    let line = |s: &str| s.lines().next().unwrap_or_default().to_string();
+    assert_eq!(line(&a), "0 2 alpha,beta 4,2 4");
+    assert_eq!(line(&b), "1 2 alpha,beta 4,2 2");
+    let ns = |s: &str| s.lines().nth(1).and_then(|l| l.trim().parse::<i128>().ok());
+    let skew_ms = (ns(&a).unwrap() - ns(&b).unwrap()).abs() / 1_000_000;
+    eprintln!("start skew between the fragments: {skew_ms} ms");
+    assert!(skew_ms < 1_000, "fragments started {skew_ms} ms apart");
+
+    // A failing fragment ends the other (which would sleep a minute).
+    let t0 = Instant::now();
+    let fail = "if [ $GRIDSCHED_FRAGMENT_RANK = 1 ]; then sleep 0.5; exit 3; fi; exec sleep 60";
+    let bad = submit_all(&mut c, vec![script(6, fail)]).await[0];
+    let done = ended(&mut c, bad).await;
+    assert_eq!(done.state(), JobState::Failed, "{done:?}");
+    assert_eq!(done.exit_code, Some(3));
+    assert_eq!(done.reason, "fragment 1 of 2 at beta: exited with code 3");
+    assert!(t0.elapsed() < Duration::from_secs(40));
+
+    // Cancel reaches every fragment.
+    let long = submit_all(&mut c, vec![script(6, "exec sleep 60")]).await[0];
+    cancel_once_running(&mut c, long, Duration::from_secs(20)).await;
+    let done = ended(&mut c, long).await;
+    assert_eq!(done.state(), JobState::Cancelled, "{done:?}");
+    assert!(
+        done.fragments
+            .iter()
+            .all(|f| f.state() == JobState::Cancelled),
+        "{done:?}"
+    );
+}
