@@ -416,7 +416,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         Cmd::Status { job_id } => {
             let r = c.get_job(v1::GetJobRequest { job_id }).await?.into_inner();
-            show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json)?;
+            show::job(r.job, json)?;
         }
         Cmd::List {
             state,

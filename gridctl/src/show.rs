@@ -24,7 +24,26 @@ fn job_json(j: &v1::Job) -> Value {
         "submit_time": j.submit_time, "start_time": j.start_time, "end_time": j.end_time,
         "exit_code": j.exit_code, "reason": j.reason, "planned_start": j.planned_start,
         "reservation": s.reservation.map(|r| format!("r{r}")),
+        "fragments": j.fragments.iter().map(|f| json!({
+            "site": f.site, "processors": f.processors, "reservation": format!("r{}", f.reservation),
+            "state": state_name(f.state), "machine": f.machine, "start_time": f.start_time,
+            "end_time": f.end_time, "exit_code": f.exit_code, "reason": f.reason,
+            "estimate_s": f.estimate_s, "overhead_pct": f.overhead_pct,
+        })).collect::<Vec<_>>(),
     })
+}
+
+/// Where a job is: its site, or a split job's sites with their processors (`alpha:4+beta:2`).
+fn site_of(j: &v1::Job) -> String {
+    if j.fragments.is_empty() {
+        return j.site.clone().unwrap_or_default();
+    }
+    let parts: Vec<String> = j
+        .fragments
+        .iter()
+        .map(|f| format!("{}:{}", f.site, f.processors))
+        .collect();
+    parts.join("+")
 }
 
 /// Prints a submission's result.
@@ -74,7 +93,7 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
             j.priority.to_string(),
             s.user,
             s.processors.to_string(),
-            j.site.clone().unwrap_or_default(),
+            site_of(j),
             j.machine.clone().unwrap_or_default(),
             j.exit_code.map(|c| c.to_string()).unwrap_or_default(),
             j.reason.clone(),
@@ -83,6 +102,44 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
             row.insert(7, j.planned_start.map(relative).unwrap_or_default());
         }
         t.add_row(row);
+    }
+    outln!("{t}");
+    Ok(())
+}
+
+/// Prints one job; a split job's fragments below it.
+pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
+    let jobs: Vec<v1::Job> = j.into_iter().collect();
+    self::jobs(&jobs, json)?;
+    let Some(j) = jobs.first().filter(|j| !json && !j.fragments.is_empty()) else {
+        return Ok(());
+    };
+    let mut t = Table::new();
+    t.set_header(vec![
+        "fragment",
+        "site",
+        "procs",
+        "reservation",
+        "estimate",
+        "state",
+        "machine",
+        "start",
+        "exit",
+        "reason",
+    ]);
+    for (k, f) in j.fragments.iter().enumerate() {
+        t.add_row(vec![
+            k.to_string(),
+            f.site.clone(),
+            f.processors.to_string(),
+            format!("r{}", f.reservation),
+            format!("{} s (+{} %)", f.estimate_s, f.overhead_pct),
+            state_name(f.state),
+            f.machine.clone().unwrap_or_default(),
+            f.start_time.map(|t| t.to_string()).unwrap_or_default(),
+            f.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+            f.reason.clone(),
+        ]);
     }
     outln!("{t}");
     Ok(())

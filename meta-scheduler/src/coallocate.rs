@@ -169,6 +169,9 @@ impl MetaService {
     /// Lets the holds `held` (fragment, reservation) go at their sites; one that cannot be
     /// reached keeps it until its lease lapses.
     async fn let_go(&self, c: &CoAllocation, held: &[(usize, u64)], reason: &str) {
+        if let Ok(st) = self.lock() {
+            st.metrics.holds_released.inc_by(held.len() as u64);
+        }
         let cancels = held.iter().map(|&(i, id)| {
             let site = c.parts()[i].cluster.index();
             async move {
@@ -269,6 +272,17 @@ impl MetaService {
                 now(),
             )
             .await;
+        let outcome = if answer.is_ok() {
+            "committed"
+        } else {
+            "given-up"
+        };
+        if let Ok(st) = self.lock() {
+            let label = crate::metrics::OutcomeLabel {
+                outcome: outcome.into(),
+            };
+            st.metrics.coallocations.get_or_create(&label).inc();
+        }
         match answer {
             Ok(agreed) => {
                 let kept = self.mutate(|st, b, t| Ok(st.split_agreed(b, id, &agreed, t)));

@@ -1,11 +1,13 @@
 //! The meta-scheduler's Prometheus metrics: jobs not ended per priority and
-//! state, dispatch decisions per site and strategy, and whether each site is reachable and up
+//! state, dispatch decisions per site and strategy, whether each site is reachable and up, and the
+//! co-allocations of split jobs (their outcomes, the holds let go, the fragments' start skew)
 //! (gRPC request counts and latencies come from the shared layer of `gridsched-telemetry`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Priority and state of live jobs.
@@ -50,6 +52,19 @@ pub struct MetaMetrics {
     pub claims: Family<ClaimLabel, Counter>,
     /// Jobs withdrawn from a down site before they started, by the site they left.
     pub withdrawn: Family<SiteLabel, Counter>,
+    /// Co-allocations of split jobs, by outcome (`committed`, `given-up`).
+    pub coallocations: Family<OutcomeLabel, Counter>,
+    /// Tentative holds let go (moved to a later start, or given up).
+    pub holds_released: Counter,
+    /// Seconds between the first and the last fragment start of a split job.
+    pub start_skew: Histogram,
+}
+
+/// The outcome of a co-allocation.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    /// `committed` or `given-up`.
+    pub outcome: String,
 }
 
 /// Labels of a start-claim answer.
@@ -72,6 +87,9 @@ impl MetaMetrics {
             accepted: Counter::default(),
             claims: Family::default(),
             withdrawn: Family::default(),
+            coallocations: Family::default(),
+            holds_released: Counter::default(),
+            start_skew: Histogram::new([0.001, 0.01, 0.1, 1.0, 10.0]),
         };
         r.register(
             "gridsched_meta_jobs",
@@ -107,6 +125,21 @@ impl MetaMetrics {
             "gridsched_meta_withdrawn_jobs",
             "Jobs withdrawn from a down site before they started and dispatched again",
             m.withdrawn.clone(),
+        );
+        r.register(
+            "gridsched_meta_coallocations",
+            "Co-allocations of jobs split over sites, by outcome",
+            m.coallocations.clone(),
+        );
+        r.register(
+            "gridsched_meta_holds_released",
+            "Tentative holds of co-allocations let go (moved or given up)",
+            m.holds_released.clone(),
+        );
+        r.register(
+            "gridsched_meta_start_skew_seconds",
+            "Seconds between the first and the last fragment start of a split job",
+            m.start_skew.clone(),
         );
         m
     }

@@ -559,10 +559,9 @@ impl MetaScheduler for MetaService {
                     .user
                     .as_ref()
                     .is_none_or(|u| job.spec.as_ref().is_some_and(|s| &s.user == u))
-                && req
-                    .site
-                    .as_ref()
-                    .is_none_or(|s| job.site.as_ref() == Some(s))
+                && req.site.as_ref().is_none_or(|s| {
+                    job.site.as_ref() == Some(s) || job.fragments.iter().any(|f| &f.site == s)
+                })
                 && req
                     .cluster
                     .as_ref()

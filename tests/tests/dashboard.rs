@@ -181,7 +181,7 @@ async fn the_dashboard_shows_the_live_grid_in_headless_chromium() {
         );
     }
     assert!(
-        table("sites").contains("<td>bf-fcfs</td>") && table("sites").contains("<td>fb-mod</td>"),
+        table("sites").contains("<td>easy</td>") && table("sites").contains("<td>fb-mod</td>"),
         "local policies shown: {}",
         saved.display()
     );

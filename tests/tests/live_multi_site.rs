@@ -6,7 +6,8 @@
 
 use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
-    Client, LiveGrid, SiteSpec, cancel_once_running, sh_job, stdout_of, submit_all, wait_ended,
+    Client, LiveGrid, SiteSpec, cancel_once_running, get_job as c_job, scrape, sh_job, stdout_of,
+    submit_all, wait_ended,
 };
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,7 @@ async fn a_job_wider_than_any_site_runs_as_fragments_started_together() {
         SiteSpec::new("beta", "easy", 1, 4),
     ];
     let meta = "[dispatch]\nstrategy = \"multi-site\"\n[dispatch.multi_site]\noverhead_pct = 10\n";
-    let g = LiveGrid::start(gridsched_tests::test_bins!(), sites, meta);
+    let mut g = LiveGrid::start(gridsched_tests::test_bins!(), sites, meta);
     g.ready().await;
     let mut c = g.client().await;
 
@@ -71,8 +72,25 @@ async fn a_job_wider_than_any_site_runs_as_fragments_started_together() {
     assert_eq!(done.reason, "fragment 1 of 2 at beta: exited with code 3");
     assert!(t0.elapsed() < Duration::from_secs(40));
 
-    // Cancel reaches every fragment.
+    // A split job survives a kill -9 of the meta-scheduler with its fragments; cancel then
+    // reaches every fragment.
     let long = submit_all(&mut c, vec![script(6, "exec sleep 60")]).await[0];
+    let limit = Instant::now() + Duration::from_secs(20);
+    while c_job(&mut c, long).await.state() != JobState::Running {
+        assert!(Instant::now() < limit, "never running");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let metrics = scrape(&g.metrics[0]);
+    assert!(
+        metrics.contains("gridsched_meta_coallocations_total{outcome=\"committed\"} 3"),
+        "{metrics}"
+    );
+    let addr = g.meta_addr.clone();
+    g.kill_meta();
+    g.start_meta(Some(&addr));
+    let mut c = g.client().await;
+    let back = c_job(&mut c, long).await;
+    assert_eq!(back.fragments.len(), 2, "{back:?}");
     cancel_once_running(&mut c, long, Duration::from_secs(20)).await;
     let done = ended(&mut c, long).await;
     assert_eq!(done.state(), JobState::Cancelled, "{done:?}");

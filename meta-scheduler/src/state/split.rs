@@ -140,6 +140,7 @@ impl State {
         let new = ev.state();
         let mut kills = Vec::new();
         let mut ended = Vec::new();
+        let mut skew = None;
         self.update(b, ev.job_id, ev.time, |j| {
             if j.state().is_terminal() {
                 return None;
@@ -210,10 +211,9 @@ impl State {
                 j.state = JobState::Running.into();
                 j.start_time = last.copied();
                 j.machine.clone_from(&j.fragments[0].machine);
-                let skew = last.zip(first).map_or(0, |(l, f)| l - f);
-                return Some(format!(
-                    "every fragment runs ({n} sites, start skew {skew} s)"
-                ));
+                let s = last.zip(first).map_or(0, |(l, f)| l - f);
+                skew = Some(s);
+                return Some(format!("every fragment runs ({n} sites, start skew {s} s)"));
             }
             Some(format!("{name}: {}", ev.detail))
         });
@@ -224,6 +224,9 @@ impl State {
         }
         b.drop_reservations
             .extend(ended.into_iter().map(|r| (i, r)));
+        if let Some(s) = skew {
+            self.metrics.start_skew.observe(s as f64);
+        }
     }
 }
 
