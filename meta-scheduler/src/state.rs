@@ -312,6 +312,12 @@ impl State {
                 }
                 // A split job frees every fragment's processors at once.
                 (None, Some(i)) => self.decider.ended(time, id, i),
+                // Ended while its co-allocation was under way: its split is taken back.
+                (None, None) if self.coallocating.contains_key(&id) => {
+                    let first = self.coallocating[&id].parts.first();
+                    let site = first.map_or(0, |p| p.cluster.index());
+                    self.decider.returned(time, id, site);
+                }
                 (None, None) => self.decider.withdraw(id),
             }
         }

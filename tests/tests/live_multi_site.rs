@@ -6,8 +6,8 @@
 
 use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
-    Client, LiveGrid, SiteSpec, cancel_once_running, get_job as c_job, scrape, sh_job, stdout_of,
-    submit_all, wait_ended,
+    Client, LiveGrid, SiteSpec, cancel_once_running, decided_by, get_job as c_job, scrape, sh_job,
+    stdout_of, submit_all, wait_ended,
 };
 use std::time::{Duration, Instant};
 
@@ -34,8 +34,14 @@ async fn a_job_wider_than_any_site_runs_as_fragments_started_together() {
     // 6 processors: 4 at alpha (the most free, then the lower index) and 2 at beta.
     let env = "echo $GRIDSCHED_FRAGMENT_RANK $GRIDSCHED_FRAGMENT_COUNT $GRIDSCHED_FRAGMENT_SITES \
                $GRIDSCHED_FRAGMENT_PROCESSORS $GRIDSCHED_PROCESSORS; date +%s%N";
+    let submitted = std::time::SystemTime::now();
     let ok = submit_all(&mut c, vec![script(6, env)]).await[0];
     let done = ended(&mut c, ok).await;
+    let decided = decided_by(&mut c, ok).await;
+    assert!(
+        decided.starts_with("multi-site (p = 10 %) (split over 2 sites, planned end"),
+        "{decided}"
+    );
     assert_eq!(done.state(), JobState::Completed, "{done:?}");
     assert_eq!(done.reason, "all 2 fragments completed");
     assert_eq!(done.site, None);
@@ -59,7 +65,12 @@ async fn a_job_wider_than_any_site_runs_as_fragments_started_together() {
     assert_eq!(line(&b), "1 2 alpha,beta 4,2 2");
     let ns = |s: &str| s.lines().nth(1).and_then(|l| l.trim().parse::<i128>().ok());
     let skew_ms = (ns(&a).unwrap() - ns(&b).unwrap()).abs() / 1_000_000;
-    eprintln!("start skew between the fragments: {skew_ms} ms");
+    let submit_ns = submitted
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i128;
+    let latency_ms = (ns(&a).unwrap().min(ns(&b).unwrap()) - submit_ns) / 1_000_000;
+    eprintln!("start skew between the fragments: {skew_ms} ms; submit to start {latency_ms} ms");
     assert!(skew_ms < 1_000, "fragments started {skew_ms} ms apart");
 
     // A failing fragment ends the other (which would sleep a minute).

@@ -239,3 +239,6 @@ fn all_queued(j: &mut v1::Job) -> Option<String> {
         "every fragment queued at its site, inside its reservation".to_string()
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,149 @@
+//! A split job's life at the meta level, without sites: co-allocation begun by the release pass,
+//! a cancellation during it giving the processors back, fragments sent, run and ended.
+
+use super::super::*;
+use crate::coallocate::Agreed;
+use crate::config::MetaConfig;
+
+/// Sites `a` and `b` of 4 processors under `multi-site` with p = 10 %.
+fn grid() -> State {
+    let cfg = MetaConfig::from_toml(
+        "[dispatch]\nstrategy = \"multi-site\"\n[dispatch.multi_site]\noverhead_pct = 10\n\
+         [[sites]]\nname = \"a\"\nmachines = [{ name = \"a1\", processors = 4 }]\n\
+         [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 4 }]\n",
+    )
+    .unwrap();
+    let decider = Decider::new(&cfg, 0).unwrap();
+    let mut st = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
+    st.reachable = vec![true, true];
+    st
+}
+
+/// Accepts job `id` of `procs` processors and runs the release pass: the batch.
+fn submit(st: &mut State, id: u64, procs: u32) -> Batch {
+    let spec = v1::JobSpec {
+        user: "u".into(),
+        processors: procs,
+        estimate_s: 100,
+        emulate_runtime_s: Some(10),
+        ..Default::default()
+    };
+    let model = st.decider.job(&spec, id, 0).unwrap();
+    let priority = st.decider.classify(&model).priority;
+    let job = v1::Job {
+        id,
+        priority,
+        state: JobState::Accepted.into(),
+        submit_time: Some(0),
+        spec: Some(spec),
+        ..Default::default()
+    };
+    let mut b = Batch::default();
+    st.add(&mut b, job, &model, 0);
+    st.settle(&mut b, 0);
+    b
+}
+
+fn event(st: &mut State, site: usize, id: u64, state: JobState, exit: Option<i32>) -> Batch {
+    let ev = v1::JobEvent {
+        sequence: st.site_seq[site] + 1,
+        job_id: id,
+        state: state.into(),
+        time: 5,
+        machine: Some(format!("{}1", ["a", "b"][site])),
+        exit_code: exit,
+        detail: format!("{state:?}"),
+        ..Default::default()
+    };
+    let mut b = Batch::default();
+    st.apply_local(&mut b, site, &ev);
+    b
+}
+
+#[test]
+fn a_cancelled_co_allocation_gives_its_processors_back() {
+    let mut st = grid();
+    let b = submit(&mut st, 1, 6);
+    assert_eq!(b.coallocate, [1]);
+    assert_eq!(st.jobs[&1].state(), JobState::Accepted);
+    assert_eq!(
+        b.events.last().unwrap().detail,
+        "co-allocating over a (4) + b (2), each fragment 110 s with p = 10 %: multi-site \
+         (p = 10 %) (split over 2 sites, planned end 110 with the overhead; no site could run \
+         it alone)"
+    );
+    // Cancelled while the sites are asked: all 8 processors are free for the next job.
+    st.update(&mut Batch::default(), 1, 1, |j| {
+        j.state = JobState::Cancelled.into();
+        Some("cancelled".into())
+    });
+    let b = submit(&mut st, 2, 8);
+    assert_eq!(
+        b.coallocate,
+        [2],
+        "the cancelled split still holds processors"
+    );
+    // Its co-allocation comes back agreed: nothing to record, its holds are to be let go.
+    let agreed = Agreed {
+        start: 3,
+        reservations: vec![(0, 1), (1, 2)],
+        rounds: 1,
+    };
+    assert!(!st.split_agreed(&mut Batch::default(), 1, &agreed, 3));
+}
+
+#[test]
+fn fragments_run_together_and_the_first_failure_ends_the_job() {
+    let mut st = grid();
+    submit(&mut st, 1, 6);
+    let agreed = Agreed {
+        start: 3,
+        reservations: vec![(0, 7), (1, 8)],
+        rounds: 2,
+    };
+    let mut b = Batch::default();
+    assert!(st.split_agreed(&mut b, 1, &agreed, 3));
+    assert_eq!(b.send_fragments, [1]);
+    let j = &st.jobs[&1];
+    assert_eq!(j.state(), JobState::Dispatched);
+    let f: Vec<(&str, u32, u64, i64)> = j
+        .fragments
+        .iter()
+        .map(|f| (f.site.as_str(), f.processors, f.reservation, f.estimate_s))
+        .collect();
+    assert_eq!(f, [("a", 4, 7, 110), ("b", 2, 8, 110)]);
+    st.fragment_sent(&mut Batch::default(), 0, 1, 3);
+    assert_eq!(
+        st.jobs[&1].state(),
+        JobState::Dispatched,
+        "b has not got its own"
+    );
+    event(&mut st, 1, 1, JobState::Queued, None);
+    assert_eq!(st.jobs[&1].state(), JobState::Queued);
+    event(&mut st, 0, 1, JobState::Running, None);
+    assert_eq!(
+        st.jobs[&1].state(),
+        JobState::Queued,
+        "running once both run"
+    );
+    let b = event(&mut st, 1, 1, JobState::Running, None);
+    assert_eq!(st.jobs[&1].state(), JobState::Running);
+    assert_eq!(
+        b.events.last().unwrap().detail,
+        "every fragment runs (2 sites, start skew 0 s)"
+    );
+    // b fails: a is to be killed, and its cancellation does not explain the job's end.
+    let b = event(&mut st, 1, 1, JobState::Failed, Some(3));
+    assert_eq!(b.kill_fragments.len(), 1);
+    assert_eq!(b.kill_fragments[0].0, 0);
+    assert_eq!(b.drop_reservations, [(1, 8)]);
+    assert_eq!(st.jobs[&1].state(), JobState::Running);
+    let b = event(&mut st, 0, 1, JobState::Cancelled, None);
+    assert_eq!(b.drop_reservations, [(0, 7)]);
+    let j = &st.jobs[&1];
+    assert_eq!(j.state(), JobState::Failed);
+    assert_eq!(j.exit_code, Some(3));
+    assert_eq!(j.reason, "fragment 1 of 2 at b: Failed");
+    // Its processors are free: an 8-processor job is split at once.
+    assert_eq!(submit(&mut st, 2, 8).coallocate, [2]);
+}
