@@ -19,16 +19,12 @@ fn grid(start_claims: bool) -> State {
     st
 }
 
-/// Accepts job `id` while only site `a` is up, and has it sent there.
-fn at_a(st: &mut State, id: u64, licences: &[&str]) {
-    let spec = v1::JobSpec {
-        user: "u".into(),
-        processors: 1,
-        estimate_s: 100,
-        emulate_runtime_s: Some(1),
-        licences: licences.iter().map(|l| l.to_string()).collect(),
-        ..Default::default()
-    };
+/// Job `id` as the door accepts it: its record and its model, classified.
+pub(super) fn accepted(
+    st: &mut State,
+    id: u64,
+    spec: v1::JobSpec,
+) -> (v1::Job, gridsched_core::model::Job) {
     let model = st.decider.job(&spec, id, 0).unwrap();
     let priority = st.decider.classify(&model).priority;
     let job = v1::Job {
@@ -39,6 +35,20 @@ fn at_a(st: &mut State, id: u64, licences: &[&str]) {
         spec: Some(spec),
         ..Default::default()
     };
+    (job, model)
+}
+
+/// Accepts job `id` while only site `a` is up, and has it sent there.
+fn at_a(st: &mut State, id: u64, licences: &[&str]) {
+    let spec = v1::JobSpec {
+        user: "u".into(),
+        processors: 1,
+        estimate_s: 100,
+        emulate_runtime_s: Some(1),
+        licences: licences.iter().map(|l| l.to_string()).collect(),
+        ..Default::default()
+    };
+    let (job, model) = accepted(st, id, spec);
     // Not reachable while it is accepted: it waits in a's outbox as ACCEPTED.
     st.reachable[0] = false;
     st.decider.set_up(1, false);

@@ -28,16 +28,7 @@ fn submit(st: &mut State, id: u64, procs: u32) -> Batch {
         emulate_runtime_s: Some(10),
         ..Default::default()
     };
-    let model = st.decider.job(&spec, id, 0).unwrap();
-    let priority = st.decider.classify(&model).priority;
-    let job = v1::Job {
-        id,
-        priority,
-        state: JobState::Accepted.into(),
-        submit_time: Some(0),
-        spec: Some(spec),
-        ..Default::default()
-    };
+    let (job, model) = super::super::tests::accepted(st, id, spec);
     let mut b = Batch::default();
     st.add(&mut b, job, &model, 0);
     st.settle(&mut b, 0);
