@@ -106,14 +106,6 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
         "{err}"
     );
 
-    let sites = gridctl(&endpoint, &["sites"]);
-    let sites = String::from_utf8_lossy(&sites.stdout);
-    assert!(sites.contains("fb-mod") && sites.contains("2/2"), "{sites}");
-    let explain = gridctl(&endpoint, &["explain", "1"]);
-    assert!(String::from_utf8_lossy(&explain.stdout).contains("dispatched to"));
-
-    // Advance reservations, as the README's tour makes them: delta plans (one machine), beta is
-    // a cluster of two machines with licence pools (a machine and a matlab copy held).
     let ok = |out: std::process::Output| {
         assert!(
             out.status.success(),
@@ -122,6 +114,14 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    let sites = gridctl(&endpoint, &["sites"]);
+    let sites = String::from_utf8_lossy(&sites.stdout);
+    assert!(sites.contains("fb-mod") && sites.contains("2/2"), "{sites}");
+    let explain = gridctl(&endpoint, &["explain", "1"]);
+    assert!(String::from_utf8_lossy(&explain.stdout).contains("dispatched to"));
+
+    // Advance reservations, as the README's tour makes them: delta plans (one machine), beta is
+    // a cluster of two machines with licence pools (a machine and a matlab copy held).
     let r1 = ok(gridctl(
         &endpoint,
         &[
@@ -210,6 +210,74 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
     ok(gridctl(&endpoint, &["cancel-reservation", "r1"]));
     let listed = ok(gridctl(&endpoint, &["reservations", "--site", "delta"]));
     assert!(!listed.contains("r1"), "{listed}");
+
+    // A job wider than every site (40 > 16) runs out of the box as fragments over three sites,
+    // co-allocated before the reservations above begin, each with the 10 % WAN
+    // overhead, the split in its environment.
+    let wide = ok(gridctl(
+        &endpoint,
+        &[
+            "--json",
+            "submit",
+            "-n",
+            "40",
+            "--estimate",
+            "30",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "echo $GRIDSCHED_FRAGMENT_RANK $GRIDSCHED_FRAGMENT_SITES; date +%s%N",
+        ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&wide).expect("json job");
+    let id = v[0]["id"].as_u64().expect("job id");
+    assert_eq!(v[0]["state"], "completed", "{v}");
+    let fragments = v[0]["fragments"].as_array().expect("fragments");
+    let placed: Vec<(String, u64, u64)> = fragments
+        .iter()
+        .map(|f| {
+            let site = f["site"].as_str().unwrap_or_default().to_string();
+            (
+                site,
+                f["processors"].as_u64().unwrap(),
+                f["estimate_s"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let stretched = |s: &str, n| (s.to_string(), n, 33);
+    assert_eq!(
+        placed,
+        [
+            stretched("beta", 16),
+            stretched("delta", 16),
+            stretched("alpha", 8)
+        ]
+    );
+    let mut starts = Vec::new();
+    for (rank, f) in fragments.iter().enumerate() {
+        let machine = f["machine"].as_str().expect("fragment machine");
+        let out = dir
+            .path()
+            .join("work")
+            .join(machine)
+            .join(id.to_string())
+            .join("stdout");
+        let out = std::fs::read_to_string(&out).unwrap();
+        let mut lines = out.lines();
+        assert_eq!(
+            lines.next(),
+            Some(format!("{rank} beta,delta,alpha").as_str())
+        );
+        starts.push(
+            lines
+                .next()
+                .and_then(|l| l.parse::<i128>().ok())
+                .expect("start"),
+        );
+    }
+    let skew_ms = (starts.iter().max().unwrap() - starts.iter().min().unwrap()) / 1_000_000;
+    assert!(skew_ms < 1_000, "fragments started {skew_ms} ms apart");
 
     up.terminate();
     let t = Instant::now();

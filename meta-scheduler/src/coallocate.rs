@@ -233,6 +233,9 @@ impl MetaService {
         kill: Vec<(usize, u64, String)>,
     ) {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            if !(coallocate.is_empty() && send.is_empty() && kill.is_empty()) {
+                tracing::error!("split jobs' work started outside the runtime: not done");
+            }
             return;
         };
         for id in coallocate {

@@ -15,7 +15,6 @@ use crate::decide::Decider;
 use crate::state::{Batch, Decision, State};
 use crate::store::{Store, Write};
 use crate::validate;
-use gridsched_core::dispatch::DispatchKind;
 use gridsched_proto::v1::{
     self, JobState, local_scheduler_client::LocalSchedulerClient,
     meta_scheduler_server::MetaScheduler,
@@ -164,9 +163,15 @@ impl MetaService {
             submissions,
         });
         let weak = Arc::downgrade(&inner);
+        // The committer publishes what it accepted, which may start work on the runtime (a
+        // co-allocation, fragments to send): it runs inside the runtime the service started in.
+        let rt = tokio::runtime::Handle::try_current().ok();
         std::thread::Builder::new()
             .name("group-commit".into())
-            .spawn(move || group_committer(weak, rx))?;
+            .spawn(move || {
+                let _entered = rt.as_ref().map(|rt| rt.enter());
+                group_committer(weak, rx)
+            })?;
         Ok(MetaService { inner })
     }
 
@@ -253,7 +258,7 @@ impl MetaService {
         let mut st = self.lock()?;
         let mut results = Vec::with_capacity(specs.len());
         let mut new_ids = Vec::new();
-        let split = self.inner.cfg.dispatch.strategy == DispatchKind::MultiSite;
+        let split = self.inner.cfg.dispatch.splits();
         for (index, spec) in specs.into_iter().enumerate() {
             let index = index as u32;
             let reject = |field: &str, message: &str| v1::SubmitResult {

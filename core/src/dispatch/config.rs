@@ -24,6 +24,10 @@ pub struct DispatchConfig {
     pub seed: u64,
     /// The multi-site strategy's settings (overhead, lower bound, fragments, adaptive).
     pub multi_site: MultiSiteConfig,
+    /// Under a single-site strategy, a job wider than every site is split over sites with
+    /// `multi_site`'s overhead ([`super::WideSplit`], ours); the multi-site strategy splits by
+    /// its own rules either way.
+    pub split_wide: bool,
 }
 
 impl Default for DispatchConfig {
@@ -36,6 +40,7 @@ impl Default for DispatchConfig {
             ordering_count: OrderingCount::AtLeast,
             seed: 1,
             multi_site: MultiSiteConfig::default(),
+            split_wide: false,
         }
     }
 }
@@ -51,6 +56,16 @@ impl DispatchConfig {
 
     /// Builds the dispatcher (from the strategy's row of [`super::DISPATCHERS`]).
     pub fn build(&self) -> Box<dyn Dispatcher> {
-        (self.strategy.entry().build)(self)
+        let d = (self.strategy.entry().build)(self);
+        match self.split_wide && self.strategy != DispatchKind::MultiSite {
+            true => Box::new(super::WideSplit::new(d)),
+            false => d,
+        }
+    }
+
+    /// Whether a job wider than every site may be split over sites (the widest job the grid
+    /// takes is then all its sites together).
+    pub fn splits(&self) -> bool {
+        self.split_wide || self.strategy == DispatchKind::MultiSite
     }
 }

@@ -19,6 +19,7 @@ mod registry;
 mod round_robin;
 #[cfg(test)]
 mod tests;
+mod wide_split;
 
 pub use arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
 pub use brokers::{Broker, BrokerKind};
@@ -29,6 +30,7 @@ pub use load_ordering::{Function, LoadOrdering};
 pub use reason::{Measure, Reason};
 pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};
 pub use round_robin::RoundRobin;
+pub use wide_split::WideSplit;
 
 use crate::model::{ClusterId, Job, JobId, LicenceId, Time};
 use std::fmt;

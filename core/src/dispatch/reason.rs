@@ -62,6 +62,14 @@ pub enum Reason {
         /// Earliest estimated end on one site.
         single: Option<Time>,
     },
+    /// Wider than every site (the widest runs `widest` processors): split over `fragments`
+    /// sites, to start together where the driver co-allocates them.
+    Wide {
+        /// Sites of the job.
+        fragments: u32,
+        /// The widest job one site runs.
+        widest: u32,
+    },
     /// The least `measure`.
     Least {
         /// What was compared.
@@ -101,6 +109,10 @@ impl Reason {
                     "split over {fragments} sites, planned end {end} with the overhead; {alone}"
                 )
             }
+            Reason::Wide { fragments, widest } => format!(
+                "wider than every site (the widest runs {widest} processors): split over \
+                 {fragments} sites, co-allocated to start together"
+            ),
             Reason::Least {
                 measure,
                 priority,

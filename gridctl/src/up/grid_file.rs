@@ -31,6 +31,11 @@ pub struct MetaPart {
     /// down site's waiting jobs can be dispatched again.
     #[serde(default = "yes")]
     pub start_claims: bool,
+    /// The WAN overhead p in percent of a job split over sites; given, a job wider than every
+    /// site is split over sites (co-allocated, its run time stretched by 1 + p), whatever the
+    /// strategy; absent, only the `multi-site` strategy splits (with p = 0).
+    #[serde(default)]
+    pub wan_overhead_pct: Option<u32>,
 }
 
 impl Default for MetaPart {
@@ -38,6 +43,7 @@ impl Default for MetaPart {
         MetaPart {
             dispatch: default_dispatch(),
             start_claims: true,
+            wan_overhead_pct: None,
         }
     }
 }
@@ -183,8 +189,11 @@ impl GridFile {
         endpoints: &[String],
     ) -> String {
         let http = http.map_or(String::new(), |h| format!("metrics_listen = {h:?}\n"));
+        let wan = self.meta.wan_overhead_pct.map_or(String::new(), |p| {
+            format!("split_wide = true\n[dispatch.multi_site]\noverhead_pct = {p}\n")
+        });
         let mut t = format!(
-            "listen = {listen:?}\n{http}state_dir = {:?}\n[dispatch]\nstrategy = {:?}\n\
+            "listen = {listen:?}\n{http}state_dir = {:?}\n[dispatch]\nstrategy = {:?}\n{wan}\
              [links]\nstart_claims = {}\n",
             dir.join("meta-state"),
             self.meta.dispatch,
@@ -242,6 +251,9 @@ mod tests {
         assert_eq!(widest, [8, 16, 4, 16]);
         assert!(m.sites.iter().all(|s| !s.multi_node));
         assert!(m.links.start_claims);
+        // Jobs wider than every site are split, at 10 % WAN overhead.
+        assert!(m.dispatch.splits() && m.dispatch.split_wide);
+        assert_eq!(m.dispatch.multi_site.overhead_pct, 10);
     }
 
     /// Alike machines without a licence pool under a classic policy run a job over several
