@@ -115,6 +115,8 @@ pub struct SiteSpec {
     /// Its `[[sites]]` entry says `multi_node = true` (alike machines under a classic or
     /// planning policy, which runs jobs over several of them).
     pub multi_node: bool,
+    /// The factor its agents apply to emulated run times (0.05 unless a test needs real time).
+    pub time_scale: f64,
 }
 
 impl SiteSpec {
@@ -129,6 +131,7 @@ impl SiteSpec {
             licences: Vec::new(),
             max_estimate_s: None,
             multi_node: false,
+            time_scale: 0.05,
         }
     }
 }
@@ -402,7 +405,8 @@ impl LiveGrid {
                 &format!("{scheme}://{}", self.local_addrs[i]),
             ])
             .args(["--machine", m, "--processors", &procs.to_string()])
-            .args(["--time-scale", "0.05", "--grace-ms", "300"])
+            .args(["--time-scale", &self.sites[i].time_scale.to_string()])
+            .args(["--grace-ms", "300"])
             .args(["--metrics-listen", &metrics])
             .arg("--work-dir")
             .arg(self.work_dir(m))
