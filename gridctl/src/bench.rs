@@ -2,8 +2,10 @@
 //! 8 processors, EASY, real processes on loopback): acknowledged-and-durable submissions per
 //! second through the meta endpoint (unary with concurrent clients, and batched), the latency from
 //! the submit call to the job's process running on an idle grid (read from the process's own
-//! clock: the job is `date +%s%N`), and the time to run N one-second emulated jobs against the
-//! ideal `N x 1 s / 96 processors`.
+//! clock: the job is `date +%s%N`), the start skew between the fragments of jobs split over two
+//! sites and their submit-to-start latency with the co-allocation (Streit, thesis §6.3: the
+//! fragments of a multi-site job start together), and the time to run N one-second emulated jobs
+//! against the ideal `N x 1 s / 96 processors`.
 
 use crate::out::outln;
 use crate::up::grid_file::GridFile;
@@ -29,6 +31,10 @@ pub struct BenchArgs {
     /// Submit-to-start latency samples.
     #[arg(long, default_value_t = 200)]
     pub samples: usize,
+    /// Samples of a job split over two sites (40 processors: 32 + 8): the start skew between its
+    /// fragments and its submit-to-start latency, co-allocation included (0: none).
+    #[arg(long, default_value_t = 50)]
+    pub split_samples: usize,
     /// Start jobs without asking the meta-scheduler (`start_claims = false`), to measure what
     /// the claims cost.
     #[arg(long)]
@@ -39,7 +45,8 @@ pub struct BenchArgs {
 }
 
 fn grid() -> GridFile {
-    let mut t = String::new();
+    // Jobs wider than a site (32 processors) are split over sites at 10 % WAN overhead.
+    let mut t = String::from("[meta]\nwan_overhead_pct = 10\n");
     for s in ["s1", "s2", "s3"] {
         t += &format!("[[sites]]\nname = \"{s}\"\npolicy = \"easy\"\nmachines = [");
         t += &(1..=4)
@@ -49,6 +56,54 @@ fn grid() -> GridFile {
         t += "]\n";
     }
     GridFile::parse(&t).expect("the benchmark grid is valid")
+}
+
+/// A job of `procs` processors whose processes print their start (`date +%s%N`).
+fn clocked(procs: u32) -> v1::JobSpec {
+    v1::JobSpec {
+        processors: procs,
+        command: Some(v1::Command {
+            program: "date".into(),
+            args: vec!["+%s%N".into()],
+            ..Default::default()
+        }),
+        emulate_runtime_s: None,
+        ..emulated(0)
+    }
+}
+
+/// Submits `spec` and waits for its end.
+async fn run_one(
+    c: &mut MetaSchedulerClient<Channel>,
+    spec: v1::JobSpec,
+) -> anyhow::Result<v1::Job> {
+    let id = c
+        .submit(v1::SubmitRequest { spec: Some(spec) })
+        .await?
+        .into_inner()
+        .job_id;
+    loop {
+        let j = c
+            .get_job(v1::GetJobRequest { job_id: id })
+            .await?
+            .into_inner()
+            .job;
+        if let Some(j) = j.filter(|j| j.state().is_terminal()) {
+            return Ok(j);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The start (ns) job `id` printed on `machine`.
+fn printed_start(dir: &std::path::Path, machine: &str, id: u64) -> anyhow::Result<u128> {
+    let out = dir
+        .join("work")
+        .join(machine)
+        .join(id.to_string())
+        .join("stdout");
+    let text = std::fs::read_to_string(&out)?;
+    Ok(text.trim().parse()?)
 }
 
 fn emulated(run: i64) -> v1::JobSpec {
@@ -146,40 +201,9 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     // 1. Submit-to-start latency on the idle grid.
     let mut lat = Vec::with_capacity(a.samples);
     for _ in 0..a.samples {
-        let spec = v1::JobSpec {
-            command: Some(v1::Command {
-                program: "date".into(),
-                args: vec!["+%s%N".into()],
-                ..Default::default()
-            }),
-            emulate_runtime_s: None,
-            ..emulated(0)
-        };
         let t0 = now_ns();
-        let id = c
-            .submit(v1::SubmitRequest { spec: Some(spec) })
-            .await?
-            .into_inner()
-            .job_id;
-        let job = loop {
-            let j = c
-                .get_job(v1::GetJobRequest { job_id: id })
-                .await?
-                .into_inner()
-                .job;
-            if let Some(j) = j.filter(|j| j.state().is_terminal()) {
-                break j;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        };
-        let m = job.machine.unwrap_or_default();
-        let out = grid
-            .dir
-            .join("work")
-            .join(&m)
-            .join(id.to_string())
-            .join("stdout");
-        let started: u128 = std::fs::read_to_string(&out)?.trim().parse()?;
+        let job = run_one(&mut c, clocked(1)).await?;
+        let started = printed_start(&grid.dir, &job.machine.unwrap_or_default(), job.id)?;
         lat.push(started.saturating_sub(t0) as f64 / 1e6);
     }
     let (p50, p99, max) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99), pct(&mut lat, 1.0));
@@ -187,6 +211,41 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         "submit -> process start, idle grid, {} samples: p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
         a.samples
     );
+
+    // 1b. Jobs split over two sites: co-allocated, their fragments' starts read from their clocks.
+    if a.split_samples > 0 {
+        let (mut skew, mut lat) = (Vec::new(), Vec::new());
+        for _ in 0..a.split_samples {
+            let t0 = now_ns();
+            let job = run_one(&mut c, clocked(40)).await?;
+            if job.state() != JobState::Completed || job.fragments.len() != 2 {
+                anyhow::bail!(
+                    "split job {} ended {:?} ({}) with fragments {:?}",
+                    job.id,
+                    job.state(),
+                    job.reason,
+                    job.fragments
+                );
+            }
+            let mut starts = Vec::new();
+            for f in &job.fragments {
+                let machine = f.machine.clone().unwrap_or_default();
+                starts.push(printed_start(&grid.dir, &machine, job.id)?);
+            }
+            let (first, last) = (starts.iter().min().unwrap(), starts.iter().max().unwrap());
+            skew.push((last - first) as f64 / 1e6);
+            lat.push(first.saturating_sub(t0) as f64 / 1e6);
+        }
+        let n = a.split_samples;
+        outln!(
+            "jobs split over two sites (32 + 8 processors), {n} samples: start skew p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; submit -> first fragment start p50 {:.2} ms, p99 {:.2} ms (co-allocation included)",
+            pct(&mut skew, 0.5),
+            pct(&mut skew, 0.99),
+            pct(&mut skew, 1.0),
+            pct(&mut lat, 0.5),
+            pct(&mut lat, 0.99)
+        );
+    }
 
     // 2. Unary submissions with concurrent clients (zero-second emulated jobs).
     let t = Instant::now();

@@ -16,6 +16,12 @@ use gridsched_proto::v1::{self, AdvanceReservationState as St, JobState};
 use std::time::Duration;
 use tonic::{Code, Status};
 
+/// Seconds a fragment's reservation is held beyond its stretched estimate: the fragment is sent
+/// after the commit, and a site admits a job into a reservation only if its estimate ends by the
+/// reservation's end from the second it arrives — a send that crosses a second boundary after the
+/// common start must still fit (seen: 2 of 300 split jobs refused without it).
+pub const SEND_GRACE_S: i64 = 2;
+
 /// A co-allocation that every site committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Agreed {
@@ -44,7 +50,7 @@ impl MetaService {
     }
 
     /// Co-allocates `parts` (cluster = site index) of job `job` of `user` for `length` seconds
-    /// each from `now` on: the common start and the committed reservations, or why not (every
+    /// each (held [`SEND_GRACE_S`] longer) from `now` on: the common start and the committed reservations, or why not (every
     /// hold let go). `single_end`: the best single-site planned end, for the adaptive rule.
     pub async fn co_allocate(
         &self,
@@ -81,7 +87,7 @@ impl MetaService {
                             reservation: Some(v1::AdvanceReservation {
                                 id,
                                 start_time: from,
-                                end_time: from + length,
+                                end_time: from + length + SEND_GRACE_S,
                                 processors: p.procs,
                                 user: user.to_string(),
                                 ..Default::default()
@@ -205,7 +211,7 @@ impl MetaService {
             let r = v1::AdvanceReservation {
                 id,
                 start_time: start,
-                end_time: start + c.length(),
+                end_time: start + c.length() + SEND_GRACE_S,
                 processors: c.parts()[k].procs,
                 site: st.sites[site].name.clone(),
                 user: user.to_string(),

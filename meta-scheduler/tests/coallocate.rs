@@ -102,7 +102,8 @@ async fn fragments_are_held_at_the_common_earliest_start_and_committed() {
         agreed.reservations.iter().map(|r| r.0).collect::<Vec<_>>(),
         [0, 1]
     );
-    let at = (busy_until, busy_until + 50, false);
+    // Held 2 s beyond the 50 s: the grace for sending the fragments.
+    let at = (busy_until, busy_until + 52, false);
     assert_eq!(held(&mut ca).await, [at]);
     assert_eq!(held(&mut cb).await, [at], "b's first hold was let go");
 
