@@ -448,7 +448,43 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
     p.must(&["start", "meta"]);
     let mut c = client(port).await;
     wait_sites(&mut c, None).await;
-    let all = all_completed(&mut c, &acked).await;
+    all_completed(&mut c, &acked).await;
+
+    // 6. Jobs wider than every site (20 > 16 processors) run as fragments over beta (16, the
+    //    widest) and alpha (4), co-allocated to start in the same second, their estimates
+    //    stretched by the compose grid's 10 % WAN overhead.
+    let split = submit_all(
+        &mut c,
+        (0..2)
+            .map(|i| v1::JobSpec {
+                processors: 20,
+                estimate_s: 10,
+                emulate_runtime_s: Some(40), // 2 s at the time scale 0.05
+                licences: vec![],
+                ..emulated(i)
+            })
+            .collect(),
+    )
+    .await;
+    let all = all_completed(&mut c, &split).await;
+    for id in &split {
+        let f = &all[id].fragments;
+        let placed: Vec<(&str, u32, i64, u32)> = f
+            .iter()
+            .map(|f| (f.site.as_str(), f.processors, f.estimate_s, f.overhead_pct))
+            .collect();
+        assert_eq!(
+            placed,
+            [("beta", 16, 11, 10), ("alpha", 4, 11, 10)],
+            "{f:?}"
+        );
+        assert!(f.iter().all(|f| f.state() == JobState::Completed), "{f:?}");
+        assert_eq!(f[0].start_time, f[1].start_time, "{f:?}");
+    }
+    eprintln!(
+        "scenario 6: {} jobs split over beta and alpha completed",
+        split.len()
+    );
 
     // Accounting: every submitted job is known exactly once, and ended.
     let submitted: Vec<u64> = first
@@ -459,6 +495,7 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         .chain(&cut)
         .chain(&on_gamma)
         .chain(&acked)
+        .chain(&split)
         .copied()
         .collect();
     let mut seen = submitted.clone();
@@ -482,6 +519,12 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         }
     }
     for (id, at) in &starts {
+        // A split job starts once at each of its fragments' sites.
+        if split.contains(id) {
+            assert_eq!(at.len(), 2, "job {id} started at {at:?}");
+            assert_ne!(at[0], at[1], "job {id} started at {at:?}");
+            continue;
+        }
         let allowed = if on_gamma.contains(id) { 2 } else { 1 };
         assert!(
             at.len() <= allowed,
