@@ -563,22 +563,9 @@ fn container_ip(container: &str, network: &str) -> String {
 
 /// The id of every RUNNING event in a local scheduler's event log (one entry per start).
 async fn local_starts(url: &str) -> Vec<u64> {
-    use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
-    let mut c = LocalSchedulerClient::connect(url.to_owned())
-        .await
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
-    let mut s = c
-        .job_events(v1::JobEventsRequest {
-            from_sequence: Some(1),
-        })
-        .await
-        .expect("event log")
-        .into_inner();
-    let mut ids = Vec::new();
-    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_secs(1), s.message()).await {
-        if e.state() == JobState::Running {
-            ids.push(e.job_id);
-        }
-    }
-    ids
+    let log = gridsched_tests::live::local_log(url).await;
+    log.iter()
+        .filter(|e| e.state() == JobState::Running)
+        .map(|e| e.job_id)
+        .collect()
 }

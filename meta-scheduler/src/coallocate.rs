@@ -508,6 +508,7 @@ fn fragment_request(job: &v1::Job, k: usize) -> v1::EnqueueRequest {
         priority: job.priority,
         submit_time: job.submit_time.unwrap_or_default(),
         claim_before_start: false,
+        run: job.requeues,
     }
 }
 

@@ -100,6 +100,9 @@ pub struct LinkConfig {
     pub hold_lease_ms: u32,
     /// Co-allocation: rounds of holds without a common start before the job is planned again.
     pub coallocation_rounds: u32,
+    /// A split job whose fragment failed (the others killed) is requeued — planned and
+    /// co-allocated again as a new run — up to this many times; 0: it fails.
+    pub fragment_requeues: u32,
 }
 
 impl Default for LinkConfig {
@@ -114,6 +117,7 @@ impl Default for LinkConfig {
             start_claims: true,
             hold_lease_ms: 10_000,
             coallocation_rounds: 8,
+            fragment_requeues: 0,
         }
     }
 }

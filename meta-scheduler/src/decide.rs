@@ -324,21 +324,6 @@ impl Decider {
         placed
     }
 
-    /// A split job whose co-allocation was given up goes back to the meta-level queue (`only`:
-    /// the site of its advance reservation).
-    pub fn split_returned(
-        &mut self,
-        now: i64,
-        job: &Job,
-        priority: u32,
-        split: &Split,
-        only: Option<usize>,
-    ) {
-        let first = split.parts.first().map_or(0, |p| p.cluster.index());
-        self.returned(now, job.id.0, first);
-        self.dispatch_within(now, job, priority, None, only);
-    }
-
     /// Re-enters a split placement decided before a restart, from `since`.
     pub fn restore_split(&mut self, job: &Job, priority: u32, parts: Vec<Part>, since: i64) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;

@@ -156,6 +156,7 @@ async fn forward(svc: MetaService, i: usize) {
                             priority: j.priority,
                             submit_time: j.submit_time.unwrap_or(t),
                             claim_before_start: j.start_claims,
+                            run: 0,
                         })
                     })
                     .collect::<Vec<_>>())

@@ -120,6 +120,7 @@ impl MetaService {
         let decider = Decider::new(&cfg, loaded.last_id)?;
         let mut state = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
         state.start_claims = cfg.links.start_claims;
+        state.fragment_requeues = cfg.links.fragment_requeues;
         state.restore(loaded);
         tracing::info!(
             jobs = state.jobs.len(),

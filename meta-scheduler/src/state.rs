@@ -94,6 +94,8 @@ pub struct State {
     pub max_priority: u32,
     /// Dispatch new jobs under the start-claim protocol (`links.start_claims`).
     pub start_claims: bool,
+    /// How many times a split job whose fragment failed is requeued (`links.fragment_requeues`).
+    pub fragment_requeues: u32,
     /// Prometheus metrics.
     pub metrics: crate::metrics::MetaMetrics,
     /// Advance reservations by id (PENDING until their site admits them, then HELD).
@@ -140,6 +142,7 @@ impl State {
             sites,
             max_priority,
             start_claims: true,
+            fragment_requeues: 0,
             metrics: crate::metrics::MetaMetrics::new(&mut Default::default()),
             reservations: BTreeMap::new(),
             last_reservation: 0,
@@ -214,6 +217,7 @@ impl State {
             signal: job.signal,
             cluster: job.cluster.clone(),
             withdrawn: false,
+            run: job.requeues,
         };
         if self.events.len() == RETAINED_EVENTS {
             self.events.pop_front();

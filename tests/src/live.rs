@@ -656,6 +656,26 @@ pub fn stdout_of(grid: &LiveGrid, m: &str, id: u64) -> String {
     std::fs::read_to_string(Path::new(&p)).unwrap_or_default()
 }
 
+/// Every event a local scheduler at `url` (`http://...`) has logged, from its first, read until
+/// the log is quiet for a second.
+pub async fn local_log(url: &str) -> Vec<v1::JobEvent> {
+    let mut c = v1::local_scheduler_client::LocalSchedulerClient::connect(url.to_owned())
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let mut s = c
+        .job_events(v1::JobEventsRequest {
+            from_sequence: Some(1),
+        })
+        .await
+        .expect("event log")
+        .into_inner();
+    let mut all = Vec::new();
+    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_secs(1), s.message()).await {
+        all.push(e);
+    }
+    all
+}
+
 /// Follows a local scheduler's event stream from its start until every job of `ids` reached a
 /// terminal state (failing after `secs` seconds): all events, and each job's last one.
 pub async fn local_events_until_ended(

@@ -513,6 +513,7 @@ fn claim(id: u64) -> v1::EnqueueRequest {
         priority: 1,
         submit_time: 0,
         claim_before_start: true,
+        run: 0,
     }
 }
 

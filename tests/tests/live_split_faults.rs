@@ -1,8 +1,10 @@
-//! Faults during a co-allocation, live: a site whose local scheduler has died (but is not yet
-//! marked down) is chosen for a fragment; its hold fails, every hold taken at the other sites is
-//! let go at once (not left to lapse: the lease here is a minute), and the job is planned again —
-//! once the dead site is down, over the sites still up — and runs there. Real processes on
-//! loopback, `split_wide` under load-ordering.
+//! Faults of split jobs, live. A site whose local scheduler has died (but is not yet marked down)
+//! is chosen for a fragment: its hold fails, every hold taken at the other sites is let go at once
+//! (not left to lapse: the lease here is a minute), and the job is planned again — once the dead
+//! site is down, over the sites still up — and runs there. A fragment that fails while running:
+//! the others are killed, and the job is requeued as a new run (`links.fragment_requeues`), each
+//! site starting each run once, until the limit, then fails. Real processes on loopback,
+//! `split_wide` under load-ordering.
 
 use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
 use gridsched_proto::v1::{self, JobState};
@@ -95,4 +97,64 @@ async fn a_site_dead_during_the_co_allocation_lets_every_hold_go_and_the_job_run
     eprintln!(
         "{given_up} co-allocations given up, {released} holds let go, then alpha 4 + gamma 2"
     );
+}
+
+/// The run of every RUNNING event site `addr` logged about job `id`, from its first event.
+async fn runs_at(addr: &str, id: u64) -> Vec<u32> {
+    let log = gridsched_tests::live::local_log(&format!("http://{addr}")).await;
+    log.iter()
+        .filter(|e| e.job_id == id && e.state() == JobState::Running)
+        .map(|e| e.run)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_fragment_requeues_its_job_as_a_new_run_up_to_the_limit() {
+    let sites = vec![
+        SiteSpec::new("alpha", "easy", 1, 4),
+        SiteSpec::new("beta", "easy", 1, 4),
+    ];
+    let meta = "[dispatch]\nsplit_wide = true\n[dispatch.multi_site]\noverhead_pct = 10\n\
+                [links]\nfragment_requeues = 1\n";
+    let g = LiveGrid::start(gridsched_tests::test_bins!(), sites, meta);
+    g.ready().await;
+    let mut c = g.client().await;
+    let marker = g.path("failed-once");
+    // Fragment 1 (beta) fails on the job's first run only; fragment 0 would run 30 s, and is
+    // killed when fragment 1 fails. A second job's fragment 1 always fails.
+    let once = format!(
+        "if [ \"$GRIDSCHED_FRAGMENT_RANK\" = 1 ] && [ ! -e {m} ]; then touch {m}; exit 3; fi; \
+         [ -e {m} ] && exit 0; sleep 30",
+        m = marker.display()
+    );
+    let always = "[ \"$GRIDSCHED_FRAGMENT_RANK\" = 1 ] && exit 4; sleep 30";
+    // One after the other: a split job waiting for a later common start would hold the
+    // processors the other's new run needs until then.
+    let mut ids = Vec::new();
+    let mut ended = Vec::new();
+    for script in [once.as_str(), always] {
+        let id = submit_all(&mut c, vec![gridsched_tests::live::sh_job(6, 100, script)]).await[0];
+        let jobs = wait_ended(&mut c, &[id], Duration::from_secs(30)).await;
+        ended.push(jobs.into_iter().find(|j| j.id == id).unwrap());
+        ids.push(id);
+    }
+    let (ok, bad) = (ended[0].clone(), ended[1].clone());
+    assert_eq!(ok.state(), JobState::Completed, "{ok:?}");
+    assert_eq!(
+        (ok.requeues, ok.reason.as_str()),
+        (1, "all 2 fragments completed")
+    );
+    assert_eq!(bad.state(), JobState::Failed, "{bad:?}");
+    assert_eq!(bad.requeues, 1, "{bad:?}");
+    assert!(
+        bad.reason.starts_with("fragment 1 of 2 at beta: ") && bad.exit_code == Some(4),
+        "{bad:?}"
+    );
+    // Each site started each run of each job once: run 0, then run 1.
+    for addr in &g.local_addrs {
+        for id in &ids {
+            let runs = runs_at(addr, *id).await;
+            assert_eq!(runs, [0, 1], "job {id} at {addr}");
+        }
+    }
 }

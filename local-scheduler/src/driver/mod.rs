@@ -192,7 +192,8 @@ pub struct Driver {
     live: broadcast::Sender<v1::JobEvent>,
     store: Option<Store>,
     unsaved: Vec<v1::JobEvent>,
-    ended: HashMap<u64, JobState>,
+    /// Jobs that ended here: how, and which run (a later run may come).
+    ended: HashMap<u64, (JobState, u32)>,
     dirty: BTreeMap<u64, Option<StoredJob>>,
     /// The gauges, and the stopwatch the edge gave to time passes with.
     metrics: Option<(crate::metrics::LocalMetrics, fn() -> Instant)>,
@@ -403,6 +404,7 @@ impl Driver {
     ) {
         let seq = self.events.last().map_or(1, |e| e.sequence + 1);
         let machine = self.jobs.get(&id).and_then(|r| r.machine);
+        let run = self.jobs.get(&id).map_or(0, |r| r.req.run);
         let ev = v1::JobEvent {
             sequence: seq,
             job_id: id,
@@ -416,6 +418,7 @@ impl Driver {
             signal: rep.and_then(|r| r.signal),
             cluster: Some(self.cfg.cluster.clone()),
             withdrawn,
+            run,
         };
         self.events.push(ev.clone());
         self.unsaved.push(ev.clone());
@@ -423,7 +426,7 @@ impl Driver {
         let saved = if state.is_terminal() {
             self.jobs.remove(&id);
             if !withdrawn {
-                self.ended.insert(id, state);
+                self.ended.insert(id, (state, run));
             }
             None
         } else {
@@ -487,10 +490,11 @@ impl Driver {
                 spec.estimate_s, self.cfg.max_estimate_s
             )));
         }
-        if self.jobs.contains_key(&r.job_id) || self.ended.contains_key(&r.job_id) {
+        let ended_run = self.ended.get(&r.job_id).map(|&(_, run)| run);
+        if self.jobs.contains_key(&r.job_id) || ended_run.is_some_and(|run| run >= r.run) {
             return Err(Status::already_exists(format!(
-                "job {} already enqueued",
-                r.job_id
+                "job {} already enqueued (run {})",
+                r.job_id, r.run
             )));
         }
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
@@ -519,6 +523,8 @@ impl Driver {
             _ => Status::failed_precondition(e.to_string()),
         })?;
         let id = r.job_id;
+        // A later run of a job that ended here starts afresh.
+        self.ended.remove(&id);
         self.jobs.insert(id, JobRec::queued(r, job));
         self.emit(id, JobState::Queued, now, "queued", None);
         Ok((id, self.events.last().map_or(0, |e| e.sequence)))
@@ -567,7 +573,7 @@ impl Driver {
     fn cancel(&mut self, r: v1::CancelRequest, now: Time) -> Result<v1::CancelResponse, Status> {
         let Some(rec) = self.jobs.get_mut(&r.job_id) else {
             return match self.ended.get(&r.job_id) {
-                Some(st) => Ok(v1::CancelResponse { state: *st as i32 }),
+                Some((st, _)) => Ok(v1::CancelResponse { state: *st as i32 }),
                 None => Err(Status::not_found(format!("job {} not found", r.job_id))),
             };
         };

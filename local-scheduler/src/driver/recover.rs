@@ -29,7 +29,7 @@ impl Driver {
                 // Dropped unstarted: the meta-scheduler may send it here again.
                 self.ended.remove(&e.job_id);
             } else if st.is_terminal() {
-                self.ended.insert(e.job_id, st);
+                self.ended.insert(e.job_id, (st, e.run));
             }
         }
         self.events = events;

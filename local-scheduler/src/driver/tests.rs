@@ -55,12 +55,10 @@ fn start_orders(d: &Driver) -> Vec<u64> {
         .collect()
 }
 
-#[test]
-fn a_start_order_waits_for_the_commit_of_its_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut d = driver(dir.path());
-    let req = v1::EnqueueRequest {
-        job_id: 1,
+/// Run `run` of job `id`: one processor for 10 s, estimated 100 s.
+fn request(id: u64, run: u32) -> v1::EnqueueRequest {
+    v1::EnqueueRequest {
+        job_id: id,
         spec: Some(v1::JobSpec {
             user: "u".into(),
             processors: 1,
@@ -69,10 +67,16 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
             ..Default::default()
         }),
         priority: 1,
-        submit_time: 0,
-        claim_before_start: false,
-    };
-    d.admit(req, at(0).secs).unwrap();
+        run,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_start_order_waits_for_the_commit_of_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = driver(dir.path());
+    d.admit(request(1, 0), at(0).secs).unwrap();
     d.flush().unwrap();
     assert_eq!(d.jobs[&1].state, JobState::Queued, "no agent yet: waits");
 
@@ -95,6 +99,31 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
         Some(JobState::Running as i32),
         "stored as running"
     );
+}
+
+/// A job that ended here is refused when the same run comes again, even after a restart, and
+/// taken when a later run comes (the meta-scheduler requeued it).
+#[test]
+fn an_ended_job_runs_again_only_as_a_later_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = driver(dir.path());
+    let req = |run| request(1, run);
+    d.admit(req(0), at(0).secs).unwrap();
+    let cancel = v1::CancelRequest {
+        job_id: 1,
+        reason: "test".into(),
+    };
+    d.cancel(cancel.clone(), at(1).secs).unwrap();
+    d.flush().unwrap();
+    drop(d);
+    let mut d = driver(dir.path());
+    let again = d.admit(req(0), at(2).secs).unwrap_err();
+    assert_eq!(again.code(), tonic::Code::AlreadyExists, "{again:?}");
+    d.admit(req(1), at(2).secs).unwrap();
+    assert_eq!(d.jobs[&1].state, JobState::Queued);
+    assert_eq!(d.events.last().map(|e| (e.job_id, e.run)), Some((1, 1)));
+    // While run 1 lives, no run of the job is taken.
+    assert!(d.admit(req(2), at(3).secs).is_err());
 }
 
 fn orders(d: &mut Driver) -> Vec<String> {
@@ -308,6 +337,7 @@ fn enqueue_into(d: &mut Driver, id: u64, procs: u32, reservation: u64) -> Result
         priority: 1,
         submit_time: 0,
         claim_before_start: false,
+        run: 0,
     };
     d.admit(req, at(0).secs).map(|_| ())
 }

@@ -106,19 +106,30 @@ impl State {
         let Some(split) = self.coallocating.remove(&id) else {
             return;
         };
-        let Some(job) = self.jobs.get(&id).filter(|j| !j.state().is_terminal()) else {
+        if self.jobs.get(&id).is_none_or(|j| j.state().is_terminal()) {
+            return;
+        }
+        let first = split.parts.first().map_or(0, |p| p.cluster.index());
+        self.plan_again(id, first, time);
+        let detail = format!("co-allocation given up: {why}; back in the meta-level queue");
+        self.update(b, id, time, |_| Some(detail));
+    }
+
+    /// Split job `id` (its first fragment at site `first`) goes back to the meta-level queue:
+    /// the dispatcher forgets its split and holds it again, to be split anew by a release pass.
+    fn plan_again(&mut self, id: u64, first: usize, time: i64) {
+        let Some(job) = self.jobs.get(&id) else {
             return;
         };
         let spec = job.spec.clone().unwrap_or_default();
         let (priority, submit) = (job.priority, job.submit_time.unwrap_or(time));
         let only = self.pinned(job);
+        self.decider.returned(time, id, first);
         if let Ok(model) = self.decider.job(&spec, id, submit) {
             self.decider
-                .split_returned(time, &model, priority, &split, only);
+                .dispatch_within(time, &model, priority, None, only);
         }
         self.unplaced.insert(id);
-        let detail = format!("co-allocation given up: {why}; back in the meta-level queue");
-        self.update(b, id, time, |_| Some(detail));
     }
 
     /// Site `i` has fragment `id` of its job (its Enqueue answered).
@@ -141,6 +152,8 @@ impl State {
         let mut kills = Vec::new();
         let mut ended = Vec::new();
         let mut skew = None;
+        let mut requeued = None;
+        let requeues = self.fragment_requeues;
         self.update(b, ev.job_id, ev.time, |j| {
             if j.state().is_terminal() {
                 return None;
@@ -196,6 +209,26 @@ impl State {
                         j.exit_code = Some(0);
                         j.reason = format!("all {n} fragments completed");
                     }
+                    // A fragment that failed (not one killed or cancelled): the job runs
+                    // again, as a new run, while it has requeues left.
+                    Some((r, f))
+                        if matches!(f.state(), JobState::Failed | JobState::Lost)
+                            && j.requeues < requeues =>
+                    {
+                        let why = format!("fragment {r} of {n} at {}: {}", f.site, f.reason);
+                        requeued = Some(j.fragments[0].site.clone());
+                        j.requeues += 1;
+                        j.state = JobState::Accepted.into();
+                        j.fragments.clear();
+                        (j.start_time, j.dispatch_time, j.machine) = (None, None, None);
+                        j.reason = format!("requeued after {why}");
+                        return Some(format!(
+                            "{}; back in the meta-level queue for run {} of at most {}",
+                            j.reason,
+                            j.requeues,
+                            requeues + 1
+                        ));
+                    }
                     Some((r, f)) => {
                         j.state = f.state;
                         j.exit_code = f.exit_code;
@@ -217,6 +250,10 @@ impl State {
             }
             Some(format!("{name}: {}", ev.detail))
         });
+        if let Some(site) = requeued {
+            let first = self.site_index(&site).unwrap_or(0);
+            self.plan_again(ev.job_id, first, ev.time);
+        }
         for (site, why) in kills {
             if let Some(s) = self.site_index(&site) {
                 b.kill_fragments.push((s, ev.job_id, why));

@@ -138,3 +138,39 @@ fn fragments_run_together_and_the_first_failure_ends_the_job() {
     // Its processors are free: an 8-processor job is split at once.
     assert_eq!(submit(&mut st, 2, 8).coallocate, [2]);
 }
+
+#[test]
+fn a_failed_fragment_requeues_the_job_once_then_fails_it() {
+    let mut st = grid();
+    st.fragment_requeues = 1;
+    submit(&mut st, 1, 6);
+    let run = |st: &mut State, reservations: Vec<(usize, u64)>| {
+        let agreed = Agreed {
+            start: 3,
+            reservations,
+            rounds: 1,
+        };
+        assert!(st.split_agreed(&mut Batch::default(), 1, &agreed, 3));
+        event(st, 0, 1, JobState::Running, None);
+        event(st, 1, 1, JobState::Running, None);
+        event(st, 1, 1, JobState::Failed, Some(3));
+        // The other fragment is killed: its end completes the run.
+        event(st, 0, 1, JobState::Cancelled, None)
+    };
+    run(&mut st, vec![(0, 7), (1, 8)]);
+    let j = &st.jobs[&1];
+    assert_eq!(j.state(), JobState::Accepted);
+    assert_eq!((j.requeues, j.fragments.len()), (1, 0));
+    assert_eq!(j.reason, "requeued after fragment 1 of 2 at b: Failed");
+    // Planned again: the next pass splits it anew (its processors free again), as run 1.
+    let mut b = Batch::default();
+    st.settle(&mut b, 5);
+    assert_eq!(b.coallocate, [1], "not split again");
+    run(&mut st, vec![(0, 9), (1, 10)]);
+    let mut b = Batch::default();
+    st.settle(&mut b, 6);
+    assert!(b.coallocate.is_empty());
+    let j = &st.jobs[&1];
+    assert_eq!((j.state(), j.requeues), (JobState::Failed, 1));
+    assert_eq!(j.reason, "fragment 1 of 2 at b: Failed");
+}
