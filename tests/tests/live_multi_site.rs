@@ -2,7 +2,8 @@
 //! sites by the grid scheduler, co-allocated (tentative holds at each site's earliest start,
 //! committed at the common start), and run as one fragment per site inside its reservation, each
 //! knowing the others through its environment, its estimate stretched by the WAN overhead; a
-//! failing fragment ends the others; cancel reaches every fragment. Real processes on loopback.
+//! failing fragment ends the others; cancel reaches every fragment; the dashboard draws and links
+//! the fragments. Real processes on loopback.
 
 use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
@@ -72,6 +73,23 @@ async fn a_job_wider_than_any_site_runs_as_fragments_started_together() {
     let latency_ms = (ns(&a).unwrap().min(ns(&b).unwrap()) - submit_ns) / 1_000_000;
     eprintln!("start skew between the fragments: {skew_ms} ms; submit to start {latency_ms} ms");
     assert!(skew_ms < 1_000, "fragments started {skew_ms} ms apart");
+
+    // The dashboard: a bar per fragment on its site's Gantt chart, naming the other, linked to
+    // the job's fragments, each of which links back to its site's chart.
+    let overview = gridsched_tests::live::http_get(&g.metrics[0], "/", "");
+    let bar = format!("<a href=\"/job/{ok}#fragments\"><rect class=\"fragment\" data-job=\"{ok}\"");
+    assert_eq!(overview.matches(&bar).count(), 2, "{overview}");
+    assert!(
+        overview.contains("fragment 1 of 2: alpha 4 + beta 2</title>"),
+        "{overview}"
+    );
+    let page = gridsched_tests::live::http_get(&g.metrics[0], &format!("/job/{ok}"), "");
+    assert!(page.contains("<table id=\"fragments\">"), "{page}");
+    assert!(
+        page.contains("<a href=\"/#gantt-alpha\">alpha</a>")
+            && page.contains("<a href=\"/#gantt-beta\">beta</a>"),
+        "{page}"
+    );
 
     // A failing fragment ends the other (which would sleep a minute).
     let t0 = Instant::now();

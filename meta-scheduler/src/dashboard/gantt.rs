@@ -3,7 +3,8 @@
 //! machine at the same time are drawn in lanes of the machine's row (first lane free, in start
 //! order), so no bar hides another. Right of "now" the plan: the planned starts of waiting jobs
 //! at planning sites as outlined bars, and the advance reservations as shaded bands over their
-//! machine's row (Streit, thesis §3.2).
+//! machine's row (Streit, thesis §3.2). A job split over sites has one bar per fragment, on its
+//! site's chart, naming the others and linked to the job's fragments (Streit, thesis §6.3).
 
 use super::html::{clock, esc, state_colour, state_name};
 use std::fmt::Write;
@@ -23,6 +24,9 @@ pub struct Bar {
     pub state: i32,
     /// A planned slot of a waiting job (drawn outlined), not a run.
     pub planned: bool,
+    /// For a fragment of a job split over sites: which, among which (e.g. `fragment 1 of 2:
+    /// alpha 4 + beta 2`).
+    pub fragment: Option<String>,
 }
 
 /// An advance reservation over the machines of a cluster.
@@ -126,11 +130,15 @@ pub fn svg(
                     state_name(b.state),
                 )
             };
+            let (class, link, what) = match &b.fragment {
+                Some(f) => ("fragment", "#fragments", format!("{what}, {}", esc(f))),
+                None => (class, "", what.to_owned()),
+            };
             let _ = write!(
                 body,
-                "<a href=\"/job/{id}\"><rect class=\"{class}\" data-job=\"{id}\" x=\"{x0:.1}\" \
-                 y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" {paint}><title>job {id} on {} \
-                 {}–{} {what}</title></rect></a>",
+                "<a href=\"/job/{id}{link}\"><rect class=\"{class}\" data-job=\"{id}\" \
+                 x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" {paint}><title>job \
+                 {id} on {} {}–{} {what}</title></rect></a>",
                 y + lane as f64 * LANE + 1.0,
                 (x1 - x0).max(1.5),
                 LANE - 2.0,
@@ -144,7 +152,7 @@ pub fn svg(
     }
     let height = y + 16.0;
     format!(
-        "<svg class=\"gantt\" data-cluster=\"{c}\" xmlns=\"http://www.w3.org/2000/svg\" \
+        "<svg class=\"gantt\" id=\"gantt-{c}\" data-cluster=\"{c}\" xmlns=\"http://www.w3.org/2000/svg\" \
          width=\"{w}\" height=\"{height:.0}\" role=\"img\" aria-label=\"Gantt chart of {c}\">\
          <text x=\"4\" y=\"12\" font-weight=\"bold\">{c}</text>\
          <text x=\"{LABEL}\" y=\"12\">{}</text><text x=\"{:.0}\" y=\"12\" text-anchor=\"end\">{}\
@@ -176,6 +184,7 @@ mod tests {
             end,
             state: 4,
             planned: false,
+            fragment: None,
         }
     }
 
@@ -236,5 +245,19 @@ mod tests {
             at(50.0),
             at(100.0) - at(50.0)
         )));
+    }
+
+    #[test]
+    fn a_fragment_names_the_others_and_links_to_its_job_s_fragments() {
+        let mut f = bar(9, 20, Some(60));
+        f.fragment = Some("fragment 1 of 2: alpha 4 + beta 2".into());
+        let s = svg("beta", &["m1".into()], &[f], &[], 100, (100, 0));
+        assert!(s.contains("id=\"gantt-beta\""));
+        assert!(s.contains("<a href=\"/job/9#fragments\"><rect class=\"fragment\" data-job=\"9\""));
+        assert!(
+            s.contains("RUNNING, fragment 1 of 2: alpha 4 + beta 2</title>"),
+            "{s}"
+        );
+        assert_eq!(s.matches("class=\"bar\"").count(), 0);
     }
 }

@@ -101,7 +101,31 @@ impl Overview {
                     end: job.end_time,
                     state: job.state,
                     planned: false,
+                    fragment: None,
                 });
+            }
+            // A split job: one bar per fragment that ran, on its site's chart.
+            let n = job.fragments.len();
+            let among = job
+                .fragments
+                .iter()
+                .map(|f| format!("{} {}", f.site, f.processors))
+                .collect::<Vec<_>>()
+                .join(" + ");
+            for (rank, f) in job.fragments.iter().enumerate() {
+                if let (Some(m), Some(start)) = (&f.machine, f.start_time)
+                    && f.end_time.is_none_or(|e| e >= now - widest)
+                {
+                    o.bars.entry(f.site.clone()).or_default().push(Bar {
+                        job: job.id,
+                        machine: m.clone(),
+                        start,
+                        end: f.end_time,
+                        state: f.state,
+                        planned: false,
+                        fragment: Some(format!("fragment {rank} of {n}: {among}")),
+                    });
+                }
             }
             // A waiting job's planned slot at a planning site.
             if job.state == JobState::Queued as i32
@@ -122,6 +146,7 @@ impl Overview {
                         end: Some(r.end_time),
                         state: job.state,
                         planned: true,
+                        fragment: None,
                     });
                 }
             }
@@ -395,8 +420,49 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
             ]
         })
         .collect();
+    // A split job's fragments, each linked to its site's Gantt chart.
+    let fragments = match job.fragments.is_empty() {
+        true => String::new(),
+        false => {
+            let rows: Vec<Vec<String>> = job
+                .fragments
+                .iter()
+                .enumerate()
+                .map(|(rank, f)| {
+                    vec![
+                        rank.to_string(),
+                        format!("<a href=\"/#gantt-{s}\">{s}</a>", s = esc(&f.site)),
+                        f.processors.to_string(),
+                        format!("r{}", f.reservation),
+                        format!("{} s (+{} %)", f.estimate_s, f.overhead_pct),
+                        badge(f.state),
+                        esc(f.machine.as_deref().unwrap_or("—")),
+                        opt(f.start_time),
+                        opt(f.end_time),
+                        f.exit_code.map_or("—".into(), |c| c.to_string()),
+                        esc(&f.reason),
+                    ]
+                })
+                .collect();
+            let head = [
+                "fragment",
+                "site",
+                "processors",
+                "reservation",
+                "estimate",
+                "state",
+                "machine",
+                "started",
+                "ended",
+                "exit",
+                "reason",
+            ];
+            format!("<h2>Fragments</h2>{}", table("fragments", &head, &rows))
+        }
+    };
     let body = format!(
-        "<h1>Job {id}</h1>{}<h2>Why (explain)</h2><pre id=\"explain\">{}</pre><h2>Events</h2>{}",
+        "<h1>Job {id}</h1>{}{fragments}<h2>Why (explain)</h2><pre id=\"explain\">{}</pre>\
+         <h2>Events</h2>{}",
         table("job", &["field", "value"], &fields),
         esc(&explain),
         table("job-events", &["seq", "time", "state", "detail"], &rows)
