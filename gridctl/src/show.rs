@@ -23,7 +23,7 @@ fn job_json(j: &v1::Job) -> Value {
         "licences": s.licences, "site": j.site, "cluster": j.cluster, "machine": j.machine,
         "submit_time": j.submit_time, "start_time": j.start_time, "end_time": j.end_time,
         "exit_code": j.exit_code, "reason": j.reason, "planned_start": j.planned_start,
-        "reservation": s.reservation.map(|r| format!("r{r}")),
+        "reservation": s.reservation.map(|r| format!("r{r}")), "requeues": j.requeues,
         "fragments": j.fragments.iter().map(|f| json!({
             "site": f.site, "processors": f.processors, "reservation": format!("r{}", f.reservation),
             "state": state_name(f.state), "machine": f.machine, "start_time": f.start_time,
@@ -142,6 +142,13 @@ pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
         ]);
     }
     outln!("{t}");
+    if j.requeues > 0 {
+        outln!(
+            "run {} of the job: requeued {} time(s) after a fragment failed",
+            j.requeues,
+            j.requeues
+        );
+    }
     Ok(())
 }
 
@@ -289,4 +296,30 @@ pub fn explain(r: &v1::ExplainResponse, json: bool) -> std::io::Result<()> {
         outln!("{}", r.text);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_job_shows_its_sites_and_runs() {
+        let fragment = |site: &str, processors| v1::Fragment {
+            site: site.into(),
+            processors,
+            reservation: 3,
+            ..Default::default()
+        };
+        let j = v1::Job {
+            id: 7,
+            requeues: 1,
+            fragments: vec![fragment("alpha", 4), fragment("beta", 2)],
+            ..Default::default()
+        };
+        assert_eq!(site_of(&j), "alpha:4+beta:2");
+        let v = job_json(&j);
+        assert_eq!(v["requeues"], 1);
+        assert_eq!(v["fragments"][1]["site"], "beta");
+        assert_eq!(v["fragments"][0]["reservation"], "r3");
+    }
 }

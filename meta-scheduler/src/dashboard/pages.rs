@@ -390,7 +390,7 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
         .collect();
     let spec = job.spec.clone().unwrap_or_default();
     let opt = |t: Option<i64>| t.map_or("—".to_owned(), clock);
-    let fields = vec![
+    let mut fields = vec![
         vec!["state".into(), badge(job.state)],
         vec!["user".into(), esc(&spec.user)],
         vec!["priority".into(), job.priority.to_string()],
@@ -409,6 +409,10 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
         ],
         vec!["reason".into(), esc(&job.reason)],
     ];
+    if job.requeues > 0 {
+        // A split job run again after a fragment failed.
+        fields.push(vec!["requeues".into(), job.requeues.to_string()]);
+    }
     let rows: Vec<Vec<String>> = events
         .iter()
         .map(|e| {
