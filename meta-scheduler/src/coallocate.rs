@@ -64,6 +64,8 @@ impl MetaService {
         let links = &self.inner.cfg.links;
         let mut c = CoAllocation::new(parts, length, links.coallocation_rounds, single_end);
         let mut ids: Vec<Option<u64>> = vec![None; c.parts().len()];
+        // The holds recorded here (site, reservation), once the commit phase began.
+        let mut recorded: Vec<(usize, u64)> = Vec::new();
         let mut step = c.start(now);
         loop {
             step = match step {
@@ -112,7 +114,17 @@ impl MetaService {
                     }
                     next
                 }
-                Step::Commit { .. } => {
+                Step::Commit { start } => {
+                    // Recorded before the sites commit, as PENDING: should this process die
+                    // before the job is recorded, the reconcile loop takes them back at restart.
+                    let at_sites = self.at_sites(&c, &ids);
+                    if let Err(e) =
+                        self.record_holds(job, user, &c, start, &at_sites, St::Pending, now)
+                    {
+                        self.let_go(&c, &holds(&ids), "co-allocation failed").await;
+                        return Err(e);
+                    }
+                    recorded = at_sites;
                     let commits = holds(&ids).into_iter().map(|(i, id)| {
                         let site = c.parts()[i].cluster.index();
                         async move { (i, self.commit_hold(site, id).await) }
@@ -130,11 +142,9 @@ impl MetaService {
                     next
                 }
                 Step::Send { start } => {
-                    let reservations: Vec<(usize, u64)> = holds(&ids)
-                        .into_iter()
-                        .map(|(i, id)| (c.parts()[i].cluster.index(), id))
-                        .collect();
-                    self.record_holds(job, user, &c, start, &reservations)?;
+                    let reservations = self.at_sites(&c, &ids);
+                    // Not HELD: they stay PENDING, and the reconcile loop takes them back.
+                    self.record_holds(job, user, &c, start, &reservations, St::Held, now)?;
                     return Ok(Agreed {
                         start,
                         reservations,
@@ -144,6 +154,7 @@ impl MetaService {
                 Step::Abort { why } => {
                     self.let_go(&c, &holds(&ids), "co-allocation given up")
                         .await;
+                    self.forget_holds(&recorded);
                     return Err(why);
                 }
                 Step::Wait => return Err("co-allocation: no answer to wait for".into()),
@@ -196,7 +207,29 @@ impl MetaService {
         join_all(cancels).await;
     }
 
-    /// Records a committed co-allocation's reservations as `user`'s advance reservations.
+    /// The holds taken, as (site, reservation).
+    fn at_sites(&self, c: &CoAllocation, ids: &[Option<u64>]) -> Vec<(usize, u64)> {
+        holds(ids)
+            .into_iter()
+            .map(|(i, id)| (c.parts()[i].cluster.index(), id))
+            .collect()
+    }
+
+    /// Forgets holds recorded by [`MetaService::record_holds`] (let go at their sites).
+    fn forget_holds(&self, recorded: &[(usize, u64)]) {
+        let Ok(mut st) = self.lock() else { return };
+        let last = st.last_reservation;
+        for &(_, id) in recorded {
+            st.reservations.remove(&id);
+            if let Err(e) = self.inner.store().save_reservation(id, None, last) {
+                tracing::error!(reservation = id, "state store: {e}");
+            }
+        }
+    }
+
+    /// Records a co-allocation's reservations as `user`'s advance reservations, in `state`:
+    /// PENDING while the sites commit (created at `now`), HELD once all have.
+    #[allow(clippy::too_many_arguments)]
     fn record_holds(
         &self,
         job: u64,
@@ -204,6 +237,8 @@ impl MetaService {
         c: &CoAllocation,
         start: i64,
         reservations: &[(usize, u64)],
+        state: St,
+        now: i64,
     ) -> Result<(), String> {
         let mut st = self.lock().map_err(|e| e.to_string())?;
         let last = st.last_reservation;
@@ -215,7 +250,8 @@ impl MetaService {
                 processors: c.parts()[k].procs,
                 site: st.sites[site].name.clone(),
                 user: user.to_string(),
-                state: St::Held as i32,
+                state: state as i32,
+                created: now,
                 jobs: vec![job],
                 ..Default::default()
             };
