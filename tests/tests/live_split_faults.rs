@@ -3,8 +3,10 @@
 //! (not left to lapse: the lease here is a minute), and the job is planned again — once the dead
 //! site is down, over the sites still up — and runs there. A fragment that fails while running:
 //! the others are killed, and the job is requeued as a new run (`links.fragment_requeues`), each
-//! site starting each run once, until the limit, then fails. Real processes on loopback,
-//! `split_wide` under load-ordering.
+//! site starting each run once, until the limit, then fails. A meta-scheduler killed (-9) while
+//! co-allocations are under way: after its restart every job completes, each site started each
+//! job once, and no hold is left behind. Real processes on loopback, `split_wide` under
+//! load-ordering.
 
 use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
 use gridsched_proto::v1::{self, JobState};
@@ -156,5 +158,61 @@ async fn a_failed_fragment_requeues_its_job_as_a_new_run_up_to_the_limit() {
             let runs = runs_at(addr, *id).await;
             assert_eq!(runs, [0, 1], "job {id} at {addr}");
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_meta_scheduler_killed_amid_co_allocations_loses_and_repeats_nothing() {
+    let sites = vec![
+        SiteSpec::new("alpha", "easy", 1, 4),
+        SiteSpec::new("beta", "easy", 1, 4),
+    ];
+    let meta = "[dispatch]\nsplit_wide = true\n[dispatch.multi_site]\noverhead_pct = 10\n\
+                [links]\nhold_lease_ms = 2000\n";
+    let mut g = LiveGrid::start(gridsched_tests::test_bins!(), sites, meta);
+    g.ready().await;
+    let mut c = g.client().await;
+    // Four jobs of 6 processors, each split 4 + 2: one at a time fits, so they are co-allocated
+    // one after the other (reservations of 2 s x 1.1 + 2 s), each running 1 s x 0.05.
+    let spec = v1::JobSpec {
+        user: "u".into(),
+        processors: 6,
+        estimate_s: 2,
+        emulate_runtime_s: Some(1),
+        ..Default::default()
+    };
+    let ids = submit_all(&mut c, vec![spec; 4]).await;
+    // Killed while the co-allocations are under way (they all begin at once).
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let before: Vec<JobState> = gridsched_tests::live::all_jobs(&mut c)
+        .await
+        .iter()
+        .map(|j| j.state())
+        .collect();
+    assert!(
+        before.iter().any(|s| !s.is_terminal()),
+        "all ended before the kill: {before:?}"
+    );
+    eprintln!("states at the kill: {before:?}");
+    let addr = g.meta_addr.clone();
+    g.kill_meta();
+    g.start_meta(Some(&addr));
+    let mut c = g.client().await;
+    let jobs = wait_ended(&mut c, &ids, Duration::from_secs(90)).await;
+    for id in &ids {
+        let j = jobs.iter().find(|j| j.id == *id).unwrap();
+        assert_eq!(j.state(), JobState::Completed, "{j:?}");
+        assert_eq!(j.fragments.len(), 2, "{j:?}");
+    }
+    // Each site started each job once, and holds nothing once its lease has lapsed.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for addr in &g.local_addrs {
+        for id in &ids {
+            assert_eq!(runs_at(addr, *id).await, [0], "job {id} at {addr}");
+        }
+        assert!(
+            holds(addr).await.is_empty(),
+            "{addr} still holds reservations"
+        );
     }
 }
