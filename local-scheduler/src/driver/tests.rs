@@ -101,6 +101,15 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
     );
 }
 
+/// The ids of the reservations the site holds at `now`.
+fn held_ids(d: &Driver, now: Now) -> Vec<u64> {
+    d.status(now.secs)
+        .advance_reservations
+        .iter()
+        .map(|r| r.id)
+        .collect()
+}
+
 /// A job that ended here is refused when the same run comes again, even after a restart, and
 /// taken when a later run comes (the meta-scheduler requeued it).
 #[test]
@@ -496,13 +505,7 @@ fn an_earliest_tentative_reservation_is_held_until_committed_or_its_lease_lapses
     d.tick(at(2));
     let e = commit(&mut d, 2, at(2)).unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
-    let held: Vec<u64> = d
-        .status(at(2).secs)
-        .advance_reservations
-        .iter()
-        .map(|r| r.id)
-        .collect();
-    assert_eq!(held, [1]);
+    assert_eq!(held_ids(&d, at(2)), [1]);
     // A new hold takes r2's place; the restart keeps r1 and drops the uncommitted r4.
     let r4 = d
         .reserve(hold(4, at(2)), at(2))
@@ -512,13 +515,7 @@ fn an_earliest_tentative_reservation_is_held_until_committed_or_its_lease_lapses
     assert_eq!(r4.start_time, at(150).secs);
     drop(d);
     let mut d = driver(dir.path());
-    let held: Vec<u64> = d
-        .status(at(3).secs)
-        .advance_reservations
-        .iter()
-        .map(|r| r.id)
-        .collect();
-    assert_eq!(held, [1]);
+    assert_eq!(held_ids(&d, at(3)), [1]);
     assert_eq!(
         commit(&mut d, 4, at(3)).unwrap_err().code(),
         tonic::Code::NotFound
