@@ -118,9 +118,7 @@ impl MetaService {
                     // Recorded before the sites commit, as PENDING: should this process die
                     // before the job is recorded, the reconcile loop takes them back at restart.
                     let at_sites = self.at_sites(&c, &ids);
-                    if let Err(e) =
-                        self.record_holds(job, user, &c, start, &at_sites, St::Pending, now)
-                    {
+                    if let Err(e) = self.record_holds(job, user, &c, start, &at_sites, now) {
                         self.let_go(&c, &holds(&ids), "co-allocation failed").await;
                         return Err(e);
                     }
@@ -142,12 +140,11 @@ impl MetaService {
                     next
                 }
                 Step::Send { start } => {
-                    let reservations = self.at_sites(&c, &ids);
                     // Not HELD: they stay PENDING, and the reconcile loop takes them back.
-                    self.record_holds(job, user, &c, start, &reservations, St::Held, now)?;
+                    self.hold_for_good(&recorded)?;
                     return Ok(Agreed {
                         start,
-                        reservations,
+                        reservations: recorded,
                         rounds: c.rounds(),
                     });
                 }
@@ -227,9 +224,25 @@ impl MetaService {
         }
     }
 
-    /// Records a co-allocation's reservations as `user`'s advance reservations, in `state`:
-    /// PENDING while the sites commit (created at `now`), HELD once all have.
-    #[allow(clippy::too_many_arguments)]
+    /// Marks the recorded holds HELD: every site committed them.
+    fn hold_for_good(&self, recorded: &[(usize, u64)]) -> Result<(), String> {
+        let mut st = self.lock().map_err(|e| e.to_string())?;
+        let last = st.last_reservation;
+        for &(_, id) in recorded {
+            let Some(r) = st.reservations.get_mut(&id) else {
+                return Err(format!("reservation r{id} is no longer recorded"));
+            };
+            r.state = St::Held as i32;
+            self.inner
+                .store()
+                .save_reservation(id, Some(r), last)
+                .map_err(|e| internal(e).to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Records a co-allocation's holds as `user`'s advance reservations, PENDING (created at
+    /// `now`) while the sites commit them.
     fn record_holds(
         &self,
         job: u64,
@@ -237,7 +250,6 @@ impl MetaService {
         c: &CoAllocation,
         start: i64,
         reservations: &[(usize, u64)],
-        state: St,
         now: i64,
     ) -> Result<(), String> {
         let mut st = self.lock().map_err(|e| e.to_string())?;
@@ -250,7 +262,7 @@ impl MetaService {
                 processors: c.parts()[k].procs,
                 site: st.sites[site].name.clone(),
                 user: user.to_string(),
-                state: state as i32,
+                state: St::Pending as i32,
                 created: now,
                 jobs: vec![job],
                 ..Default::default()
