@@ -2,10 +2,8 @@
 //! replayed as emulated jobs on a two-site grid started by `gridctl up`, and compared with the
 //! pure simulation of the same jobs on the same grid description.
 
-use gridsched_tests::up::Up;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 const GRIDCTL: &str = env!("CARGO_BIN_EXE_gridctl");
 const GRID: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/replay_grid.toml");
@@ -15,24 +13,12 @@ fn a_trace_slice_replayed_live_completes_and_is_compared_with_its_simulation() {
     let Some(kth) = gridsched_tests::trace("KTH-SP2-1996-2.1-cln.swf.gz") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let up = Up::start(
+    let (report, lines) = gridsched_tests::up::replay(
         Path::new(GRIDCTL),
-        &["--grid", GRID, "--listen", "127.0.0.1:0", "--http", "none"],
-        dir.path(),
+        GRID,
+        &kth,
+        &["--skip", "12000", "--jobs", "80", "--time-scale", "1/200"],
     );
-    let records = dir.path().join("records.jsonl");
-    let out = Command::new(GRIDCTL)
-        .args(["--endpoint", &up.endpoint, "--json", "replay", "--trace"])
-        .arg(&kth)
-        .args(["--skip", "12000", "--jobs", "80", "--time-scale", "1/200"])
-        .args(["--grid", GRID, "--records"])
-        .arg(&records)
-        .output()
-        .expect("run gridctl replay");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     let (live, sim) = (&report["live"], &report["simulated"]);
     assert_eq!(report["jobs"], 80);
     assert_eq!(report["time_scale"], "1/200");
@@ -46,11 +32,6 @@ fn a_trace_slice_replayed_live_completes_and_is_compared_with_its_simulation() {
     // The slice queues (simulated, its jobs wait 257.5 s on average).
     assert!(sim["mean_wait_s"].as_f64().unwrap() > 0.0, "{report}");
 
-    let lines: Vec<Value> = std::fs::read_to_string(&records)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(lines.len(), 80);
     let mut trace_ids: Vec<u64> = Vec::new();
     for l in &lines {

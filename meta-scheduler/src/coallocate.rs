@@ -16,12 +16,6 @@ use gridsched_proto::v1::{self, AdvanceReservationState as St, JobState};
 use std::time::Duration;
 use tonic::{Code, Status};
 
-/// Seconds a fragment's reservation is held beyond its stretched estimate: the fragment is sent
-/// after the commit, and a site admits a job into a reservation only if its estimate ends by the
-/// reservation's end from the second it arrives — a send that crosses a second boundary after the
-/// common start must still fit (seen: 2 of 300 split jobs refused without it).
-pub const SEND_GRACE_S: i64 = 2;
-
 /// A co-allocation that every site committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Agreed {
@@ -50,8 +44,8 @@ impl MetaService {
     }
 
     /// Co-allocates `parts` (cluster = site index) of job `job` of `user` for `length` seconds
-    /// each (held [`SEND_GRACE_S`] longer) from `now` on: the common start and the committed reservations, or why not (every
-    /// hold let go). `single_end`: the best single-site planned end, for the adaptive rule.
+    /// each (held [`SEND_GRACE_S`](gridsched_core::dispatch::SEND_GRACE_S) longer) from `now` on: the common start and the committed
+    /// reservations, or why not (every hold let go). `single_end`: the best single-site planned end, for the adaptive rule.
     pub async fn co_allocate(
         &self,
         job: u64,
@@ -89,7 +83,7 @@ impl MetaService {
                             reservation: Some(v1::AdvanceReservation {
                                 id,
                                 start_time: from,
-                                end_time: from + length + SEND_GRACE_S,
+                                end_time: from + c.held_for(),
                                 processors: p.procs,
                                 user: user.to_string(),
                                 ..Default::default()
@@ -123,6 +117,11 @@ impl MetaService {
                         return Err(e);
                     }
                     recorded = at_sites;
+                    let pause = self.inner.cfg.faults.pause_before_commit_ms;
+                    if pause > 0 {
+                        tracing::warn!(job, pause, "fault injected: commit delayed");
+                        tokio::time::sleep(Duration::from_millis(pause)).await;
+                    }
                     let commits = holds(&ids).into_iter().map(|(i, id)| {
                         let site = c.parts()[i].cluster.index();
                         async move { (i, self.commit_hold(site, id).await) }
@@ -258,7 +257,7 @@ impl MetaService {
             let r = v1::AdvanceReservation {
                 id,
                 start_time: start,
-                end_time: start + c.length() + SEND_GRACE_S,
+                end_time: start + c.held_for(),
                 processors: c.parts()[k].procs,
                 site: st.sites[site].name.clone(),
                 user: user.to_string(),
@@ -284,7 +283,7 @@ impl MetaService {
         &self,
         coallocate: Vec<u64>,
         send: Vec<u64>,
-        kill: Vec<(usize, u64, String)>,
+        kill: Vec<crate::state::FragmentKill>,
     ) {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             if !(coallocate.is_empty() && send.is_empty() && kill.is_empty()) {
@@ -298,8 +297,8 @@ impl MetaService {
         for id in send {
             rt.spawn(self.clone().send_fragments(id));
         }
-        for (site, id, why) in kill {
-            rt.spawn(self.clone().kill_fragment(site, id, why));
+        for k in kill {
+            rt.spawn(self.clone().kill_fragment(k));
         }
     }
 
@@ -411,24 +410,28 @@ impl MetaService {
             }
             let svc = &self;
             let sends = pending.into_iter().map(|(i, req)| async move {
+                let run = req.run;
                 let answer = match svc.client(i) {
                     Ok(mut c) => svc.call(c.enqueue(req)).await.map(|_| ()),
                     Err(e) => Err(e),
                 };
-                (i, answer)
+                (i, run, answer)
             });
             let mut again = false;
-            for (i, answer) in join_all(sends).await {
+            for (i, run, answer) in join_all(sends).await {
                 let _ = self.mutate(|st, b, t| {
                     match answer {
-                        Ok(()) => st.fragment_sent(b, i, id, t),
-                        Err(e) if e.code() == Code::AlreadyExists => st.fragment_sent(b, i, id, t),
+                        Ok(()) => st.fragment_sent(b, i, id, run, t),
+                        Err(e) if e.code() == Code::AlreadyExists => {
+                            st.fragment_sent(b, i, id, run, t)
+                        }
                         Err(e) if refused(&e) => {
                             let ev = v1::JobEvent {
                                 job_id: id,
                                 state: JobState::Failed.into(),
                                 time: t,
                                 detail: format!("refused: {}", e.message()),
+                                run,
                                 ..Default::default()
                             };
                             st.apply_local(b, i, &ev);
@@ -446,13 +449,17 @@ impl MetaService {
         }
     }
 
-    /// Kills job `id`'s fragment at site `i` (another fragment ended badly), a few tries.
-    async fn kill_fragment(self, i: usize, id: u64, why: String) {
+    /// Kills a fragment at its site (another fragment ended badly, or it is no longer wanted), a
+    /// few tries. One the site does not have (yet) is killed when its Enqueue is answered
+    /// ([`crate::state::State::fragment_sent`]).
+    async fn kill_fragment(self, k: crate::state::FragmentKill) {
+        let (i, id) = (k.site, k.job);
         for _ in 0..5 {
             let Ok(mut c) = self.client(i) else { return };
             let req = v1::CancelRequest {
                 job_id: id,
-                reason: why.clone(),
+                reason: k.why.clone(),
+                run: Some(k.run),
             };
             match self.call(c.cancel(req)).await {
                 Ok(_) => return,
@@ -475,7 +482,11 @@ impl MetaService {
         let cancels = sites.into_iter().map(|i| {
             let reason = reason.clone();
             async move {
-                let req = v1::CancelRequest { job_id: id, reason };
+                let req = v1::CancelRequest {
+                    job_id: id,
+                    reason,
+                    run: None,
+                };
                 match self.client(i) {
                     Ok(mut c) => self.call(c.cancel(req)).await.map(|_| ()),
                     Err(e) => Err(e),

@@ -58,6 +58,21 @@ pub struct MetaConfig {
     /// where they differ from `dispatch.multi_site.overhead_pct`.
     #[serde(default)]
     pub wan: Vec<WanPair>,
+    /// Faults injected on purpose, for tests and failure drills; all off by default.
+    #[serde(default)]
+    pub faults: FaultConfig,
+}
+
+/// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
+/// a narrow window (a site or the meta-scheduler itself dying inside it). Keep it off in
+/// production.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FaultConfig {
+    /// A co-allocation waits this long (milliseconds) between recording its holds, PENDING, and
+    /// asking the sites to commit them: the window where a site may go down or the
+    /// meta-scheduler die between the two phases. 0: no wait.
+    pub pause_before_commit_ms: u64,
 }
 
 /// The WAN overhead between two sites.
@@ -197,6 +212,7 @@ impl Default for MetaConfig {
             limits: Default::default(),
             sites: Vec::new(),
             wan: Vec::new(),
+            faults: FaultConfig::default(),
         }
     }
 }

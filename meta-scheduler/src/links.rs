@@ -229,6 +229,7 @@ async fn forward(svc: MetaService, i: usize) {
                 let req = v1::CancelRequest {
                     job_id: id,
                     reason: "cancelled while being dispatched".into(),
+                    run: None,
                 };
                 let _ = svc.call(c.cancel(req)).await;
             }

@@ -436,6 +436,7 @@ impl MetaService {
                 let req = v1::CancelRequest {
                     job_id: id,
                     reason: reason.clone(),
+                    run: None,
                 };
                 match self.call(c.cancel(req)).await {
                     Ok(r) if r.state() == JobState::Running => set(

@@ -55,10 +55,23 @@ pub struct Batch {
     pub coallocate: Vec<u64>,
     /// Split jobs whose fragments are to be sent to their sites.
     pub send_fragments: Vec<u64>,
-    /// Fragments to kill: (site, job, why).
-    pub kill_fragments: Vec<(usize, u64, String)>,
+    /// Fragments to kill.
+    pub kill_fragments: Vec<FragmentKill>,
     /// Reservations of ended fragments to let go: (site, reservation).
     pub drop_reservations: Vec<(usize, u64)>,
+}
+
+/// A split job's fragment to kill at its site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FragmentKill {
+    /// The site.
+    pub site: usize,
+    /// The job.
+    pub job: u64,
+    /// The run the fragment belongs to (a later run at the site is left alone).
+    pub run: u32,
+    /// Why, for the site's event.
+    pub why: String,
 }
 
 /// The in-memory state.

@@ -711,3 +711,38 @@ pub async fn local_events_until_ended(
     }
     (all, last)
 }
+
+/// The run of every RUNNING event the local scheduler at `addr` (`host:port`) logged about job
+/// `id`, from its first event: `[0]` when it started the job once.
+pub async fn runs_at(addr: &str, id: u64) -> Vec<u32> {
+    let log = local_log(&format!("http://{addr}")).await;
+    log.iter()
+        .filter(|e| e.job_id == id && e.state() == v1::JobState::Running)
+        .map(|e| e.run)
+        .collect()
+}
+
+/// The advance reservations the local scheduler at `addr` (`host:port`) holds now.
+pub async fn held_at(addr: &str) -> Vec<v1::AdvanceReservation> {
+    let mut c = v1::local_scheduler_client::LocalSchedulerClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap_or_else(|e| panic!("{addr}: {e}"));
+    let st = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+    st.advance_reservations
+}
+
+/// Waits for job `id` to end (failing after `limit`) and checks that it completed: the job.
+pub async fn completed(c: &mut Client, id: u64, limit: Duration) -> v1::Job {
+    let jobs = wait_ended(c, &[id], limit).await;
+    let job = jobs.into_iter().find(|j| j.id == id).expect("the job");
+    assert_eq!(job.state(), v1::JobState::Completed, "{job:?}");
+    job
+}
+
+/// A split job's fragments as (site, processors).
+pub fn fragments_of(job: &v1::Job) -> Vec<(&str, u32)> {
+    job.fragments
+        .iter()
+        .map(|f| (f.site.as_str(), f.processors))
+        .collect()
+}

@@ -68,3 +68,37 @@ impl Drop for Up {
         let _ = self.child.wait();
     }
 }
+
+/// `gridctl replay` of `trace` (with `args`) on a fresh `gridctl up` of the grid file `grid`: the
+/// JSON report, and each job's record (`--records`), in the slice's order.
+pub fn replay(
+    gridctl: &Path,
+    grid: &str,
+    trace: &Path,
+    args: &[&str],
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let up = Up::start(
+        gridctl,
+        &["--grid", grid, "--listen", "127.0.0.1:0", "--http", "none"],
+        dir.path(),
+    );
+    let records = dir.path().join("records.jsonl");
+    let out = Command::new(gridctl)
+        .args(["--endpoint", &up.endpoint, "--json", "replay", "--trace"])
+        .arg(trace)
+        .args(args)
+        .args(["--grid", grid, "--records"])
+        .arg(&records)
+        .output()
+        .expect("run gridctl replay");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let lines = std::fs::read_to_string(&records)
+        .expect("the records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON record"))
+        .collect();
+    (report, lines)
+}

@@ -254,6 +254,7 @@ async fn cancel_queued_and_running_and_bad_requests() {
         .cancel(v1::CancelRequest {
             job_id: 2,
             reason: "no".into(),
+            run: None,
         })
         .await
         .unwrap();
@@ -262,6 +263,7 @@ async fn cancel_queued_and_running_and_bad_requests() {
         .cancel(v1::CancelRequest {
             job_id: 1,
             reason: "stop".into(),
+            run: None,
         })
         .await
         .unwrap();
@@ -276,6 +278,7 @@ async fn cancel_queued_and_running_and_bad_requests() {
         .cancel(v1::CancelRequest {
             job_id: 99,
             reason: String::new(),
+            run: None,
         })
         .await
         .unwrap_err();
@@ -646,6 +649,7 @@ async fn a_held_job_is_cancelled_like_a_waiting_one_and_waits_again_without_its_
         .cancel(v1::CancelRequest {
             job_id: 1,
             reason: "no longer needed".into(),
+            run: None,
         })
         .await
         .unwrap()

@@ -8,22 +8,11 @@
 //! job once, and no hold is left behind. Real processes on loopback, `split_wide` under
 //! load-ordering.
 
-use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
 use gridsched_proto::v1::{self, JobState};
-use gridsched_tests::live::{LiveGrid, SiteSpec, scrape, submit_all, wait_ended};
+use gridsched_tests::live::{
+    LiveGrid, SiteSpec, completed, fragments_of, held_at, runs_at, scrape, submit_all, wait_ended,
+};
 use std::time::Duration;
-
-/// (start, end, tentative) of the reservations site `addr` holds.
-async fn holds(addr: &str) -> Vec<(i64, i64, bool)> {
-    let mut c = LocalSchedulerClient::connect(format!("http://{addr}"))
-        .await
-        .expect("local scheduler");
-    let st = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
-    st.advance_reservations
-        .iter()
-        .map(|r| (r.start_time, r.end_time, r.tentative))
-        .collect()
-}
 
 fn counter(metrics: &str, name: &str) -> u64 {
     metrics
@@ -56,15 +45,8 @@ async fn a_site_dead_during_the_co_allocation_lets_every_hold_go_and_the_job_run
         ..Default::default()
     };
     let id = submit_all(&mut c, vec![spec]).await[0];
-    let jobs = wait_ended(&mut c, &[id], Duration::from_secs(60)).await;
-    let job = jobs.iter().find(|j| j.id == id).unwrap();
-    assert_eq!(job.state(), JobState::Completed, "{job:?}");
-    let placed: Vec<(&str, u32)> = job
-        .fragments
-        .iter()
-        .map(|f| (f.site.as_str(), f.processors))
-        .collect();
-    assert_eq!(placed, [("alpha", 4), ("gamma", 2)], "{job:?}");
+    let job = completed(&mut c, id, Duration::from_secs(60)).await;
+    assert_eq!(fragments_of(&job), [("alpha", 4), ("gamma", 2)], "{job:?}");
 
     let metrics = scrape(&g.metrics[0]);
     let given_up = counter(
@@ -86,7 +68,11 @@ async fn a_site_dead_during_the_co_allocation_lets_every_hold_go_and_the_job_run
     // could not have lapsed), and the reservation of the fragment that ran too, after its end.
     let t = std::time::Instant::now();
     loop {
-        let left = holds(&g.local_addrs[0]).await;
+        let left: Vec<(i64, i64, bool)> = held_at(&g.local_addrs[0])
+            .await
+            .iter()
+            .map(|r| (r.start_time, r.end_time, r.tentative))
+            .collect();
         if left.is_empty() {
             break;
         }
@@ -99,15 +85,6 @@ async fn a_site_dead_during_the_co_allocation_lets_every_hold_go_and_the_job_run
     eprintln!(
         "{given_up} co-allocations given up, {released} holds let go, then alpha 4 + gamma 2"
     );
-}
-
-/// The run of every RUNNING event site `addr` logged about job `id`, from its first event.
-async fn runs_at(addr: &str, id: u64) -> Vec<u32> {
-    let log = gridsched_tests::live::local_log(&format!("http://{addr}")).await;
-    log.iter()
-        .filter(|e| e.job_id == id && e.state() == JobState::Running)
-        .map(|e| e.run)
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,7 +188,7 @@ async fn a_meta_scheduler_killed_amid_co_allocations_loses_and_repeats_nothing()
             assert_eq!(runs_at(addr, *id).await, [0], "job {id} at {addr}");
         }
         assert!(
-            holds(addr).await.is_empty(),
+            held_at(addr).await.is_empty(),
             "{addr} still holds reservations"
         );
     }

@@ -25,6 +25,13 @@
 use super::Part;
 use crate::model::{Duration, Time};
 
+/// Seconds a fragment's reservation is held beyond its stretched estimate. The fragments are sent
+/// after the commit, and a site admits a job into a reservation only if its estimate ends by the
+/// reservation's end counted from the second it arrives: a send that crosses a second boundary
+/// after the common start must still fit (seen live: 2 of 300 split jobs refused without it).
+/// The simulator holds the same intervals, so that both plan around the same reservations.
+pub const SEND_GRACE_S: Duration = 2;
+
 /// What the shell does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -111,6 +118,12 @@ impl CoAllocation {
     /// How long each fragment's reservation lasts.
     pub fn length(&self) -> Duration {
         self.length
+    }
+
+    /// How long each fragment's reservation is held: the stretched estimate and
+    /// [`SEND_GRACE_S`].
+    pub fn held_for(&self) -> Duration {
+        self.length + SEND_GRACE_S
     }
 
     /// Rounds of holds asked so far.

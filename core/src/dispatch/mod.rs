@@ -23,7 +23,7 @@ mod wide_split;
 
 pub use arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
 pub use brokers::{Broker, BrokerKind};
-pub use coallocation::{CoAllocation, Step as CoAllocationStep};
+pub use coallocation::{CoAllocation, SEND_GRACE_S, Step as CoAllocationStep};
 pub use config::DispatchConfig;
 pub use grid_scheduler::{Fragments, GridScheduler, MultiSiteConfig, PairOverhead, stretch_by};
 pub use load_ordering::{Function, LoadOrdering};

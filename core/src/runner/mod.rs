@@ -25,6 +25,7 @@
 //! An [`Input`] and the runner's [`RunnerConfig`] are plain serializable data, so a live service
 //! can log its inputs with their times and the simulator can run the log again ([`replay`]).
 
+mod earliest;
 mod ledger;
 pub mod nodes;
 pub mod replay;
@@ -32,6 +33,7 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
+pub use earliest::MAX_TRIES as EARLIEST_TRIES;
 pub use ledger::{Held, Ledger};
 pub use nodes::{NodePart, NodePool};
 
@@ -136,6 +138,12 @@ pub enum Input {
     /// ([`RunnerError::Reservation`]).
     Reserve {
         /// The request.
+        reservation: AdvanceReservation,
+    },
+    /// An advance reservation asked for at the earliest instant from its start on where it fits,
+    /// keeping its length ([`earliest`]): admitted there, or refused with the last conflict.
+    ReserveEarliest {
+        /// The request (its start: the earliest acceptable).
         reservation: AdvanceReservation,
     },
     /// An advance reservation is given up.
@@ -519,6 +527,7 @@ impl ClusterRunner {
             Input::Reserve { reservation } => {
                 Ok(self.policy.admit_reservation(now, &reservation)?)
             }
+            Input::ReserveEarliest { reservation } => self.reserve_earliest(now, reservation),
             Input::CancelReservation { id } => {
                 if self.policy.cancel_reservation(now, id) {
                     Ok(())

@@ -555,6 +555,56 @@ fn a_reservation_is_admitted_honoured_and_cancelled_through_the_runner() {
     assert!(r.advance_reservations().is_empty());
 }
 
+/// A reservation asked for at its earliest instant: a running job and a waiting one planned
+/// after it leave too few processors until the waiting one's planned end, so it is admitted
+/// there (one instant earlier is a conflict); a request wider than the machine is refused at
+/// once; the input survives a JSON round trip.
+#[test]
+fn a_reservation_asked_for_at_its_earliest_is_admitted_where_the_plan_first_has_room() {
+    let p = platform(&[(10, 100)]);
+    let mut r = runner(&p, PolicyKind::Conservative, RunnerConfig::default());
+    submit(&mut r, 0, Job::new(1, 0, 10, 100, 100), None);
+    submit(&mut r, 0, Job::new(2, 0, 6, 50, 50), None);
+    assert_eq!(started(&on(&mut r, 0, Input::Pass)).len(), 1);
+    let ask = |id: u64, procs: u32| AdvanceReservation {
+        id: ReservationId(id),
+        start: 0,
+        end: 30,
+        procs,
+        ..Default::default()
+    };
+    let early = Input::Reserve {
+        reservation: AdvanceReservation {
+            start: 149,
+            end: 179,
+            ..ask(1, 5)
+        },
+    };
+    assert!(
+        r.on(5, early, &mut Vec::new()).is_err(),
+        "job 2 holds 6 of 10 until 150"
+    );
+    let input = Input::ReserveEarliest {
+        reservation: ask(1, 5),
+    };
+    let json = serde_json::to_string(&input).unwrap();
+    assert_eq!(serde_json::from_str::<Input>(&json).unwrap(), input);
+    on(&mut r, 5, input);
+    let held = r.advance_reservations();
+    assert_eq!((held[0].start, held[0].end), (150, 180));
+    let e = r
+        .on(
+            5,
+            Input::ReserveEarliest {
+                reservation: ask(2, 11),
+            },
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("11"), "{e}");
+    assert_eq!(r.advance_reservations().len(), 1);
+}
+
 /// A job naming a reservation the policy does not hold is refused at the door, with the reason:
 /// a policy without reservations says so.
 #[test]

@@ -359,7 +359,9 @@ async fn live(
                 continue;
             }
             let o = &mut outcomes[i];
-            o.site = job.site.as_deref().and_then(site_of);
+            // A split job: its first fragment's site (as the simulation records it).
+            let first_fragment = job.fragments.first().map(|f| f.site.as_str());
+            o.site = job.site.as_deref().or(first_fragment).and_then(site_of);
             o.submit = job.submit_time.map(|t| t - t0);
             o.start = job.start_time.map(|t| t - t0);
             o.end = job.end_time.map(|t| t - t0);

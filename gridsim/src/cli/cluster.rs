@@ -170,6 +170,7 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
         Meta {
             classify: &mut classify,
             dispatcher: dispatcher.as_mut(),
+            splits: None,
         },
         jobs,
     )

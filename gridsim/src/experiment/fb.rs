@@ -98,6 +98,7 @@ pub fn single_cluster_metrics(
         Meta {
             classify: &mut classify,
             dispatcher: &mut rr,
+            splits: None,
         },
         jobs,
     )

@@ -236,6 +236,7 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
         Meta {
             classify: &mut classify,
             dispatcher: dispatcher.as_mut(),
+            splits: None,
         },
         w.jobs
             .iter()

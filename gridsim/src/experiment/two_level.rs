@@ -307,6 +307,7 @@ pub fn simulate(
         Meta {
             classify: &mut classify,
             dispatcher: dispatcher.as_mut(),
+            splits: None,
         },
         jobs,
     )

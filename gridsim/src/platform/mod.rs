@@ -14,16 +14,22 @@
 //! drives in real time: it validates every start against the cluster's own accounting, and a
 //! schedule that would oversubscribe a machine or a licence pool stops the run with an error.
 //!
+//! A job the dispatcher splits over clusters ([`Placement::Split`](gridsched_core::dispatch::Placement))
+//! is co-allocated as the live meta-scheduler does it, by the core's protocol, when the run is
+//! given [`SplitRules`]: see [`split`].
+//!
 //! This engine is separate from [`crate::engine`], which reproduces the reference trace simulator's
 //! exact event order on space-shared machines.
 
 mod metrics;
 mod run;
+pub mod split;
 
 #[cfg(test)]
 mod tests;
 
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
+pub use split::SplitRules;
 
 use gridsched_core::dispatch::{ClusterCaps, Dispatcher, GridState, Priority};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
@@ -118,10 +124,20 @@ pub struct PlatformStats {
     pub starts: u64,
     /// Suspensions.
     pub suspensions: u64,
+    /// Split jobs whose fragments were co-allocated.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub coallocations: u64,
+    /// Co-allocations given up (the job dispatched again a second later).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub coallocations_given_up: u64,
     /// Scheduling passes.
     pub passes: u64,
     /// Mean wall-clock time of a pass, microseconds (not deterministic).
     pub mean_pass_us: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Figures of one cluster.
@@ -178,6 +194,9 @@ pub struct Meta<'a> {
     pub classify: &'a mut dyn FnMut(Time, &Job) -> Priority,
     /// Chooses the cluster.
     pub dispatcher: &'a mut dyn Dispatcher,
+    /// How split jobs are co-allocated; `None`: a split is refused (the engine runs one cluster
+    /// per job).
+    pub splits: Option<SplitRules>,
 }
 
 impl std::fmt::Debug for Meta<'_> {
@@ -188,24 +207,42 @@ impl std::fmt::Debug for Meta<'_> {
     }
 }
 
-/// Where a dispatched job is, for the engine: its cluster and the generation of its current run
-/// (an end event of an earlier run, before a suspension, is stale).
+/// A dispatched job (or a split job's fragment) at its cluster, for the engine: the generation of
+/// its current run (an end event of an earlier run, before a suspension, is stale).
 #[derive(Clone, Copy, Debug)]
 struct Flight {
-    cluster: ClusterId,
     generation: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    End { job: JobId, generation: u64 },
-    Wake { cluster: ClusterId },
+    End {
+        job: JobId,
+        cluster: ClusterId,
+        generation: u64,
+    },
+    Wake {
+        cluster: ClusterId,
+    },
+    /// A split job whose co-allocation was given up is dispatched again.
+    Retry {
+        job: JobId,
+    },
 }
 
 struct Sim<'p, 'h> {
     platform: &'p Platform,
     runners: Vec<ClusterRunner>,
-    flights: HashMap<JobId, Flight>,
+    /// Keyed by job and cluster: a split job has a fragment at each of its clusters.
+    flights: HashMap<(JobId, ClusterId), Flight>,
+    /// Split jobs running as fragments.
+    splits: HashMap<JobId, split::SplitJob>,
+    /// Split jobs waiting to be dispatched again after a co-allocation given up.
+    retrying: HashMap<JobId, (Job, Priority)>,
+    /// Per split job: its co-allocations refused in a row.
+    refused_in_a_row: HashMap<JobId, u32>,
+    /// The last reservation id given to a co-allocation's hold.
+    last_reservation: u64,
     events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
     seq: u64,
     wakes: BTreeSet<(Time, ClusterId)>,
@@ -270,6 +307,10 @@ where
         platform,
         runners,
         flights: HashMap::new(),
+        splits: HashMap::new(),
+        retrying: HashMap::new(),
+        refused_in_a_row: HashMap::new(),
+        last_reservation: 0,
         events: BinaryHeap::new(),
         seq: 0,
         wakes: BTreeSet::new(),
@@ -327,10 +368,21 @@ where
             }
             sim.events.pop();
             match ev {
-                Ev::End { job, generation } => {
-                    if let Some(c) = sim.end(t, job, generation)? {
-                        meta.dispatcher.job_ended(t, job, c);
-                        dirty[c.index()] = true;
+                Ev::End {
+                    job,
+                    cluster,
+                    generation,
+                } => {
+                    if let Some(over) = sim.end(t, job, cluster, generation)? {
+                        if let Some(c) = over {
+                            meta.dispatcher.job_ended(t, job, c);
+                        }
+                        dirty[cluster.index()] = true;
+                    }
+                }
+                Ev::Retry { job } => {
+                    if let Some((job, priority)) = sim.retrying.remove(&job) {
+                        sim.dispatch(t, job, Some(priority), &mut grid, &mut meta, &mut dirty);
                     }
                 }
                 Ev::Wake { cluster } => {
@@ -342,7 +394,7 @@ where
         while next.as_ref().is_some_and(|j| j.submit == t) {
             let job = next.take().expect("peeked");
             sim.stats.submitted += 1;
-            if sim.flights.contains_key(&job.id) || sim.held_jobs.contains_key(&job.id) {
+            if sim.has(job.id) {
                 return Err(PlatformError::DuplicateJob(job.id));
             }
             sim.dispatch(t, job, None, &mut grid, &mut meta, &mut dirty);
@@ -357,7 +409,9 @@ where
             }
         }
     }
-    let waiting = sim.flights.len() + sim.held_jobs.len();
+    let waiting = sim.runners.iter().map(ClusterRunner::len).sum::<usize>()
+        + sim.held_jobs.len()
+        + sim.retrying.len();
     if waiting > 0 {
         return Err(PlatformError::Stalled {
             time: clock,

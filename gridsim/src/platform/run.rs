@@ -11,12 +11,19 @@ use std::cmp::Reverse;
 use std::time::Instant;
 
 impl Sim<'_, '_> {
-    fn push(&mut self, t: Time, ev: Ev) {
+    pub(super) fn push(&mut self, t: Time, ev: Ev) {
         self.seq += 1;
         self.events.push(Reverse((t, self.seq, ev)));
     }
 
-    fn reject(&mut self, why: String) {
+    /// Whether job `id` is in the system (held, at a cluster, or about to be dispatched again).
+    pub(super) fn has(&self, id: JobId) -> bool {
+        self.held_jobs.contains_key(&id)
+            || self.retrying.contains_key(&id)
+            || self.runners.iter().any(|r| r.contains(id))
+    }
+
+    pub(super) fn reject(&mut self, why: String) {
         self.stats.rejected += 1;
         if self.stats.rejections.len() < 10 {
             self.stats.rejections.push(why);
@@ -81,8 +88,9 @@ impl Sim<'_, '_> {
                 self.held_jobs.insert(job.id, (job, priority));
                 return;
             }
-            Placement::Split(_) => {
-                self.reject(Self::no_split(job.id));
+            Placement::Split(parts) => {
+                let reason = meta.dispatcher.last_reason();
+                self.co_allocate(t, job, priority, parts, reason.as_ref(), meta, dirty);
                 return;
             }
             Placement::Refuse(why) => {
@@ -93,7 +101,7 @@ impl Sim<'_, '_> {
         self.send(t, job, priority, cluster, meta, dirty);
     }
 
-    fn no_split(job: JobId) -> String {
+    pub(super) fn no_split(job: JobId) -> String {
         format!("job {job}: the platform engine does not co-allocate a job over several clusters")
     }
 
@@ -117,9 +125,7 @@ impl Sim<'_, '_> {
                     self.send(t, job, priority, c, meta, dirty);
                 }
                 Placement::Split(parts) => {
-                    let c = parts.first().map_or(ClusterId(0), |p| p.cluster);
-                    meta.dispatcher.job_returned(t, job.id, c);
-                    self.reject(Self::no_split(job.id));
+                    self.co_allocate(t, job, priority, parts, Some(&r.reason), meta, dirty);
                 }
                 other => {
                     meta.dispatcher.job_returned(t, job.id, ClusterId(0));
@@ -139,6 +145,22 @@ impl Sim<'_, '_> {
         meta: &mut Meta<'_>,
         dirty: &mut [bool],
     ) {
+        let id = job.id;
+        if let Err(e) = self.submit_to(t, job, priority, cluster, dirty) {
+            meta.dispatcher.job_returned(t, id, cluster);
+            self.reject(e.to_string());
+        }
+    }
+
+    /// Submits `job` (a whole job or a fragment) to `cluster`'s runner and accounts it there.
+    pub(super) fn submit_to(
+        &mut self,
+        t: Time,
+        job: Job,
+        priority: Priority,
+        cluster: ClusterId,
+        dirty: &mut [bool],
+    ) -> Result<(), RunnerError> {
         let (id, procs, licences, area) = (
             job.id,
             job.procs,
@@ -149,11 +171,7 @@ impl Sim<'_, '_> {
             job,
             priority: Some(priority),
         };
-        if let Err(e) = self.runners[cluster.index()].on(t, submit, &mut self.effects) {
-            meta.dispatcher.job_returned(t, id, cluster);
-            self.reject(e.to_string());
-            return;
-        }
+        self.runners[cluster.index()].on(t, submit, &mut self.effects)?;
         let l = &mut self.levels[cluster.index()];
         l.jobs += 1;
         l.req_procs += u64::from(procs);
@@ -161,31 +179,25 @@ impl Sim<'_, '_> {
         self.dispatched[cluster.index()] += 1;
         self.workload[cluster.index()] += area;
         dirty[cluster.index()] = true;
-        self.flights.insert(
-            id,
-            Flight {
-                cluster,
-                generation: None,
-            },
-        );
+        self.flights
+            .insert((id, cluster), Flight { generation: None });
+        Ok(())
     }
 
-    /// Handles an end event; returns the job's cluster when the event was current.
+    /// Handles an end event at cluster `c`: `None` when the event was stale, else whether the job
+    /// is over, with the cluster to report its end from (a split job's first fragment's, once
+    /// its last fragment ended).
     pub(super) fn end<E>(
         &mut self,
         t: Time,
         job: JobId,
+        c: ClusterId,
         generation: u64,
-    ) -> Result<Option<ClusterId>, PlatformError<E>> {
-        let Some(f) = self
-            .flights
-            .get(&job)
-            .copied()
-            .filter(|f| f.generation == Some(generation))
-        else {
+    ) -> Result<Option<Option<ClusterId>>, PlatformError<E>> {
+        let current = self.flights.get(&(job, c)).map(|f| f.generation);
+        if current != Some(Some(generation)) {
             return Ok(None);
-        };
-        let c = f.cluster;
+        }
         let (procs, licences) = self.runners[c.index()]
             .job(job)
             .map_or((0, 0), |j| (u64::from(j.procs), j.licences.len() as u64));
@@ -196,11 +208,14 @@ impl Sim<'_, '_> {
         let Some(Effect::Finished(done)) = self.effects.pop() else {
             unreachable!("an end gives its record");
         };
-        self.flights.remove(&job);
+        self.flights.remove(&(job, c));
         let l = &mut self.levels[c.index()];
         l.jobs -= 1;
         l.req_procs -= procs;
         l.req_licences -= licences;
+        if self.splits.contains_key(&job) {
+            return Ok(Some(self.fragment_ended(t, job, c, &done)));
+        }
         let rec = PlatformRecord {
             id: job,
             cluster: c,
@@ -213,12 +228,17 @@ impl Sim<'_, '_> {
             suspensions: done.suspensions,
         };
         self.job_stats[c.index()].add(rec.submit, rec.end, rec.exec, rec.deadline);
+        self.record(&rec);
+        Ok(Some(Some(c)))
+    }
+
+    /// A job is over: its record counts over the platform and goes to the hook.
+    pub(super) fn record(&mut self, rec: &PlatformRecord) {
         self.platform_jobs
             .add(rec.submit, rec.end, rec.exec, rec.deadline);
         if let Some(h) = self.hooks.record.as_mut() {
-            h(&rec);
+            h(rec);
         }
-        Ok(Some(c))
     }
 
     /// One scheduling pass of `cluster` through its runner: suspensions first, then starts, all
@@ -235,7 +255,7 @@ impl Sim<'_, '_> {
         for e in &effects {
             match *e {
                 Effect::Suspend { job, .. } => {
-                    if let Some(f) = self.flights.get_mut(&job) {
+                    if let Some(f) = self.flights.get_mut(&(job, cluster)) {
                         f.generation = None;
                     }
                     self.stats.suspensions += 1;
@@ -243,7 +263,7 @@ impl Sim<'_, '_> {
                 Effect::Start(s) => {
                     self.seq += 1;
                     let generation = self.seq;
-                    if let Some(f) = self.flights.get_mut(&s.job) {
+                    if let Some(f) = self.flights.get_mut(&(s.job, cluster)) {
                         f.generation = Some(generation);
                     }
                     self.stats.starts += 1;
@@ -251,6 +271,7 @@ impl Sim<'_, '_> {
                         t + s.run,
                         Ev::End {
                             job: s.job,
+                            cluster,
                             generation,
                         },
                     );

@@ -76,6 +76,7 @@ fn run(
         Meta {
             classify: &mut classify,
             dispatcher: &mut rr,
+            splits: None,
         },
         jobs.iter().cloned().map(Ok),
         hooks,
@@ -280,6 +281,7 @@ fn the_ms_priority_reaches_the_local_queue() {
             Meta {
                 classify: &mut classify,
                 dispatcher: &mut rr,
+                splits: None,
             },
             jobs.iter().cloned().map(Ok),
             PlatformHooks {
@@ -344,6 +346,7 @@ fn only_state_reading_dispatchers_get_the_sites_state() {
             Meta {
                 classify: &mut classify,
                 dispatcher: &mut spy,
+                splits: None,
             },
             jobs.clone(),
         )
@@ -388,5 +391,119 @@ fn a_partition_of_alike_machines_runs_jobs_wider_than_a_machine() {
         rep.stats.rejections[0].contains("10 processors on one machine"),
         "{:?}",
         rep.stats.rejections
+    );
+}
+
+/// Runs `jobs` on `p` under conservative backfilling, dispatched round robin with jobs wider
+/// than every cluster split ([`WideSplit`](gridsched_core::dispatch::WideSplit)); `splits`: how
+/// they are co-allocated. The records as (job, cluster, start, end), and the report.
+fn run_wide(
+    p: &Platform,
+    jobs: &[Job],
+    splits: Option<SplitRules>,
+) -> (Vec<(u64, u32, Time, Time)>, PlatformReport) {
+    run_wide_on(p, build(p, PolicyKind::Conservative), jobs, splits)
+}
+
+fn run_wide_on(
+    p: &Platform,
+    policies: Vec<Box<dyn Policy>>,
+    jobs: &[Job],
+    splits: Option<SplitRules>,
+) -> (Vec<(u64, u32, Time, Time)>, PlatformReport) {
+    let mut d = gridsched_core::dispatch::WideSplit::new(Box::new(RoundRobin::default()));
+    let mut classify = |_: Time, _: &Job| 1;
+    let mut recs = Vec::new();
+    let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.cluster.0, r.start, r.end));
+    let report = simulate_platform::<_, Infallible>(
+        p,
+        policies,
+        Meta {
+            classify: &mut classify,
+            dispatcher: &mut d,
+            splits,
+        },
+        jobs.iter().cloned().map(Ok),
+        PlatformHooks {
+            record: Some(&mut rec),
+            pass: None,
+        },
+    )
+    .unwrap();
+    recs.sort_unstable();
+    (recs, report)
+}
+
+/// A job wider than both 8-processor clusters is co-allocated over them as the live
+/// meta-scheduler does: held at each cluster's earliest start (cluster 0 is busy until 100,
+/// cluster 1 free at once), the second round moving cluster 1's hold to the common start 100;
+/// both fragments start then, their estimate and run time grown by p = 10 % (50 → 55, 40 → 44);
+/// the job is recorded once, at its first fragment's cluster. Cluster 1's full-width job waits
+/// for the reservation (4 of 8 processors on [100, 157)) and starts when the fragment's end lets
+/// the reservation go, at 144. Without split rules the wide job is refused as before.
+#[test]
+fn a_wide_job_is_co_allocated_over_two_clusters_and_starts_together() {
+    let p = platform(&[(&[(8, 100)], true, &[]), (&[(8, 100)], true, &[])]);
+    let jobs = [
+        Job::new(1, 0, 8, 100, 100),
+        Job::new(2, 10, 12, 50, 40),
+        Job::new(3, 20, 8, 90, 90),
+    ];
+    let rules = SplitRules {
+        multi_site: gridsched_core::dispatch::MultiSiteConfig {
+            overhead_pct: 10,
+            ..Default::default()
+        },
+        rounds: 8,
+    };
+    let (recs, report) = run_wide(&p, &jobs, Some(rules));
+    assert_eq!(
+        recs,
+        [(1, 0, 0, 100), (2, 0, 100, 144), (3, 1, 144, 234)],
+        "{:?}",
+        report.stats
+    );
+    assert_eq!(report.stats.coallocations, 1);
+    assert_eq!(report.stats.rejected, 0);
+    // Each cluster ran its fragment: two jobs at cluster 0, two at cluster 1.
+    let dispatched: Vec<u64> = report.clusters.iter().map(|c| c.dispatched).collect();
+    assert_eq!(dispatched, [2, 2]);
+    let (recs, report) = run_wide(&p, &jobs, None);
+    assert_eq!(recs, [(1, 0, 0, 100), (3, 1, 20, 110)]);
+    assert_eq!(report.stats.rejected, 1);
+    assert!(report.stats.rejections[0].contains("does not co-allocate"));
+}
+
+/// A cluster whose policy takes no reservations (the runner tests' preemptor) refuses every hold: each co-allocation is given
+/// up (the other cluster's hold let go at once, so its own job starts), tried again a second
+/// later, and after ten refusals in a row the job is refused with the reason, instead of being
+/// tried forever.
+#[test]
+fn a_split_refused_by_a_cluster_is_tried_again_then_refused() {
+    let p = platform(&[(&[(8, 100)], true, &[]), (&[(8, 100)], true, &[])]);
+    let policies = vec![
+        PolicyConfig::new(PolicyKind::Conservative)
+            .build(&p, ClusterId(0))
+            .unwrap(),
+        // Never given a job here (job 2 goes to cluster 0): it only refuses the holds.
+        Box::new(Preemptor::default()),
+    ];
+    let jobs = [Job::new(1, 0, 12, 50, 40), Job::new(2, 5, 8, 20, 20)];
+    let rules = SplitRules {
+        multi_site: gridsched_core::dispatch::MultiSiteConfig::default(),
+        rounds: 8,
+    };
+    let (recs, report) = run_wide_on(&p, policies, &jobs, Some(rules));
+    assert_eq!(recs, [(2, 0, 5, 25)], "{:?}", report.stats);
+    assert_eq!(report.stats.coallocations, 0);
+    assert_eq!(
+        report.stats.coallocations_given_up,
+        u64::from(split::MAX_REFUSED)
+    );
+    assert_eq!(report.stats.rejected, 1);
+    let why = &report.stats.rejections[0];
+    assert!(
+        why.starts_with("job 1: co-allocation refused 10 times in a row"),
+        "{why}"
     );
 }

@@ -571,12 +571,23 @@ impl Driver {
     }
 
     fn cancel(&mut self, r: v1::CancelRequest, now: Time) -> Result<v1::CancelResponse, Status> {
+        let other_run = |run: u32| {
+            Status::not_found(format!(
+                "job {} run {} not found (this site has run {run})",
+                r.job_id,
+                r.run.unwrap_or_default()
+            ))
+        };
         let Some(rec) = self.jobs.get_mut(&r.job_id) else {
             return match self.ended.get(&r.job_id) {
+                Some((_, run)) if r.run.is_some_and(|asked| asked != *run) => Err(other_run(*run)),
                 Some((st, _)) => Ok(v1::CancelResponse { state: *st as i32 }),
                 None => Err(Status::not_found(format!("job {} not found", r.job_id))),
             };
         };
+        if r.run.is_some_and(|asked| asked != rec.req.run) {
+            return Err(other_run(rec.req.run));
+        }
         let reason = if r.reason.is_empty() {
             "cancelled".to_string()
         } else {

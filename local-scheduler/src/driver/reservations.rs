@@ -5,8 +5,9 @@
 //!
 //! The two phases of a co-allocation over sites (Streit, thesis §6.3, multi-site jobs started
 //! together): a Reserve with `earliest` admits the reservation at the first instant from its start
-//! on where it fits — tried at that start, then at each end of a running job or a reservation and
-//! at each end of a conflicting stretch the policy names —, and one with `lease_ms` holds it
+//! on where it fits (the core runner's search, which the simulator shares: tried at that start,
+//! then at each end of a running job or a reservation and at each end of a conflicting stretch
+//! the policy names), and one with `lease_ms` holds it
 //! tentatively, not stored, until `CommitReservation` stores it for good; an uncommitted hold
 //! lapses with its lease (and with a restart).
 //!
@@ -22,7 +23,6 @@ use gridsched_core::policy::{AdvanceReservation, ReservationRefused};
 use gridsched_core::runner::{Input, RunnerError};
 use gridsched_proto::convert::NameTable;
 use gridsched_proto::v1::{self, AdvanceReservationState as St};
-use std::collections::BTreeSet;
 use tonic::Status;
 
 /// The core's request for a reservation, the machine and licences resolved by name (unknown
@@ -148,7 +148,7 @@ impl Driver {
         }
         let reservation = core_request(&r, &self.names)?;
         let admitted = match req.earliest {
-            true => self.admit_earliest(now, reservation),
+            true => self.feed(now, Input::ReserveEarliest { reservation }).1,
             false => self.feed(now, Input::Reserve { reservation }).1,
         };
         if let Err(e) = admitted {
@@ -270,58 +270,6 @@ impl Driver {
         Ok(v1::CancelReservationResponse {
             reservation: Some(shown),
         })
-    }
-
-    /// Admits `reservation` at the earliest instant from its start (or `now`) on where the policy
-    /// takes it, keeping its length: at its start, then at the ends of running jobs and of
-    /// reservations, and at the end of each conflicting stretch the policy names. Refusals other
-    /// than a conflict are final; after 1,024 tries the last conflict is.
-    fn admit_earliest(
-        &mut self,
-        now: Time,
-        mut reservation: AdvanceReservation,
-    ) -> Result<(), RunnerError> {
-        let length = reservation.end - reservation.start;
-        let from = reservation.start.max(now);
-        let mut at: BTreeSet<Time> = BTreeSet::from([from]);
-        let running: Vec<_> = self
-            .runner
-            .jobs()
-            .filter(|(_, running)| *running)
-            .map(|(j, _)| j.id)
-            .collect();
-        at.extend(running.iter().filter_map(|&j| self.runner.predicted_end(j)));
-        at.extend(self.runner.advance_reservations().iter().map(|a| a.end));
-        let mut last = None;
-        for _ in 0..1024 {
-            let Some(t) = at.range(from..).next().copied() else {
-                break;
-            };
-            at.remove(&t);
-            (reservation.start, reservation.end) = (t, t + length);
-            let input = Input::Reserve {
-                reservation: reservation.clone(),
-            };
-            match self.feed(now, input).1 {
-                Ok(()) => return Ok(()),
-                Err(RunnerError::Reservation(ReservationRefused::Conflict { to, .. })) => {
-                    at.insert(to.max(t + 1));
-                    last = Some(RunnerError::Reservation(ReservationRefused::Conflict {
-                        id: reservation.id,
-                        from: t,
-                        to,
-                        free: 0,
-                        procs: reservation.procs,
-                    }));
-                }
-                Err(e @ RunnerError::Reservation(ReservationRefused::Unfit { .. })) => {
-                    at.insert(t + 1);
-                    last = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.expect("tried at least once"))
     }
 
     /// `CommitReservation`: a tentative reservation is stored and held for good.

@@ -121,6 +121,7 @@ fn an_ended_job_runs_again_only_as_a_later_run() {
     let cancel = v1::CancelRequest {
         job_id: 1,
         reason: "test".into(),
+        run: None,
     };
     d.cancel(cancel.clone(), at(1).secs).unwrap();
     d.flush().unwrap();
@@ -133,6 +134,18 @@ fn an_ended_job_runs_again_only_as_a_later_run() {
     assert_eq!(d.events.last().map(|e| (e.job_id, e.run)), Some((1, 1)));
     // While run 1 lives, no run of the job is taken.
     assert!(d.admit(req(2), at(3).secs).is_err());
+    // A kill of run 0 (a late fragment kill) leaves run 1 alone; one of run 1 cancels it.
+    let kill = |run| v1::CancelRequest {
+        run: Some(run),
+        ..cancel.clone()
+    };
+    let late = d.cancel(kill(0), at(4).secs).unwrap_err();
+    assert_eq!(late.code(), tonic::Code::NotFound, "{late:?}");
+    assert_eq!(d.jobs[&1].state, JobState::Queued);
+    d.cancel(kill(1), at(4).secs).unwrap();
+    assert!(!d.jobs.contains_key(&1), "run 1 cancelled");
+    let gone = d.cancel(kill(0), at(5).secs).unwrap_err();
+    assert_eq!(gone.code(), tonic::Code::NotFound, "{gone:?}");
 }
 
 fn orders(d: &mut Driver) -> Vec<String> {

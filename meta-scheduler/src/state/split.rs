@@ -9,7 +9,7 @@
 //! completed, else as its first fragment to end badly (a cancelled one only when none ended
 //! otherwise), whose end also has the others killed; each ended fragment's reservation is let go.
 
-use super::{Batch, State, rank};
+use super::{Batch, FragmentKill, State, rank};
 use crate::coallocate::Agreed;
 use crate::decide::Split;
 use gridsched_core::dispatch::Part;
@@ -132,9 +132,30 @@ impl State {
         self.unplaced.insert(id);
     }
 
-    /// Site `i` has fragment `id` of its job (its Enqueue answered).
-    pub fn fragment_sent(&mut self, b: &mut Batch, i: usize, id: u64, time: i64) {
+    /// Site `i` has fragment `id` of its job, of run `run` (its Enqueue answered). A fragment no
+    /// longer wanted there — another fragment of its run ended badly, or its job ended or was
+    /// requeued as a later run, while the Enqueue was on its way (a kill sent meanwhile found
+    /// nothing to kill) — is killed.
+    pub fn fragment_sent(&mut self, b: &mut Batch, i: usize, id: u64, run: u32, time: i64) {
         let name = self.sites[i].name.clone();
+        let bad = |f: &v1::Fragment| f.state().is_terminal() && f.state() != JobState::Completed;
+        let wanted = self.jobs.get(&id).is_some_and(|j| {
+            !j.state().is_terminal()
+                && j.requeues == run
+                && !j.fragments.iter().any(bad)
+                && j.fragments
+                    .iter()
+                    .any(|f| f.site == name && !f.state().is_terminal())
+        });
+        if !wanted {
+            b.kill_fragments.push(FragmentKill {
+                site: i,
+                job: id,
+                run,
+                why: format!("run {run} of job {id} is no longer wanted here"),
+            });
+            return;
+        }
         self.update(b, id, time, |j| {
             let f = j.fragments.iter_mut().find(|f| f.site == name)?;
             if f.state() != JobState::Dispatched {
@@ -185,7 +206,7 @@ impl State {
                         for (m, other) in j.fragments.iter().enumerate() {
                             if m != k && !other.state().is_terminal() {
                                 let why = format!("fragment {k} at {name} ended: {}", ev.detail);
-                                kills.push((other.site.clone(), why));
+                                kills.push((other.site.clone(), j.requeues, why));
                             }
                         }
                     }
@@ -254,9 +275,14 @@ impl State {
             let first = self.site_index(&site).unwrap_or(0);
             self.plan_again(ev.job_id, first, ev.time);
         }
-        for (site, why) in kills {
+        for (site, run, why) in kills {
             if let Some(s) = self.site_index(&site) {
-                b.kill_fragments.push((s, ev.job_id, why));
+                b.kill_fragments.push(FragmentKill {
+                    site: s,
+                    job: ev.job_id,
+                    run,
+                    why,
+                });
             }
         }
         b.drop_reservations

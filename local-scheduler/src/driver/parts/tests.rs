@@ -187,6 +187,7 @@ fn cancel_reaches_every_part() {
     let r = v1::CancelRequest {
         job_id: 1,
         reason: String::new(),
+        run: None,
     };
     d.cancel(r, at(5).secs).unwrap();
     assert_eq!(orders(&mut d), [["kill 1"], ["kill 1"], ["kill 1"]]);

@@ -103,7 +103,7 @@ fn fragments_run_together_and_the_first_failure_ends_the_job() {
         .map(|f| (f.site.as_str(), f.processors, f.reservation, f.estimate_s))
         .collect();
     assert_eq!(f, [("a", 4, 7, 110), ("b", 2, 8, 110)]);
-    st.fragment_sent(&mut Batch::default(), 0, 1, 3);
+    st.fragment_sent(&mut Batch::default(), 0, 1, 0, 3);
     assert_eq!(
         st.jobs[&1].state(),
         JobState::Dispatched,
@@ -126,7 +126,7 @@ fn fragments_run_together_and_the_first_failure_ends_the_job() {
     // b fails: a is to be killed, and its cancellation does not explain the job's end.
     let b = event(&mut st, 1, 1, JobState::Failed, Some(3));
     assert_eq!(b.kill_fragments.len(), 1);
-    assert_eq!(b.kill_fragments[0].0, 0);
+    assert_eq!((b.kill_fragments[0].site, b.kill_fragments[0].run), (0, 0));
     assert_eq!(b.drop_reservations, [(1, 8)]);
     assert_eq!(st.jobs[&1].state(), JobState::Running);
     let b = event(&mut st, 0, 1, JobState::Cancelled, None);
@@ -173,4 +173,40 @@ fn a_failed_fragment_requeues_the_job_once_then_fails_it() {
     let j = &st.jobs[&1];
     assert_eq!((j.state(), j.requeues), (JobState::Failed, 1));
     assert_eq!(j.reason, "fragment 1 of 2 at b: Failed");
+}
+
+/// A fragment whose Enqueue is answered only after another fragment of its run failed (the kill
+/// sent then found nothing at its site) is killed then, naming its run; one still wanted is not.
+#[test]
+fn a_fragment_that_reaches_its_site_after_its_run_went_bad_is_killed_then() {
+    let mut st = grid();
+    submit(&mut st, 1, 6);
+    let agreed = Agreed {
+        start: 3,
+        reservations: vec![(0, 7), (1, 8)],
+        rounds: 1,
+    };
+    assert!(st.split_agreed(&mut Batch::default(), 1, &agreed, 3));
+    let mut b = Batch::default();
+    st.fragment_sent(&mut b, 1, 1, 0, 3);
+    assert!(b.kill_fragments.is_empty(), "b's fragment is wanted");
+    event(&mut st, 1, 1, JobState::Running, None);
+    let b = event(&mut st, 1, 1, JobState::Failed, Some(3));
+    assert_eq!(
+        b.kill_fragments.len(),
+        1,
+        "a's kill, which finds nothing yet"
+    );
+    let mut b = Batch::default();
+    st.fragment_sent(&mut b, 0, 1, 0, 4);
+    assert_eq!(
+        b.kill_fragments,
+        [FragmentKill {
+            site: 0,
+            job: 1,
+            run: 0,
+            why: "run 0 of job 1 is no longer wanted here".into(),
+        }]
+    );
+    assert_eq!(st.jobs[&1].fragments[0].state(), JobState::Dispatched);
 }
