@@ -42,6 +42,11 @@ pub struct BenchArgs {
     /// Directory of the benchmark grid (default: a temporary one).
     #[arg(long)]
     pub dir: Option<std::path::PathBuf>,
+    /// Instead of the other measurements: run this many zero-second jobs to their end, then
+    /// measure the meta-scheduler's resident memory, `get` and `list` latencies over that
+    /// history, and its restart (killed -9) to serving.
+    #[arg(long, default_value_t = 0)]
+    pub history: usize,
 }
 
 fn grid() -> GridFile {
@@ -198,6 +203,10 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         grid.dir.display()
     );
 
+    if a.history > 0 {
+        return history(&a, &mut grid, c).await;
+    }
+
     // 1. Submit-to-start latency on the idle grid.
     let mut lat = Vec::with_capacity(a.samples);
     for _ in 0..a.samples {
@@ -282,24 +291,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
 
     // 3. Batched submissions of N one-second jobs, then their run against the ideal.
     let t = Instant::now();
-    let mut last = 0;
-    let mut submitted = 0;
-    while submitted < a.jobs {
-        let n = a.batch.min(a.jobs - submitted);
-        let reqs: Vec<v1::SubmitRequest> = (0..n)
-            .map(|_| v1::SubmitRequest {
-                spec: Some(emulated(1)),
-            })
-            .collect();
-        let r = c.submit_batch(tokio_stream::iter(reqs)).await?.into_inner();
-        for res in r.results {
-            match res.outcome {
-                Some(v1::submit_result::Outcome::Accepted(a)) => last = last.max(a.job_id),
-                other => anyhow::bail!("a benchmark job was refused: {other:?}"),
-            }
-        }
-        submitted += n;
-    }
+    let last = submit_batched(&mut c, a.jobs, a.batch, 1).await?;
     let ack = t.elapsed().as_secs_f64();
     outln!(
         "batched submissions ({} per batch): {:.0} jobs/s acknowledged and durable ({} jobs in {ack:.2} s)",
@@ -314,6 +306,142 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         "{} one-second jobs on 96 processors: {run:.1} s from the first submission to the last end; ideal {ideal:.0} s ({:.1}% above)",
         a.jobs,
         (run / ideal - 1.0) * 100.0
+    );
+    if let Some(what) = grid.exited()? {
+        anyhow::bail!("{what} during the benchmark");
+    }
+    Ok(())
+}
+
+/// The resident memory of process `pid`, MiB (Linux).
+fn rss_mib(pid: u32) -> anyhow::Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmRSS for process {pid}"))?;
+    Ok(kb / 1024.0)
+}
+
+/// Submits `n` emulated jobs of `run` seconds in batches of `batch`: the last id.
+async fn submit_batched(
+    c: &mut MetaSchedulerClient<Channel>,
+    n: usize,
+    batch: usize,
+    run: i64,
+) -> anyhow::Result<u64> {
+    let mut last = 0;
+    let mut submitted = 0;
+    while submitted < n {
+        let k = batch.max(1).min(n - submitted);
+        let reqs: Vec<v1::SubmitRequest> = (0..k)
+            .map(|_| v1::SubmitRequest {
+                spec: Some(emulated(run)),
+            })
+            .collect();
+        let r = c.submit_batch(tokio_stream::iter(reqs)).await?.into_inner();
+        for res in r.results {
+            match res.outcome {
+                Some(v1::submit_result::Outcome::Accepted(a)) => last = last.max(a.job_id),
+                other => anyhow::bail!("a benchmark job was refused: {other:?}"),
+            }
+        }
+        submitted += k;
+    }
+    Ok(last)
+}
+
+/// Latencies (ms) of `get` of `samples` finished jobs spread over ids 1..=`last`, and of
+/// `samples` pages of `list` (100 completed jobs each, following the page tokens).
+async fn read_latencies(
+    c: &mut MetaSchedulerClient<Channel>,
+    last: u64,
+    samples: usize,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+    let mut get = Vec::with_capacity(samples);
+    // A fixed stride coprime with most histories: every part of the id range is read.
+    let mut id = 1;
+    for _ in 0..samples {
+        id = (id + 7_919) % last.max(1) + 1;
+        let t = Instant::now();
+        let j = c
+            .get_job(v1::GetJobRequest { job_id: id })
+            .await?
+            .into_inner();
+        get.push(t.elapsed().as_secs_f64() * 1e3);
+        if j.job.is_none() {
+            anyhow::bail!("job {id} not found");
+        }
+    }
+    let mut list = Vec::with_capacity(samples);
+    let mut token = String::new();
+    for _ in 0..samples {
+        let t = Instant::now();
+        let page = c
+            .list_jobs(v1::ListJobsRequest {
+                states: vec![JobState::Completed.into()],
+                limit: 100,
+                page_token: token.clone(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        list.push(t.elapsed().as_secs_f64() * 1e3);
+        token = page.next_page_token;
+    }
+    Ok((get, list))
+}
+
+/// `gridctl bench --history N`: the meta-scheduler's memory, reads and restart over a history of
+/// N finished jobs.
+async fn history(
+    a: &BenchArgs,
+    grid: &mut crate::up::Launched,
+    mut c: MetaSchedulerClient<Channel>,
+) -> anyhow::Result<()> {
+    let pid = grid
+        .pid("meta-scheduler")
+        .ok_or_else(|| anyhow::anyhow!("no meta-scheduler process"))?;
+    let fresh = rss_mib(pid)?;
+    let t = Instant::now();
+    let last = submit_batched(&mut c, a.history, a.batch, 0).await?;
+    wait_all_ended(&mut c, last).await?;
+    let ran = t.elapsed().as_secs_f64();
+    let full = rss_mib(pid)?;
+    outln!(
+        "{} zero-second jobs run to their end in {ran:.1} s; meta-scheduler resident memory {fresh:.0} MiB fresh, {full:.0} MiB after ({:.2} KiB a job)",
+        a.history,
+        (full - fresh) * 1024.0 / a.history as f64
+    );
+    let (mut get, mut list) = read_latencies(&mut c, last, a.samples).await?;
+    outln!(
+        "over that history, {} samples each: get p50 {:.2} ms, p99 {:.2} ms; list (100 completed jobs a page) p50 {:.2} ms, p99 {:.2} ms",
+        a.samples,
+        pct(&mut get, 0.5),
+        pct(&mut get, 0.99),
+        pct(&mut list, 0.5),
+        pct(&mut list, 0.99)
+    );
+    let t = Instant::now();
+    grid.restart_meta()?;
+    let listening = t.elapsed().as_secs_f64();
+    let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
+    loop {
+        if let Ok(j) = c.get_job(v1::GetJobRequest { job_id: last }).await
+            && j.into_inner().job.is_some()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let serving = t.elapsed().as_secs_f64();
+    let pid = grid
+        .pid("meta-scheduler")
+        .ok_or_else(|| anyhow::anyhow!("no meta-scheduler process after the restart"))?;
+    outln!(
+        "restart (killed -9, started again on its store): listening after {listening:.2} s, serving after {serving:.2} s; resident memory then {:.0} MiB",
+        rss_mib(pid)?
     );
     if let Some(what) = grid.exited()? {
         anyhow::bail!("{what} during the benchmark");

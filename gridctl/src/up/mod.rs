@@ -111,6 +111,8 @@ fn spawn(
 /// address.
 pub struct Launched {
     children: Children,
+    /// The meta-scheduler's configuration, less its listening address (for a restart).
+    meta_config: (GridFile, Option<String>),
     /// `HOST:PORT` of the meta-scheduler.
     pub meta: String,
     /// Each site's local-scheduler address.
@@ -131,6 +133,47 @@ impl std::fmt::Debug for Launched {
 }
 
 impl Launched {
+    /// The process id of the child named `name` (`meta-scheduler`, `local-scheduler alpha`, ...).
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.children
+            .0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.id())
+    }
+
+    /// Kills the meta-scheduler (SIGKILL) and starts it again on the same address, from its
+    /// store: returns once it listens.
+    pub fn restart_meta(&mut self) -> anyhow::Result<()> {
+        if let Some(k) = self
+            .children
+            .0
+            .iter()
+            .position(|(n, _)| n == "meta-scheduler")
+        {
+            let (_, mut c) = self.children.0.remove(k);
+            c.kill()?;
+            c.wait()?;
+        }
+        let (grid, http) = &self.meta_config;
+        let cfg = self.dir.join("meta.toml");
+        std::fs::write(
+            &cfg,
+            grid.meta_toml(&self.meta, http.as_deref(), &self.dir, &self.endpoints),
+        )?;
+        let args = vec!["--config".into(), cfg.display().to_string()];
+        let log = self.dir.join("logs").join("meta-restarted.log");
+        spawn(
+            &mut self.children,
+            "meta-scheduler",
+            "meta-scheduler",
+            &args,
+            &log,
+            true,
+        )?;
+        Ok(())
+    }
+
     /// The first child that has exited, if any.
     pub fn exited(&mut self) -> anyhow::Result<Option<String>> {
         for (name, c) in &mut self.children.0 {
@@ -212,6 +255,7 @@ pub fn launch(
     .unwrap_or_default();
     Ok(Launched {
         children,
+        meta_config: (grid.clone(), http.map(str::to_owned)),
         meta,
         endpoints,
         dir,
