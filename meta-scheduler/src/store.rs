@@ -6,6 +6,12 @@
 //! restarted meta-scheduler finds every acknowledged job as it was. Advance reservations are kept
 //! the same way, written as PENDING before their site is asked (so that one a crash leaves
 //! unconfirmed is found and taken back) and as HELD once it has admitted them.
+//!
+//! The layout has a schema version, kept in the counters table. Opening a store written by an
+//! older build runs the migrations from its version to [`SCHEMA_VERSION`] in one transaction, in
+//! order; a store written by a newer build is refused with an error naming both versions (the
+//! service does not start rather than misread it). A store without a version was written before
+//! versions were recorded, in the layout of version 1.
 
 use crate::state::Decision;
 use gridsched_proto::v1;
@@ -19,6 +25,48 @@ const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 const DECISIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("decisions");
 const SITE_SEQ: TableDefinition<&str, u64> = TableDefinition::new("site_sequences");
 const RESERVATIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("reservations");
+
+/// The version of the store's layout this build writes.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// A change of layout: from version `n` (its index + 1) to `n + 1`.
+type Migration = fn(&redb::WriteTransaction) -> Result<(), StoreError>;
+
+/// The migrations, in order: `MIGRATIONS[n - 1]` takes a store from version `n` to `n + 1`.
+const MIGRATIONS: &[Migration] = &[];
+
+/// Brings the store of `tx` to `target` with `migrations` (as [`MIGRATIONS`]): its version, or
+/// 1 for a store written before versions were recorded (or a new one).
+fn migrate(
+    tx: &redb::WriteTransaction,
+    target: u64,
+    migrations: &[Migration],
+) -> Result<(), StoreError> {
+    let found = tx
+        .open_table(COUNTERS)
+        .map_err(err)?
+        .get("schema_version")
+        .map_err(err)?
+        .map_or(1, |v| v.value());
+    if found > target {
+        return Err(StoreError(format!(
+            "schema version {found}, newer than this build's {target}: run the gridsched that \
+             wrote it (or a newer one), or move the state directory away"
+        )));
+    }
+    for version in found..target {
+        let step = usize::try_from(version - 1)
+            .ok()
+            .and_then(|k| migrations.get(k))
+            .ok_or_else(|| StoreError(format!("no migration from schema version {version}")))?;
+        step(tx)?;
+    }
+    tx.open_table(COUNTERS)
+        .map_err(err)?
+        .insert("schema_version", target)
+        .map_err(err)?;
+    Ok(())
+}
 
 /// A store failure, reported to clients as INTERNAL.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +133,9 @@ impl Store {
         tx.open_table(DECISIONS).map_err(err)?;
         tx.open_table(SITE_SEQ).map_err(err)?;
         tx.open_table(RESERVATIONS).map_err(err)?;
+        let path = dir.join("meta.redb");
+        migrate(&tx, SCHEMA_VERSION, MIGRATIONS)
+            .map_err(|e| StoreError(format!("{}: {}", path.display(), e.0)))?;
         tx.commit().map_err(err)?;
         Ok(Store { db })
     }
@@ -241,5 +292,93 @@ mod tests {
         assert_eq!((l.last_id, l.last_sequence), (7, 3));
         assert_eq!(l.site_seqs, vec![("alpha".to_string(), 42)]);
         assert_eq!(l.decisions.len(), 1);
+    }
+
+    fn version(dir: &Path) -> Option<u64> {
+        let db = Database::create(dir.join("meta.redb")).unwrap();
+        let tx = db.begin_read().unwrap();
+        let counters = tx.open_table(COUNTERS).unwrap();
+        counters.get("schema_version").unwrap().map(|v| v.value())
+    }
+
+    fn set_version(dir: &Path, v: Option<u64>) {
+        let db = Database::create(dir.join("meta.redb")).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let mut counters = tx.open_table(COUNTERS).unwrap();
+            match v {
+                Some(v) => counters.insert("schema_version", v).unwrap(),
+                None => counters.remove("schema_version").unwrap(),
+            };
+        }
+        tx.commit().unwrap();
+    }
+
+    /// A new store records this build's version; one written before versions were recorded is
+    /// read as version 1 and keeps its jobs; one from a newer build is refused, naming both
+    /// versions, and left as it was.
+    #[test]
+    fn the_schema_version_is_recorded_and_a_newer_store_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = v1::Job {
+            id: 3,
+            ..Default::default()
+        };
+        Store::open(dir.path())
+            .unwrap()
+            .commit(&Write {
+                jobs: vec![&job],
+                last_id: 3,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(version(dir.path()), Some(SCHEMA_VERSION));
+        set_version(dir.path(), None);
+        let l = Store::open(dir.path()).unwrap().load().unwrap();
+        assert_eq!(l.jobs, vec![job]);
+        assert_eq!(version(dir.path()), Some(SCHEMA_VERSION));
+        set_version(dir.path(), Some(SCHEMA_VERSION + 1));
+        let e = Store::open(dir.path()).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "store: {}: schema version {}, newer than this build's {}: run the gridsched \
+                 that wrote it (or a newer one), or move the state directory away",
+                dir.path().join("meta.redb").display(),
+                SCHEMA_VERSION + 1,
+                SCHEMA_VERSION
+            )
+        );
+        assert_eq!(version(dir.path()), Some(SCHEMA_VERSION + 1));
+    }
+
+    /// Migrations run in order from the store's version to the target, in the open's
+    /// transaction; a version without its migration is an error.
+    #[test]
+    fn migrations_run_in_order_up_to_the_target() {
+        fn to_2(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+            let mut c = tx.open_table(COUNTERS).map_err(err)?;
+            c.insert("steps", 1).map_err(err)?;
+            Ok(())
+        }
+        fn to_3(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+            let mut c = tx.open_table(COUNTERS).map_err(err)?;
+            let steps = c.get("steps").map_err(err)?.map_or(0, |v| v.value());
+            c.insert("steps", steps * 10 + 2).map_err(err)?;
+            Ok(())
+        }
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        let db = Database::create(dir.path().join("meta.redb")).unwrap();
+        let tx = db.begin_write().unwrap();
+        migrate(&tx, 3, &[to_2, to_3]).unwrap();
+        tx.commit().unwrap();
+        let tx = db.begin_read().unwrap();
+        let c = tx.open_table(COUNTERS).unwrap();
+        let read = |k: &str| c.get(k).unwrap().map(|v| v.value());
+        assert_eq!((read("steps"), read("schema_version")), (Some(12), Some(3)));
+        let tx = db.begin_write().unwrap();
+        let e = migrate(&tx, 5, &[to_2, to_3]).unwrap_err();
+        assert_eq!(e.to_string(), "store: no migration from schema version 3");
     }
 }
