@@ -25,7 +25,8 @@ use tonic::transport::Channel;
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
-    /// Meta-scheduler endpoint.
+    /// Meta-scheduler endpoint; several, comma-separated, are tried in order and the first that
+    /// answers is used (replicas of the meta-scheduler).
     #[arg(
         long,
         global = true,
@@ -250,12 +251,34 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// A channel to the first of the comma-separated `--endpoint`s that can be reached, and its
+    /// URL; the error names every one tried and why.
+    async fn meta_channel(&self) -> anyhow::Result<(String, Channel)> {
+        let mut failed = Vec::new();
+        for url in self
+            .endpoint
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            match self.channel(url).await {
+                Ok(c) => return Ok((url.to_owned(), c)),
+                Err(e) => failed.push(e.to_string()),
+            }
+        }
+        match failed.len() {
+            0 => anyhow::bail!("--endpoint: no endpoint given"),
+            1 => anyhow::bail!("{}", failed[0]),
+            _ => anyhow::bail!("no endpoint answers: {}", failed.join("; ")),
+        }
+    }
+}
+
 async fn connect(cli: &Conn) -> anyhow::Result<Client> {
     let bearer = Bearer::new(cli.token()?.as_deref())?;
-    Ok(MetaSchedulerClient::with_interceptor(
-        cli.channel(&cli.endpoint).await?,
-        bearer,
-    ))
+    let (_, channel) = cli.meta_channel().await?;
+    Ok(MetaSchedulerClient::with_interceptor(channel, bearer))
 }
 
 /// The jobs `req` matches, by increasing id: at most `limit` of them (all when `None`), asked
@@ -354,13 +377,16 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             return Ok(std::process::ExitCode::SUCCESS);
         }
         Cmd::Health { local } => {
-            let url = local.as_deref().unwrap_or(&conn.endpoint);
+            let (url, channel) = match local.as_deref() {
+                Some(url) => (url.to_owned(), conn.channel(url).await?),
+                None => conn.meta_channel().await?,
+            };
             let service = if local.is_some() {
                 v1::local_scheduler_server::SERVICE_NAME
             } else {
                 v1::meta_scheduler_server::SERVICE_NAME
             };
-            let mut c = HealthClient::new(conn.channel(url).await?);
+            let mut c = HealthClient::new(channel);
             let r = c
                 .check(HealthCheckRequest {
                     service: service.to_owned(),

@@ -1,7 +1,8 @@
 //! `gridctl` against a real meta-scheduler holding more jobs than one ListJobs page (its sites
 //! are unreachable, so the jobs stay ACCEPTED): `list --all` and `list --limit` page past the
 //! server's 1,000-job cap, output into a pipe closed early (`| head`) ends gridctl quietly with
-//! exit code 0, and `health` asks the standard health service.
+//! exit code 0, `health` asks the standard health service, and of several endpoints the first
+//! that answers is used.
 
 use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
 use std::io::{BufRead, BufReader};
@@ -172,5 +173,23 @@ async fn pages_past_the_cap_and_stops_quietly_on_a_closed_pipe() {
     assert!(
         text.contains("gridsched.v1.MetaScheduler") && text.contains("SERVING"),
         "{text}"
+    );
+
+    // Several endpoints: the first that answers is used; none answering names each.
+    let dead = "http://127.0.0.1:1";
+    let both = format!("{dead},{ep}");
+    assert_eq!(listed(&both, &["--limit", "3"]), [1, 2, 3]);
+    let h = gridctl(&both, &["health"]);
+    assert!(
+        String::from_utf8_lossy(&h.stdout).contains(&format!("at {ep}: SERVING")),
+        "{h:?}"
+    );
+    let none = gridctl(&format!("{dead}, http://127.0.0.1:2"), &["list"]);
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(!none.status.success());
+    assert!(
+        err.contains("no endpoint answers: cannot reach http://127.0.0.1:1")
+            && err.contains("; cannot reach http://127.0.0.1:2"),
+        "{err}"
     );
 }
