@@ -223,15 +223,27 @@ impl MetaService {
         for i in b.wake {
             self.inner.wake[i].notify_one();
         }
-        self.start_split_work(b.coallocate, b.send_fragments, b.kill_fragments);
-        for (site, r) in b.drop_reservations {
-            let svc = self.clone();
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    svc.drop_reservation(site, r, "its fragment ended").await;
-                });
-            }
+        if b.drop_reservations.is_empty() {
+            self.start_split_work(b.coallocate, b.send_fragments, b.kill_fragments);
+            return;
         }
+        self.start_split_work(Vec::new(), b.send_fragments, b.kill_fragments);
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.start_split_work(b.coallocate, Vec::new(), Vec::new());
+            return;
+        };
+        // The served reservations are let go before any co-allocation of this batch asks for
+        // holds: a split job requeued by its last fragment's end would otherwise find its old
+        // reservations still held at their sites, and be held after them.
+        let svc = self.clone();
+        rt.spawn(async move {
+            let drops = b.drop_reservations.iter().map(|&(site, r)| {
+                let svc = &svc;
+                async move { svc.drop_reservation(site, r, "its fragment ended").await }
+            });
+            futures_util::future::join_all(drops).await;
+            svc.start_split_work(b.coallocate, Vec::new(), Vec::new());
+        });
     }
 
     /// Runs `f` on the state and commits what it changed in one transaction, then publishes.
