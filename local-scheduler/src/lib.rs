@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod driver;
+pub mod edge;
 pub mod metrics;
 pub mod service;
 pub mod store;
@@ -90,13 +91,10 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     let (meta_secret, agent_secret) = cfg.auth.secrets()?;
     let http_tls = cfg.tls.rustls_server()?;
     let grpc_tls = cfg.tls.server()?;
-    let mut driver = driver::edge::driver(cfg)?;
+    let mut driver = edge::driver(cfg)?;
     let mut registry = gridsched_telemetry::Registry::default();
     let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
-    driver.set_metrics(
-        metrics::LocalMetrics::new(&mut registry),
-        driver::edge::stopwatch,
-    );
+    driver.set_metrics(metrics::LocalMetrics::new(&mut registry), edge::stopwatch);
     if let Some(addr) = metrics_listen {
         let registry = std::sync::Arc::new(registry);
         let bound =
@@ -104,7 +102,7 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
         tracing::info!(%bound, "metrics on http://{bound}/metrics");
     }
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
-    tokio::spawn(driver::edge::run(driver, rx));
+    tokio::spawn(edge::run(driver, rx));
     let mut server = tonic::transport::Server::builder();
     if let Some(tls) = grpc_tls {
         server = server.tls_config(tls)?;

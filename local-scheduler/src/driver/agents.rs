@@ -340,7 +340,7 @@ impl Driver {
 
     /// The periodic tick: lost agents, then the runner's overrun check when a running job is
     /// due, then a pass when the policy's wake-up is due or something changed; always a commit.
-    pub(super) fn tick(&mut self, now: Now) {
+    pub(crate) fn tick(&mut self, now: Now) {
         self.refresh_metrics();
         self.expire_reservations(now.secs);
         self.lapse_leases(now);

@@ -21,7 +21,6 @@
 
 mod agents;
 mod claims;
-pub mod edge;
 mod log;
 mod parts;
 mod recover;

@@ -1,9 +1,10 @@
-//! The edge of the local scheduler's driver: the one place that reads the clocks. Its loop takes
-//! the messages of the gRPC handlers and the 100 ms tick, reads the wall clock (the runner's Unix
-//! seconds) and a monotonic clock (agent liveness) once per message, and hands both to the
-//! driver's handlers as a [`Now`]; everything past this point decides from its arguments.
+//! The local scheduler's clock edge, in the service shell beside the gRPC handlers: the one place
+//! that reads the clocks. Its loop takes the messages of the gRPC handlers and the 100 ms tick,
+//! reads the wall clock (the runner's Unix seconds) and a monotonic clock (agent liveness) once
+//! per message, and hands both to the driver's handlers as a [`Now`]; the driver decides from
+//! that argument only (its tests run it on a virtual clock).
 
-use super::{Driver, Msg, Now};
+use crate::driver::{Driver, Msg, Now};
 use gridsched_core::Time;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
