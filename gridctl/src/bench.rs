@@ -47,6 +47,10 @@ pub struct BenchArgs {
     /// history, and its restart (killed -9) to serving.
     #[arg(long, default_value_t = 0)]
     pub history: usize,
+    /// With `--history`: at most this many jobs are submitted and not yet ended at a time (the
+    /// history is submitted in waves of this size, each run to its end before the next).
+    #[arg(long, default_value_t = 10_000)]
+    pub backlog: usize,
 }
 
 fn grid() -> GridFile {
@@ -405,14 +409,20 @@ async fn history(
         .ok_or_else(|| anyhow::anyhow!("no meta-scheduler process"))?;
     let fresh = rss_mib(pid)?;
     let t = Instant::now();
-    let last = submit_batched(&mut c, a.history, a.batch, 0).await?;
-    wait_all_ended(&mut c, last).await?;
+    let (mut last, mut submitted, mut peak) = (0, 0, fresh);
+    while submitted < a.history {
+        let wave = a.backlog.max(1).min(a.history - submitted);
+        last = submit_batched(&mut c, wave, a.batch, 0).await?;
+        peak = peak.max(rss_mib(pid)?);
+        wait_all_ended(&mut c, last).await?;
+        submitted += wave;
+    }
     let ran = t.elapsed().as_secs_f64();
     let full = rss_mib(pid)?;
     outln!(
-        "{} zero-second jobs run to their end in {ran:.1} s; meta-scheduler resident memory {fresh:.0} MiB fresh, {full:.0} MiB after ({:.2} KiB a job)",
+        "{} zero-second jobs run to their end in {ran:.1} s, in waves of {} (at most that many not ended at a time); meta-scheduler resident memory {fresh:.0} MiB fresh, {peak:.0} MiB at most after a wave's submission, {full:.0} MiB after",
         a.history,
-        (full - fresh) * 1024.0 / a.history as f64
+        a.backlog.max(1)
     );
     let (mut get, mut list) = read_latencies(&mut c, last, a.samples).await?;
     outln!(

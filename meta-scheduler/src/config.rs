@@ -61,6 +61,12 @@ pub struct MetaConfig {
     /// Faults injected on purpose, for tests and failure drills; all off by default.
     #[serde(default)]
     pub faults: FaultConfig,
+    /// How long finished jobs and job events stay in memory (they stay in the store).
+    #[serde(default)]
+    pub retention: crate::history::RetentionConfig,
+    /// The durable store's settings.
+    #[serde(default)]
+    pub store: crate::store::StoreConfig,
 }
 
 /// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
@@ -213,6 +219,8 @@ impl Default for MetaConfig {
             sites: Vec::new(),
             wan: Vec::new(),
             faults: FaultConfig::default(),
+            retention: Default::default(),
+            store: Default::default(),
         }
     }
 }
@@ -313,6 +321,12 @@ impl MetaConfig {
         }
         if l.hold_lease_ms == 0 {
             return Err(bad("links.hold_lease_ms".into(), "must be positive"));
+        }
+        if self.retention.events == 0 {
+            return Err(bad("retention.events".into(), "must be at least 1"));
+        }
+        if self.store.cache_mib == 0 {
+            return Err(bad("store.cache_mib".into(), "must be at least 1"));
         }
         if l.coallocation_rounds == 0 {
             return Err(bad(

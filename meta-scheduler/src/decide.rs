@@ -159,6 +159,21 @@ impl Decider {
         }
     }
 
+    /// The classifier's state, to write with the jobs it classified.
+    pub fn classifier_snapshot(&self) -> Vec<i64> {
+        self.classifier.snapshot()
+    }
+
+    /// Continues classifying from a snapshot.
+    pub fn restore_classifier(&mut self, snapshot: &[i64]) {
+        self.classifier.restore(snapshot);
+    }
+
+    /// How many jobs with a deadline the classifier remembers.
+    pub fn classifier_window(&self) -> usize {
+        self.classifier.config().window
+    }
+
     /// Chooses the site of a classified job at `now` (D4.2): the site index, or `None` when no
     /// site that is up can run it now (the job waits for one), with the explanation.
     pub fn dispatch(

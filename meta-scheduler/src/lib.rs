@@ -12,6 +12,7 @@ pub mod config;
 pub mod dashboard;
 pub mod decide;
 pub mod explain;
+pub mod history;
 pub mod links;
 pub mod metrics;
 pub mod reservations;

@@ -58,6 +58,10 @@ pub struct MetaMetrics {
     pub holds_released: Counter,
     /// Seconds between the first and the last fragment start of a split job.
     pub start_skew: Histogram,
+    /// Jobs held in memory (not finished, or finished within their retention).
+    pub in_memory: Gauge,
+    /// Job events retained in memory for watchers.
+    pub events_retained: Gauge,
 }
 
 /// The outcome of a co-allocation.
@@ -90,6 +94,8 @@ impl MetaMetrics {
             coallocations: Family::default(),
             holds_released: Counter::default(),
             start_skew: Histogram::new([0.001, 0.01, 0.1, 1.0, 10.0]),
+            in_memory: Gauge::default(),
+            events_retained: Gauge::default(),
         };
         r.register(
             "gridsched_meta_jobs",
@@ -140,6 +146,17 @@ impl MetaMetrics {
             "gridsched_meta_start_skew_seconds",
             "Seconds between the first and the last fragment start of a split job",
             m.start_skew.clone(),
+        );
+        r.register(
+            "gridsched_meta_jobs_in_memory",
+            "Jobs held in memory: not finished, or finished within their retention (the rest \
+             are in the store only)",
+            m.in_memory.clone(),
+        );
+        r.register(
+            "gridsched_meta_events_retained",
+            "Job events retained in memory for watchers that resume",
+            m.events_retained.clone(),
         );
         m
     }

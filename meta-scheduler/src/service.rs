@@ -12,6 +12,7 @@
 use crate::access;
 use crate::config::MetaConfig;
 use crate::decide::Decider;
+use crate::history::Filter;
 use crate::state::{Batch, Decision, State};
 use crate::store::{Store, Write};
 use crate::validate;
@@ -115,12 +116,17 @@ impl MetaService {
     pub fn open(cfg: &MetaConfig) -> anyhow::Result<MetaService> {
         let mut cfg = cfg.clone();
         cfg.complete();
-        let store = Store::open(&cfg.state_dir)?;
-        let loaded = store.load()?;
+        let store = Store::open(&cfg.state_dir, &cfg.store)?;
+        let mut loaded = store.load()?;
         let decider = Decider::new(&cfg, loaded.last_id)?;
         let mut state = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
         state.start_claims = cfg.links.start_claims;
         state.fragment_requeues = cfg.links.fragment_requeues;
+        state.retention = cfg.retention.clone();
+        match loaded.classifier.take() {
+            Some(snapshot) => state.decider.restore_classifier(&snapshot),
+            None => rebuild_classifier(&store, &mut state.decider)?,
+        }
         state.restore(loaded);
         tracing::info!(
             jobs = state.jobs.len(),
@@ -176,6 +182,12 @@ impl MetaService {
         Ok(MetaService { inner })
     }
 
+    /// How many jobs and job events the meta-scheduler holds in memory now.
+    pub fn in_memory(&self) -> Result<(usize, usize), Status> {
+        let st = self.lock()?;
+        Ok((st.jobs.len(), st.events.len()))
+    }
+
     /// The caller of a request (`None` when authentication is off).
     pub(crate) fn caller<T>(
         &self,
@@ -211,6 +223,7 @@ impl MetaService {
                 .iter()
                 .map(|&i| (st.sites[i].name.as_str(), st.site_seq[i]))
                 .collect(),
+            classifier: b.classified.then(|| st.decider.classifier_snapshot()),
         };
         self.inner.store.commit(&w).map_err(internal)
     }
@@ -259,6 +272,7 @@ impl MetaService {
         let r = f(&mut st, &mut b, t)?;
         st.settle(&mut b, t);
         self.commit(&st, &b)?;
+        st.retire(&b.finished, t);
         drop(st);
         self.publish(b);
         Ok(r)
@@ -271,6 +285,7 @@ impl MetaService {
         let mut st = self.lock()?;
         let mut results = Vec::with_capacity(specs.len());
         let mut new_ids = Vec::new();
+        let mut reader = None;
         let split = self.inner.cfg.dispatch.splits();
         for (index, spec) in specs.into_iter().enumerate() {
             let index = index as u32;
@@ -306,8 +321,10 @@ impl MetaService {
                 .client_token
                 .as_ref()
                 .map(|t| format!("{}\0{t}", spec.user));
-            if let Some(&id) = key.as_ref().and_then(|k| st.tokens.get(k)) {
-                results.push(accepted(index, &st.jobs[&id], true));
+            if let Some(k) = &key
+                && let Some(job) = self.token_job(&st, &mut reader, k)?
+            {
+                results.push(accepted(index, &job, true));
                 continue;
             }
             let id = st.last_id + 1;
@@ -320,6 +337,7 @@ impl MetaService {
             };
             st.last_id = id;
             let priority = st.decider.classify(&model);
+            b.classified = true;
             let job = v1::Job {
                 id,
                 priority: priority.priority,
@@ -359,9 +377,61 @@ impl MetaService {
             }
             return Err(e);
         }
+        st.retire(&b.finished, t);
         drop(st);
         self.publish(b);
         Ok(results)
+    }
+
+    /// The job an idempotency key was given to: in memory, else in the store (a finished job
+    /// past its retention), read through `reader` (opened on first use).
+    fn token_job(
+        &self,
+        st: &State,
+        reader: &mut Option<crate::store::Reader>,
+        key: &str,
+    ) -> Result<Option<v1::Job>, Status> {
+        if let Some(id) = st.tokens.get(key) {
+            return Ok(st.jobs.get(id).cloned());
+        }
+        if reader.is_none() {
+            *reader = Some(self.inner.store.reader().map_err(internal)?);
+        }
+        let r = reader.as_ref().expect("opened");
+        match r.token(key).map_err(internal)? {
+            Some(id) => r.job(id).map_err(internal),
+            None => Ok(None),
+        }
+    }
+
+    /// Job `id` as the caller may see it, from memory or else from the store's history, with
+    /// how it was decided.
+    pub(crate) fn visible_job(
+        &self,
+        id: u64,
+        caller: Option<&gridsched_security::Caller>,
+    ) -> Result<(v1::Job, crate::state::Decision, Option<usize>), Status> {
+        {
+            let st = self.lock()?;
+            if st.jobs.contains_key(&id) {
+                let job = access::visible_job(&st, id, caller)?;
+                let site = st.site_of(&job);
+                return Ok((
+                    job,
+                    st.decisions.get(&id).cloned().unwrap_or_default(),
+                    site,
+                ));
+            }
+        }
+        // Not in memory: finished and past its retention (it never comes back), or unknown.
+        let r = self.inner.store.reader().map_err(internal)?;
+        let job = r
+            .job(id)
+            .map_err(internal)?
+            .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
+        access::check_job(caller, &job)?;
+        let decision = r.decision(id).map_err(internal)?.unwrap_or_default();
+        Ok((job, decision, None))
     }
 
     /// A client of site `i`'s local scheduler, or UNAVAILABLE.
@@ -394,10 +464,15 @@ impl MetaService {
         };
         let (state, site, split) = {
             let st = self.lock()?;
-            let job = st
-                .jobs
-                .get(&id)
-                .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
+            let Some(job) = st.jobs.get(&id) else {
+                drop(st);
+                // Past its retention, a job is finished: the store says how.
+                let (job, _, _) = self.visible_job(id, None)?;
+                return Err(Status::failed_precondition(format!(
+                    "job {id} already ended ({})",
+                    job.state().as_str_name()
+                )));
+            };
             if job.state().is_terminal() {
                 return Err(Status::failed_precondition(format!(
                     "job {id} already ended ({})",
@@ -473,6 +548,31 @@ impl MetaService {
     }
 }
 
+/// Rebuilds the classifier of a store written before it kept the classifier's snapshot: the
+/// newest jobs with a deadline, as many as its window holds, classified again oldest first (the
+/// window is all the classifier remembers; jobs without a deadline leave it as it is).
+fn rebuild_classifier(store: &Store, decider: &mut Decider) -> anyhow::Result<()> {
+    let window = decider.classifier_window();
+    let mut models = Vec::new();
+    store.reader()?.newest_first(|job| {
+        let spec = job.spec.clone().unwrap_or_default();
+        if let Ok(m) = decider.job(&spec, job.id, job.submit_time.unwrap_or_default())
+            && m.deadline.is_some()
+        {
+            models.push(m);
+        }
+        models.len() < window
+    })?;
+    for m in models.iter().rev() {
+        decider.classify(m);
+    }
+    Ok(())
+}
+
+/// How many finished jobs of the store one list page looks at, at most: a page of a rare match
+/// ends early (with a token to go on) rather than walk the whole history.
+const LIST_BUDGET: usize = 20_000;
+
 fn accepted(index: u32, job: &v1::Job, duplicate: bool) -> v1::SubmitResult {
     v1::SubmitResult {
         index,
@@ -485,13 +585,20 @@ fn accepted(index: u32, job: &v1::Job, duplicate: bool) -> v1::SubmitResult {
     }
 }
 
-fn watch_matches(req: &v1::WatchRequest, st: &State, ev: &v1::JobEvent) -> bool {
+fn watch_matches(req: &v1::WatchRequest, st: &State, store: &Store, ev: &v1::JobEvent) -> bool {
     (req.job_ids.is_empty() || req.job_ids.contains(&ev.job_id))
         && req.user.as_ref().is_none_or(|u| {
-            st.jobs
-                .get(&ev.job_id)
-                .and_then(|j| j.spec.as_ref())
-                .is_some_and(|s| &s.user == u)
+            let user = |j: &v1::Job| j.spec.as_ref().is_some_and(|s| &s.user == u);
+            match st.jobs.get(&ev.job_id) {
+                Some(j) => user(j),
+                // Finished and gone from memory: the store has it.
+                None => store
+                    .reader()
+                    .and_then(|r| r.job(ev.job_id))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|j| user(&j)),
+            }
         })
 }
 
@@ -544,10 +651,7 @@ impl MetaScheduler for MetaService {
     ) -> Result<Response<v1::GetJobResponse>, Status> {
         let caller = self.caller(&request)?;
         let id = request.into_inner().job_id;
-        let job = {
-            let st = self.lock()?;
-            access::visible_job(&st, id, caller.as_ref())?
-        };
+        let (job, _, _) = self.visible_job(id, caller.as_ref())?;
         Ok(Response::new(v1::GetJobResponse { job: Some(job) }))
     }
 
@@ -569,31 +673,31 @@ impl MetaScheduler for MetaService {
             0 => 100,
             n => n.min(1000),
         } as usize;
-        let st = self.lock()?;
-        let mut jobs = Vec::new();
-        let mut next_page_token = String::new();
-        for (id, job) in st.jobs.range(after + 1..) {
-            let ok = (req.states.is_empty() || req.states.contains(&job.state))
-                && req
-                    .user
-                    .as_ref()
-                    .is_none_or(|u| job.spec.as_ref().is_some_and(|s| &s.user == u))
-                && req.site.as_ref().is_none_or(|s| {
-                    job.site.as_ref() == Some(s) || job.fragments.iter().any(|f| &f.site == s)
-                })
-                && req
-                    .cluster
-                    .as_ref()
-                    .is_none_or(|c| job.cluster.as_ref() == Some(c));
-            if !ok {
-                continue;
-            }
-            if jobs.len() == limit {
-                next_page_token = (id - 1).to_string();
-                break;
-            }
-            jobs.push(st.shown(job));
-        }
+        let filter = Filter {
+            states: &req.states,
+            user: req.user.as_deref(),
+            site: req.site.as_deref(),
+            cluster: req.cluster.as_deref(),
+        };
+        // Memory and the store's view are taken together: a finished job leaves memory only
+        // after its end is committed, so it is in one or the other.
+        let (memory, reader) = {
+            let st = self.lock()?;
+            let memory: Vec<v1::Job> = st
+                .jobs
+                .range(after.saturating_add(1)..)
+                .map(|(_, j)| j)
+                .filter(|j| filter.matches(j))
+                .take(limit + 1)
+                .map(|j| st.shown(j))
+                .collect();
+            (memory, self.inner.store.reader().map_err(internal)?)
+        };
+        let stored = reader
+            .finished(&filter, after, limit + 1, LIST_BUDGET)
+            .map_err(internal)?;
+        let (jobs, next_page_token) =
+            crate::history::merge_page(memory, stored.jobs, stored.looked_to, limit);
         Ok(Response::new(v1::ListJobsResponse {
             jobs,
             next_page_token,
@@ -606,9 +710,7 @@ impl MetaScheduler for MetaService {
     ) -> Result<Response<v1::CancelJobResponse>, Status> {
         let caller = self.caller(&request)?;
         let req = request.into_inner();
-        if let Some(job) = self.lock()?.jobs.get(&req.job_id) {
-            access::check_job(caller.as_ref(), job)?;
-        }
+        self.visible_job(req.job_id, caller.as_ref())?;
         let job = self.cancel(req.job_id, req.reason).await?;
         tracing::info!(job = job.id, state = job.state().as_str_name(), "cancel");
         Ok(Response::new(v1::CancelJobResponse { job: Some(job) }))
@@ -640,7 +742,9 @@ impl MetaScheduler for MetaService {
                 backlog = st
                     .events
                     .iter()
-                    .filter(|e| e.sequence >= from && watch_matches(&req, &st, e))
+                    .filter(|e| {
+                        e.sequence >= from && watch_matches(&req, &st, &self.inner.store, e)
+                    })
                     .cloned()
                     .collect();
             }
@@ -650,7 +754,7 @@ impl MetaScheduler for MetaService {
         let live = tokio_stream::wrappers::BroadcastStream::new(rx).filter_map(move |r| match r {
             Ok(ev) if ev.sequence > last => {
                 let st = me.inner.state.lock().ok()?;
-                watch_matches(&req, &st, &ev).then_some(Ok(ev))
+                watch_matches(&req, &st, &me.inner.store, &ev).then_some(Ok(ev))
             }
             Ok(_) => None,
             Err(_) => Some(Err(Status::data_loss("watcher fell behind; resynchronise"))),
@@ -761,16 +865,7 @@ impl MetaScheduler for MetaService {
     ) -> Result<Response<v1::ExplainResponse>, Status> {
         let caller = self.caller(&request)?;
         let id = request.into_inner().job_id;
-        let (job, decision, site) = {
-            let st = self.lock()?;
-            let job = access::visible_job(&st, id, caller.as_ref())?;
-            let site = st.site_of(&job);
-            (
-                job,
-                st.decisions.get(&id).cloned().unwrap_or_default(),
-                site,
-            )
-        };
+        let (job, decision, site) = self.visible_job(id, caller.as_ref())?;
         let local = match (site, job.state()) {
             (Some(i), JobState::Queued | JobState::Running) => match self.client(i) {
                 Ok(mut c) => Some(self.call(c.status(v1::StatusRequest {})).await),

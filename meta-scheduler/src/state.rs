@@ -24,9 +24,6 @@ use crate::decide::{Decider, Target};
 use gridsched_proto::v1::{self, JobState};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-/// How many job events are retained for `Watch { from_sequence }`.
-pub const RETAINED_EVENTS: usize = 100_000;
-
 /// How a job's priority and site were chosen, kept for `explain`.
 #[derive(Debug, Clone, Default)]
 pub struct Decision {
@@ -59,6 +56,10 @@ pub struct Batch {
     pub kill_fragments: Vec<FragmentKill>,
     /// Reservations of ended fragments to let go: (site, reservation).
     pub drop_reservations: Vec<(usize, u64)>,
+    /// Jobs that finished in this batch (they leave memory after their retention).
+    pub finished: Vec<u64>,
+    /// The classifier classified jobs: its snapshot is written with them.
+    pub classified: bool,
 }
 
 /// A split job's fragment to kill at its site.
@@ -123,6 +124,10 @@ pub struct State {
     pub coallocating: BTreeMap<u64, crate::decide::Split>,
     /// Split jobs restored with fragments their sites may not have yet (sent again at start).
     pub resend: Vec<u64>,
+    /// How long finished jobs and events stay in memory.
+    pub retention: crate::history::RetentionConfig,
+    /// The finished jobs in memory, oldest first, with when their end was committed.
+    pub finished: VecDeque<(i64, u64)>,
 }
 
 fn rank(s: JobState) -> u8 {
@@ -163,6 +168,41 @@ impl State {
             advance: vec![Vec::new(); n],
             coallocating: BTreeMap::new(),
             resend: Vec::new(),
+            retention: Default::default(),
+            finished: VecDeque::new(),
+        }
+    }
+
+    /// After a committed batch: the jobs it finished start their retention, and the finished
+    /// jobs and events past theirs leave memory (they stay in the store).
+    pub fn retire(&mut self, finished: &[u64], now: i64) {
+        self.finished.extend(finished.iter().map(|&id| (now, id)));
+        let keep = i64::try_from(self.retention.finished_s).unwrap_or(i64::MAX);
+        while let Some(&(at, id)) = self.finished.front() {
+            if self.finished.len() <= self.retention.finished_max && at.saturating_add(keep) > now {
+                break;
+            }
+            self.finished.pop_front();
+            self.forget(id);
+        }
+        while self
+            .events
+            .front()
+            .is_some_and(|e| e.time.saturating_add(keep) <= now)
+        {
+            self.events.pop_front();
+        }
+    }
+
+    /// Lets finished job `id` go from memory.
+    fn forget(&mut self, id: u64) {
+        if !self.jobs.get(&id).is_some_and(|j| j.state().is_terminal()) {
+            return;
+        }
+        let job = self.jobs.remove(&id).expect("present");
+        self.decisions.remove(&id);
+        if let Some(key) = token_key(&job) {
+            self.tokens.remove(&key);
         }
     }
 
@@ -184,6 +224,10 @@ impl State {
             *jobs.entry((j.priority, j.state())).or_default() += 1;
         }
         let m = &self.metrics;
+        m.in_memory
+            .set(i64::try_from(self.jobs.len()).unwrap_or(i64::MAX));
+        m.events_retained
+            .set(i64::try_from(self.events.len()).unwrap_or(i64::MAX));
         m.jobs.clear();
         for ((priority, state), n) in jobs {
             let state = state
@@ -232,7 +276,7 @@ impl State {
             withdrawn: false,
             run: job.requeues,
         };
-        if self.events.len() == RETAINED_EVENTS {
+        while self.events.len() >= self.retention.events {
             self.events.pop_front();
         }
         self.events.push_back(ev.clone());
@@ -319,6 +363,7 @@ impl State {
             return false;
         };
         if was_live && job.state().is_terminal() {
+            b.finished.push(id);
             self.unplaced.remove(&id);
             let first_fragment = job.fragments.first().and_then(|f| self.site_index(&f.site));
             match (self.site_of(&job), first_fragment) {
@@ -679,13 +724,13 @@ impl State {
         answer
     }
 
-    /// Rebuilds the state from the store's content: the classifier replays every job in id
-    /// order, live placements are re-entered in the dispatcher, and each job goes back to the
-    /// outbox, the in-flight set or the waiting set its state says.
+    /// Rebuilds the state from what the store loaded (the open jobs): their placements are
+    /// re-entered in the dispatcher, each job goes back to the outbox, the in-flight set or the
+    /// waiting set its state says, and their idempotency tokens are known again. The classifier
+    /// is restored apart (from its snapshot).
     pub fn restore(&mut self, loaded: crate::store::Loaded) {
         self.last_id = loaded.last_id;
         self.last_sequence = loaded.last_sequence;
-        self.tokens = loaded.tokens.into_iter().collect();
         for (name, seq) in loaded.site_seqs {
             if let Some(i) = self.site_index(&name) {
                 self.site_seq[i] = seq;
@@ -699,8 +744,8 @@ impl State {
             let model = self
                 .decider
                 .job(&spec, job.id, job.submit_time.unwrap_or_default());
-            if let Ok(model) = &model {
-                self.decider.classify(model);
+            if let Some(key) = token_key(&job) {
+                self.tokens.insert(key, job.id);
             }
             if !job.state().is_terminal() {
                 match (self.site_of(&job), &model) {
@@ -745,6 +790,13 @@ impl State {
             self.jobs.insert(job.id, job);
         }
     }
+}
+
+/// The idempotency key of a job submitted with a client token: `user \0 token`.
+pub fn token_key(job: &v1::Job) -> Option<String> {
+    let spec = job.spec.as_ref()?;
+    let token = spec.client_token.as_ref()?;
+    Some(format!("{}\0{token}", spec.user))
 }
 
 /// Whether a job dispatched to a site that went down can be taken from it: sent under the

@@ -7,16 +7,24 @@
 //! the same way, written as PENDING before their site is asked (so that one a crash leaves
 //! unconfirmed is found and taken back) and as HELD once it has admitted them.
 //!
+//! The store also holds the history the meta-scheduler no longer keeps in memory (see
+//! [`crate::history`]): the ids of the jobs not finished (all a restart loads), the finished
+//! jobs' indexes by user, site, cluster and state (for `list`), and the classifier's snapshot
+//! (its window of deadline margins, written with the jobs it classified), so a restart costs the
+//! live work, not the history.
+//!
 //! The layout has a schema version, kept in the counters table. Opening a store written by an
 //! older build runs the migrations from its version to [`SCHEMA_VERSION`] in one transaction, in
 //! order; a store written by a newer build is refused with an error naming both versions (the
 //! service does not start rather than misread it). A store without a version was written before
-//! versions were recorded, in the layout of version 1.
+//! versions were recorded, in the layout of version 1. Version 2 added the open-job set, the
+//! finished jobs' indexes and the snapshots.
 
 use crate::state::Decision;
 use gridsched_proto::v1;
 use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::Deserialize;
 use std::path::Path;
 
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
@@ -25,15 +33,105 @@ const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 const DECISIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("decisions");
 const SITE_SEQ: TableDefinition<&str, u64> = TableDefinition::new("site_sequences");
 const RESERVATIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("reservations");
+/// The ids of the jobs not finished.
+const OPEN: TableDefinition<u64, ()> = TableDefinition::new("open_jobs");
+/// Finished jobs by (user, id).
+const BY_USER: TableDefinition<(&str, u64), ()> = TableDefinition::new("finished_by_user");
+/// Finished jobs by (site, id); a split job under each of its fragments' sites.
+const BY_SITE: TableDefinition<(&str, u64), ()> = TableDefinition::new("finished_by_site");
+/// Finished jobs by (cluster, id).
+const BY_CLUSTER: TableDefinition<(&str, u64), ()> = TableDefinition::new("finished_by_cluster");
+/// Finished jobs by (state, id).
+const BY_STATE: TableDefinition<(i32, u64), ()> = TableDefinition::new("finished_by_state");
+/// Snapshots by name: `classifier`, the Deadline heuristic's window (little-endian i64s).
+const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
+
+/// The `[store]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// The store's page cache, in MiB (redb's own default is a GiB, most of which a long
+    /// history would fill and keep).
+    pub cache_mib: usize,
+    /// Every commit also saves the allocator's state, so that opening the store after a crash
+    /// does not walk the whole file (a slower commit for a restart that does not grow with the
+    /// history).
+    pub quick_repair: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            cache_mib: 16,
+            quick_repair: true,
+        }
+    }
+}
 
 /// The version of the store's layout this build writes.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// A change of layout: from version `n` (its index + 1) to `n + 1`.
 type Migration = fn(&redb::WriteTransaction) -> Result<(), StoreError>;
 
 /// The migrations, in order: `MIGRATIONS[n - 1]` takes a store from version `n` to `n + 1`.
-const MIGRATIONS: &[Migration] = &[];
+const MIGRATIONS: &[Migration] = &[index_history];
+
+/// Version 1 → 2: the open-job set and the finished jobs' indexes, from every job.
+fn index_history(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let jobs = tx.open_table(JOBS).map_err(err)?;
+    let mut ix = Indexes::open(tx)?;
+    for row in jobs.iter().map_err(err)? {
+        let (_, v) = row.map_err(err)?;
+        ix.put(&v1::Job::decode(v.value()).map_err(err)?)?;
+    }
+    Ok(())
+}
+
+/// The tables that say which jobs are open and index the finished ones.
+struct Indexes<'t> {
+    open: redb::Table<'t, u64, ()>,
+    by_user: redb::Table<'t, (&'static str, u64), ()>,
+    by_site: redb::Table<'t, (&'static str, u64), ()>,
+    by_cluster: redb::Table<'t, (&'static str, u64), ()>,
+    by_state: redb::Table<'t, (i32, u64), ()>,
+}
+
+impl<'t> Indexes<'t> {
+    fn open(tx: &'t redb::WriteTransaction) -> Result<Indexes<'t>, StoreError> {
+        Ok(Indexes {
+            open: tx.open_table(OPEN).map_err(err)?,
+            by_user: tx.open_table(BY_USER).map_err(err)?,
+            by_site: tx.open_table(BY_SITE).map_err(err)?,
+            by_cluster: tx.open_table(BY_CLUSTER).map_err(err)?,
+            by_state: tx.open_table(BY_STATE).map_err(err)?,
+        })
+    }
+
+    /// Files `job` as it is now: open, or finished under its user, sites, cluster and state (a
+    /// finished job never changes again).
+    fn put(&mut self, job: &v1::Job) -> Result<(), StoreError> {
+        if !job.state().is_terminal() {
+            self.open.insert(job.id, ()).map_err(err)?;
+            return Ok(());
+        }
+        self.open.remove(job.id).map_err(err)?;
+        let user = job.spec.as_ref().map_or("", |s| s.user.as_str());
+        self.by_user.insert((user, job.id), ()).map_err(err)?;
+        for site in job.site.iter().chain(job.fragments.iter().map(|f| &f.site)) {
+            self.by_site
+                .insert((site.as_str(), job.id), ())
+                .map_err(err)?;
+        }
+        if let Some(c) = &job.cluster {
+            self.by_cluster
+                .insert((c.as_str(), job.id), ())
+                .map_err(err)?;
+        }
+        self.by_state.insert((job.state, job.id), ()).map_err(err)?;
+        Ok(())
+    }
+}
 
 /// Brings the store of `tx` to `target` with `migrations` (as [`MIGRATIONS`]): its version, or
 /// 1 for a store written before versions were recorded (or a new one).
@@ -77,18 +175,16 @@ fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError(e.to_string())
 }
 
-/// Everything the store holds, as loaded at start.
+/// What a restart needs, as loaded at start: the live work, not the history.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    /// Every job, by increasing id.
+    /// The jobs not finished, by increasing id.
     pub jobs: Vec<v1::Job>,
-    /// `(user \0 token, job id)` pairs.
-    pub tokens: Vec<(String, u64)>,
     /// Last job id given.
     pub last_id: u64,
     /// Last event sequence given.
     pub last_sequence: u64,
-    /// How each job was classified and dispatched.
+    /// How each job of `jobs` was classified and dispatched.
     pub decisions: Vec<(u64, Decision)>,
     /// Per site name: the last local-scheduler event applied.
     pub site_seqs: Vec<(String, u64)>,
@@ -96,12 +192,15 @@ pub struct Loaded {
     pub reservations: Vec<v1::AdvanceReservation>,
     /// Last reservation id given.
     pub last_reservation: u64,
+    /// The classifier's snapshot, if one was written.
+    pub classifier: Option<Vec<i64>>,
 }
 
 /// The redb database.
 #[derive(Debug)]
 pub struct Store {
     db: Database,
+    quick_repair: bool,
 }
 
 /// One write: jobs to put, tokens to record and the counters after it.
@@ -119,77 +218,120 @@ pub struct Write<'a> {
     pub decisions: Vec<(u64, &'a Decision)>,
     /// Per site name: the last local-scheduler event applied.
     pub site_seqs: Vec<(&'a str, u64)>,
+    /// The classifier's snapshot after the write (when it classified jobs).
+    pub classifier: Option<Vec<i64>>,
+}
+
+/// A consistent view of the store (one read transaction): what a read of the history sees.
+pub struct Reader(redb::ReadTransaction);
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reader")
+    }
+}
+
+/// Finished jobs of one page of a list.
+#[derive(Debug, Default)]
+pub struct FinishedPage {
+    /// The matching finished jobs, by increasing id.
+    pub jobs: Vec<v1::Job>,
+    /// Set when the look stopped at its budget: every id up to this one was looked at, none
+    /// beyond.
+    pub looked_to: Option<u64>,
+}
+
+fn decode_decision(bytes: &[u8]) -> Result<Decision, StoreError> {
+    let e = v1::ExplainResponse::decode(bytes).map_err(err)?;
+    Ok(Decision {
+        priority: e.priority,
+        dispatch: e.dispatch,
+    })
 }
 
 impl Store {
     /// Opens (or creates) the store in `dir`.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+    pub fn open(dir: &Path, cfg: &StoreConfig) -> Result<Store, StoreError> {
         std::fs::create_dir_all(dir).map_err(err)?;
-        let db = Database::create(dir.join("meta.redb")).map_err(err)?;
-        let tx = db.begin_write().map_err(err)?;
+        let path = dir.join("meta.redb");
+        let db = redb::Builder::new()
+            .set_cache_size(cfg.cache_mib.max(1) << 20)
+            .create(&path)
+            .map_err(|e| StoreError(format!("{}: {e}", path.display())))?;
+        let mut tx = db.begin_write().map_err(err)?;
+        tx.set_quick_repair(cfg.quick_repair);
         tx.open_table(JOBS).map_err(err)?;
         tx.open_table(TOKENS).map_err(err)?;
         tx.open_table(COUNTERS).map_err(err)?;
         tx.open_table(DECISIONS).map_err(err)?;
         tx.open_table(SITE_SEQ).map_err(err)?;
         tx.open_table(RESERVATIONS).map_err(err)?;
-        let path = dir.join("meta.redb");
+        tx.open_table(SNAPSHOTS).map_err(err)?;
+        drop(Indexes::open(&tx)?);
         migrate(&tx, SCHEMA_VERSION, MIGRATIONS)
             .map_err(|e| StoreError(format!("{}: {}", path.display(), e.0)))?;
         tx.commit().map_err(err)?;
-        Ok(Store { db })
+        Ok(Store {
+            db,
+            quick_repair: cfg.quick_repair,
+        })
     }
 
-    /// Reads everything.
+    fn begin_write(&self) -> Result<redb::WriteTransaction, StoreError> {
+        let mut tx = self.db.begin_write().map_err(err)?;
+        tx.set_quick_repair(self.quick_repair);
+        Ok(tx)
+    }
+
+    /// A consistent view for reads of the history.
+    pub fn reader(&self) -> Result<Reader, StoreError> {
+        self.db.begin_read().map(Reader).map_err(err)
+    }
+
+    /// Reads what a restart needs: the open jobs with their decisions, the counters, the
+    /// sites' sequences, the reservations and the classifier's snapshot.
     pub fn load(&self) -> Result<Loaded, StoreError> {
         let tx = self.db.begin_read().map_err(err)?;
         let mut out = Loaded::default();
         let jobs = tx.open_table(JOBS).map_err(err)?;
-        for row in jobs.iter().map_err(err)? {
-            let (_, v) = row.map_err(err)?;
+        let decisions = tx.open_table(DECISIONS).map_err(err)?;
+        for row in tx.open_table(OPEN).map_err(err)?.iter().map_err(err)? {
+            let id = row.map_err(err)?.0.value();
+            let Some(v) = jobs.get(id).map_err(err)? else {
+                return Err(StoreError(format!(
+                    "open job {id} is not in the jobs table"
+                )));
+            };
             out.jobs.push(v1::Job::decode(v.value()).map_err(err)?);
-        }
-        let tokens = tx.open_table(TOKENS).map_err(err)?;
-        for row in tokens.iter().map_err(err)? {
-            let (k, v) = row.map_err(err)?;
-            out.tokens.push((k.value().to_owned(), v.value()));
+            if let Some(d) = decisions.get(id).map_err(err)? {
+                out.decisions.push((id, decode_decision(d.value())?));
+            }
         }
         let counters = tx.open_table(COUNTERS).map_err(err)?;
-        out.last_id = counters
-            .get("last_id")
-            .map_err(err)?
-            .map_or(0, |v| v.value());
-        out.last_sequence = counters
-            .get("last_sequence")
-            .map_err(err)?
-            .map_or(0, |v| v.value());
-        let decisions = tx.open_table(DECISIONS).map_err(err)?;
-        for row in decisions.iter().map_err(err)? {
-            let (k, v) = row.map_err(err)?;
-            let e = v1::ExplainResponse::decode(v.value()).map_err(err)?;
-            out.decisions.push((
-                k.value(),
-                Decision {
-                    priority: e.priority,
-                    dispatch: e.dispatch,
-                },
-            ));
-        }
+        let counter = |k: &str| -> Result<u64, StoreError> {
+            Ok(counters.get(k).map_err(err)?.map_or(0, |v| v.value()))
+        };
+        out.last_id = counter("last_id")?;
+        out.last_sequence = counter("last_sequence")?;
+        out.last_reservation = counter("last_reservation")?;
         let seqs = tx.open_table(SITE_SEQ).map_err(err)?;
         for row in seqs.iter().map_err(err)? {
             let (k, v) = row.map_err(err)?;
             out.site_seqs.push((k.value().to_owned(), v.value()));
         }
-        out.last_reservation = counters
-            .get("last_reservation")
-            .map_err(err)?
-            .map_or(0, |v| v.value());
         let reservations = tx.open_table(RESERVATIONS).map_err(err)?;
         for row in reservations.iter().map_err(err)? {
             let (_, v) = row.map_err(err)?;
             out.reservations
                 .push(v1::AdvanceReservation::decode(v.value()).map_err(err)?);
         }
+        let snapshots = tx.open_table(SNAPSHOTS).map_err(err)?;
+        out.classifier = snapshots.get("classifier").map_err(err)?.map(|v| {
+            v.value()
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect()
+        });
         Ok(out)
     }
 
@@ -201,7 +343,7 @@ impl Store {
         r: Option<&v1::AdvanceReservation>,
         last_reservation: u64,
     ) -> Result<(), StoreError> {
-        let tx = self.db.begin_write().map_err(err)?;
+        let tx = self.begin_write()?;
         {
             let mut t = tx.open_table(RESERVATIONS).map_err(err)?;
             match r {
@@ -222,14 +364,23 @@ impl Store {
 
     /// Commits one write durably (one transaction, fsynced).
     pub fn commit(&self, w: &Write<'_>) -> Result<(), StoreError> {
-        let tx = self.db.begin_write().map_err(err)?;
+        let tx = self.begin_write()?;
         {
             let mut jobs = tx.open_table(JOBS).map_err(err)?;
+            let mut ix = Indexes::open(&tx)?;
             let mut buf = Vec::new();
             for j in &w.jobs {
                 buf.clear();
                 j.encode(&mut buf).map_err(err)?;
                 jobs.insert(j.id, buf.as_slice()).map_err(err)?;
+                ix.put(j)?;
+            }
+            if let Some(margins) = &w.classifier {
+                let bytes: Vec<u8> = margins.iter().flat_map(|m| m.to_le_bytes()).collect();
+                tx.open_table(SNAPSHOTS)
+                    .map_err(err)?
+                    .insert("classifier", bytes.as_slice())
+                    .map_err(err)?;
             }
             let mut tokens = tx.open_table(TOKENS).map_err(err)?;
             for (k, id) in &w.tokens {
@@ -261,37 +412,258 @@ impl Store {
     }
 }
 
+mod reader;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Filter;
 
-    #[test]
-    fn committed_jobs_survive_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let job = v1::Job {
-            id: 7,
-            state: v1::JobState::Accepted.into(),
+    fn job(id: u64, state: v1::JobState, user: &str, site: &str) -> v1::Job {
+        v1::Job {
+            id,
+            state: state.into(),
+            spec: Some(v1::JobSpec {
+                user: user.into(),
+                ..Default::default()
+            }),
+            site: Some(site.into()),
+            cluster: Some(site.into()),
             ..Default::default()
-        };
+        }
+    }
+
+    /// A restart loads the open jobs and their decisions only, and the snapshot; the finished
+    /// ones, their decisions and every token stay readable in the store.
+    #[test]
+    fn a_restart_loads_the_open_jobs_and_the_history_stays_readable() {
+        use v1::JobState::*;
+        let dir = tempfile::tempdir().unwrap();
+        let running = job(7, Running, "ann", "alpha");
+        let mut done = job(8, Queued, "ann", "alpha");
         {
-            let s = Store::open(dir.path()).unwrap();
+            let s = Store::open(dir.path(), &StoreConfig::default()).unwrap();
+            let d = Decision::default();
             s.commit(&Write {
-                jobs: vec![&job],
-                tokens: vec![("u\0t".into(), 7)],
-                last_id: 7,
+                jobs: vec![&running, &done],
+                tokens: vec![("ann\0t".into(), 8)],
+                last_id: 8,
                 last_sequence: 3,
-                decisions: vec![(7, &Decision::default())],
+                decisions: vec![(7, &d), (8, &d)],
                 site_seqs: vec![("alpha", 42)],
+                classifier: Some(vec![5, -3, 1 << 40]),
+            })
+            .unwrap();
+            done.state = Completed.into();
+            s.commit(&Write {
+                jobs: vec![&done],
+                last_id: 8,
+                last_sequence: 4,
+                ..Default::default()
             })
             .unwrap();
         }
-        let s = Store::open(dir.path()).unwrap();
+        let s = Store::open(dir.path(), &StoreConfig::default()).unwrap();
         let l = s.load().unwrap();
-        assert_eq!(l.jobs, vec![job]);
-        assert_eq!(l.tokens, vec![("u\0t".to_string(), 7)]);
-        assert_eq!((l.last_id, l.last_sequence), (7, 3));
-        assert_eq!(l.site_seqs, vec![("alpha".to_string(), 42)]);
+        assert_eq!(l.jobs, vec![running]);
         assert_eq!(l.decisions.len(), 1);
+        assert_eq!((l.last_id, l.last_sequence), (8, 4));
+        assert_eq!(l.site_seqs, vec![("alpha".to_string(), 42)]);
+        assert_eq!(l.classifier, Some(vec![5, -3, 1 << 40]));
+        let r = s.reader().unwrap();
+        assert_eq!(r.job(8).unwrap(), Some(done));
+        assert_eq!(r.token("ann\0t").unwrap(), Some(8));
+        assert!(r.decision(8).unwrap().is_some());
+        assert_eq!(r.job(9).unwrap(), None);
+    }
+
+    /// The finished jobs of a page, through each index, past the token, up to the wanted
+    /// count; a look that reaches its budget says how far it looked.
+    #[test]
+    fn finished_jobs_are_found_through_their_indexes() {
+        use v1::JobState::*;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path(), &StoreConfig::default()).unwrap();
+        let jobs: Vec<v1::Job> = (1..=40)
+            .map(|id| {
+                let state = [Completed, Failed, Cancelled, Running][id as usize % 4];
+                let user = if id % 3 == 0 { "bob" } else { "ann" };
+                let site = if id % 5 == 0 { "beta" } else { "alpha" };
+                let mut j = job(id, state, user, site);
+                if id == 21 {
+                    // A split job is found under each fragment's site.
+                    j.site = None;
+                    j.cluster = None;
+                    j.fragments = ["alpha", "gamma"]
+                        .map(|site| v1::Fragment {
+                            site: site.into(),
+                            ..Default::default()
+                        })
+                        .to_vec();
+                }
+                j
+            })
+            .collect();
+        s.commit(&Write {
+            jobs: jobs.iter().collect(),
+            last_id: 40,
+            ..Default::default()
+        })
+        .unwrap();
+        let r = s.reader().unwrap();
+        let none = Filter {
+            states: &[],
+            user: None,
+            site: None,
+            cluster: None,
+        };
+        let ids = |f: Filter<'_>, after: u64, want: usize, budget: usize| {
+            let p = r.finished(&f, after, want, budget).unwrap();
+            let naive: Vec<u64> = jobs
+                .iter()
+                .filter(|j| j.id > after && j.state().is_terminal() && f.matches(j))
+                .map(|j| j.id)
+                .take(want)
+                .collect();
+            let got: Vec<u64> = p.jobs.iter().map(|j| j.id).collect();
+            if p.looked_to.is_none() {
+                assert_eq!(got, naive, "against a scan of every job");
+            }
+            (got, p.looked_to)
+        };
+        // Every finished job (the states' index, merged), running ones left out.
+        assert_eq!(ids(none, 0, 5, 100), (vec![1, 2, 4, 5, 6], None));
+        assert_eq!(ids(none, 9, 3, 100), (vec![10, 12, 13], None));
+        let failed = [Failed as i32];
+        assert_eq!(
+            ids(
+                Filter {
+                    states: &failed,
+                    ..none
+                },
+                0,
+                3,
+                100
+            ),
+            (vec![1, 5, 9], None)
+        );
+        let running = [Running as i32];
+        assert_eq!(
+            ids(
+                Filter {
+                    states: &running,
+                    ..none
+                },
+                0,
+                3,
+                100
+            ),
+            (vec![], None)
+        );
+        let bob = Filter {
+            user: Some("bob"),
+            ..none
+        };
+        assert_eq!(ids(bob, 0, 4, 100), (vec![6, 9, 12, 18], None));
+        assert_eq!(
+            ids(
+                Filter {
+                    site: Some("gamma"),
+                    ..none
+                },
+                0,
+                9,
+                100
+            ),
+            (vec![21], None)
+        );
+        assert_eq!(
+            ids(
+                Filter {
+                    site: Some("beta"),
+                    ..none
+                },
+                0,
+                9,
+                100
+            ),
+            (vec![5, 10, 20, 25, 30, 40], None)
+        );
+        assert_eq!(
+            ids(
+                Filter {
+                    cluster: Some("alpha"),
+                    user: Some("bob"),
+                    ..none
+                },
+                0,
+                2,
+                100
+            ),
+            (vec![6, 9], None)
+        );
+        // bob's failed jobs: 9, 21 and 33; a budget of 3 looks at his 6, 9 and 12 only.
+        let bob_failed = Filter {
+            states: &failed,
+            ..bob
+        };
+        assert_eq!(ids(bob_failed, 0, 5, 3), (vec![9], Some(17)));
+        assert_eq!(ids(bob_failed, 17, 5, 100), (vec![21, 33], None));
+    }
+
+    /// A store of version 1 (every job in one table, no indexes) opened by this build: the
+    /// migration files its open jobs and indexes its finished ones.
+    #[test]
+    fn a_version_1_store_is_indexed_when_opened() {
+        use v1::JobState::*;
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = [
+            job(1, Completed, "ann", "alpha"),
+            job(2, Queued, "ann", "alpha"),
+            job(3, Failed, "bob", "beta"),
+        ];
+        Store::open(dir.path(), &StoreConfig::default())
+            .unwrap()
+            .commit(&Write {
+                jobs: jobs.iter().collect(),
+                last_id: 3,
+                ..Default::default()
+            })
+            .unwrap();
+        {
+            let db = Database::create(dir.path().join("meta.redb")).unwrap();
+            let tx = db.begin_write().unwrap();
+            tx.delete_table(OPEN).unwrap();
+            tx.delete_table(BY_USER).unwrap();
+            tx.delete_table(BY_SITE).unwrap();
+            tx.delete_table(BY_CLUSTER).unwrap();
+            tx.delete_table(BY_STATE).unwrap();
+            tx.commit().unwrap();
+        }
+        set_version(dir.path(), None);
+        let s = Store::open(dir.path(), &StoreConfig::default()).unwrap();
+        assert_eq!(s.load().unwrap().jobs, vec![jobs[1].clone()]);
+        let all = Filter {
+            states: &[],
+            user: None,
+            site: None,
+            cluster: None,
+        };
+        let r = s.reader().unwrap();
+        let found = |f: Filter<'_>| {
+            let p = r.finished(&f, 0, 10, 100).unwrap();
+            p.jobs.iter().map(|j| j.id).collect::<Vec<_>>()
+        };
+        assert_eq!(found(all), vec![1, 3]);
+        assert_eq!(
+            found(Filter {
+                user: Some("bob"),
+                ..all
+            }),
+            vec![3]
+        );
+        drop((r, s));
+        assert_eq!(version(dir.path()), Some(SCHEMA_VERSION));
     }
 
     fn version(dir: &Path) -> Option<u64> {
@@ -324,7 +696,7 @@ mod tests {
             id: 3,
             ..Default::default()
         };
-        Store::open(dir.path())
+        Store::open(dir.path(), &StoreConfig::default())
             .unwrap()
             .commit(&Write {
                 jobs: vec![&job],
@@ -334,11 +706,16 @@ mod tests {
             .unwrap();
         assert_eq!(version(dir.path()), Some(SCHEMA_VERSION));
         set_version(dir.path(), None);
-        let l = Store::open(dir.path()).unwrap().load().unwrap();
+        let l = Store::open(dir.path(), &StoreConfig::default())
+            .unwrap()
+            .load()
+            .unwrap();
         assert_eq!(l.jobs, vec![job]);
         assert_eq!(version(dir.path()), Some(SCHEMA_VERSION));
         set_version(dir.path(), Some(SCHEMA_VERSION + 1));
-        let e = Store::open(dir.path()).unwrap_err().to_string();
+        let e = Store::open(dir.path(), &StoreConfig::default())
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             format!(
@@ -368,7 +745,8 @@ mod tests {
             Ok(())
         }
         let dir = tempfile::tempdir().unwrap();
-        drop(Store::open(dir.path()).unwrap());
+        drop(Store::open(dir.path(), &StoreConfig::default()).unwrap());
+        set_version(dir.path(), Some(1));
         let db = Database::create(dir.path().join("meta.redb")).unwrap();
         let tx = db.begin_write().unwrap();
         migrate(&tx, 3, &[to_2, to_3]).unwrap();

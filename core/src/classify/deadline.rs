@@ -101,6 +101,21 @@ impl DeadlineHeuristic {
         }
     }
 
+    /// The margins of the window, oldest first: the heuristic's whole memory of the jobs it has
+    /// seen (a snapshot to [`restore_window`](Self::restore_window) from).
+    pub fn window(&self) -> Vec<i64> {
+        self.margins.iter().copied().collect()
+    }
+
+    /// Takes the window's margins (oldest first) from a snapshot of [`window`](Self::window):
+    /// the heuristic then classifies as the one that took the snapshot did. Margins beyond the
+    /// window's length keep only the newest.
+    pub fn restore_window(&mut self, margins: &[i64]) {
+        let keep = &margins[margins.len().saturating_sub(self.window)..];
+        self.margins = keep.iter().copied().collect();
+        self.sum = keep.iter().map(|&m| i128::from(m)).sum();
+    }
+
     /// The contribution of `job` (then its margin joins the window).
     pub fn evaluate(&mut self, job: &Job) -> DeadlineDetail {
         let Some(deadline) = job.deadline else {

@@ -170,6 +170,18 @@ impl Classifier {
     pub fn classify(&mut self, job: &Job) -> Priority {
         self.classify_explained(job).priority
     }
+
+    /// The classifier's state: the Deadline heuristic's window of margins, oldest first (the
+    /// other heuristics remember nothing).
+    pub fn snapshot(&self) -> Vec<i64> {
+        self.deadline.window()
+    }
+
+    /// Continues from a [`snapshot`](Self::snapshot): classifies the next jobs as the classifier
+    /// that took it would.
+    pub fn restore(&mut self, snapshot: &[i64]) {
+        self.deadline.restore_window(snapshot);
+    }
 }
 
 #[cfg(test)]
@@ -257,5 +269,38 @@ mod tests {
         assert!(e.to_string().contains("windw"), "{e}");
         let c: ClassifierConfig = serde_json::from_str(r#"{"window": 5, "max": 4}"#).unwrap();
         assert_eq!((c.window, c.max, c.weights.user), (5, 4, 1.0));
+    }
+
+    /// A classifier restored from another's snapshot classifies the next jobs exactly as the
+    /// other does, though it never saw the jobs before; a longer snapshot keeps its newest
+    /// margins.
+    #[test]
+    fn a_restored_snapshot_classifies_as_the_original() {
+        let cfg = ClassifierConfig {
+            window: 3,
+            ..Default::default()
+        };
+        let job = |i: i64, slack: i64| {
+            let mut j = Job::new(i as u64, i * 10, 1, 100, 100);
+            j.deadline = Some(i * 10 + 100 + slack);
+            j
+        };
+        let mut a = Classifier::new(cfg).unwrap();
+        for (i, slack) in [(1, 5_000), (2, 10), (3, 900), (4, 40), (5, 7)] {
+            a.classify(&job(i, slack));
+        }
+        assert_eq!(a.snapshot(), vec![900, 40, 7]);
+        let mut b = Classifier::new(cfg).unwrap();
+        b.restore(&[5_000, 10, 900, 40, 7]);
+        assert_eq!(b.snapshot(), vec![900, 40, 7]);
+        let mut fresh = Classifier::new(cfg).unwrap();
+        let mut differs = false;
+        for (i, slack) in [(6, 30), (7, 2_000), (8, 1), (9, 300)] {
+            let (pa, pb) = (a.classify(&job(i, slack)), b.classify(&job(i, slack)));
+            assert_eq!(pa, pb, "job {i}");
+            differs |= fresh.classify(&job(i, slack)) != pa;
+        }
+        // The snapshot matters: without it the same jobs are classified otherwise.
+        assert!(differs);
     }
 }
