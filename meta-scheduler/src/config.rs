@@ -325,6 +325,12 @@ impl MetaConfig {
         if self.retention.events == 0 {
             return Err(bad("retention.events".into(), "must be at least 1"));
         }
+        if self.store.backend == crate::store::BackendKind::Postgres && self.store.url.is_none() {
+            return Err(bad(
+                "store.url".into(),
+                "needed with backend = \"postgres\" (postgres://user:password@host:port/database)",
+            ));
+        }
         if self.store.cache_mib == 0 {
             return Err(bad("store.cache_mib".into(), "must be at least 1"));
         }
@@ -506,6 +512,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("sites[0].max_estimate_s"), "{e}");
+        let e = MetaConfig::from_toml("[store]\nbackend = \"postgres\"\n").unwrap_err();
+        assert!(e.to_string().contains("store.url"), "{e}");
+        let e = MetaConfig::from_toml("[store]\nbackend = \"mysql\"\n").unwrap_err();
+        assert!(e.to_string().contains("mysql"), "{e}");
+        let e = MetaConfig::from_toml("[retention]\nevents = 0\n").unwrap_err();
+        assert!(e.to_string().contains("retention.events"), "{e}");
+        let e = MetaConfig::from_toml("[retention]\nfinished = 3\n").unwrap_err();
+        assert!(e.to_string().contains("finished"), "{e}");
     }
 
     #[test]

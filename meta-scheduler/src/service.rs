@@ -554,7 +554,7 @@ impl MetaService {
 fn rebuild_classifier(store: &Store, decider: &mut Decider) -> anyhow::Result<()> {
     let window = decider.classifier_window();
     let mut models = Vec::new();
-    store.reader()?.newest_first(|job| {
+    store.reader()?.newest_first(&mut |job: v1::Job| {
         let spec = job.spec.clone().unwrap_or_default();
         if let Ok(m) = decider.job(&spec, job.id, job.submit_time.unwrap_or_default())
             && m.deadline.is_some()

@@ -12,12 +12,34 @@ use tonic::{Code, Request};
 /// A meta-scheduler on `dir` with one site that has no endpoint (jobs wait there ACCEPTED), at
 /// most `keep` finished jobs in memory and a Deadline window of 3 jobs.
 fn meta(dir: &std::path::Path, keep: usize) -> MetaService {
-    let toml = format!(
+    meta_on(dir, keep, None)
+}
+
+/// The same, its state in the PostgreSQL database of `url` when given.
+fn meta_on(dir: &std::path::Path, keep: usize, url: Option<&str>) -> MetaService {
+    let mut toml = format!(
         "state_dir = {:?}\n[retention]\nfinished_max = {keep}\n[classifier]\nwindow = 3\n\
          [[sites]]\nname = \"a\"\nmachines = [{{ name = \"a1\", processors = 4 }}]\n",
         dir.join("meta")
     );
+    if let Some(url) = url {
+        toml += &format!("[store]\nbackend = \"postgres\"\nurl = {url:?}\n");
+    }
     MetaService::open(&meta_scheduler::config::MetaConfig::from_toml(&toml).unwrap()).unwrap()
+}
+
+/// The PostgreSQL server of the tests (`GRIDSCHED_TEST_POSTGRES`, required under `CI=true`).
+fn postgres_admin() -> Option<String> {
+    match std::env::var("GRIDSCHED_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("GRIDSCHED_TEST_POSTGRES is not set (.ci/run sets it)")
+        }
+        _ => {
+            eprintln!("note: GRIDSCHED_TEST_POSTGRES not set: PostgreSQL is not tested");
+            None
+        }
+    }
 }
 
 fn spec(user: &str, token: &str, slack: Option<i64>) -> v1::JobSpec {
@@ -72,7 +94,21 @@ async fn list(m: &MetaService, req: v1::ListJobsRequest) -> (Vec<(u64, i32)>, St
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_jobs_leave_memory_and_are_answered_from_the_store() {
     let dir = tempfile::tempdir().unwrap();
-    let m = meta(dir.path(), 2);
+    leave_memory(meta(dir.path(), 2)).await;
+}
+
+/// The same over PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_jobs_leave_memory_and_are_answered_from_postgres() {
+    let Some(admin) = postgres_admin() else {
+        return;
+    };
+    let db = meta_scheduler::store::postgres::ScratchDatabase::create(&admin).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    leave_memory(meta_on(dir.path(), 2, Some(&db.url))).await;
+}
+
+async fn leave_memory(m: MetaService) {
     for i in 1..=6u64 {
         let user = if i % 2 == 0 { "bob" } else { "ann" };
         let r = submit(&m, spec(user, &format!("t{i}"), Some(i as i64 * 1000))).await;

@@ -1,0 +1,663 @@
+//! The PostgreSQL store (`[store] backend = "postgres"`): the same state as the embedded store,
+//! in a database whose state outlives the meta-scheduler's machine and that several
+//! meta-schedulers can share.
+//!
+//! One connection, owned by a thread of its own (the synchronous client must not run inside the
+//! service's async runtime): each call hands it a task and waits for the answer. A connection that
+//! broke is opened again on the next call. Every write is one transaction. The layout is created
+//! (or migrated) at open under an advisory lock, so that replicas starting together do it once;
+//! its version is kept in `gridsched_schema`.
+//!
+//! Jobs are one table (the encoded job, whether it is open, and the columns the history is
+//! filtered on: state, owner, cluster) with partial indexes over the finished jobs, plus the
+//! finished jobs' sites (a split job's fragments each name one). Idempotency keys hold a NUL
+//! between user and token, so they are stored as bytes.
+
+use super::{
+    Backend, FinishedPage, History, Loaded, Reader, SCHEMA_VERSION, StoreError, Write,
+    decode_decision, err, newer,
+};
+use crate::history::Filter;
+use crate::state::Decision;
+use gridsched_proto::v1;
+use postgres::types::ToSql;
+use postgres::{Client, NoTls};
+use prost::Message;
+use std::sync::Arc;
+use std::sync::mpsc;
+
+/// The layout of version 2, created in an empty database.
+const LAYOUT_2: &str = "
+CREATE TABLE jobs (
+    id BIGINT PRIMARY KEY,
+    body BYTEA NOT NULL,
+    open BOOLEAN NOT NULL,
+    state INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    cluster TEXT
+);
+CREATE INDEX jobs_open ON jobs (id) WHERE open;
+CREATE INDEX jobs_finished_by_owner ON jobs (owner, id) WHERE NOT open;
+CREATE INDEX jobs_finished_by_state ON jobs (state, id) WHERE NOT open;
+CREATE INDEX jobs_finished_by_cluster ON jobs (cluster, id) WHERE NOT open;
+CREATE TABLE job_sites (site TEXT NOT NULL, id BIGINT NOT NULL, PRIMARY KEY (site, id));
+CREATE TABLE tokens (key BYTEA PRIMARY KEY, id BIGINT NOT NULL);
+CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+CREATE TABLE decisions (id BIGINT PRIMARY KEY, body BYTEA NOT NULL);
+CREATE TABLE site_sequences (site TEXT PRIMARY KEY, seq BIGINT NOT NULL);
+CREATE TABLE reservations (id BIGINT PRIMARY KEY, body BYTEA NOT NULL);
+CREATE TABLE snapshots (name TEXT PRIMARY KEY, body BYTEA NOT NULL);
+";
+
+/// Migrations from a version (the index + 2) to the next; none yet.
+const MIGRATIONS: &[&str] = &[];
+
+/// Key of the advisory lock held while the layout is created or migrated.
+const LAYOUT_LOCK: i64 = 0x6772_6964_7363_6864;
+
+type Task = Box<dyn FnOnce(&mut Option<Client>) + Send>;
+
+/// The connection's thread, reached through its task queue.
+#[derive(Debug)]
+struct Link {
+    tasks: mpsc::Sender<Task>,
+    /// The URL without its password, for errors.
+    shown: String,
+}
+
+impl Link {
+    /// Runs `f` on the connection (opened again first if it broke) and returns its answer.
+    fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let shown = self.shown.clone();
+        let task: Task = Box::new(move |conn| {
+            let _ = tx.send(conn.as_mut().map_or_else(
+                || Err(StoreError(format!("PostgreSQL at {shown}: not connected"))),
+                |c| f(c).map_err(|e| StoreError(format!("PostgreSQL at {shown}: {}", said(&e)))),
+            ));
+        });
+        self.tasks
+            .send(task)
+            .map_err(|_| StoreError("the PostgreSQL connection's thread has stopped".into()))?;
+        rx.recv()
+            .map_err(|_| StoreError("the PostgreSQL connection's thread has stopped".into()))?
+    }
+}
+
+/// A PostgreSQL database holding the meta-scheduler's state.
+#[derive(Debug)]
+pub struct Postgres {
+    link: Arc<Link>,
+}
+
+/// What the server said, where it said something (the client's own text is only "db error").
+fn said(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => format!("{}: {}", d.severity(), d.message()),
+        None => e.to_string(),
+    }
+}
+
+/// `url` with its password masked.
+fn shown(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Postgres {
+    /// Connects to `url`, then creates or migrates the layout. A wrong URL, wrong credentials or
+    /// an unreachable server is an error naming the URL (password masked).
+    pub fn open(url: &str) -> Result<Postgres, StoreError> {
+        let shown = shown(url);
+        let config: postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError(format!("key `store.url`: `{shown}`: {e}")))?;
+        let (tasks, rx) = mpsc::channel::<Task>();
+        let (ready_tx, ready) = mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("postgres".into())
+            .spawn(move || {
+                let mut conn = match config.connect(NoTls) {
+                    Ok(c) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Some(c)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(said(&e)));
+                        return;
+                    }
+                };
+                for task in rx {
+                    if conn.as_ref().is_none_or(Client::is_closed) {
+                        conn = config.connect(NoTls).ok();
+                    }
+                    task(&mut conn);
+                }
+            })
+            .map_err(err)?;
+        ready
+            .recv()
+            .map_err(|_| StoreError("the PostgreSQL connection's thread has stopped".into()))?
+            .map_err(|e| StoreError(format!("PostgreSQL at {shown}: {e}")))?;
+        let link = Arc::new(Link { tasks, shown });
+        let found = link.call(|c| {
+            let mut tx = c.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LAYOUT_LOCK])?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS gridsched_schema (version BIGINT NOT NULL)",
+            )?;
+            let found: Option<i64> = tx
+                .query_opt("SELECT version FROM gridsched_schema", &[])?
+                .map(|r| r.get(0));
+            let found = found.map_or(0, |v| v as u64);
+            if found > SCHEMA_VERSION {
+                return Ok(Some(found));
+            }
+            if found == 0 {
+                tx.batch_execute(LAYOUT_2)?;
+                tx.execute(
+                    "INSERT INTO gridsched_schema VALUES ($1)",
+                    &[&(SCHEMA_VERSION as i64)],
+                )?;
+            }
+            for version in found.max(2)..SCHEMA_VERSION {
+                tx.batch_execute(MIGRATIONS[(version - 2) as usize])?;
+                tx.execute(
+                    "UPDATE gridsched_schema SET version = $1",
+                    &[&(version as i64 + 1)],
+                )?;
+            }
+            tx.commit()?;
+            Ok(None)
+        })?;
+        if let Some(found) = found {
+            return Err(StoreError(format!(
+                "PostgreSQL at {}: {}",
+                link.shown,
+                newer(found).0
+            )));
+        }
+        Ok(Postgres { link })
+    }
+}
+
+/// Whether a job is open, and the columns of a finished one.
+fn columns(job: &v1::Job) -> (bool, String, Option<String>) {
+    (
+        !job.state().is_terminal(),
+        job.spec.as_ref().map_or(String::new(), |s| s.user.clone()),
+        job.cluster.clone(),
+    )
+}
+
+fn decode_job(bytes: &[u8]) -> Result<v1::Job, StoreError> {
+    v1::Job::decode(bytes).map_err(err)
+}
+
+impl Backend for Postgres {
+    fn load(&self) -> Result<Loaded, StoreError> {
+        type Rows = (Vec<(i64, Vec<u8>, Option<Vec<u8>>)>, Vec<(String, i64)>);
+        let (jobs, counters, seqs, reservations, snapshot) = self.link.call(|c| {
+            let mut tx = c
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let jobs: Rows = (
+                tx.query(
+                    "SELECT j.id, j.body, d.body FROM jobs j LEFT JOIN decisions d ON d.id = j.id \
+                     WHERE j.open ORDER BY j.id",
+                    &[],
+                )?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2)))
+                .collect(),
+                tx.query("SELECT name, value FROM counters", &[])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect(),
+            );
+            let seqs: Vec<(String, i64)> = tx
+                .query("SELECT site, seq FROM site_sequences ORDER BY site", &[])?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let reservations: Vec<Vec<u8>> = tx
+                .query("SELECT body FROM reservations ORDER BY id", &[])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let snapshot: Option<Vec<u8>> = tx
+                .query_opt("SELECT body FROM snapshots WHERE name = 'classifier'", &[])?
+                .map(|r| r.get(0));
+            tx.commit()?;
+            Ok((jobs.0, jobs.1, seqs, reservations, snapshot))
+        })?;
+        let mut out = Loaded::default();
+        for (id, body, decision) in jobs {
+            out.jobs.push(decode_job(&body)?);
+            if let Some(d) = decision {
+                out.decisions.push((id as u64, decode_decision(&d)?));
+            }
+        }
+        for (name, value) in counters {
+            let v = value as u64;
+            match name.as_str() {
+                "last_id" => out.last_id = v,
+                "last_sequence" => out.last_sequence = v,
+                "last_reservation" => out.last_reservation = v,
+                _ => {}
+            }
+        }
+        out.site_seqs = seqs.into_iter().map(|(s, v)| (s, v as u64)).collect();
+        for r in reservations {
+            out.reservations
+                .push(v1::AdvanceReservation::decode(r.as_slice()).map_err(err)?);
+        }
+        out.classifier = snapshot.map(|b| {
+            b.chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect()
+        });
+        Ok(out)
+    }
+
+    fn commit(&self, w: &Write<'_>) -> Result<(), StoreError> {
+        let (mut ids, mut bodies, mut opens, mut states, mut owners, mut clusters) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut site_names, mut site_ids) = (vec![], vec![]);
+        for j in &w.jobs {
+            let (open, owner, cluster) = columns(j);
+            ids.push(j.id as i64);
+            bodies.push(j.encode_to_vec());
+            opens.push(open);
+            states.push(j.state);
+            owners.push(owner);
+            clusters.push(cluster);
+            if !open {
+                for site in j.site.iter().chain(j.fragments.iter().map(|f| &f.site)) {
+                    site_names.push(site.clone());
+                    site_ids.push(j.id as i64);
+                }
+            }
+        }
+        let tokens: (Vec<Vec<u8>>, Vec<i64>) = w
+            .tokens
+            .iter()
+            .map(|(k, id)| (k.as_bytes().to_vec(), *id as i64))
+            .unzip();
+        let decisions: (Vec<i64>, Vec<Vec<u8>>) = w
+            .decisions
+            .iter()
+            .map(|(id, d)| {
+                let e = v1::ExplainResponse {
+                    priority: d.priority.clone(),
+                    dispatch: d.dispatch.clone(),
+                    ..Default::default()
+                };
+                (*id as i64, e.encode_to_vec())
+            })
+            .unzip();
+        let seqs: (Vec<String>, Vec<i64>) = w
+            .site_seqs
+            .iter()
+            .map(|(s, v)| ((*s).to_owned(), *v as i64))
+            .unzip();
+        let snapshot: Option<Vec<u8>> = w
+            .classifier
+            .as_ref()
+            .map(|m| m.iter().flat_map(|x| x.to_le_bytes()).collect());
+        let counters = [
+            ("last_id".to_owned(), w.last_id as i64),
+            ("last_sequence".to_owned(), w.last_sequence as i64),
+        ];
+        self.link.call(move |c| {
+            let mut tx = c.transaction()?;
+            if !ids.is_empty() {
+                tx.execute(
+                    "INSERT INTO jobs (id, body, open, state, owner, cluster) \
+                     SELECT * FROM UNNEST($1::BIGINT[], $2::BYTEA[], $3::BOOLEAN[], \
+                     $4::INTEGER[], $5::TEXT[], $6::TEXT[]) \
+                     ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, open = EXCLUDED.open, \
+                     state = EXCLUDED.state, owner = EXCLUDED.owner, cluster = EXCLUDED.cluster",
+                    &[&ids, &bodies, &opens, &states, &owners, &clusters],
+                )?;
+            }
+            if !site_ids.is_empty() {
+                tx.execute(
+                    "INSERT INTO job_sites (site, id) SELECT * FROM UNNEST($1::TEXT[], \
+                     $2::BIGINT[]) ON CONFLICT DO NOTHING",
+                    &[&site_names, &site_ids],
+                )?;
+            }
+            // Pairs of arrays, one row per element; a token never changes, the others are
+            // overwritten.
+            let pairs: [(&str, &(dyn ToSql + Sync), &(dyn ToSql + Sync), bool); 3] = [
+                (
+                    "INSERT INTO tokens (key, id) SELECT * FROM UNNEST($1::BYTEA[], $2::BIGINT[]) \
+                     ON CONFLICT DO NOTHING",
+                    &tokens.0,
+                    &tokens.1,
+                    tokens.0.is_empty(),
+                ),
+                (
+                    "INSERT INTO decisions (id, body) SELECT * FROM UNNEST($1::BIGINT[], \
+                     $2::BYTEA[]) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
+                    &decisions.0,
+                    &decisions.1,
+                    decisions.0.is_empty(),
+                ),
+                (
+                    "INSERT INTO site_sequences (site, seq) SELECT * FROM UNNEST($1::TEXT[], \
+                     $2::BIGINT[]) ON CONFLICT (site) DO UPDATE SET seq = EXCLUDED.seq",
+                    &seqs.0,
+                    &seqs.1,
+                    seqs.0.is_empty(),
+                ),
+            ];
+            for (sql, a, b, empty) in pairs {
+                if !empty {
+                    tx.execute(sql, &[a, b])?;
+                }
+            }
+            for (name, value) in &counters {
+                upsert_counter(&mut tx, name, *value)?;
+            }
+            if let Some(body) = &snapshot {
+                tx.execute(
+                    "INSERT INTO snapshots (name, body) VALUES ('classifier', $1) \
+                     ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body",
+                    &[body],
+                )?;
+            }
+            tx.commit()
+        })
+    }
+
+    fn save_reservation(
+        &self,
+        id: u64,
+        r: Option<&v1::AdvanceReservation>,
+        last_reservation: u64,
+    ) -> Result<(), StoreError> {
+        let body = r.map(Message::encode_to_vec);
+        self.link.call(move |c| {
+            let mut tx = c.transaction()?;
+            match &body {
+                Some(b) => tx.execute(
+                    "INSERT INTO reservations (id, body) VALUES ($1, $2) \
+                     ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
+                    &[&(id as i64), b],
+                )?,
+                None => tx.execute("DELETE FROM reservations WHERE id = $1", &[&(id as i64)])?,
+            };
+            upsert_counter(&mut tx, "last_reservation", last_reservation as i64)?;
+            tx.commit()
+        })
+    }
+
+    fn reader(&self) -> Result<Reader, StoreError> {
+        Ok(Reader(Box::new(View {
+            link: self.link.clone(),
+        })))
+    }
+}
+
+fn upsert_counter(
+    tx: &mut postgres::Transaction<'_>,
+    name: &str,
+    value: i64,
+) -> Result<(), postgres::Error> {
+    tx.execute(
+        "INSERT INTO counters (name, value) VALUES ($1, $2) \
+         ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+        &[&name, &value],
+    )?;
+    Ok(())
+}
+
+/// Reads of the history, each one statement.
+struct View {
+    link: Arc<Link>,
+}
+
+impl View {
+    fn one(&self, sql: &'static str, id: i64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.link
+            .call(move |c| Ok(c.query_opt(sql, &[&id])?.map(|r| r.get(0))))
+    }
+}
+
+impl History for View {
+    fn job(&self, id: u64) -> Result<Option<v1::Job>, StoreError> {
+        self.one("SELECT body FROM jobs WHERE id = $1", id as i64)?
+            .map(|b| decode_job(&b))
+            .transpose()
+    }
+
+    fn decision(&self, id: u64) -> Result<Option<Decision>, StoreError> {
+        self.one("SELECT body FROM decisions WHERE id = $1", id as i64)?
+            .map(|b| decode_decision(&b))
+            .transpose()
+    }
+
+    fn token(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let key = key.as_bytes().to_vec();
+        self.link.call(move |c| {
+            Ok(
+                c.query_opt("SELECT id FROM tokens WHERE key = $1", &[&key])?
+                    .map(|r| r.get::<_, i64>(0) as u64),
+            )
+        })
+    }
+
+    /// One query over the partial indexes of the finished jobs; the database bounds its own
+    /// work, so the page is never cut short (`budget` is not used).
+    fn finished(
+        &self,
+        f: &Filter<'_>,
+        after: u64,
+        want: usize,
+        _budget: usize,
+    ) -> Result<FinishedPage, StoreError> {
+        let states = f.finished_states();
+        if states.is_empty() || want == 0 {
+            return Ok(FinishedPage::default());
+        }
+        let mut sql =
+            String::from("SELECT body FROM jobs j WHERE NOT open AND id > $1 AND state = ANY($2)");
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![
+            Box::new(after.min(i64::MAX as u64) as i64),
+            Box::new(states),
+        ];
+        for (column, value) in [("owner", f.user), ("cluster", f.cluster)] {
+            if let Some(v) = value {
+                params.push(Box::new(v.to_owned()));
+                sql += &format!(" AND {column} = ${}", params.len());
+            }
+        }
+        if let Some(site) = f.site {
+            params.push(Box::new(site.to_owned()));
+            sql += &format!(
+                " AND EXISTS (SELECT 1 FROM job_sites s WHERE s.site = ${} AND s.id = j.id)",
+                params.len()
+            );
+        }
+        params.push(Box::new(want as i64));
+        sql += &format!(" ORDER BY id LIMIT ${}", params.len());
+        let bodies: Vec<Vec<u8>> = self.link.call(move |c| {
+            let refs: Vec<&(dyn ToSql + Sync)> = params
+                .iter()
+                .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            Ok(c.query(&sql, &refs)?.iter().map(|r| r.get(0)).collect())
+        })?;
+        let mut page = FinishedPage::default();
+        for b in bodies {
+            let job = decode_job(&b)?;
+            if f.matches(&job) {
+                page.jobs.push(job);
+            }
+        }
+        Ok(page)
+    }
+
+    fn newest_first(&self, f: &mut dyn FnMut(v1::Job) -> bool) -> Result<(), StoreError> {
+        let mut below = i64::MAX;
+        loop {
+            let rows: Vec<(i64, Vec<u8>)> = self.link.call(move |c| {
+                Ok(c.query(
+                    "SELECT id, body FROM jobs WHERE id < $1 ORDER BY id DESC LIMIT 1000",
+                    &[&below],
+                )?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect())
+            })?;
+            if rows.is_empty() {
+                return Ok(());
+            }
+            for (id, body) in rows {
+                below = id;
+                if !f(decode_job(&body)?) {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// A database of its own on a PostgreSQL server, created empty and dropped (with its
+/// connections) when this is dropped: for tests and failure drills.
+#[derive(Debug)]
+pub struct ScratchDatabase {
+    admin: String,
+    name: String,
+    /// Its URL: the administrator's, naming this database.
+    pub url: String,
+}
+
+impl ScratchDatabase {
+    /// Creates one through `admin`, the URL of a role that may create databases.
+    pub fn create(admin: &str) -> Result<ScratchDatabase, StoreError> {
+        // The synchronous client runs a runtime of its own: off any async runtime's thread.
+        let admin = admin.to_owned();
+        std::thread::spawn(move || Self::create_here(&admin))
+            .join()
+            .map_err(|_| StoreError("creating the scratch database panicked".into()))?
+    }
+
+    fn create_here(admin: &str) -> Result<ScratchDatabase, StoreError> {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("gridsched_scratch_{}_{n}", std::process::id());
+        let fail = |e: postgres::Error| {
+            StoreError(format!("PostgreSQL at {}: {}", shown(admin), said(&e)))
+        };
+        let mut c = Client::connect(admin, NoTls).map_err(fail)?;
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .map_err(fail)?;
+        c.batch_execute(&format!("CREATE DATABASE {name}"))
+            .map_err(fail)?;
+        Ok(ScratchDatabase {
+            url: with_dbname(admin, &name),
+            admin: admin.to_owned(),
+            name,
+        })
+    }
+}
+
+impl Drop for ScratchDatabase {
+    fn drop(&mut self) {
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            if let Ok(mut c) = Client::connect(&admin, NoTls) {
+                let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+            }
+        })
+        .join();
+    }
+}
+
+/// `url` naming database `db` instead of its own.
+fn with_dbname(url: &str, db: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[scheme_end..].find('/') {
+        Some(slash) => &base[..scheme_end + slash],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{db}?{q}"),
+        None => format!("{base}/{db}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_their_password_and_renamed() {
+        assert_eq!(
+            shown("postgres://ann:secret@db:5432/grid"),
+            "postgres://ann:***@db:5432/grid"
+        );
+        assert_eq!(shown("postgres://db/grid"), "postgres://db/grid");
+        assert_eq!(
+            with_dbname("postgres://a:b@h:1/x?sslmode=disable", "y"),
+            "postgres://a:b@h:1/y?sslmode=disable"
+        );
+        assert_eq!(with_dbname("postgres://h", "y"), "postgres://h/y");
+    }
+
+    /// A malformed URL names the key; wrong credentials and a layout from a newer build are
+    /// refused at open, naming the server (password masked) and the versions.
+    #[test]
+    fn bad_urls_credentials_and_newer_layouts_are_refused_at_open() {
+        let e = Postgres::open("postgres://a:b@h:notaport/x").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("store: key `store.url`: `postgres://a:***@h:notaport/x`"),
+            "{e}"
+        );
+        let Some(admin) = crate::store::tests::postgres_admin() else {
+            return;
+        };
+        let db = ScratchDatabase::create(&admin).unwrap();
+        let wrong = db
+            .url
+            .replacen("gridsched:gridsched@", "gridsched:wrong@", 1);
+        assert_ne!(
+            wrong, db.url,
+            "the test server's URL carries gridsched's password"
+        );
+        let e = Postgres::open(&wrong).unwrap_err().to_string();
+        assert!(
+            e.contains("gridsched:***@") && e.contains("password authentication failed"),
+            "{e}"
+        );
+        drop(Postgres::open(&db.url).unwrap());
+        let mut c = Client::connect(&db.url, NoTls).unwrap();
+        c.batch_execute("UPDATE gridsched_schema SET version = 3")
+            .unwrap();
+        let e = Postgres::open(&db.url).unwrap_err().to_string();
+        assert!(
+            e.contains("schema version 3, newer than this build's 2"),
+            "{e}"
+        );
+    }
+}
