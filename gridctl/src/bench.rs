@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// history is submitted in waves of this size, each run to its end before the next).
     #[arg(long, default_value_t = 10_000)]
     pub backlog: usize,
+    /// The meta-scheduler keeps its state in this PostgreSQL database (e.g. the URL
+    /// `scripts/postgres.sh` prints; its tables are created there) instead of its embedded store.
+    #[arg(long)]
+    pub postgres: Option<String>,
 }
 
 fn grid() -> GridFile {
@@ -198,6 +202,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let dir = a.dir.clone().unwrap_or_else(|| tmp.path().to_owned());
     let mut g = grid();
     g.meta.start_claims = !a.no_start_claims;
+    g.meta.postgres_url.clone_from(&a.postgres);
     let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", None, 1.0)?;
     let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
     wait_ready(&mut c, 12).await?;

@@ -36,6 +36,10 @@ pub struct MetaPart {
     /// strategy; absent, only the `multi-site` strategy splits (with p = 0).
     #[serde(default)]
     pub wan_overhead_pct: Option<u32>,
+    /// The meta-scheduler keeps its state in this PostgreSQL database (`[store] backend =
+    /// "postgres"`, e.g. the URL `scripts/postgres.sh` prints) instead of its embedded store.
+    #[serde(default)]
+    pub postgres_url: Option<String>,
 }
 
 impl Default for MetaPart {
@@ -44,6 +48,7 @@ impl Default for MetaPart {
             dispatch: default_dispatch(),
             start_claims: true,
             wan_overhead_pct: None,
+            postgres_url: None,
         }
     }
 }
@@ -199,6 +204,9 @@ impl GridFile {
             self.meta.dispatch,
             self.meta.start_claims
         );
+        if let Some(url) = &self.meta.postgres_url {
+            let _ = write!(t, "[store]\nbackend = \"postgres\"\nurl = {url:?}\n");
+        }
         for (i, (s, ep)) in self.sites.iter().zip(endpoints).enumerate() {
             let machines = s
                 .machines
@@ -286,6 +294,21 @@ mod tests {
         let toml = g.meta_toml("127.0.0.1:50051", None, Path::new("/tmp/x"), &eps);
         let m = meta_scheduler::MetaConfig::from_toml(&toml).unwrap();
         assert!(!m.links.start_claims, "{toml}");
+        let g = GridFile::parse(
+            "[meta]\npostgres_url = \"postgres://u:p@h/db\"\n[[sites]]\nname = \"a\"\nmachines = [{ name = \"m\", processors = 2 }]\n",
+        )
+        .unwrap();
+        let toml = g.meta_toml("127.0.0.1:50051", None, Path::new("/tmp/x"), &eps);
+        let m = meta_scheduler::MetaConfig::from_toml(&toml).unwrap();
+        assert_eq!(
+            (m.store.backend, m.store.url.as_deref(), m.sites.len()),
+            (
+                meta_scheduler::store::BackendKind::Postgres,
+                Some("postgres://u:p@h/db"),
+                1
+            ),
+            "{toml}"
+        );
     }
 
     #[test]
