@@ -225,7 +225,7 @@ impl MetaService {
                 .collect(),
             classifier: b.classified.then(|| st.decider.classifier_snapshot()),
         };
-        self.inner.store.commit(&w).map_err(internal)
+        self.inner.store.commit(&w).map_err(Status::from)
     }
 
     /// Publishes the events of a committed batch and wakes the sites that have work.
@@ -395,11 +395,11 @@ impl MetaService {
             return Ok(st.jobs.get(id).cloned());
         }
         if reader.is_none() {
-            *reader = Some(self.inner.store.reader().map_err(internal)?);
+            *reader = Some(self.inner.store.reader().map_err(Status::from)?);
         }
         let r = reader.as_ref().expect("opened");
-        match r.token(key).map_err(internal)? {
-            Some(id) => r.job(id).map_err(internal),
+        match r.token(key).map_err(Status::from)? {
+            Some(id) => r.job(id).map_err(Status::from),
             None => Ok(None),
         }
     }
@@ -424,13 +424,13 @@ impl MetaService {
             }
         }
         // Not in memory: finished and past its retention (it never comes back), or unknown.
-        let r = self.inner.store.reader().map_err(internal)?;
+        let r = self.inner.store.reader().map_err(Status::from)?;
         let job = r
             .job(id)
-            .map_err(internal)?
+            .map_err(Status::from)?
             .ok_or_else(|| Status::not_found(format!("job {id} not found")))?;
         access::check_job(caller, &job)?;
-        let decision = r.decision(id).map_err(internal)?.unwrap_or_default();
+        let decision = r.decision(id).map_err(Status::from)?.unwrap_or_default();
         Ok((job, decision, None))
     }
 
@@ -691,11 +691,11 @@ impl MetaScheduler for MetaService {
                 .take(limit + 1)
                 .map(|j| st.shown(j))
                 .collect();
-            (memory, self.inner.store.reader().map_err(internal)?)
+            (memory, self.inner.store.reader().map_err(Status::from)?)
         };
         let stored = reader
             .finished(&filter, after, limit + 1, LIST_BUDGET)
-            .map_err(internal)?;
+            .map_err(Status::from)?;
         let (jobs, next_page_token) =
             crate::history::merge_page(memory, stored.jobs, stored.looked_to, limit);
         Ok(Response::new(v1::ListJobsResponse {

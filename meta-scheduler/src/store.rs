@@ -69,13 +69,38 @@ pub enum BackendKind {
     Postgres,
 }
 
-/// A store failure, reported to clients as INTERNAL.
+/// A store failure: reported to clients as INTERNAL, or as UNAVAILABLE when the store cannot
+/// be reached (a database server down or cut off: the call may be retried).
 #[derive(Debug, thiserror::Error)]
-#[error("store: {0}")]
-pub struct StoreError(String);
+pub enum StoreError {
+    /// The store failed.
+    #[error("store: {0}")]
+    Failed(String),
+    /// The store cannot be reached now.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl StoreError {
+    /// What it says, without the prefix.
+    pub fn message(&self) -> &str {
+        match self {
+            StoreError::Failed(m) | StoreError::Unavailable(m) => m,
+        }
+    }
+}
+
+impl From<StoreError> for tonic::Status {
+    fn from(e: StoreError) -> tonic::Status {
+        match e {
+            StoreError::Unavailable(_) => tonic::Status::unavailable(e.to_string()),
+            StoreError::Failed(_) => tonic::Status::internal(e.to_string()),
+        }
+    }
+}
 
 pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError(e.to_string())
+    StoreError::Failed(e.to_string())
 }
 
 /// What a restart needs, as loaded at start: the live work, not the history.
@@ -138,7 +163,7 @@ pub(crate) fn decode_decision(bytes: &[u8]) -> Result<Decision, StoreError> {
 
 /// A message of a newer layout than this build's.
 pub(crate) fn newer(found: u64) -> StoreError {
-    StoreError(format!(
+    StoreError::Failed(format!(
         "schema version {found}, newer than this build's {SCHEMA_VERSION}: run the gridsched \
          that wrote it (or a newer one), or move the state away"
     ))
@@ -216,7 +241,7 @@ impl Store {
             BackendKind::Embedded => Box::new(embedded::Embedded::open(dir, cfg)?),
             BackendKind::Postgres => {
                 let url = cfg.url.as_deref().ok_or_else(|| {
-                    StoreError("key `store.url`: needed with backend = \"postgres\"".into())
+                    StoreError::Failed("key `store.url`: needed with backend = \"postgres\"".into())
                 })?;
                 Box::new(postgres::Postgres::open(url)?)
             }

@@ -120,7 +120,9 @@ fn migrate(
         let step = usize::try_from(version - 1)
             .ok()
             .and_then(|k| migrations.get(k))
-            .ok_or_else(|| StoreError(format!("no migration from schema version {version}")))?;
+            .ok_or_else(|| {
+                StoreError::Failed(format!("no migration from schema version {version}"))
+            })?;
         step(tx)?;
     }
     tx.open_table(COUNTERS)
@@ -145,7 +147,7 @@ impl Embedded {
         let db = redb::Builder::new()
             .set_cache_size(cfg.cache_mib.max(1) << 20)
             .create(&path)
-            .map_err(|e| StoreError(format!("{}: {e}", path.display())))?;
+            .map_err(|e| StoreError::Failed(format!("{}: {e}", path.display())))?;
         let mut tx = db.begin_write().map_err(err)?;
         tx.set_quick_repair(cfg.quick_repair);
         tx.open_table(JOBS).map_err(err)?;
@@ -157,7 +159,7 @@ impl Embedded {
         tx.open_table(SNAPSHOTS).map_err(err)?;
         drop(Indexes::open(&tx)?);
         migrate(&tx, SCHEMA_VERSION, MIGRATIONS)
-            .map_err(|e| StoreError(format!("{}: {}", path.display(), e.0)))?;
+            .map_err(|e| StoreError::Failed(format!("{}: {}", path.display(), e.message())))?;
         tx.commit().map_err(err)?;
         Ok(Embedded {
             db,
@@ -189,7 +191,7 @@ impl Backend for Embedded {
         for row in tx.open_table(OPEN).map_err(err)?.iter().map_err(err)? {
             let id = row.map_err(err)?.0.value();
             let Some(v) = jobs.get(id).map_err(err)? else {
-                return Err(StoreError(format!(
+                return Err(StoreError::Failed(format!(
                     "open job {id} is not in the jobs table"
                 )));
             };

@@ -55,7 +55,8 @@ const MIGRATIONS: &[&str] = &[];
 /// Key of the advisory lock held while the layout is created or migrated.
 const LAYOUT_LOCK: i64 = 0x6772_6964_7363_6864;
 
-type Task = Box<dyn FnOnce(&mut Option<Client>) + Send>;
+/// A call on the connection, or on why there is none.
+type Task = Box<dyn FnOnce(&mut Result<Client, String>) + Send>;
 
 /// The connection's thread, reached through its task queue.
 #[derive(Debug)]
@@ -74,16 +75,28 @@ impl Link {
         let (tx, rx) = mpsc::sync_channel(1);
         let shown = self.shown.clone();
         let task: Task = Box::new(move |conn| {
-            let _ = tx.send(conn.as_mut().map_or_else(
-                || Err(StoreError(format!("PostgreSQL at {shown}: not connected"))),
-                |c| f(c).map_err(|e| StoreError(format!("PostgreSQL at {shown}: {}", said(&e)))),
-            ));
+            let answer = match conn {
+                Err(why) => Err(StoreError::Unavailable(format!(
+                    "PostgreSQL at {shown}: {why}"
+                ))),
+                Ok(c) => f(c).map_err(|e| {
+                    let m = format!("PostgreSQL at {shown}: {}", said(&e));
+                    // The server went away (or was never reached): the call may be retried.
+                    if c.is_closed() || e.as_db_error().is_none() {
+                        StoreError::Unavailable(m)
+                    } else {
+                        StoreError::Failed(m)
+                    }
+                }),
+            };
+            let _ = tx.send(answer);
         });
-        self.tasks
-            .send(task)
-            .map_err(|_| StoreError("the PostgreSQL connection's thread has stopped".into()))?;
-        rx.recv()
-            .map_err(|_| StoreError("the PostgreSQL connection's thread has stopped".into()))?
+        self.tasks.send(task).map_err(|_| {
+            StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
+        })?;
+        rx.recv().map_err(|_| {
+            StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
+        })?
     }
 }
 
@@ -122,7 +135,7 @@ impl Postgres {
         let shown = shown(url);
         let config: postgres::Config = url
             .parse()
-            .map_err(|e| StoreError(format!("key `store.url`: `{shown}`: {e}")))?;
+            .map_err(|e| StoreError::Failed(format!("key `store.url`: `{shown}`: {e}")))?;
         let (tasks, rx) = mpsc::channel::<Task>();
         let (ready_tx, ready) = mpsc::sync_channel(1);
         std::thread::Builder::new()
@@ -131,7 +144,7 @@ impl Postgres {
                 let mut conn = match config.connect(NoTls) {
                     Ok(c) => {
                         let _ = ready_tx.send(Ok(()));
-                        Some(c)
+                        Ok(c)
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(said(&e)));
@@ -139,8 +152,8 @@ impl Postgres {
                     }
                 };
                 for task in rx {
-                    if conn.as_ref().is_none_or(Client::is_closed) {
-                        conn = config.connect(NoTls).ok();
+                    if conn.as_ref().is_ok_and(Client::is_closed) || conn.is_err() {
+                        conn = config.connect(NoTls).map_err(|e| said(&e));
                     }
                     task(&mut conn);
                 }
@@ -148,8 +161,10 @@ impl Postgres {
             .map_err(err)?;
         ready
             .recv()
-            .map_err(|_| StoreError("the PostgreSQL connection's thread has stopped".into()))?
-            .map_err(|e| StoreError(format!("PostgreSQL at {shown}: {e}")))?;
+            .map_err(|_| {
+                StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
+            })?
+            .map_err(|e| StoreError::Failed(format!("PostgreSQL at {shown}: {e}")))?;
         let link = Arc::new(Link { tasks, shown });
         let found = link.call(|c| {
             let mut tx = c.transaction()?;
@@ -182,10 +197,10 @@ impl Postgres {
             Ok(None)
         })?;
         if let Some(found) = found {
-            return Err(StoreError(format!(
+            return Err(StoreError::Failed(format!(
                 "PostgreSQL at {}: {}",
                 link.shown,
-                newer(found).0
+                newer(found).message()
             )));
         }
         Ok(Postgres { link })
@@ -549,13 +564,18 @@ pub struct ScratchDatabase {
 }
 
 impl ScratchDatabase {
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Creates one through `admin`, the URL of a role that may create databases.
     pub fn create(admin: &str) -> Result<ScratchDatabase, StoreError> {
         // The synchronous client runs a runtime of its own: off any async runtime's thread.
         let admin = admin.to_owned();
         std::thread::spawn(move || Self::create_here(&admin))
             .join()
-            .map_err(|_| StoreError("creating the scratch database panicked".into()))?
+            .map_err(|_| StoreError::Failed("creating the scratch database panicked".into()))?
     }
 
     fn create_here(admin: &str) -> Result<ScratchDatabase, StoreError> {
@@ -563,7 +583,7 @@ impl ScratchDatabase {
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("gridsched_scratch_{}_{n}", std::process::id());
         let fail = |e: postgres::Error| {
-            StoreError(format!("PostgreSQL at {}: {}", shown(admin), said(&e)))
+            StoreError::Failed(format!("PostgreSQL at {}: {}", shown(admin), said(&e)))
         };
         let mut c = Client::connect(admin, NoTls).map_err(fail)?;
         c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
