@@ -28,20 +28,6 @@ fn meta_on(dir: &std::path::Path, keep: usize, url: Option<&str>) -> MetaService
     MetaService::open(&meta_scheduler::config::MetaConfig::from_toml(&toml).unwrap()).unwrap()
 }
 
-/// The PostgreSQL server of the tests (`GRIDSCHED_TEST_POSTGRES`, required under `CI=true`).
-fn postgres_admin() -> Option<String> {
-    match std::env::var("GRIDSCHED_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("GRIDSCHED_TEST_POSTGRES is not set (.ci/run sets it)")
-        }
-        _ => {
-            eprintln!("note: GRIDSCHED_TEST_POSTGRES not set: PostgreSQL is not tested");
-            None
-        }
-    }
-}
-
 fn spec(user: &str, token: &str, slack: Option<i64>) -> v1::JobSpec {
     let now = meta_scheduler::service::now();
     v1::JobSpec {
@@ -100,7 +86,7 @@ async fn finished_jobs_leave_memory_and_are_answered_from_the_store() {
 /// The same over PostgreSQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_jobs_leave_memory_and_are_answered_from_postgres() {
-    let Some(admin) = postgres_admin() else {
+    let Some(admin) = meta_scheduler::store::postgres::test_server() else {
         return;
     };
     let db = meta_scheduler::store::postgres::ScratchDatabase::create(&admin).unwrap();

@@ -54,15 +54,8 @@ fn admin_sql(admin: &str, sql: String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_makes_submissions_unavailable_and_leaves_nothing() {
-    let admin = match std::env::var("GRIDSCHED_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => url,
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("GRIDSCHED_TEST_POSTGRES is not set (.ci/run sets it)")
-        }
-        _ => {
-            eprintln!("SKIPPED: GRIDSCHED_TEST_POSTGRES not set");
-            return;
-        }
+    let Some(admin) = meta_scheduler::store::postgres::test_server() else {
+        return;
     };
     let db = ScratchDatabase::create(&admin).unwrap();
     let dir = tempfile::tempdir().unwrap();

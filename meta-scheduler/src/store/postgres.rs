@@ -553,6 +553,23 @@ impl History for View {
     }
 }
 
+/// The administrator's URL of the PostgreSQL server the tests use (`GRIDSCHED_TEST_POSTGRES`,
+/// which `.ci/run` sets after `scripts/postgres.sh`): `None` with a note when it is not set,
+/// except under `CI=true`, where its absence is a failure.
+pub fn test_server() -> Option<String> {
+    match std::env::var("GRIDSCHED_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
+            "GRIDSCHED_TEST_POSTGRES is not set: .ci/run starts PostgreSQL with \
+             scripts/postgres.sh and sets it"
+        ),
+        _ => {
+            eprintln!("SKIPPED: GRIDSCHED_TEST_POSTGRES not set: PostgreSQL is not tested");
+            None
+        }
+    }
+}
+
 /// A database of its own on a PostgreSQL server, created empty and dropped (with its
 /// connections) when this is dropped: for tests and failure drills.
 #[derive(Debug)]
@@ -654,7 +671,7 @@ mod tests {
                 .starts_with("store: key `store.url`: `postgres://a:***@h:notaport/x`"),
             "{e}"
         );
-        let Some(admin) = crate::store::tests::postgres_admin() else {
+        let Some(admin) = test_server() else {
             return;
         };
         let db = ScratchDatabase::create(&admin).unwrap();

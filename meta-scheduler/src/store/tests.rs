@@ -33,22 +33,6 @@ impl Place {
     }
 }
 
-/// The administrator's URL of the PostgreSQL server for the tests, if any; under `CI=true` one
-/// is required.
-pub(crate) fn postgres_admin() -> Option<String> {
-    match std::env::var("GRIDSCHED_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
-            "GRIDSCHED_TEST_POSTGRES is not set: .ci/run starts PostgreSQL with \
-             scripts/postgres.sh and sets it"
-        ),
-        _ => {
-            eprintln!("note: GRIDSCHED_TEST_POSTGRES not set: the PostgreSQL store is not tested");
-            None
-        }
-    }
-}
-
 /// A fresh place in each backend: a temporary directory, and a new database.
 pub(crate) fn places() -> Vec<Place> {
     let mut out = vec![Place {
@@ -56,7 +40,7 @@ pub(crate) fn places() -> Vec<Place> {
         cfg: StoreConfig::default(),
         pg: None,
     }];
-    if let Some(admin) = postgres_admin() {
+    if let Some(admin) = postgres::test_server() {
         let db = postgres::ScratchDatabase::create(&admin).unwrap();
         out.push(Place {
             dir: tempfile::tempdir().unwrap(),
