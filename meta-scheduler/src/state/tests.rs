@@ -348,3 +348,31 @@ fn a_job_sharing_job_at_a_site_that_goes_down_goes_back_to_the_meta_level_queue(
     accept(&mut st, 3, 4, 7);
     assert_eq!((site(&st, 3), st.decider.held()), (None, 1));
 }
+
+/// A finished job leaves memory once its retention has passed, not before; events older than
+/// the retention leave too, and the count cap drops the oldest events.
+#[test]
+fn finished_jobs_and_events_leave_memory_after_their_retention() {
+    let mut st = grid(false);
+    st.retention.finished_s = 100;
+    st.retention.events = 3;
+    at_a(&mut st, 1, &[]);
+    at_a(&mut st, 2, &[]);
+    let mut b = Batch::default();
+    st.update(&mut b, 1, 10, |j| {
+        j.state = JobState::Completed.into();
+        Some("done".into())
+    });
+    assert_eq!(b.finished, vec![1]);
+    st.retire(&b.finished, 10);
+    st.retire(&[], 109);
+    assert!(st.jobs.contains_key(&1), "within its retention");
+    assert!(st.events.len() <= 3, "the count cap");
+    st.retire(&[], 110);
+    assert!(!st.jobs.contains_key(&1), "past its retention");
+    assert!(st.jobs.contains_key(&2), "a live job stays");
+    assert!(
+        st.events.iter().all(|e| e.time + 100 > 110),
+        "old events left"
+    );
+}
