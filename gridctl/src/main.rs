@@ -25,8 +25,8 @@ use tonic::transport::Channel;
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
-    /// Meta-scheduler endpoint; several, comma-separated, are tried in order and the first that
-    /// answers is used (replicas of the meta-scheduler).
+    /// Meta-scheduler endpoint; several, comma-separated, are replicas of the meta-scheduler:
+    /// the one that leads (its health service reports the API SERVING) is used.
     #[arg(
         long,
         global = true,
@@ -34,6 +34,15 @@ struct Cli {
         default_value = "http://127.0.0.1:50051"
     )]
     endpoint: String,
+    /// With several endpoints: how long to wait for one of them to lead (seconds), e.g. while a
+    /// replica takes over from a leader that died.
+    #[arg(
+        long,
+        global = true,
+        env = "GRIDSCHED_FAILOVER_WAIT",
+        default_value_t = 10
+    )]
+    failover_wait: u64,
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
@@ -220,6 +229,7 @@ type Client = MetaSchedulerClient<InterceptedService<Channel, Bearer>>;
 #[derive(Debug, Clone)]
 struct Conn {
     endpoint: String,
+    failover_wait: u64,
     token: Option<String>,
     token_file: Option<std::path::PathBuf>,
     ca: Option<std::path::PathBuf>,
@@ -245,6 +255,7 @@ impl Conn {
     async fn channel(&self, url: &str) -> anyhow::Result<Channel> {
         self.tls()
             .endpoint(url)?
+            .connect_timeout(std::time::Duration::from_secs(2))
             .connect()
             .await
             .map_err(|e| anyhow::anyhow!("cannot reach {url}: {e}"))
@@ -252,25 +263,46 @@ impl Conn {
 }
 
 impl Conn {
-    /// A channel to the first of the comma-separated `--endpoint`s that can be reached, and its
-    /// URL; the error names every one tried and why.
+    /// A channel to the meta-scheduler of `--endpoint`, and its URL. With several endpoints
+    /// (replicas), the first whose health service reports the API SERVING (the leader), waiting
+    /// up to `--failover-wait` for one; past it, the first that can be reached (whose answers say
+    /// why it does not serve). The error names every endpoint tried and why.
     async fn meta_channel(&self) -> anyhow::Result<(String, Channel)> {
-        let mut failed = Vec::new();
-        for url in self
+        let urls: Vec<&str> = self
             .endpoint
             .split(',')
             .map(str::trim)
             .filter(|u| !u.is_empty())
-        {
-            match self.channel(url).await {
-                Ok(c) => return Ok((url.to_owned(), c)),
-                Err(e) => failed.push(e.to_string()),
-            }
+            .collect();
+        match urls[..] {
+            [] => anyhow::bail!("--endpoint: no endpoint given"),
+            [url] => return Ok((url.to_owned(), self.channel(url).await?)),
+            _ => {}
         }
-        match failed.len() {
-            0 => anyhow::bail!("--endpoint: no endpoint given"),
-            1 => anyhow::bail!("{}", failed[0]),
-            _ => anyhow::bail!("no endpoint answers: {}", failed.join("; ")),
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_secs(self.failover_wait);
+        loop {
+            let (mut failed, mut reachable) = (Vec::new(), None);
+            for url in &urls {
+                match self.channel(url).await {
+                    Ok(c) => {
+                        let api = v1::meta_scheduler_server::SERVICE_NAME;
+                        let within = std::time::Duration::from_secs(2);
+                        if gridsched_proto::standard::serves(c.clone(), api, within).await {
+                            return Ok(((*url).to_owned(), c));
+                        }
+                        reachable.get_or_insert(((*url).to_owned(), c));
+                    }
+                    Err(e) => failed.push(e.to_string()),
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                if let Some(r) = reachable {
+                    return Ok(r);
+                }
+                anyhow::bail!("no endpoint answers: {}", failed.join("; "));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         }
     }
 }
@@ -340,6 +372,7 @@ fn parse_state(s: &str) -> anyhow::Result<i32> {
 async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     let conn = Conn {
         endpoint: cli.endpoint.clone(),
+        failover_wait: cli.failover_wait,
         token: cli.token.clone(),
         token_file: cli.token_file.clone(),
         ca: cli.ca.clone(),

@@ -2,7 +2,7 @@
 //! flags that override it, structured logs on stderr (`RUST_LOG`, default `info`), and
 //! `listening on ADDR` printed on stdout once the port is bound.
 
-use crate::{MetaConfig, MetaService};
+use crate::MetaConfig;
 use clap::Parser;
 use std::path::PathBuf;
 
@@ -39,8 +39,10 @@ impl Cli {
     }
 }
 
-/// The binary's main: parses `args`, opens the store, binds, prints `listening on http://ADDR`
-/// and serves until Ctrl-C.
+/// The binary's main: parses `args`, binds, prints `listening on http://ADDR` and serves until
+/// Ctrl-C or SIGTERM (as the leader, or as a replica that follows until it leads). A replica
+/// that lost the lead ends the process at once with exit status 75 (its supervisor starts it
+/// again, as a follower).
 pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
     let cli = Cli::try_parse_from(args)?;
     let _ = tracing_subscriber::fmt()
@@ -51,8 +53,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<
         .with_writer(std::io::stderr)
         .try_init();
     let cfg = cli.config()?;
-    tokio::runtime::Runtime::new()?.block_on(async move {
-        let service = MetaService::open(&cfg)?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let outcome = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&cfg.listen).await?;
         let addr = listener.local_addr()?;
         tracing::info!(%addr, sites = cfg.sites.len(), "meta-scheduler listening");
@@ -62,10 +64,23 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<
             "http"
         };
         println!("listening on {scheme}://{addr}");
-        crate::serve(service, listener, async {
-            let _ = tokio::signal::ctrl_c().await;
+        crate::replica::run(&cfg, listener, async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => None } } => {}
+            }
         })
-        .await?;
-        Ok(())
-    })
+        .await
+    });
+    if let Err(e) = &outcome
+        && e.downcast_ref::<crate::replica::Deposed>().is_some()
+    {
+        tracing::error!("{e}: stopping");
+        // Calls may still wait on a store cut off: do not wait for them.
+        std::process::exit(75);
+    }
+    rt.shutdown_background();
+    outcome
 }

@@ -67,6 +67,9 @@ pub struct MetaConfig {
     /// The durable store's settings.
     #[serde(default)]
     pub store: crate::store::StoreConfig,
+    /// This replica's name, address and lease times, for replicas sharing a PostgreSQL store.
+    #[serde(default)]
+    pub replica: crate::replica::ReplicaConfig,
 }
 
 /// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
@@ -221,6 +224,7 @@ impl Default for MetaConfig {
             faults: FaultConfig::default(),
             retention: Default::default(),
             store: Default::default(),
+            replica: Default::default(),
         }
     }
 }
@@ -321,6 +325,9 @@ impl MetaConfig {
         }
         if l.hold_lease_ms == 0 {
             return Err(bad("links.hold_lease_ms".into(), "must be positive"));
+        }
+        if let Err((key, reason)) = self.replica.check() {
+            return Err(bad(key, &reason));
         }
         if self.retention.events == 0 {
             return Err(bad("retention.events".into(), "must be at least 1"));

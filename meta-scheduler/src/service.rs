@@ -60,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) tokens: gridsched_security::Tokens,
     /// Unary submissions waiting for the group committer.
     submissions: std::sync::mpsc::Sender<Pending>,
+    /// The epoch of the lease this replica leads with (0: a store without a lease).
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 /// A unary submission and where its result goes.
@@ -112,11 +114,17 @@ pub(crate) fn internal(e: impl std::fmt::Display) -> Status {
 type EventStream = Pin<Box<dyn Stream<Item = Result<v1::JobEvent, Status>> + Send>>;
 
 impl MetaService {
-    /// Opens the store in the configured state directory and restores every job from it.
+    /// Opens the configured store and restores the live work from it.
     pub fn open(cfg: &MetaConfig) -> anyhow::Result<MetaService> {
+        let store = Store::open(&cfg.state_dir, &cfg.store)?;
+        MetaService::with_store(cfg, store)
+    }
+
+    /// Restores the live work from `store`, already open (and fenced, for a replica that has
+    /// just taken the lead).
+    pub fn with_store(cfg: &MetaConfig, store: Store) -> anyhow::Result<MetaService> {
         let mut cfg = cfg.clone();
         cfg.complete();
-        let store = Store::open(&cfg.state_dir, &cfg.store)?;
         let mut loaded = store.load()?;
         let decider = Decider::new(&cfg, loaded.last_id)?;
         let mut state = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
@@ -168,6 +176,7 @@ impl MetaService {
             tokens: gridsched_security::Tokens::new(&cfg.auth.users)?,
             cfg,
             submissions,
+            epoch: std::sync::atomic::AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&inner);
         // The committer publishes what it accepted, which may start work on the runtime (a
@@ -180,6 +189,19 @@ impl MetaService {
                 group_committer(weak, rx)
             })?;
         Ok(MetaService { inner })
+    }
+
+    /// This service, leading with `epoch` (a replica that took the lease).
+    pub fn with_epoch(self, epoch: u64) -> MetaService {
+        self.inner
+            .epoch
+            .store(epoch, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
+    /// The epoch of the lease it leads with (0: a store without a lease).
+    pub fn epoch(&self) -> u64 {
+        self.inner.epoch.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many jobs and job events the meta-scheduler holds in memory now.

@@ -12,8 +12,14 @@
 //! (for `list`), and the classifier's snapshot (its window of deadline margins, written with the
 //! jobs it classified), so a restart costs the live work, not the history.
 //!
-//! Each backend records the version of its layout ([`SCHEMA_VERSION`]) and migrates an older one
-//! at open, in one transaction; a layout from a newer build is refused, naming both versions.
+//! Each backend records the version of its layout ([`SCHEMA_VERSION`] for the embedded store,
+//! [`postgres::VERSION`] for PostgreSQL) and migrates an older one at open, in one transaction; a
+//! layout from a newer build is refused, naming both versions.
+//!
+//! A store that several meta-schedulers share (PostgreSQL) also offers [`Leadership`]: a lease
+//! with an epoch that one replica holds at a time; once a replica leads, its store is *fenced*
+//! with the epoch ([`Store::fence`]), and every write checks it in its own transaction, so a
+//! replica that lost the lease cannot write (see [`crate::replica`]).
 
 pub mod embedded;
 pub mod postgres;
@@ -25,8 +31,8 @@ use prost::Message;
 use serde::Deserialize;
 use std::path::Path;
 
-/// The version of the store's layout this build writes (version 2 added the open-job set, the
-/// finished jobs' indexes and the snapshots).
+/// The version of the embedded store's layout this build writes (version 2 added the open-job
+/// set, the finished jobs' indexes and the snapshots).
 pub const SCHEMA_VERSION: u64 = 2;
 
 /// The `[store]` section.
@@ -79,13 +85,16 @@ pub enum StoreError {
     /// The store cannot be reached now.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The write was refused: another replica leads now (its epoch is newer than this one's).
+    #[error("not the leader: {0}")]
+    Deposed(String),
 }
 
 impl StoreError {
     /// What it says, without the prefix.
     pub fn message(&self) -> &str {
         match self {
-            StoreError::Failed(m) | StoreError::Unavailable(m) => m,
+            StoreError::Failed(m) | StoreError::Unavailable(m) | StoreError::Deposed(m) => m,
         }
     }
 }
@@ -93,7 +102,9 @@ impl StoreError {
 impl From<StoreError> for tonic::Status {
     fn from(e: StoreError) -> tonic::Status {
         match e {
-            StoreError::Unavailable(_) => tonic::Status::unavailable(e.to_string()),
+            StoreError::Unavailable(_) | StoreError::Deposed(_) => {
+                tonic::Status::unavailable(e.to_string())
+            }
             StoreError::Failed(_) => tonic::Status::internal(e.to_string()),
         }
     }
@@ -161,12 +172,41 @@ pub(crate) fn decode_decision(bytes: &[u8]) -> Result<Decision, StoreError> {
     })
 }
 
-/// A message of a newer layout than this build's.
-pub(crate) fn newer(found: u64) -> StoreError {
+/// A message of a newer layout (`found`) than this build's (`ours`).
+pub(crate) fn newer(found: u64, ours: u64) -> StoreError {
     StoreError::Failed(format!(
-        "schema version {found}, newer than this build's {SCHEMA_VERSION}: run the gridsched \
+        "schema version {found}, newer than this build's {ours}: run the gridsched \
          that wrote it (or a newer one), or move the state away"
     ))
+}
+
+/// Who leads the replicas sharing a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The leading replica's name.
+    pub holder: String,
+    /// The address its clients reach it at.
+    pub address: String,
+    /// Its epoch: one more at every change of leader.
+    pub epoch: u64,
+    /// Whether its lease has run out (by the database's clock): another replica may take it.
+    pub expired: bool,
+}
+
+/// The lease of a store shared by replicas. Every call is one short transaction on a connection
+/// of its own (so that renewing never waits behind the data's writes); the lease's times are the
+/// database's clock, so replicas' clocks need not agree.
+pub trait Leadership: Send + Sync + std::fmt::Debug {
+    /// Takes the lease for `holder` (reached at `address`) for `ttl_ms` when it is free, run
+    /// out or already `holder`'s: the new epoch, or `None` while another replica holds it.
+    fn try_lead(&self, holder: &str, address: &str, ttl_ms: u64)
+    -> Result<Option<u64>, StoreError>;
+    /// Extends the lease of `epoch` by `ttl_ms` from now; false when `epoch` no longer holds it.
+    fn renew(&self, epoch: u64, ttl_ms: u64) -> Result<bool, StoreError>;
+    /// Lets the lease of `epoch` run out now (a replica stopping), so another takes over at once.
+    fn release(&self, epoch: u64) -> Result<(), StoreError>;
+    /// The replica that leads (or led last), if any ever did.
+    fn leader(&self) -> Result<Option<Leader>, StoreError>;
 }
 
 /// What a store does: load what a restart needs, commit changes, keep reservations and open
@@ -187,6 +227,14 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     ) -> Result<(), StoreError>;
     /// A view of the history.
     fn reader(&self) -> Result<Reader, StoreError>;
+    /// The lease of a store replicas may share (`None`: the store has one user, nothing to
+    /// lead).
+    fn leadership(&self) -> Result<Option<std::sync::Arc<dyn Leadership>>, StoreError> {
+        Ok(None)
+    }
+    /// From now on, every write checks that `epoch` still holds the lease, in its own
+    /// transaction, and fails with [`StoreError::Deposed`] when it does not.
+    fn fence(&self, _epoch: u64) {}
 }
 
 /// Reads of the history: one job, its decision, a token's job, the finished jobs of a list
@@ -271,6 +319,16 @@ impl Store {
     /// A view of the history.
     pub fn reader(&self) -> Result<Reader, StoreError> {
         self.0.reader()
+    }
+
+    /// The lease, for a store replicas may share.
+    pub fn leadership(&self) -> Result<Option<std::sync::Arc<dyn Leadership>>, StoreError> {
+        self.0.leadership()
+    }
+
+    /// Fences every later write with `epoch` (see [`Backend::fence`]).
+    pub fn fence(&self, epoch: u64) {
+        self.0.fence(epoch);
     }
 }
 

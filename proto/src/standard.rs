@@ -62,6 +62,24 @@ pub async fn standard_services(
     Ok(StandardServices { health, routes })
 }
 
+/// Whether the server behind `channel` reports `service` SERVING (false when it does not answer
+/// in `within` or reports anything else). Among replicas of the meta-scheduler only the leader
+/// serves the API: a client given several endpoints picks the one for which this is true.
+pub async fn serves(
+    channel: tonic::transport::Channel,
+    service: &str,
+    within: std::time::Duration,
+) -> bool {
+    let mut c = tonic_health::pb::health_client::HealthClient::new(channel);
+    let check = c.check(tonic_health::pb::HealthCheckRequest {
+        service: service.to_owned(),
+    });
+    matches!(
+        tokio::time::timeout(within, check).await,
+        Ok(Ok(r)) if r.get_ref().status() == tonic_health::pb::health_check_response::ServingStatus::Serving
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

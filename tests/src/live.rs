@@ -746,3 +746,30 @@ pub fn fragments_of(job: &v1::Job) -> Vec<(&str, u32)> {
         .map(|f| (f.site.as_str(), f.processors))
         .collect()
 }
+
+/// How many times each job started (its RUNNING events) at the local scheduler at `addr`, from
+/// the whole of that scheduler's event log.
+pub async fn starts_at(addr: &str) -> std::collections::HashMap<u64, usize> {
+    use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
+    let mut c = LocalSchedulerClient::connect(format!("http://{addr}"))
+        .await
+        .expect("local");
+    let mut s = c
+        .job_events(v1::JobEventsRequest {
+            from_sequence: Some(1),
+        })
+        .await
+        .expect("events")
+        .into_inner();
+    let mut starts = std::collections::HashMap::new();
+    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_millis(500), s.message()).await
+    {
+        if std::env::var("DEBUG_EVENTS").is_ok() {
+            eprintln!("{addr}: {e:?}");
+        }
+        if e.state() == v1::JobState::Running {
+            *starts.entry(e.job_id).or_insert(0) += 1;
+        }
+    }
+    starts
+}

@@ -6,7 +6,7 @@
 
 use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
-    Bins, LiveGrid, SiteSpec, all_jobs, scrape, stdout_of, submit_all, wait_ended,
+    Bins, LiveGrid, SiteSpec, all_jobs, scrape, starts_at, stdout_of, submit_all, wait_ended,
 };
 use std::collections::HashMap;
 use std::time::Duration;
@@ -52,32 +52,6 @@ fn emulated(user: &str, procs: u32, estimate: i64, run: i64) -> v1::JobSpec {
         emulate_runtime_s: Some(run),
         ..spec(user, procs, estimate)
     }
-}
-
-/// Every RUNNING event of a site's local scheduler, per job (a job must start at most once).
-async fn starts_at(addr: &str) -> HashMap<u64, usize> {
-    use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
-    let mut c = LocalSchedulerClient::connect(format!("http://{addr}"))
-        .await
-        .expect("local");
-    let mut s = c
-        .job_events(v1::JobEventsRequest {
-            from_sequence: Some(1),
-        })
-        .await
-        .expect("events")
-        .into_inner();
-    let mut starts = HashMap::new();
-    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_millis(500), s.message()).await
-    {
-        if std::env::var("DEBUG_EVENTS").is_ok() {
-            eprintln!("{addr}: {e:?}");
-        }
-        if e.state() == JobState::Running {
-            *starts.entry(e.job_id).or_insert(0) += 1;
-        }
-    }
-    starts
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

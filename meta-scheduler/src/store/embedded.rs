@@ -114,7 +114,7 @@ fn migrate(
         .map_err(err)?
         .map_or(1, |v| v.value());
     if found > target {
-        return Err(newer(found));
+        return Err(newer(found, target));
     }
     for version in found..target {
         let step = usize::try_from(version - 1)

@@ -12,10 +12,13 @@
 //! filtered on: state, owner, cluster) with partial indexes over the finished jobs, plus the
 //! finished jobs' sites (a split job's fragments each name one). Idempotency keys hold a NUL
 //! between user and token, so they are stored as bytes.
+//!
+//! Version 3 added the lease of the replicas ([`lease`]); writes of a fenced store check its
+//! epoch first, holding the lease's row shared, so a takeover waits for the writes in flight and
+//! every later write of the replica it deposed fails.
 
 use super::{
-    Backend, FinishedPage, History, Loaded, Reader, SCHEMA_VERSION, StoreError, Write,
-    decode_decision, err, newer,
+    Backend, FinishedPage, History, Loaded, Reader, StoreError, Write, decode_decision, err, newer,
 };
 use crate::history::Filter;
 use crate::state::Decision;
@@ -24,7 +27,14 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls};
 use prost::Message;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::time::Duration;
+
+mod lease;
+
+/// The version of the layout this build writes.
+pub const VERSION: u64 = 3;
 
 /// The layout of version 2, created in an empty database.
 const LAYOUT_2: &str = "
@@ -49,8 +59,17 @@ CREATE TABLE reservations (id BIGINT PRIMARY KEY, body BYTEA NOT NULL);
 CREATE TABLE snapshots (name TEXT PRIMARY KEY, body BYTEA NOT NULL);
 ";
 
-/// Migrations from a version (the index + 2) to the next; none yet.
-const MIGRATIONS: &[&str] = &[];
+/// Migrations from a version (the index + 2) to the next.
+const MIGRATIONS: &[&str] = &[
+    // 2 → 3: the replicas' lease.
+    "CREATE TABLE gridsched_lease (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        address TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        expires TIMESTAMPTZ NOT NULL
+    );",
+];
 
 /// Key of the advisory lock held while the layout is created or migrated.
 const LAYOUT_LOCK: i64 = 0x6772_6964_7363_6864;
@@ -67,6 +86,41 @@ struct Link {
 }
 
 impl Link {
+    /// Connects to the server of `config` on a thread of its own; the connection is opened
+    /// again before the next call when it broke.
+    fn open(config: postgres::Config, shown: String) -> Result<Link, StoreError> {
+        let (tasks, rx) = mpsc::channel::<Task>();
+        let (ready_tx, ready) = mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("postgres".into())
+            .spawn(move || {
+                let mut conn = match config.connect(NoTls) {
+                    Ok(c) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Ok(c)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(said(&e)));
+                        return;
+                    }
+                };
+                for task in rx {
+                    if conn.as_ref().is_ok_and(Client::is_closed) || conn.is_err() {
+                        conn = config.connect(NoTls).map_err(|e| said(&e));
+                    }
+                    task(&mut conn);
+                }
+            })
+            .map_err(err)?;
+        ready
+            .recv()
+            .map_err(|_| {
+                StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
+            })?
+            .map_err(|e| StoreError::Failed(format!("PostgreSQL at {shown}: {e}")))?;
+        Ok(Link { tasks, shown })
+    }
+
     /// Runs `f` on the connection (opened again first if it broke) and returns its answer.
     fn call<R: Send + 'static>(
         &self,
@@ -104,6 +158,10 @@ impl Link {
 #[derive(Debug)]
 pub struct Postgres {
     link: Arc<Link>,
+    /// How to connect again (the lease's own connection).
+    config: postgres::Config,
+    /// The epoch every write checks (0: not fenced, the store has one user).
+    fence: Arc<AtomicU64>,
 }
 
 /// What the server said, where it said something (the client's own text is only "db error").
@@ -133,39 +191,23 @@ impl Postgres {
     /// an unreachable server is an error naming the URL (password masked).
     pub fn open(url: &str) -> Result<Postgres, StoreError> {
         let shown = shown(url);
-        let config: postgres::Config = url
+        let mut config: postgres::Config = url
             .parse()
             .map_err(|e| StoreError::Failed(format!("key `store.url`: `{shown}`: {e}")))?;
-        let (tasks, rx) = mpsc::channel::<Task>();
-        let (ready_tx, ready) = mpsc::sync_channel(1);
-        std::thread::Builder::new()
-            .name("postgres".into())
-            .spawn(move || {
-                let mut conn = match config.connect(NoTls) {
-                    Ok(c) => {
-                        let _ = ready_tx.send(Ok(()));
-                        Ok(c)
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(said(&e)));
-                        return;
-                    }
-                };
-                for task in rx {
-                    if conn.as_ref().is_ok_and(Client::is_closed) || conn.is_err() {
-                        conn = config.connect(NoTls).map_err(|e| said(&e));
-                    }
-                    task(&mut conn);
-                }
-            })
-            .map_err(err)?;
-        ready
-            .recv()
-            .map_err(|_| {
-                StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
-            })?
-            .map_err(|e| StoreError::Failed(format!("PostgreSQL at {shown}: {e}")))?;
-        let link = Arc::new(Link { tasks, shown });
+        // A server that does not answer (cut off, not refusing) is given up after this long,
+        // instead of the system's TCP timeout of minutes.
+        config
+            .connect_timeout(Duration::from_secs(5))
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(5));
+        // A transaction left open by a replica that froze (it holds the lease's row shared) is
+        // ended by the server, so that the replica taking over is not kept waiting.
+        let options = format!(
+            "{} -c idle_in_transaction_session_timeout=2000",
+            config.get_options().unwrap_or_default()
+        );
+        config.options(options.trim());
+        let link = Arc::new(Link::open(config.clone(), shown)?);
         let found = link.call(|c| {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LAYOUT_LOCK])?;
@@ -176,17 +218,14 @@ impl Postgres {
                 .query_opt("SELECT version FROM gridsched_schema", &[])?
                 .map(|r| r.get(0));
             let found = found.map_or(0, |v| v as u64);
-            if found > SCHEMA_VERSION {
+            if found > VERSION {
                 return Ok(Some(found));
             }
             if found == 0 {
                 tx.batch_execute(LAYOUT_2)?;
-                tx.execute(
-                    "INSERT INTO gridsched_schema VALUES ($1)",
-                    &[&(SCHEMA_VERSION as i64)],
-                )?;
+                tx.execute("INSERT INTO gridsched_schema VALUES (2)", &[])?;
             }
-            for version in found.max(2)..SCHEMA_VERSION {
+            for version in found.max(2)..VERSION {
                 tx.batch_execute(MIGRATIONS[(version - 2) as usize])?;
                 tx.execute(
                     "UPDATE gridsched_schema SET version = $1",
@@ -200,10 +239,14 @@ impl Postgres {
             return Err(StoreError::Failed(format!(
                 "PostgreSQL at {}: {}",
                 link.shown,
-                newer(found).message()
+                newer(found, VERSION).message()
             )));
         }
-        Ok(Postgres { link })
+        Ok(Postgres {
+            link,
+            config,
+            fence: Arc::new(AtomicU64::new(0)),
+        })
     }
 }
 
@@ -337,8 +380,12 @@ impl Backend for Postgres {
             ("last_id".to_owned(), w.last_id as i64),
             ("last_sequence".to_owned(), w.last_sequence as i64),
         ];
-        self.link.call(move |c| {
+        let epoch = self.fence.load(Ordering::SeqCst);
+        let written = self.link.call(move |c| {
             let mut tx = c.transaction()?;
+            if !fenced(&mut tx, epoch)? {
+                return Ok(false);
+            }
             if !ids.is_empty() {
                 tx.execute(
                     "INSERT INTO jobs (id, body, open, state, owner, cluster) \
@@ -396,8 +443,10 @@ impl Backend for Postgres {
                     &[body],
                 )?;
             }
-            tx.commit()
-        })
+            tx.commit()?;
+            Ok(true)
+        })?;
+        self.written(written, epoch)
     }
 
     fn save_reservation(
@@ -407,8 +456,12 @@ impl Backend for Postgres {
         last_reservation: u64,
     ) -> Result<(), StoreError> {
         let body = r.map(Message::encode_to_vec);
-        self.link.call(move |c| {
+        let epoch = self.fence.load(Ordering::SeqCst);
+        let written = self.link.call(move |c| {
             let mut tx = c.transaction()?;
+            if !fenced(&mut tx, epoch)? {
+                return Ok(false);
+            }
             match &body {
                 Some(b) => tx.execute(
                     "INSERT INTO reservations (id, body) VALUES ($1, $2) \
@@ -418,8 +471,10 @@ impl Backend for Postgres {
                 None => tx.execute("DELETE FROM reservations WHERE id = $1", &[&(id as i64)])?,
             };
             upsert_counter(&mut tx, "last_reservation", last_reservation as i64)?;
-            tx.commit()
-        })
+            tx.commit()?;
+            Ok(true)
+        })?;
+        self.written(written, epoch)
     }
 
     fn reader(&self) -> Result<Reader, StoreError> {
@@ -427,6 +482,45 @@ impl Backend for Postgres {
             link: self.link.clone(),
         })))
     }
+
+    fn leadership(&self) -> Result<Option<Arc<dyn super::Leadership>>, StoreError> {
+        let link = Link::open(self.config.clone(), self.link.shown.clone())?;
+        Ok(Some(Arc::new(lease::Lease::new(link))))
+    }
+
+    fn fence(&self, epoch: u64) {
+        self.fence.store(epoch, Ordering::SeqCst);
+    }
+}
+
+impl Postgres {
+    /// The outcome of a write that checked the fence of `epoch`.
+    fn written(&self, written: bool, epoch: u64) -> Result<(), StoreError> {
+        if written {
+            Ok(())
+        } else {
+            Err(StoreError::Deposed(format!(
+                "epoch {epoch} no longer holds the lease of PostgreSQL at {}: nothing written",
+                self.link.shown
+            )))
+        }
+    }
+}
+
+/// Whether `epoch` (0: a store not fenced) still holds the lease, read in `tx` with the lease's
+/// row held shared until `tx` ends: a takeover waits for this write, and every write after it
+/// sees the new epoch.
+fn fenced(tx: &mut postgres::Transaction<'_>, epoch: u64) -> Result<bool, postgres::Error> {
+    if epoch == 0 {
+        return Ok(true);
+    }
+    let held: Option<i64> = tx
+        .query_opt(
+            "SELECT epoch FROM gridsched_lease WHERE name = 'meta' FOR SHARE",
+            &[],
+        )?
+        .map(|r| r.get(0));
+    Ok(held == Some(epoch as i64))
 }
 
 fn upsert_counter(
@@ -689,12 +783,100 @@ mod tests {
         );
         drop(Postgres::open(&db.url).unwrap());
         let mut c = Client::connect(&db.url, NoTls).unwrap();
-        c.batch_execute("UPDATE gridsched_schema SET version = 3")
+        c.batch_execute("UPDATE gridsched_schema SET version = 4")
             .unwrap();
         let e = Postgres::open(&db.url).unwrap_err().to_string();
         assert!(
-            e.contains("schema version 3, newer than this build's 2"),
+            e.contains("schema version 4, newer than this build's 3"),
             "{e}"
         );
+    }
+
+    /// One replica leads at a time; the lease runs out by the database's clock; a takeover gives
+    /// the next epoch, after which every write of the deposed replica fails and leaves nothing;
+    /// a replica restarted under its own name takes the lease back at once; a released lease is
+    /// taken at once.
+    #[test]
+    fn the_lease_goes_to_one_replica_at_a_time_and_fences_the_deposed_ones_writes() {
+        use crate::store::{Leader, Store, StoreConfig, Write};
+        let Some(admin) = test_server() else {
+            return;
+        };
+        let db = ScratchDatabase::create(&admin).unwrap();
+        let cfg = StoreConfig {
+            backend: crate::store::BackendKind::Postgres,
+            url: Some(db.url.clone()),
+            ..StoreConfig::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            Store::open(dir.path(), &cfg).unwrap(),
+            Store::open(dir.path(), &cfg).unwrap(),
+        );
+        let (la, lb) = (
+            a.leadership().unwrap().unwrap(),
+            b.leadership().unwrap().unwrap(),
+        );
+        assert_eq!(la.leader().unwrap(), None);
+        let ea = la.try_lead("a", "http://a:1", 60_000).unwrap().unwrap();
+        a.fence(ea);
+        assert_eq!(lb.try_lead("b", "http://b:1", 60_000).unwrap(), None);
+        assert_eq!(
+            lb.leader().unwrap(),
+            Some(Leader {
+                holder: "a".into(),
+                address: "http://a:1".into(),
+                epoch: 1,
+                expired: false
+            })
+        );
+        let job = |id: u64| v1::Job {
+            id,
+            ..Default::default()
+        };
+        let (j1, j2, j3) = (job(1), job(2), job(3));
+        let put = |s: &Store, j: &v1::Job| {
+            s.commit(&Write {
+                jobs: vec![j],
+                last_id: j.id,
+                ..Default::default()
+            })
+        };
+        put(&a, &j1).unwrap();
+        // The lease runs out; B takes it with the next epoch.
+        assert!(la.renew(ea, 50).unwrap());
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(lb.leader().unwrap().unwrap().expired);
+        let eb = lb.try_lead("b", "http://b:1", 60_000).unwrap().unwrap();
+        assert_eq!(eb, ea + 1);
+        b.fence(eb);
+        // A is deposed: its writes fail and leave nothing; it cannot renew.
+        let e = put(&a, &j3).unwrap_err();
+        assert!(
+            matches!(e, StoreError::Deposed(_)) && e.to_string().contains("epoch 1 no longer"),
+            "{e}"
+        );
+        let e = a.save_reservation(1, None, 1).unwrap_err();
+        assert!(matches!(e, StoreError::Deposed(_)), "{e}");
+        assert!(!la.renew(ea, 60_000).unwrap());
+        put(&b, &j2).unwrap();
+        let loaded = b.load().unwrap();
+        assert_eq!(
+            loaded.jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        assert_eq!((loaded.last_id, loaded.last_reservation), (2, 0));
+        // B restarted under its own name takes the lease back at once, fencing its old life.
+        assert_eq!(lb.try_lead("b", "http://b:1", 60_000).unwrap(), Some(3));
+        assert!(matches!(put(&b, &j2), Err(StoreError::Deposed(_))));
+        b.fence(3);
+        put(&b, &j2).unwrap();
+        // A lease let go is taken at once.
+        assert_eq!(la.try_lead("a", "http://a:1", 60_000).unwrap(), None);
+        lb.release(3).unwrap();
+        assert_eq!(la.try_lead("a", "http://a:1", 60_000).unwrap(), Some(4));
+        // A store that is not fenced (one meta-scheduler, no replicas) writes without a lease.
+        let solo = Store::open(dir.path(), &cfg).unwrap();
+        put(&solo, &j3).unwrap();
     }
 }

@@ -1,0 +1,264 @@
+//! What clients reach: the meta-scheduler's servers, in front of a service that leads or of a
+//! replica that follows (see [`crate::replica`]).
+//!
+//! The gRPC server runs from the start. While the replica follows, every call of the API is
+//! answered UNAVAILABLE, naming the leader it last saw, and the standard health service reports
+//! the API NOT_SERVING (the server itself SERVING): clients given several endpoints pick the one
+//! that serves. Once the replica leads, the calls go to its [`MetaService`], the links to the
+//! local schedulers start (so the sites follow the leader: the links are its calls), the metrics
+//! are registered and the HTTP endpoint (metrics and dashboard) opens.
+
+use crate::MetaService;
+use crate::store::Leader;
+use gridsched_proto::v1::{self, meta_scheduler_server::MetaScheduler};
+use std::sync::{Arc, Mutex, OnceLock};
+use tonic::{Request, Response, Status, Streaming};
+
+/// The API, answered by the leading service or refused while following.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    inner: Arc<GateInner>,
+}
+
+#[derive(Debug, Default)]
+struct GateInner {
+    /// The service, once this replica leads.
+    service: OnceLock<MetaService>,
+    /// The leader this replica last saw while following.
+    seen: Mutex<Option<Leader>>,
+}
+
+impl Gate {
+    /// The service, or UNAVAILABLE naming the leader last seen.
+    fn service(&self) -> Result<&MetaService, Status> {
+        if let Some(s) = self.inner.service.get() {
+            return Ok(s);
+        }
+        let seen = self.inner.seen.lock().ok().and_then(|s| s.clone());
+        Err(Status::unavailable(match seen {
+            Some(l) if !l.expired => format!(
+                "this meta-scheduler is a follower: the leader is {} at {} (epoch {})",
+                l.holder, l.address, l.epoch
+            ),
+            _ => "this meta-scheduler is a follower: no replica leads now (one takes over \
+                  within the lease's time)"
+                .into(),
+        }))
+    }
+
+    /// Records the leader seen while following.
+    pub(crate) fn saw(&self, leader: Option<Leader>) {
+        if let Ok(mut s) = self.inner.seen.lock() {
+            *s = leader;
+        }
+    }
+
+    /// The service, once leading.
+    pub fn leading(&self) -> Option<&MetaService> {
+        self.inner.service.get()
+    }
+}
+
+/// The servers of one meta-scheduler: gRPC (the API behind its [`Gate`], health and
+/// reflection) from the start, the links and the HTTP endpoint once it leads.
+pub struct Front {
+    gate: Gate,
+    health: gridsched_proto::standard::tonic_health::server::HealthReporter,
+    /// Filled in by the gRPC layer at start and by the service's metrics once it leads; served
+    /// on the HTTP endpoint from then on.
+    registry: Mutex<Option<gridsched_telemetry::Registry>>,
+    server: Mutex<Option<ServerParts>>,
+    cfg: crate::MetaConfig,
+}
+
+impl std::fmt::Debug for Front {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Front").field("gate", &self.gate).finish()
+    }
+}
+
+/// What the gRPC server is built from, taken once by [`Front::serve`].
+struct ServerParts {
+    layer: gridsched_telemetry::GrpcMetricsLayer,
+    routes: tonic::service::Routes,
+}
+
+const API: &str = v1::meta_scheduler_server::SERVICE_NAME;
+
+impl Front {
+    /// The servers of a meta-scheduler of `cfg`, its API NOT_SERVING until it leads.
+    pub async fn new(cfg: &crate::MetaConfig) -> anyhow::Result<Front> {
+        let mut registry = gridsched_telemetry::Registry::default();
+        let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
+        let standard = gridsched_proto::standard::standard_services(API).await?;
+        standard
+            .health
+            .set_service_status(
+                API,
+                gridsched_proto::standard::tonic_health::ServingStatus::NotServing,
+            )
+            .await;
+        Ok(Front {
+            gate: Gate::default(),
+            health: standard.health,
+            registry: Mutex::new(Some(registry)),
+            server: Mutex::new(Some(ServerParts {
+                layer,
+                routes: standard.routes,
+            })),
+            cfg: cfg.clone(),
+        })
+    }
+
+    /// The gate of its API.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// Hands the API to `service`, which now leads: starts its links to the local schedulers,
+    /// registers its metrics, opens the HTTP endpoint and reports the API SERVING.
+    pub async fn lead(&self, service: MetaService) -> anyhow::Result<()> {
+        crate::links::start(&service);
+        let mut registry = self
+            .registry
+            .lock()
+            .ok()
+            .and_then(|mut r| r.take())
+            .ok_or_else(|| anyhow::anyhow!("the meta-scheduler already leads"))?;
+        if let Ok(mut st) = service.inner.state.lock() {
+            st.metrics = crate::metrics::MetaMetrics::new(&mut registry);
+        }
+        if let Some(addr) = self.cfg.metrics_listen {
+            let routes = crate::dashboard::routes(service.clone());
+            let tls = self.cfg.tls.rustls_server()?;
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            match gridsched_telemetry::serve_with(addr, Arc::new(registry), routes, tls).await {
+                Ok(bound) => tracing::info!(%bound, "dashboard on {scheme}://{bound}/"),
+                Err(e) => tracing::error!(%addr, "HTTP endpoint: {e}"),
+            }
+        }
+        self.gate
+            .inner
+            .service
+            .set(service)
+            .map_err(|_| anyhow::anyhow!("the meta-scheduler already leads"))?;
+        self.health
+            .set_service_status(
+                API,
+                gridsched_proto::standard::tonic_health::ServingStatus::Serving,
+            )
+            .await;
+        Ok(())
+    }
+
+    /// Serves gRPC on `listener` until `shutdown` resolves (over TLS when `tls.cert` is set).
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> anyhow::Result<()> {
+        let parts = self
+            .server
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .ok_or_else(|| anyhow::anyhow!("the gRPC server already runs"))?;
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = self.cfg.tls.server()? {
+            server = server.tls_config(tls)?;
+        }
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        server
+            .layer(parts.layer)
+            .add_routes(parts.routes)
+            .add_service(v1::meta_scheduler_server::MetaSchedulerServer::new(
+                self.gate.clone(),
+            ))
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await?;
+        Ok(())
+    }
+}
+
+#[tonic::async_trait]
+impl MetaScheduler for Gate {
+    async fn submit(
+        &self,
+        r: Request<v1::SubmitRequest>,
+    ) -> Result<Response<v1::SubmitResponse>, Status> {
+        MetaScheduler::submit(self.service()?, r).await
+    }
+
+    async fn submit_batch(
+        &self,
+        r: Request<Streaming<v1::SubmitRequest>>,
+    ) -> Result<Response<v1::SubmitBatchResponse>, Status> {
+        MetaScheduler::submit_batch(self.service()?, r).await
+    }
+
+    async fn get_job(
+        &self,
+        r: Request<v1::GetJobRequest>,
+    ) -> Result<Response<v1::GetJobResponse>, Status> {
+        MetaScheduler::get_job(self.service()?, r).await
+    }
+
+    async fn list_jobs(
+        &self,
+        r: Request<v1::ListJobsRequest>,
+    ) -> Result<Response<v1::ListJobsResponse>, Status> {
+        MetaScheduler::list_jobs(self.service()?, r).await
+    }
+
+    async fn cancel_job(
+        &self,
+        r: Request<v1::CancelJobRequest>,
+    ) -> Result<Response<v1::CancelJobResponse>, Status> {
+        MetaScheduler::cancel_job(self.service()?, r).await
+    }
+
+    type WatchStream = <MetaService as MetaScheduler>::WatchStream;
+
+    async fn watch(
+        &self,
+        r: Request<v1::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        MetaScheduler::watch(self.service()?, r).await
+    }
+
+    async fn list_sites(
+        &self,
+        r: Request<v1::ListSitesRequest>,
+    ) -> Result<Response<v1::ListSitesResponse>, Status> {
+        MetaScheduler::list_sites(self.service()?, r).await
+    }
+
+    async fn reserve(
+        &self,
+        r: Request<v1::ReserveRequest>,
+    ) -> Result<Response<v1::ReserveResponse>, Status> {
+        MetaScheduler::reserve(self.service()?, r).await
+    }
+
+    async fn list_reservations(
+        &self,
+        r: Request<v1::ListReservationsRequest>,
+    ) -> Result<Response<v1::ListReservationsResponse>, Status> {
+        MetaScheduler::list_reservations(self.service()?, r).await
+    }
+
+    async fn cancel_reservation(
+        &self,
+        r: Request<v1::CancelReservationRequest>,
+    ) -> Result<Response<v1::CancelReservationResponse>, Status> {
+        MetaScheduler::cancel_reservation(self.service()?, r).await
+    }
+
+    async fn explain(
+        &self,
+        r: Request<v1::ExplainRequest>,
+    ) -> Result<Response<v1::ExplainResponse>, Status> {
+        MetaScheduler::explain(self.service()?, r).await
+    }
+}

@@ -1,0 +1,276 @@
+//! Replicas of the meta-scheduler over one shared store (PostgreSQL): one leads, the others
+//! follow, ready to take over. Leadership is a lease (Gray and Cheriton, "Leases: an efficient
+//! fault-tolerant mechanism for distributed file cache consistency", SOSP 1989) with an epoch
+//! that fences the store's writes: the thesis' single meta-scheduler (D3) made a failover unit.
+//!
+//! A follower serves the API as UNAVAILABLE ([`crate::gate`]) and asks for the lease every
+//! `poll_ms`; it gets it once the leader's has run out (by the database's clock: `lease_ms` after
+//! the leader's last renewal) or was let go. It then fences the store with its epoch, loads the
+//! open jobs and starts leading: the API, the links to the local schedulers (which follow it:
+//! the links are its calls), the HTTP endpoint. A leader renews every `renew_ms`. It stops
+//! leading, and the process ends ([`Deposed`]), when a renewal finds another epoch, or when it
+//! has not renewed for `lease_ms` less a margin — before its lease can have run out in the
+//! database, so a follower that takes over never overlaps with a leader that still acts; and
+//! were it to act, its writes fail (the fence). A replica restarted under the same name takes
+//! its lease back at once; a stopping leader lets its lease go.
+//!
+//! The same code path serves a single meta-scheduler: with the embedded store (nothing to share)
+//! there is no lease and it leads at once.
+
+use crate::config::MetaConfig;
+use crate::gate::Front;
+use crate::service::MetaService;
+use crate::store::{Leadership, Store};
+use serde::Deserialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The `[replica]` section: this replica's name and address in the lease, and the lease's
+/// times.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplicaConfig {
+    /// The replica's name in the lease (default: its address). Two replicas must not share it:
+    /// a replica takes a lease held under its own name at once (its earlier life, restarted).
+    pub name: Option<String>,
+    /// The address clients reach this replica at, which followers name in their answers
+    /// (default: the listen address, with this host's name for an unspecified one).
+    pub advertise: Option<String>,
+    /// How long a lease lasts without renewal, in milliseconds: a dead leader is replaced after
+    /// at most this plus `poll_ms` and the time to load the open jobs.
+    pub lease_ms: u64,
+    /// How often the leader renews its lease (milliseconds).
+    pub renew_ms: u64,
+    /// How often a follower asks for the lease (milliseconds).
+    pub poll_ms: u64,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        ReplicaConfig {
+            name: None,
+            advertise: None,
+            lease_ms: 3000,
+            renew_ms: 1000,
+            poll_ms: 500,
+        }
+    }
+}
+
+impl ReplicaConfig {
+    /// Checks the times: positive, and a renewal well inside the lease.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if self.lease_ms == 0 || self.renew_ms == 0 || self.poll_ms == 0 {
+            return Err((
+                "replica".into(),
+                "lease_ms, renew_ms and poll_ms must be positive".into(),
+            ));
+        }
+        if self.renew_ms.saturating_mul(2) > self.lease_ms {
+            return Err((
+                "replica.renew_ms".into(),
+                format!(
+                    "{} is more than half of replica.lease_ms ({}): one late renewal would \
+                     lose the lease",
+                    self.renew_ms, self.lease_ms
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why a leader stopped leading: the process should end (its memory may be ahead of the store)
+/// and its supervisor start it again, as a follower.
+#[derive(Debug, thiserror::Error)]
+#[error("deposed: {0}")]
+pub struct Deposed(pub String);
+
+/// This host's name (for the default address of a replica listening on every interface).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The address clients reach a replica bound to `bound` at.
+fn advertised(cfg: &MetaConfig, bound: std::net::SocketAddr) -> String {
+    if let Some(a) = &cfg.replica.advertise {
+        return a.clone();
+    }
+    let scheme = if cfg.tls.serves_tls() {
+        "https"
+    } else {
+        "http"
+    };
+    let host = if bound.ip().is_unspecified() {
+        host_name()
+    } else {
+        bound.ip().to_string()
+    };
+    format!("{scheme}://{host}:{}", bound.port())
+}
+
+/// Runs one blocking call of the lease off the runtime's workers.
+async fn blocking<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, crate::store::StoreError> + Send + 'static,
+) -> Result<R, String> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs the meta-scheduler of `cfg` on `listener` until `shutdown` resolves: at once as the
+/// leader for a store with no lease, else as a replica that follows until it leads. Ends with
+/// [`Deposed`] when it lost the lead.
+pub async fn run(
+    cfg: &MetaConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> anyhow::Result<()> {
+    let mut cfg = cfg.clone();
+    cfg.complete();
+    let store = {
+        let c = cfg.clone();
+        tokio::task::spawn_blocking(move || Store::open(&c.state_dir, &c.store)).await??
+    };
+    let Some(lease) = store.leadership()? else {
+        let c = cfg.clone();
+        let service =
+            tokio::task::spawn_blocking(move || MetaService::with_store(&c, store)).await??;
+        return crate::serve(service, listener, shutdown).await;
+    };
+    let address = advertised(&cfg, listener.local_addr()?);
+    let name = cfg.replica.name.clone().unwrap_or_else(|| address.clone());
+    let front = Arc::new(Front::new(&cfg).await?);
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let server = {
+        let front = front.clone();
+        let mut stop = stop_tx.subscribe();
+        tokio::spawn(async move {
+            front
+                .serve(listener, async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+        })
+    };
+    let role = Role {
+        cfg,
+        lease,
+        name,
+        address,
+        front,
+    };
+    let outcome = tokio::select! {
+        r = role.lead(store) => r,
+        () = shutdown => Ok(()),
+        r = stop_rx.wait_for(|s| *s) => { let _ = r; Ok(()) }
+    };
+    if let Some(epoch) = role.epoch() {
+        let lease = role.lease.clone();
+        if outcome.is_ok() {
+            let _ = blocking(move || lease.release(epoch)).await;
+            tracing::info!(epoch, "lease let go");
+        }
+    }
+    let _ = stop_tx.send(true);
+    let _ = server.await;
+    outcome
+}
+
+/// One replica's part: following, then leading.
+struct Role {
+    cfg: MetaConfig,
+    lease: Arc<dyn Leadership>,
+    name: String,
+    address: String,
+    front: Arc<Front>,
+}
+
+impl Role {
+    /// The epoch it leads with, if it leads.
+    fn epoch(&self) -> Option<u64> {
+        self.front.gate().leading().map(MetaService::epoch)
+    }
+
+    /// Follows until it gets the lease, then leads until deposed (never returns otherwise).
+    async fn lead(&self, store: Store) -> anyhow::Result<()> {
+        let r = &self.cfg.replica;
+        let ttl = r.lease_ms;
+        tracing::info!(name = %self.name, address = %self.address, "following: waiting for the lease");
+        let (epoch, asked) = loop {
+            let (lease, name, address) =
+                (self.lease.clone(), self.name.clone(), self.address.clone());
+            let asked = Instant::now();
+            match blocking(move || lease.try_lead(&name, &address, ttl)).await {
+                Ok(Some(epoch)) => break (epoch, asked),
+                Ok(None) => {
+                    let lease = self.lease.clone();
+                    if let Ok(seen) = blocking(move || lease.leader()).await {
+                        self.front.gate().saw(seen);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot ask for the lease"),
+            }
+            tokio::time::sleep(Duration::from_millis(r.poll_ms)).await;
+        };
+        store.fence(epoch);
+        let c = self.cfg.clone();
+        let service = tokio::task::spawn_blocking(move || {
+            MetaService::with_store(&c, store).map(|s| s.with_epoch(epoch))
+        })
+        .await??;
+        let jobs = service.in_memory().map(|(j, _)| j).unwrap_or(0);
+        self.front.lead(service).await?;
+        tracing::info!(
+            epoch,
+            jobs,
+            load_ms = asked.elapsed().as_millis() as u64,
+            "leading"
+        );
+        self.renew(epoch, asked).await
+    }
+
+    /// Renews the lease of `epoch`, taken at `taken`, until that fails.
+    async fn renew(&self, epoch: u64, taken: Instant) -> anyhow::Result<()> {
+        let r = &self.cfg.replica;
+        let (ttl, every) = (
+            Duration::from_millis(r.lease_ms),
+            Duration::from_millis(r.renew_ms),
+        );
+        // Stop acting this long before the lease can run out in the database.
+        let margin = ttl / 10;
+        let mut renewed = taken;
+        loop {
+            let deadline = renewed + ttl - margin;
+            let attempt = async {
+                tokio::time::sleep(every).await;
+                let sent = Instant::now();
+                let lease = self.lease.clone();
+                let ms = r.lease_ms;
+                (sent, blocking(move || lease.renew(epoch, ms)).await)
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    return Err(Deposed(format!(
+                        "epoch {epoch} could not renew its lease for {} ms",
+                        (deadline - renewed).as_millis()
+                    )).into());
+                }
+                (sent, answer) = attempt => match answer {
+                    Ok(true) => renewed = sent,
+                    Ok(false) => {
+                        return Err(Deposed(format!(
+                            "epoch {epoch}: another replica holds the lease"
+                        )).into());
+                    }
+                    Err(e) => tracing::warn!(epoch, error = %e, "cannot renew the lease"),
+                },
+            }
+        }
+    }
+}

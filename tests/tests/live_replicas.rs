@@ -1,0 +1,295 @@
+//! Replicas of the meta-scheduler over one PostgreSQL store, as real processes with a live grid
+//! (two local schedulers and their agents): a follower refuses the API naming the leader; the
+//! leader killed with SIGKILL under a stream of tokened submissions is replaced within 5 s, and
+//! every acknowledged job is kept and runs exactly once while the refused ones are retried; a
+//! leader frozen (SIGSTOP) past its lease is replaced, and once thawed writes nothing and ends
+//! itself (exit status 75); a leader stopped with SIGTERM lets its lease go.
+//!
+//! Needs the PostgreSQL server of `GRIDSCHED_TEST_POSTGRES` (`.ci/run` starts one; under
+//! `CI=true` its absence is a failure).
+
+use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
+use gridsched_tests::live::{
+    Bins, LiveGrid, Proc, SiteSpec, spawn_listening, starts_at, wait_ended,
+};
+use meta_scheduler::store::postgres::{ScratchDatabase, test_server};
+use meta_scheduler::store::{BackendKind, Store, StoreConfig};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::collections::{HashMap, HashSet};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tonic::Code;
+
+fn bins() -> Bins {
+    Bins {
+        meta: env!("CARGO_BIN_EXE_gridsched-test-meta-scheduler").into(),
+        local: env!("CARGO_BIN_EXE_gridsched-test-local-scheduler").into(),
+        agent: env!("CARGO_BIN_EXE_gridsched-test-site-agent").into(),
+    }
+}
+
+fn job() -> v1::JobSpec {
+    v1::JobSpec {
+        user: "dave".into(),
+        processors: 1,
+        estimate_s: 60,
+        emulate_runtime_s: Some(1),
+        ..Default::default()
+    }
+}
+
+async fn serving(addr: &str) -> bool {
+    match tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+    {
+        Ok(c) => {
+            gridsched_proto::standard::serves(
+                c,
+                v1::meta_scheduler_server::SERVICE_NAME,
+                Duration::from_secs(1),
+            )
+            .await
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits until the replica at `addr` leads; how long that took.
+async fn leads(addr: &str, limit: Duration) -> Duration {
+    let t = Instant::now();
+    while !serving(addr).await {
+        assert!(t.elapsed() < limit, "{addr} does not lead after {limit:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    t.elapsed()
+}
+
+/// One more replica with the grid's configuration.
+fn replica(g: &LiveGrid) -> (Proc, String) {
+    let mut cmd = Command::new(&g.bins.meta);
+    cmd.arg("--config")
+        .arg(g.path("meta.toml"))
+        .stderr(Stdio::null());
+    spawn_listening(cmd)
+}
+
+/// Submits `token`'s job to `addr`: the job's id and whether it was a duplicate, or the refusal.
+async fn submit(addr: &str, token: &str) -> Result<(u64, bool), tonic::Status> {
+    let mut c = match tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+    {
+        Ok(ch) => MetaSchedulerClient::new(ch),
+        Err(e) => return Err(tonic::Status::unavailable(e.to_string())),
+    };
+    let spec = v1::JobSpec {
+        client_token: Some(token.into()),
+        ..job()
+    };
+    let r = tokio::time::timeout(
+        Duration::from_secs(3),
+        c.submit(v1::SubmitRequest { spec: Some(spec) }),
+    )
+    .await
+    .map_err(|_| tonic::Status::unavailable("no answer in 3 s"))??
+    .into_inner();
+    Ok((r.job_id, r.duplicate))
+}
+
+/// What the stream of submissions saw.
+#[derive(Debug, Default)]
+struct Stream {
+    /// Per token: the job id acknowledged, where and when.
+    acked: Vec<(String, u64, String, Instant)>,
+    /// Tokens refused at least once before being acknowledged.
+    retried: HashSet<String>,
+}
+
+/// Submits tokened jobs one after another to whichever of `addrs` answers, retrying a refused
+/// one (same token) on the next endpoint, until `stop`.
+async fn stream(addrs: Vec<String>, prefix: &str, stop: Arc<AtomicBool>) -> Stream {
+    let mut out = Stream::default();
+    let mut at = 0;
+    for i in 0.. {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let token = format!("{prefix}{i}");
+        loop {
+            match submit(&addrs[at], &token).await {
+                Ok((id, _)) => {
+                    out.acked
+                        .push((token.clone(), id, addrs[at].clone(), Instant::now()));
+                    break;
+                }
+                Err(s) => {
+                    assert_eq!(s.code(), Code::Unavailable, "{s:?}");
+                    out.retried.insert(token.clone());
+                    at = (at + 1) % addrs.len();
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() {
+    let Some(admin) = test_server() else {
+        return;
+    };
+    let db = ScratchDatabase::create(&admin).unwrap();
+    let extra = format!("[store]\nbackend = \"postgres\"\nurl = \"{}\"\n", db.url);
+    let sites = vec![
+        SiteSpec::new("alpha", "easy", 2, 4),
+        SiteSpec::new("beta", "fb-mod", 2, 4),
+    ];
+    let mut g = LiveGrid::start(bins(), sites, &extra);
+    let a = g.meta_addr.clone();
+    leads(&a, Duration::from_secs(15)).await;
+    g.ready().await;
+
+    // B follows: not serving, and its answers name the leader.
+    let (b_proc, b) = replica(&g);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!serving(&b).await, "a second replica must follow");
+    let e = submit(&b, "probe").await.unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable);
+    assert!(
+        e.message().contains("follower") && e.message().contains(&format!("http://{a}")),
+        "{e:?}"
+    );
+
+    // Kill the leader under a stream of tokened submissions.
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = tokio::spawn(stream(vec![a.clone(), b.clone()], "k", stop.clone()));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let killed = Instant::now();
+    g.kill_meta();
+    let took = leads(&b, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let s = sender.await.unwrap();
+    let first_at_b = s
+        .acked
+        .iter()
+        .filter(|(_, _, at, when)| *at == b && *when > killed)
+        .map(|(_, _, _, when)| *when - killed)
+        .min()
+        .expect("submissions accepted by B after the kill");
+    eprintln!(
+        "takeover: B serves {took:?} after the kill, first submission accepted at B after \
+         {first_at_b:?}; {} acknowledged, {} refused then retried",
+        s.acked.len(),
+        s.retried.len()
+    );
+    assert!(
+        first_at_b < Duration::from_secs(5),
+        "takeover {first_at_b:?}"
+    );
+    assert!(
+        s.acked.iter().any(|(_, _, at, _)| *at == a) && !s.retried.is_empty(),
+        "the stream ran at A, then was refused and retried: {s:?}"
+    );
+
+    // Every token has one job; retried at the new leader, it finds the same one.
+    let ids: Vec<u64> = s.acked.iter().map(|(_, id, _, _)| *id).collect();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
+    for (token, id, _, _) in &s.acked {
+        assert_eq!(submit(&b, token).await.unwrap(), (*id, true), "{token}");
+    }
+
+    // A thawed leader cannot act: freeze B past its lease, A' takes over, thaw B.
+    let (a2_proc, a2) = replica(&g);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(!serving(&a2).await);
+    let e = submit(&a2, "probe").await.unwrap_err();
+    assert!(e.message().contains(&format!("http://{b}")), "{e:?}");
+    let b_pid = Pid::from_raw(b_proc.0.id() as i32);
+    kill(b_pid, Signal::SIGSTOP).unwrap();
+    let frozen = {
+        let b = b.clone();
+        tokio::spawn(async move { submit(&b, "frozen").await })
+    };
+    let took = leads(&a2, Duration::from_secs(10)).await;
+    eprintln!("a frozen leader replaced after {took:?}");
+    kill(b_pid, Signal::SIGCONT).unwrap();
+    let mut b_proc = b_proc;
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = b_proc.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the deposed leader did not stop"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(75), "{status:?}");
+    let answer = frozen.await.unwrap();
+    assert!(answer.is_err(), "a deposed leader acknowledged {answer:?}");
+    let (frozen_id, dup) = submit(&a2, "frozen").await.unwrap();
+    assert!(!dup && !ids.contains(&frozen_id));
+
+    // Everything acknowledged runs to its end, exactly once.
+    let mut all = ids.clone();
+    all.push(frozen_id);
+    g.meta_addr = a2.clone();
+    let mut c = g.client().await;
+    let jobs = wait_ended(&mut c, &all, Duration::from_secs(180)).await;
+    for j in &jobs {
+        assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    }
+    let mut starts: HashMap<u64, usize> = HashMap::new();
+    for addr in &g.local_addrs {
+        for (id, n) in starts_at(addr).await {
+            *starts.entry(id).or_default() += n;
+        }
+    }
+    for id in &all {
+        assert_eq!(
+            starts.get(id),
+            Some(&1),
+            "job {id} started {:?} times",
+            starts.get(id)
+        );
+    }
+
+    // A leader stopped with SIGTERM lets its lease go before it ends.
+    let (_c_proc, _c) = replica(&g);
+    let mut a2_proc = a2_proc;
+    kill(Pid::from_raw(a2_proc.0.id() as i32), Signal::SIGTERM).unwrap();
+    let status = a2_proc.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        &StoreConfig {
+            backend: BackendKind::Postgres,
+            url: Some(db.url.clone()),
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    let leader = store
+        .leadership()
+        .unwrap()
+        .unwrap()
+        .leader()
+        .unwrap()
+        .unwrap();
+    assert!(
+        leader.expired || leader.address != format!("http://{a2}"),
+        "the lease of a stopped leader is still held: {leader:?}"
+    );
+}
