@@ -166,6 +166,10 @@ enum Cmd {
         /// A local scheduler's URL instead of the meta-scheduler.
         #[arg(long)]
         local: Option<String>,
+        /// The meta-scheduler is one of several replicas: exit 0 while its server is up, leading
+        /// or following (printed), instead of only when it leads.
+        #[arg(long, conflicts_with = "local")]
+        replica: bool,
     },
     /// Writes a development certificate set (a CA and one certificate for every service name)
     /// for the grid's TLS; not for production.
@@ -409,11 +413,24 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             outln!("{}{}", a.simple(), b.simple());
             return Ok(std::process::ExitCode::SUCCESS);
         }
-        Cmd::Health { local } => {
+        Cmd::Health { local, replica } => {
             let (url, channel) = match local.as_deref() {
                 Some(url) => (url.to_owned(), conn.channel(url).await?),
                 None => conn.meta_channel().await?,
             };
+            if replica {
+                let api = v1::meta_scheduler_server::SERVICE_NAME;
+                let within = std::time::Duration::from_secs(2);
+                let up = gridsched_proto::standard::serves(channel.clone(), "", within).await;
+                let leads = gridsched_proto::standard::serves(channel, api, within).await;
+                let role = match (up, leads) {
+                    (true, true) => "SERVING (leads)",
+                    (true, false) => "SERVING (follows)",
+                    _ => "NOT_SERVING",
+                };
+                outln!("{api} at {url}: {role}");
+                return Ok(if up { 0.into() } else { 1.into() });
+            }
             let service = if local.is_some() {
                 v1::local_scheduler_server::SERVICE_NAME
             } else {

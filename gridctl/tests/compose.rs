@@ -18,78 +18,15 @@
 //! under `CI=true`, where it fails saying what is missing.
 
 use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
+use gridsched_tests::compose::{
+    Project, build_gridsched_image, compose_or_skip, container_ip, free_port, ok,
+};
 use gridsched_tests::live::{Client, all_jobs, submit_all, wait_queued};
 use std::collections::HashMap;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 const IMAGE: &str = "gridsched:compose-test";
-
-fn ok(cmd: &mut Command) -> bool {
-    cmd.stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The compose command: `docker-compose`, or `docker compose`.
-fn compose_cmd() -> Option<Vec<&'static str>> {
-    if ok(Command::new("docker-compose").arg("version")) {
-        Some(vec!["docker-compose"])
-    } else if ok(Command::new("docker").args(["compose", "version"])) {
-        Some(vec!["docker", "compose"])
-    } else {
-        None
-    }
-}
-
-/// A compose project, taken down (with its volumes) when dropped.
-struct Project {
-    cmd: Vec<&'static str>,
-    name: String,
-    port: u16,
-    metrics_port: u16,
-}
-
-impl Project {
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        let (prog, pre) = self.cmd.split_first().expect("command");
-        Command::new(prog)
-            .args(pre)
-            .args(["-p", &self.name, "-f"])
-            .arg(Path::new(ROOT).join("docker-compose.yml"))
-            .args(args)
-            .env("GRIDSCHED_IMAGE", IMAGE)
-            .env("GRIDSCHED_PORT", self.port.to_string())
-            .env("GRIDSCHED_METRICS_PORT", self.metrics_port.to_string())
-            .env("GRIDSCHED_TIME_SCALE", "0.05")
-            .output()
-            .expect("run compose")
-    }
-
-    /// The id of a service's container.
-    fn container(&self, service: &str) -> String {
-        let o = self.run(&["ps", "-q", service]);
-        String::from_utf8_lossy(&o.stdout).trim().to_owned()
-    }
-
-    fn must(&self, args: &[&str]) {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "compose {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-}
-
-impl Drop for Project {
-    fn drop(&mut self) {
-        let _ = self.run(&["down", "-v", "--remove-orphans"]);
-    }
-}
 
 async fn client(port: u16) -> Client {
     let t = Instant::now();
@@ -202,45 +139,21 @@ async fn completed(c: &mut Client, ids: &[u64], others: bool) -> HashMap<u64, v1
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
-    if !ok(Command::new("docker").arg("info")) {
-        gridsched_tests::skip(
-            "compose failure scenarios: no usable Docker engine here (`docker info` failed)",
-        );
-        return;
-    }
-    let Some(cmd) = compose_cmd() else {
-        gridsched_tests::skip(
-            "compose failure scenarios: Docker runs but has no compose \
-             (neither `docker-compose version` nor `docker compose version` works)",
-        );
+    let Some(cmd) = compose_or_skip("compose failure scenarios") else {
         return;
     };
-    let built = Command::new(Path::new(ROOT).join("docker/build-offline.sh"))
-        .args([
-            "--gridctl-bin",
-            env!("CARGO_BIN_EXE_gridctl"),
-            "--tag",
-            IMAGE,
-        ])
-        .output()
-        .expect("build-offline.sh");
-    assert!(
-        built.status.success(),
-        "image build: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port()
-    };
-    let (port, metrics_port) = (free(), free());
+    build_gridsched_image(env!("CARGO_BIN_EXE_gridctl"), IMAGE);
+    let (port, metrics_port) = (free_port(), free_port());
     let p = Project {
         cmd,
         name: format!("gridschedtest{}", std::process::id()),
-        port,
-        metrics_port,
+        files: vec!["docker-compose.yml"],
+        env: vec![
+            ("GRIDSCHED_IMAGE".into(), IMAGE.into()),
+            ("GRIDSCHED_PORT".into(), port.to_string()),
+            ("GRIDSCHED_METRICS_PORT".into(), metrics_port.to_string()),
+            ("GRIDSCHED_TIME_SCALE".into(), "0.05".into()),
+        ],
     };
     p.must(&["up", "-d"]);
     let mut c = client(port).await;
@@ -371,7 +284,7 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
             .collect()
     };
     assert!(!at_beta.is_empty(), "no job went to beta");
-    let net = format!("{}_grid", p.name);
+    let net = p.network("grid");
     let beta = p.container("beta-local");
     assert!(ok(Command::new("docker").args([
         "network",
@@ -543,22 +456,6 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
         starts.len() >= completed,
         "every completed job has a start event"
     );
-}
-
-/// The address of a container on a network.
-fn container_ip(container: &str, network: &str) -> String {
-    let o = Command::new("docker")
-        .args([
-            "inspect",
-            "-f",
-            &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
-            container,
-        ])
-        .output()
-        .expect("docker inspect");
-    let ip = String::from_utf8_lossy(&o.stdout).trim().to_owned();
-    assert!(!ip.is_empty(), "no address of {container} on {network}");
-    ip
 }
 
 /// The id of every RUNNING event in a local scheduler's event log (one entry per start).

@@ -19,6 +19,16 @@ pub struct Cli {
     /// State directory of the durable store (overrides the file's `state_dir`).
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// A PostgreSQL store's URL (sets `store.backend = "postgres"` and `store.url`): replicas
+    /// started with the same URL share it, one leading.
+    #[arg(long)]
+    pub store_url: Option<String>,
+    /// This replica's name in the lease (overrides `replica.name`).
+    #[arg(long)]
+    pub replica_name: Option<String>,
+    /// The address clients reach this replica at (overrides `replica.advertise`).
+    #[arg(long)]
+    pub advertise: Option<String>,
 }
 
 impl Cli {
@@ -33,6 +43,16 @@ impl Cli {
         }
         if let Some(d) = &self.state_dir {
             cfg.state_dir.clone_from(d);
+        }
+        if let Some(u) = &self.store_url {
+            cfg.store.backend = crate::store::BackendKind::Postgres;
+            cfg.store.url = Some(u.clone());
+        }
+        if let Some(n) = &self.replica_name {
+            cfg.replica.name = Some(n.clone());
+        }
+        if let Some(a) = &self.advertise {
+            cfg.replica.advertise = Some(a.clone());
         }
         cfg.complete();
         Ok(cfg)
@@ -64,6 +84,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<
             "http"
         };
         println!("listening on {scheme}://{addr}");
+        let deposed = |d: &crate::replica::Deposed| {
+            tracing::error!("{d}: stopping");
+            // Calls may still wait on a store cut off: do not wait for them.
+            std::process::exit(75);
+        };
         crate::replica::run(&cfg, listener, async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -71,16 +96,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<
                 _ = tokio::signal::ctrl_c() => {}
                 Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => None } } => {}
             }
-        })
+        }, deposed)
         .await
     });
-    if let Err(e) = &outcome
-        && e.downcast_ref::<crate::replica::Deposed>().is_some()
-    {
-        tracing::error!("{e}: stopping");
-        // Calls may still wait on a store cut off: do not wait for them.
-        std::process::exit(75);
-    }
     rt.shutdown_background();
     outcome
 }

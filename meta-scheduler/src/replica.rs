@@ -7,11 +7,11 @@
 //! `poll_ms`; it gets it once the leader's has run out (by the database's clock: `lease_ms` after
 //! the leader's last renewal) or was let go. It then fences the store with its epoch, loads the
 //! open jobs and starts leading: the API, the links to the local schedulers (which follow it:
-//! the links are its calls), the HTTP endpoint. A leader renews every `renew_ms`. It stops
-//! leading, and the process ends ([`Deposed`]), when a renewal finds another epoch, or when it
-//! has not renewed for `lease_ms` less a margin — before its lease can have run out in the
-//! database, so a follower that takes over never overlaps with a leader that still acts; and
-//! were it to act, its writes fail (the fence). A replica restarted under the same name takes
+//! the links are its calls), the HTTP endpoint. A leader renews every `renew_ms`, on a thread of
+//! its own. It stops leading, and the process ends ([`Deposed`]), when a renewal finds another
+//! epoch, or when it has not renewed for `lease_ms` less a margin — before its lease can have run
+//! out in the database, so a follower that takes over never overlaps with a leader that still
+//! acts; and were it to act, its writes fail (the fence). A replica restarted under the same name takes
 //! its lease back at once; a stopping leader lets its lease go.
 //!
 //! The same code path serves a single meta-scheduler: with the embedded store (nothing to share)
@@ -124,12 +124,14 @@ async fn blocking<R: Send + 'static>(
 }
 
 /// Runs the meta-scheduler of `cfg` on `listener` until `shutdown` resolves: at once as the
-/// leader for a store with no lease, else as a replica that follows until it leads. Ends with
-/// [`Deposed`] when it lost the lead.
+/// leader for a store with no lease, else as a replica that follows until it leads. When it
+/// loses the lead it calls `on_deposed` at once, from the lease's thread (the binary ends the
+/// process there: its runtime may be stuck on a store cut off), and ends with [`Deposed`].
 pub async fn run(
     cfg: &MetaConfig,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
+    on_deposed: impl Fn(&Deposed) + Send + Sync + 'static,
 ) -> anyhow::Result<()> {
     let mut cfg = cfg.clone();
     cfg.complete();
@@ -146,7 +148,7 @@ pub async fn run(
     let address = advertised(&cfg, listener.local_addr()?);
     let name = cfg.replica.name.clone().unwrap_or_else(|| address.clone());
     let front = Arc::new(Front::new(&cfg).await?);
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let (stop_tx, _) = tokio::sync::watch::channel(false);
     let server = {
         let front = front.clone();
         let mut stop = stop_tx.subscribe();
@@ -164,22 +166,27 @@ pub async fn run(
         name,
         address,
         front,
+        on_deposed: Arc::new(on_deposed),
+        keeper: Default::default(),
     };
-    let outcome = tokio::select! {
-        r = role.lead(store) => r,
-        () = shutdown => Ok(()),
-        r = stop_rx.wait_for(|s| *s) => { let _ = r; Ok(()) }
-    };
+    let mut server = server;
+    tokio::select! {
+        // Deposed: calls in flight may wait on a store cut off; do not wait for them.
+        r = role.lead(store) => r?,
+        () = shutdown => {}
+        // The server stopped by itself.
+        r = &mut server => return r?,
+    }
     if let Some(epoch) = role.epoch() {
-        let lease = role.lease.clone();
-        if outcome.is_ok() {
-            let _ = blocking(move || lease.release(epoch)).await;
-            tracing::info!(epoch, "lease let go");
+        if let Some(k) = role.keeper.get() {
+            k.stop();
         }
+        let lease = role.lease.clone();
+        let _ = blocking(move || lease.release(epoch)).await;
+        tracing::info!(epoch, "lease let go");
     }
     let _ = stop_tx.send(true);
-    let _ = server.await;
-    outcome
+    server.await?
 }
 
 /// One replica's part: following, then leading.
@@ -189,6 +196,8 @@ struct Role {
     name: String,
     address: String,
     front: Arc<Front>,
+    on_deposed: Arc<dyn Fn(&Deposed) + Send + Sync>,
+    keeper: std::sync::OnceLock<Keeper>,
 }
 
 impl Role {
@@ -225,6 +234,13 @@ impl Role {
         })
         .await??;
         let jobs = service.in_memory().map(|(j, _)| j).unwrap_or(0);
+        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
+        let on_deposed = self.on_deposed.clone();
+        let keeper = keep(self.lease.clone(), epoch, r, asked, move |d| {
+            on_deposed(&d);
+            let _ = lost_tx.send(d);
+        })?;
+        let _ = self.keeper.set(keeper);
         self.front.lead(service).await?;
         tracing::info!(
             epoch,
@@ -232,45 +248,74 @@ impl Role {
             load_ms = asked.elapsed().as_millis() as u64,
             "leading"
         );
-        self.renew(epoch, asked).await
+        match lost_rx.await {
+            Ok(d) => Err(d.into()),
+            Err(_) => Err(Deposed(format!("epoch {epoch}: the lease's keeper stopped")).into()),
+        }
     }
+}
 
-    /// Renews the lease of `epoch`, taken at `taken`, until that fails.
-    async fn renew(&self, epoch: u64, taken: Instant) -> anyhow::Result<()> {
-        let r = &self.cfg.replica;
-        let (ttl, every) = (
-            Duration::from_millis(r.lease_ms),
-            Duration::from_millis(r.renew_ms),
-        );
-        // Stop acting this long before the lease can run out in the database.
-        let margin = ttl / 10;
-        let mut renewed = taken;
-        loop {
-            let deadline = renewed + ttl - margin;
-            let attempt = async {
-                tokio::time::sleep(every).await;
-                let sent = Instant::now();
-                let lease = self.lease.clone();
-                let ms = r.lease_ms;
-                (sent, blocking(move || lease.renew(epoch, ms)).await)
-            };
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline.into()) => {
-                    return Err(Deposed(format!(
-                        "epoch {epoch} could not renew its lease for {} ms",
-                        (deadline - renewed).as_millis()
-                    )).into());
+/// Keeps the lease of `epoch`, taken at `taken`, on a thread of its own (the runtime's workers
+/// may all be waiting on a store cut off: they must not delay this): renews it every `renew_ms`
+/// and, when a renewal finds another epoch or none has succeeded for `lease_ms` less a margin,
+/// calls `lost` and ends. The lease in the database runs out `lease_ms` after the last renewal
+/// the database applied, which is after the moment this thread sent it: it stops first.
+fn keep(
+    lease: Arc<dyn Leadership>,
+    epoch: u64,
+    r: &ReplicaConfig,
+    taken: Instant,
+    lost: impl FnOnce(Deposed) + Send + 'static,
+) -> std::io::Result<Keeper> {
+    let (ttl, every, ms) = (
+        Duration::from_millis(r.lease_ms),
+        Duration::from_millis(r.renew_ms),
+        r.lease_ms,
+    );
+    // Stop acting this long before the lease can run out in the database.
+    let margin = ttl / 10;
+    let keeper = Keeper::default();
+    let stopped = keeper.stopped.clone();
+    std::thread::Builder::new()
+        .name("lease".into())
+        .spawn(move || {
+            let (mut renewed, mut next) = (taken, taken + every);
+            let why = loop {
+                let deadline = renewed + ttl - margin;
+                // A renewal that failed late must not be followed by a whole period's sleep.
+                std::thread::sleep(next.min(deadline).saturating_duration_since(Instant::now()));
+                let Ok(stopped) = stopped.lock() else { return };
+                if *stopped {
+                    return;
                 }
-                (sent, answer) = attempt => match answer {
+                let sent = Instant::now();
+                if sent >= deadline {
+                    break format!("epoch {epoch} could not renew its lease for {ms} ms");
+                }
+                next = sent + every;
+                match lease.renew(epoch, ms, deadline - sent) {
                     Ok(true) => renewed = sent,
-                    Ok(false) => {
-                        return Err(Deposed(format!(
-                            "epoch {epoch}: another replica holds the lease"
-                        )).into());
-                    }
+                    Ok(false) => break format!("epoch {epoch}: another replica holds the lease"),
                     Err(e) => tracing::warn!(epoch, error = %e, "cannot renew the lease"),
-                },
-            }
+                }
+            };
+            lost(Deposed(why));
+        })?;
+    Ok(keeper)
+}
+
+/// The handle of the lease's keeper.
+#[derive(Debug, Default)]
+struct Keeper {
+    /// Set once the replica stops; held while a renewal is under way.
+    stopped: Arc<std::sync::Mutex<bool>>,
+}
+
+impl Keeper {
+    /// Stops renewing, waiting for a renewal under way: no renewal follows this.
+    fn stop(&self) {
+        if let Ok(mut s) = self.stopped.lock() {
+            *s = true;
         }
     }
 }

@@ -201,8 +201,14 @@ pub trait Leadership: Send + Sync + std::fmt::Debug {
     /// out or already `holder`'s: the new epoch, or `None` while another replica holds it.
     fn try_lead(&self, holder: &str, address: &str, ttl_ms: u64)
     -> Result<Option<u64>, StoreError>;
-    /// Extends the lease of `epoch` by `ttl_ms` from now; false when `epoch` no longer holds it.
-    fn renew(&self, epoch: u64, ttl_ms: u64) -> Result<bool, StoreError>;
+    /// Extends the lease of `epoch` by `ttl_ms` from now; false when `epoch` no longer holds it;
+    /// UNAVAILABLE when the answer has not come `within` this long.
+    fn renew(
+        &self,
+        epoch: u64,
+        ttl_ms: u64,
+        within: std::time::Duration,
+    ) -> Result<bool, StoreError>;
     /// Lets the lease of `epoch` run out now (a replica stopping), so another takes over at once.
     fn release(&self, epoch: u64) -> Result<(), StoreError>;
     /// The replica that leads (or led last), if any ever did.

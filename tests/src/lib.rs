@@ -2,7 +2,9 @@
 //! through a policy with the library API.
 
 pub mod arbitrary;
+pub mod compose;
 pub mod live;
+pub mod replicas;
 pub mod up;
 
 use gridsched_core::model::MachineId;

@@ -747,23 +747,11 @@ pub fn fragments_of(job: &v1::Job) -> Vec<(&str, u32)> {
         .collect()
 }
 
-/// How many times each job started (its RUNNING events) at the local scheduler at `addr`, from
-/// the whole of that scheduler's event log.
+/// How many times each job started (its RUNNING events) at the local scheduler at `addr`
+/// (`host:port`), from the whole of that scheduler's event log.
 pub async fn starts_at(addr: &str) -> std::collections::HashMap<u64, usize> {
-    use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
-    let mut c = LocalSchedulerClient::connect(format!("http://{addr}"))
-        .await
-        .expect("local");
-    let mut s = c
-        .job_events(v1::JobEventsRequest {
-            from_sequence: Some(1),
-        })
-        .await
-        .expect("events")
-        .into_inner();
     let mut starts = std::collections::HashMap::new();
-    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_millis(500), s.message()).await
-    {
+    for e in local_log(&format!("http://{addr}")).await {
         if std::env::var("DEBUG_EVENTS").is_ok() {
             eprintln!("{addr}: {e:?}");
         }

@@ -8,10 +8,11 @@
 //! Needs the PostgreSQL server of `GRIDSCHED_TEST_POSTGRES` (`.ci/run` starts one; under
 //! `CI=true` its absence is a failure).
 
-use gridsched_proto::v1::{self, JobState, meta_scheduler_client::MetaSchedulerClient};
+use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
     Bins, LiveGrid, Proc, SiteSpec, spawn_listening, starts_at, wait_ended,
 };
+use gridsched_tests::replicas::{leads, serving, stream, submit};
 use meta_scheduler::store::postgres::{ScratchDatabase, test_server};
 use meta_scheduler::store::{BackendKind, Store, StoreConfig};
 use nix::sys::signal::{Signal, kill};
@@ -41,34 +42,6 @@ fn job() -> v1::JobSpec {
     }
 }
 
-async fn serving(addr: &str) -> bool {
-    match tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-    {
-        Ok(c) => {
-            gridsched_proto::standard::serves(
-                c,
-                v1::meta_scheduler_server::SERVICE_NAME,
-                Duration::from_secs(1),
-            )
-            .await
-        }
-        Err(_) => false,
-    }
-}
-
-/// Waits until the replica at `addr` leads; how long that took.
-async fn leads(addr: &str, limit: Duration) -> Duration {
-    let t = Instant::now();
-    while !serving(addr).await {
-        assert!(t.elapsed() < limit, "{addr} does not lead after {limit:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    t.elapsed()
-}
-
 /// One more replica with the grid's configuration.
 fn replica(g: &LiveGrid) -> (Proc, String) {
     let mut cmd = Command::new(&g.bins.meta);
@@ -76,70 +49,6 @@ fn replica(g: &LiveGrid) -> (Proc, String) {
         .arg(g.path("meta.toml"))
         .stderr(Stdio::null());
     spawn_listening(cmd)
-}
-
-/// Submits `token`'s job to `addr`: the job's id and whether it was a duplicate, or the refusal.
-async fn submit(addr: &str, token: &str) -> Result<(u64, bool), tonic::Status> {
-    let mut c = match tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_millis(500))
-        .connect()
-        .await
-    {
-        Ok(ch) => MetaSchedulerClient::new(ch),
-        Err(e) => return Err(tonic::Status::unavailable(e.to_string())),
-    };
-    let spec = v1::JobSpec {
-        client_token: Some(token.into()),
-        ..job()
-    };
-    let r = tokio::time::timeout(
-        Duration::from_secs(3),
-        c.submit(v1::SubmitRequest { spec: Some(spec) }),
-    )
-    .await
-    .map_err(|_| tonic::Status::unavailable("no answer in 3 s"))??
-    .into_inner();
-    Ok((r.job_id, r.duplicate))
-}
-
-/// What the stream of submissions saw.
-#[derive(Debug, Default)]
-struct Stream {
-    /// Per token: the job id acknowledged, where and when.
-    acked: Vec<(String, u64, String, Instant)>,
-    /// Tokens refused at least once before being acknowledged.
-    retried: HashSet<String>,
-}
-
-/// Submits tokened jobs one after another to whichever of `addrs` answers, retrying a refused
-/// one (same token) on the next endpoint, until `stop`.
-async fn stream(addrs: Vec<String>, prefix: &str, stop: Arc<AtomicBool>) -> Stream {
-    let mut out = Stream::default();
-    let mut at = 0;
-    for i in 0.. {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let token = format!("{prefix}{i}");
-        loop {
-            match submit(&addrs[at], &token).await {
-                Ok((id, _)) => {
-                    out.acked
-                        .push((token.clone(), id, addrs[at].clone(), Instant::now()));
-                    break;
-                }
-                Err(s) => {
-                    assert_eq!(s.code(), Code::Unavailable, "{s:?}");
-                    out.retried.insert(token.clone());
-                    at = (at + 1) % addrs.len();
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +71,7 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     let (b_proc, b) = replica(&g);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(!serving(&b).await, "a second replica must follow");
-    let e = submit(&b, "probe").await.unwrap_err();
+    let e = submit(&b, "probe", &job()).await.unwrap_err();
     assert_eq!(e.code(), Code::Unavailable);
     assert!(
         e.message().contains("follower") && e.message().contains(&format!("http://{a}")),
@@ -171,7 +80,12 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
 
     // Kill the leader under a stream of tokened submissions.
     let stop = Arc::new(AtomicBool::new(false));
-    let sender = tokio::spawn(stream(vec![a.clone(), b.clone()], "k", stop.clone()));
+    let sender = tokio::spawn(stream(
+        vec![a.clone(), b.clone()],
+        "k".into(),
+        job(),
+        stop.clone(),
+    ));
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let killed = Instant::now();
     g.kill_meta();
@@ -180,11 +94,7 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     stop.store(true, Ordering::Relaxed);
     let s = sender.await.unwrap();
     let first_at_b = s
-        .acked
-        .iter()
-        .filter(|(_, _, at, when)| *at == b && *when > killed)
-        .map(|(_, _, _, when)| *when - killed)
-        .min()
+        .first_at(&b, killed)
         .expect("submissions accepted by B after the kill");
     eprintln!(
         "takeover: B serves {took:?} after the kill, first submission accepted at B after \
@@ -202,23 +112,27 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     );
 
     // Every token has one job; retried at the new leader, it finds the same one.
-    let ids: Vec<u64> = s.acked.iter().map(|(_, id, _, _)| *id).collect();
+    let ids = s.ids();
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
     for (token, id, _, _) in &s.acked {
-        assert_eq!(submit(&b, token).await.unwrap(), (*id, true), "{token}");
+        assert_eq!(
+            submit(&b, token, &job()).await.unwrap(),
+            (*id, true),
+            "{token}"
+        );
     }
 
     // A thawed leader cannot act: freeze B past its lease, A' takes over, thaw B.
     let (a2_proc, a2) = replica(&g);
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(!serving(&a2).await);
-    let e = submit(&a2, "probe").await.unwrap_err();
+    let e = submit(&a2, "probe", &job()).await.unwrap_err();
     assert!(e.message().contains(&format!("http://{b}")), "{e:?}");
     let b_pid = Pid::from_raw(b_proc.0.id() as i32);
     kill(b_pid, Signal::SIGSTOP).unwrap();
     let frozen = {
         let b = b.clone();
-        tokio::spawn(async move { submit(&b, "frozen").await })
+        tokio::spawn(async move { submit(&b, "frozen", &job()).await })
     };
     let took = leads(&a2, Duration::from_secs(10)).await;
     eprintln!("a frozen leader replaced after {took:?}");
@@ -238,7 +152,7 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     assert_eq!(status.code(), Some(75), "{status:?}");
     let answer = frozen.await.unwrap();
     assert!(answer.is_err(), "a deposed leader acknowledged {answer:?}");
-    let (frozen_id, dup) = submit(&a2, "frozen").await.unwrap();
+    let (frozen_id, dup) = submit(&a2, "frozen", &job()).await.unwrap();
     assert!(!dup && !ids.contains(&frozen_id));
 
     // Everything acknowledged runs to its end, exactly once.

@@ -126,6 +126,16 @@ impl Link {
         &self,
         f: impl FnOnce(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
     ) -> Result<R, StoreError> {
+        self.call_within(f, None)
+    }
+
+    /// Like [`Link::call`], giving up (UNAVAILABLE) when the answer has not come `within` this
+    /// long; the call itself may still complete on the connection's thread.
+    fn call_within<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
+        within: Option<Duration>,
+    ) -> Result<R, StoreError> {
         let (tx, rx) = mpsc::sync_channel(1);
         let shown = self.shown.clone();
         let task: Task = Box::new(move |conn| {
@@ -148,9 +158,20 @@ impl Link {
         self.tasks.send(task).map_err(|_| {
             StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
         })?;
-        rx.recv().map_err(|_| {
-            StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
-        })?
+        let stopped =
+            || StoreError::Failed("the PostgreSQL connection's thread has stopped".into());
+        match within {
+            None => rx.recv().map_err(|_| stopped())?,
+            Some(d) => match rx.recv_timeout(d) {
+                Ok(answer) => answer,
+                Err(mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Unavailable(format!(
+                    "PostgreSQL at {}: no answer within {} ms",
+                    self.shown,
+                    d.as_millis()
+                ))),
+                Err(mpsc::RecvTimeoutError::Disconnected) => Err(stopped()),
+            },
+        }
     }
 }
 
@@ -196,10 +217,16 @@ impl Postgres {
             .map_err(|e| StoreError::Failed(format!("key `store.url`: `{shown}`: {e}")))?;
         // A server that does not answer (cut off, not refusing) is given up after this long,
         // instead of the system's TCP timeout of minutes.
+        // A server cut off (not refusing: packets vanish) fails a call within about 5 s instead
+        // of the system's TCP timeouts of minutes: unacknowledged data for 5 s, or an idle
+        // connection whose keepalives go unanswered.
         config
             .connect_timeout(Duration::from_secs(5))
+            .tcp_user_timeout(Duration::from_secs(5))
             .keepalives(true)
-            .keepalives_idle(Duration::from_secs(5));
+            .keepalives_idle(Duration::from_secs(2))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3);
         // A transaction left open by a replica that froze (it holds the lease's row shared) is
         // ended by the server, so that the replica taking over is not kept waiting.
         let options = format!(
@@ -844,7 +871,7 @@ mod tests {
         };
         put(&a, &j1).unwrap();
         // The lease runs out; B takes it with the next epoch.
-        assert!(la.renew(ea, 50).unwrap());
+        assert!(la.renew(ea, 50, Duration::from_secs(5)).unwrap());
         std::thread::sleep(Duration::from_millis(150));
         assert!(lb.leader().unwrap().unwrap().expired);
         let eb = lb.try_lead("b", "http://b:1", 60_000).unwrap().unwrap();
@@ -858,7 +885,7 @@ mod tests {
         );
         let e = a.save_reservation(1, None, 1).unwrap_err();
         assert!(matches!(e, StoreError::Deposed(_)), "{e}");
-        assert!(!la.renew(ea, 60_000).unwrap());
+        assert!(!la.renew(ea, 60_000, Duration::from_secs(5)).unwrap());
         put(&b, &j2).unwrap();
         let loaded = b.load().unwrap();
         assert_eq!(

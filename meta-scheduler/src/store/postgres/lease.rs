@@ -6,6 +6,7 @@
 
 use super::Link;
 use crate::store::{Leader, Leadership, StoreError};
+use std::time::Duration;
 
 /// The lease, over a connection of its own.
 #[derive(Debug)]
@@ -41,15 +42,18 @@ impl Leadership for Lease {
         })
     }
 
-    fn renew(&self, epoch: u64, ttl_ms: u64) -> Result<bool, StoreError> {
+    fn renew(&self, epoch: u64, ttl_ms: u64, within: Duration) -> Result<bool, StoreError> {
         let ttl = ttl_ms as f64;
-        self.link.call(move |c| {
-            Ok(c.execute(
-                "UPDATE gridsched_lease SET expires = now() + $2 * interval '1 millisecond' \
-                 WHERE name = 'meta' AND epoch = $1",
-                &[&(epoch as i64), &ttl],
-            )? == 1)
-        })
+        self.link.call_within(
+            move |c| {
+                Ok(c.execute(
+                    "UPDATE gridsched_lease SET expires = now() + $2 * interval '1 millisecond' \
+                     WHERE name = 'meta' AND epoch = $1",
+                    &[&(epoch as i64), &ttl],
+                )? == 1)
+            },
+            Some(within),
+        )
     }
 
     fn release(&self, epoch: u64) -> Result<(), StoreError> {
