@@ -1,12 +1,13 @@
 //! What clients reach: the meta-scheduler's servers, in front of a service that leads or of a
 //! replica that follows (see [`crate::replica`]).
 //!
-//! The gRPC server runs from the start. While the replica follows, every call of the API is
-//! answered UNAVAILABLE, naming the leader it last saw, and the standard health service reports
-//! the API NOT_SERVING (the server itself SERVING): clients given several endpoints pick the one
-//! that serves. Once the replica leads, the calls go to its [`MetaService`], the links to the
-//! local schedulers start (so the sites follow the leader: the links are its calls), the metrics
-//! are registered and the HTTP endpoint (metrics and dashboard) opens.
+//! The gRPC server and the HTTP endpoint run from the start. While the replica follows, every
+//! call of the API is answered UNAVAILABLE, naming the leader it last saw; the standard health
+//! service reports the API NOT_SERVING (the server itself SERVING), so clients given several
+//! endpoints pick the one that serves; the dashboard's pages answer 503 with the same words, and
+//! `/metrics` shows `gridsched_meta_leader 0`. Once the replica leads, the calls and the pages go
+//! to its [`MetaService`] and the links to the local schedulers start (so the sites follow the
+//! leader: the links are its calls).
 
 use crate::MetaService;
 use crate::store::Leader;
@@ -31,11 +32,16 @@ struct GateInner {
 impl Gate {
     /// The service, or UNAVAILABLE naming the leader last seen.
     fn service(&self) -> Result<&MetaService, Status> {
-        if let Some(s) = self.inner.service.get() {
-            return Ok(s);
-        }
+        self.inner
+            .service
+            .get()
+            .ok_or_else(|| Status::unavailable(self.following()))
+    }
+
+    /// What a follower answers: the leader it last saw.
+    fn following(&self) -> String {
         let seen = self.inner.seen.lock().ok().and_then(|s| s.clone());
-        Err(Status::unavailable(match seen {
+        match seen {
             Some(l) if !l.expired => format!(
                 "this meta-scheduler is a follower: the leader is {} at {} (epoch {})",
                 l.holder, l.address, l.epoch
@@ -43,7 +49,7 @@ impl Gate {
             _ => "this meta-scheduler is a follower: no replica leads now (one takes over \
                   within the lease's time)"
                 .into(),
-        }))
+        }
     }
 
     /// Records the leader seen while following.
@@ -64,9 +70,10 @@ impl Gate {
 pub struct Front {
     gate: Gate,
     health: gridsched_proto::standard::tonic_health::server::HealthReporter,
-    /// Filled in by the gRPC layer at start and by the service's metrics once it leads; served
-    /// on the HTTP endpoint from then on.
-    registry: Mutex<Option<gridsched_telemetry::Registry>>,
+    /// The service's metrics, registered at start (handed to the service when it leads).
+    metrics: crate::metrics::MetaMetrics,
+    /// The dashboard's routes, once leading.
+    pages: Arc<OnceLock<axum::Router>>,
     server: Mutex<Option<ServerParts>>,
     cfg: crate::MetaConfig,
 }
@@ -85,11 +92,52 @@ struct ServerParts {
 
 const API: &str = v1::meta_scheduler_server::SERVICE_NAME;
 
+/// The HTTP routes beside `/metrics`: the dashboard's once leading, before that a 503 page
+/// saying who leads.
+fn switch(gate: Gate, pages: Arc<OnceLock<axum::Router>>) -> axum::Router {
+    axum::Router::new().fallback(move |req: axum::extract::Request| {
+        let (gate, pages) = (gate.clone(), pages.clone());
+        async move {
+            use axum::response::IntoResponse;
+            match pages.get() {
+                Some(r) => {
+                    let r = r.clone();
+                    match tower::ServiceExt::oneshot(r, req).await {
+                        Ok(resp) => resp.into_response(),
+                        Err(never) => match never {},
+                    }
+                }
+                None => (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    axum::response::Html(format!(
+                        "<!doctype html><title>gridsched: follower</title><p>{}</p>",
+                        crate::dashboard::html::esc(&gate.following())
+                    )),
+                )
+                    .into_response(),
+            }
+        }
+    })
+}
+
 impl Front {
-    /// The servers of a meta-scheduler of `cfg`, its API NOT_SERVING until it leads.
+    /// The servers of a meta-scheduler of `cfg`, its API NOT_SERVING until it leads; the HTTP
+    /// endpoint (on `metrics_listen`) opens now.
     pub async fn new(cfg: &crate::MetaConfig) -> anyhow::Result<Front> {
         let mut registry = gridsched_telemetry::Registry::default();
         let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
+        let metrics = crate::metrics::MetaMetrics::new(&mut registry);
+        let gate = Gate::default();
+        let pages: Arc<OnceLock<axum::Router>> = Arc::default();
+        if let Some(addr) = cfg.metrics_listen {
+            let routes = switch(gate.clone(), pages.clone());
+            let tls = cfg.tls.rustls_server()?;
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            match gridsched_telemetry::serve_with(addr, Arc::new(registry), routes, tls).await {
+                Ok(bound) => tracing::info!(%bound, "dashboard on {scheme}://{bound}/"),
+                Err(e) => tracing::error!(%addr, "HTTP endpoint: {e}"),
+            }
+        }
         let standard = gridsched_proto::standard::standard_services(API).await?;
         standard
             .health
@@ -99,9 +147,10 @@ impl Front {
             )
             .await;
         Ok(Front {
-            gate: Gate::default(),
+            gate,
             health: standard.health,
-            registry: Mutex::new(Some(registry)),
+            metrics,
+            pages,
             server: Mutex::new(Some(ServerParts {
                 layer,
                 routes: standard.routes,
@@ -115,28 +164,16 @@ impl Front {
         &self.gate
     }
 
-    /// Hands the API to `service`, which now leads: starts its links to the local schedulers,
-    /// registers its metrics, opens the HTTP endpoint and reports the API SERVING.
+    /// Hands the API and the dashboard to `service`, which now leads: gives it the metrics,
+    /// starts its links to the local schedulers and reports the API SERVING.
     pub async fn lead(&self, service: MetaService) -> anyhow::Result<()> {
-        crate::links::start(&service);
-        let mut registry = self
-            .registry
-            .lock()
-            .ok()
-            .and_then(|mut r| r.take())
-            .ok_or_else(|| anyhow::anyhow!("the meta-scheduler already leads"))?;
+        self.metrics.leader.set(1);
+        self.metrics.epoch.set(service.epoch() as i64);
         if let Ok(mut st) = service.inner.state.lock() {
-            st.metrics = crate::metrics::MetaMetrics::new(&mut registry);
+            st.metrics = self.metrics.clone();
         }
-        if let Some(addr) = self.cfg.metrics_listen {
-            let routes = crate::dashboard::routes(service.clone());
-            let tls = self.cfg.tls.rustls_server()?;
-            let scheme = if tls.is_some() { "https" } else { "http" };
-            match gridsched_telemetry::serve_with(addr, Arc::new(registry), routes, tls).await {
-                Ok(bound) => tracing::info!(%bound, "dashboard on {scheme}://{bound}/"),
-                Err(e) => tracing::error!(%addr, "HTTP endpoint: {e}"),
-            }
-        }
+        crate::links::start(&service);
+        let _ = self.pages.set(crate::dashboard::routes(service.clone()));
         self.gate
             .inner
             .service

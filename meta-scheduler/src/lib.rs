@@ -1,9 +1,10 @@
 //! The gridsched meta-scheduler service (the Meta-Scheduler of spec
 //! `two-level-grid-scheduler.md` D3–D4): the grid's gRPC entry point. It validates each submitted
 //! job, classifies and dispatches it with the core's classifier and
-//! dispatch strategy, records it durably in a `redb` store before acknowledging, forwards it to
-//! its site's local scheduler and follows it to its end through that scheduler's event stream;
-//! it serves get / list / cancel / watch / sites / explain.
+//! dispatch strategy, records it durably in its store (embedded, or PostgreSQL shared by replicas
+//! of which one leads: [`replica`]) before acknowledging, forwards it to its site's local
+//! scheduler and follows it to its end through that scheduler's event stream; it serves get /
+//! list / cancel / watch / sites / explain.
 
 pub mod access;
 pub mod cli;

@@ -62,6 +62,10 @@ pub struct MetaMetrics {
     pub in_memory: Gauge,
     /// Job events retained in memory for watchers.
     pub events_retained: Gauge,
+    /// 1 while this meta-scheduler leads (always, without replicas), 0 while it follows.
+    pub leader: Gauge,
+    /// The epoch of the lease it leads with (0: a store without a lease, or following).
+    pub epoch: Gauge,
 }
 
 /// The outcome of a co-allocation.
@@ -96,6 +100,8 @@ impl MetaMetrics {
             start_skew: Histogram::new([0.001, 0.01, 0.1, 1.0, 10.0]),
             in_memory: Gauge::default(),
             events_retained: Gauge::default(),
+            leader: Gauge::default(),
+            epoch: Gauge::default(),
         };
         r.register(
             "gridsched_meta_jobs",
@@ -157,6 +163,16 @@ impl MetaMetrics {
             "gridsched_meta_events_retained",
             "Job events retained in memory for watchers that resume",
             m.events_retained.clone(),
+        );
+        r.register(
+            "gridsched_meta_leader",
+            "1 while this meta-scheduler leads (always, without replicas), 0 while it follows",
+            m.leader.clone(),
+        );
+        r.register(
+            "gridsched_meta_lease_epoch",
+            "The epoch of the lease this replica leads with (0: no lease, or following)",
+            m.epoch.clone(),
         );
         m
     }

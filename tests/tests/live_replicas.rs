@@ -10,7 +10,8 @@
 
 use gridsched_proto::v1::{self, JobState};
 use gridsched_tests::live::{
-    Bins, LiveGrid, Proc, SiteSpec, spawn_listening, starts_at, wait_ended,
+    Bins, LiveGrid, Proc, SiteSpec, free_addr, http_get, scrape, spawn_listening, starts_at,
+    wait_ended,
 };
 use gridsched_tests::replicas::{leads, serving, stream, submit};
 use meta_scheduler::store::postgres::{ScratchDatabase, test_server};
@@ -42,12 +43,19 @@ fn job() -> v1::JobSpec {
     }
 }
 
-/// One more replica with the grid's configuration.
-fn replica(g: &LiveGrid) -> (Proc, String) {
+/// One more replica with the grid's configuration, its HTTP endpoint on `http` (`host:port`).
+fn replica(g: &LiveGrid, http: &str) -> (Proc, String) {
+    let cfg = std::fs::read_to_string(g.path("meta.toml")).unwrap();
+    let own = cfg.replacen(
+        &format!("metrics_listen = \"{}\"", g.metrics[0]),
+        &format!("metrics_listen = \"{http}\""),
+        1,
+    );
+    assert_ne!(cfg, own);
+    let path = g.path(&format!("meta-{}.toml", http.replace([':', '.'], "-")));
+    std::fs::write(&path, own).unwrap();
     let mut cmd = Command::new(&g.bins.meta);
-    cmd.arg("--config")
-        .arg(g.path("meta.toml"))
-        .stderr(Stdio::null());
+    cmd.arg("--config").arg(path).stderr(Stdio::null());
     spawn_listening(cmd)
 }
 
@@ -67,8 +75,9 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     leads(&a, Duration::from_secs(15)).await;
     g.ready().await;
 
-    // B follows: not serving, and its answers name the leader.
-    let (b_proc, b) = replica(&g);
+    // B follows: not serving, and its answers, its pages and its metrics say so.
+    let b_http = free_addr();
+    let (b_proc, b) = replica(&g, &b_http);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(!serving(&b).await, "a second replica must follow");
     let e = submit(&b, "probe", &job()).await.unwrap_err();
@@ -77,6 +86,14 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
         e.message().contains("follower") && e.message().contains(&format!("http://{a}")),
         "{e:?}"
     );
+    let page = http_get(&b_http, "/", "");
+    assert!(
+        page.starts_with("HTTP/1.0 503") && page.contains(&format!("http://{a}")),
+        "{page}"
+    );
+    let m = scrape(&b_http);
+    assert!(m.contains("gridsched_meta_leader 0\n"), "{m}");
+    assert!(scrape(&g.metrics[0]).contains("gridsched_meta_leader 1\n"));
 
     // Kill the leader under a stream of tokened submissions.
     let stop = Arc::new(AtomicBool::new(false));
@@ -90,6 +107,15 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     let killed = Instant::now();
     g.kill_meta();
     let took = leads(&b, Duration::from_secs(10)).await;
+    // B leads: its dashboard and metrics say so.
+    let page = http_get(&b_http, "/", "");
+    assert!(
+        page.starts_with("HTTP/1.0 200") && page.contains("gridsched grid"),
+        "{page}"
+    );
+    let m = scrape(&b_http);
+    assert!(m.contains("gridsched_meta_leader 1\n"), "{m}");
+    assert!(m.contains("gridsched_meta_lease_epoch 2\n"), "{m}");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     stop.store(true, Ordering::Relaxed);
     let s = sender.await.unwrap();
@@ -123,7 +149,7 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     }
 
     // A thawed leader cannot act: freeze B past its lease, A' takes over, thaw B.
-    let (a2_proc, a2) = replica(&g);
+    let (a2_proc, a2) = replica(&g, &free_addr());
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(!serving(&a2).await);
     let e = submit(&a2, "probe", &job()).await.unwrap_err();
@@ -180,7 +206,7 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     }
 
     // A leader stopped with SIGTERM lets its lease go before it ends.
-    let (_c_proc, _c) = replica(&g);
+    let (_c_proc, _c) = replica(&g, &free_addr());
     let mut a2_proc = a2_proc;
     kill(Pid::from_raw(a2_proc.0.id() as i32), Signal::SIGTERM).unwrap();
     let status = a2_proc.0.wait().unwrap();

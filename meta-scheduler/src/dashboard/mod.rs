@@ -10,7 +10,7 @@
 //! and shows a user only their own jobs, as the gRPC API does.
 
 mod gantt;
-mod html;
+pub(crate) mod html;
 mod pages;
 
 use crate::MetaService;
