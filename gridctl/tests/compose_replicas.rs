@@ -9,7 +9,7 @@
 //! off the database's network, stops leading (it cannot renew its lease) before the other
 //! starts, as both containers' logs show, and the other takes over. Every acknowledged job is
 //! kept, ends COMPLETED and starts exactly once at the sites (their durable event logs, read from
-//! the first event).
+//! the first event). `gridctl` given both endpoints talks to the leader.
 //!
 //! Without a usable Docker engine and compose the test says SKIPPED, loudly, and passes — except
 //! under `CI=true`, where it fails saying what is missing.
@@ -167,6 +167,31 @@ async fn replicated_compose_grid_survives_a_killed_and_a_partitioned_leader() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // gridctl given both endpoints, the follower first, talks to the leader; the follower's
+    // health is up as a replica, not as the API.
+    let gridctl = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gridctl"))
+            .args(args)
+            .output()
+            .expect("gridctl")
+    };
+    let both = format!("http://{},http://{}", addrs[first], addrs[other]);
+    let o = gridctl(&["--endpoint", &both, "--json", "sites"]);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("alpha"),
+        "{o:?}"
+    );
+    let follower = format!("http://{}", addrs[first]);
+    let o = gridctl(&["--endpoint", &follower, "health", "--replica"]);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("(follows)"),
+        "{o:?}"
+    );
+    assert!(
+        !gridctl(&["--endpoint", &follower, "health"])
+            .status
+            .success()
+    );
     let cut = p.container(services[other]);
     let db = p.network("db");
     let (cut_stream, cut_at) = under_stream(
