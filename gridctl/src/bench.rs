@@ -138,13 +138,24 @@ fn now_ns() -> u128 {
 async fn wait_ready(c: &mut MetaSchedulerClient<Channel>, machines: usize) -> anyhow::Result<()> {
     let t = Instant::now();
     loop {
-        let s = c
+        let s = match c
             .list_sites(v1::ListSitesRequest {
                 site: None,
                 include_resources: true,
             })
-            .await?
-            .into_inner();
+            .await
+        {
+            Ok(s) => s.into_inner(),
+            // A meta-scheduler over PostgreSQL serves once it holds the lease.
+            Err(e)
+                if e.code() == tonic::Code::Unavailable
+                    && t.elapsed() < Duration::from_secs(30) =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let online: usize = s
             .sites
             .iter()

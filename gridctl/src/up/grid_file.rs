@@ -205,7 +205,11 @@ impl GridFile {
             self.meta.start_claims
         );
         if let Some(url) = &self.meta.postgres_url {
-            let _ = write!(t, "[store]\nbackend = \"postgres\"\nurl = {url:?}\n");
+            // The grid's one meta-scheduler, named, takes its lease back at once when restarted.
+            let _ = write!(
+                t,
+                "[store]\nbackend = \"postgres\"\nurl = {url:?}\n[replica]\nname = \"meta\"\n"
+            );
         }
         for (i, (s, ep)) in self.sites.iter().zip(endpoints).enumerate() {
             let machines = s
@@ -309,6 +313,7 @@ mod tests {
             ),
             "{toml}"
         );
+        assert_eq!(m.replica.name.as_deref(), Some("meta"), "{toml}");
     }
 
     #[test]
