@@ -138,24 +138,13 @@ fn now_ns() -> u128 {
 async fn wait_ready(c: &mut MetaSchedulerClient<Channel>, machines: usize) -> anyhow::Result<()> {
     let t = Instant::now();
     loop {
-        let s = match c
+        let s = c
             .list_sites(v1::ListSitesRequest {
                 site: None,
                 include_resources: true,
             })
-            .await
-        {
-            Ok(s) => s.into_inner(),
-            // A meta-scheduler over PostgreSQL serves once it holds the lease.
-            Err(e)
-                if e.code() == tonic::Code::Unavailable
-                    && t.elapsed() < Duration::from_secs(30) =>
-            {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
+            .await?
+            .into_inner();
         let online: usize = s
             .sites
             .iter()
@@ -215,7 +204,20 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     g.meta.start_claims = !a.no_start_claims;
     g.meta.postgres_url.clone_from(&a.postgres);
     let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", None, 1.0)?;
-    let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", grid.meta))?
+        .connect()
+        .await?;
+    // A meta-scheduler over PostgreSQL serves the API once it holds the lease.
+    let t = Instant::now();
+    let api = v1::meta_scheduler_server::SERVICE_NAME;
+    while !gridsched_proto::standard::serves(channel.clone(), api, Duration::from_secs(1)).await {
+        anyhow::ensure!(
+            t.elapsed() < Duration::from_secs(30),
+            "the meta-scheduler does not serve"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut c = MetaSchedulerClient::new(channel);
     wait_ready(&mut c, 12).await?;
     outln!(
         "benchmark grid: 3 sites x 4 agents x 8 processors (EASY), start claims {}, in {}",

@@ -319,3 +319,37 @@ impl Keeper {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::MetaConfig;
+
+    /// The lease's times are checked at the door, naming the key; the defaults pass.
+    #[test]
+    fn lease_times_are_checked_naming_the_key() {
+        let cfg = MetaConfig::from_toml("").unwrap();
+        assert_eq!(
+            (
+                cfg.replica.lease_ms,
+                cfg.replica.renew_ms,
+                cfg.replica.poll_ms
+            ),
+            (3000, 1000, 500)
+        );
+        let e = MetaConfig::from_toml("[replica]\nlease_ms = 3000\nrenew_ms = 2000\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("replica.renew_ms") && e.contains("more than half"),
+            "{e}"
+        );
+        let e = MetaConfig::from_toml("[replica]\npoll_ms = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("replica") && e.contains("positive"), "{e}");
+        let e = MetaConfig::from_toml("[replica]\nlease = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lease"), "{e}");
+    }
+}
