@@ -9,7 +9,8 @@
 //! off the database's network, stops leading (it cannot renew its lease) before the other
 //! starts, as both containers' logs show, and the other takes over. Every acknowledged job is
 //! kept, ends COMPLETED and starts exactly once at the sites (their durable event logs, read from
-//! the first event). `gridctl` given both endpoints talks to the leader.
+//! the first event). `gridctl` given both endpoints talks to the leader, and a `gridctl submit`
+//! started right after the kill waits for the takeover and is accepted.
 //!
 //! Without a usable Docker engine and compose the test says SKIPPED, loudly, and passes — except
 //! under `CI=true`, where it fails saying what is missing.
@@ -125,18 +126,38 @@ async fn replicated_compose_grid_survives_a_killed_and_a_partitioned_leader() {
         "{probe:?}"
     );
 
-    // 1. The leader's container is killed under the stream.
+    // 1. The leader's container is killed under the stream; gridctl, given both endpoints, submits
+    // right after the kill and waits (`--failover-wait`, 10 s) for the other to lead.
+    let both = format!("http://{},http://{}", addrs[first], addrs[other]);
+    let during = std::cell::RefCell::new(None);
     let (killed_stream, killed) = under_stream(
         &addrs,
         "k",
         Duration::from_secs(2),
         async {
             p.must(&["kill", "-s", "SIGKILL", services[first]]);
-            Instant::now()
+            let at = Instant::now();
+            let both = both.clone();
+            *during.borrow_mut() = Some(std::thread::spawn(move || {
+                let o = Command::new(env!("CARGO_BIN_EXE_gridctl"))
+                    .args(["--endpoint", &both, "submit", "-n", "1", "--estimate", "60"])
+                    .args(["--emulate", "1", "--user", "dave"])
+                    .output()
+                    .expect("gridctl");
+                (o, at.elapsed())
+            }));
+            at
         },
         Duration::from_secs(7),
     )
     .await;
+    let (o, answered) = during
+        .into_inner()
+        .expect("spawned")
+        .join()
+        .expect("gridctl");
+    eprintln!("compose: gridctl submit during the takeover answered after {answered:?}");
+    assert!(o.status.success(), "{o:?}");
     let takeover = killed_stream
         .first_at(&addrs[other], killed)
         .expect("the follower accepted submissions after the kill");
@@ -175,7 +196,6 @@ async fn replicated_compose_grid_survives_a_killed_and_a_partitioned_leader() {
             .output()
             .expect("gridctl")
     };
-    let both = format!("http://{},http://{}", addrs[first], addrs[other]);
     let o = gridctl(&["--endpoint", &both, "--json", "sites"]);
     assert!(
         o.status.success() && String::from_utf8_lossy(&o.stdout).contains("alpha"),

@@ -1,10 +1,12 @@
 //! The gRPC face of a local scheduler: each call becomes a message to the
 //! [`crate::driver`] task and waits for its answer. Calls are checked against the secret of the
-//! peer they belong to: the meta-scheduler's or the agents'.
+//! peer they belong to: the meta-scheduler's or the agents'. The meta-scheduler's calls are
+//! fenced too: once a replica of a newer lease epoch has called, an older one is refused, and
+//! its start-claim answers are no longer heard ([`Fence`]).
 
 use crate::driver::Msg;
 use gridsched_proto::v1::{self, local_scheduler_server::LocalScheduler};
-use gridsched_security::SharedSecret;
+use gridsched_security::{Fence, SharedSecret};
 use std::pin::Pin;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::Stream;
@@ -20,6 +22,8 @@ pub struct Service {
     meta: SharedSecret,
     /// Expected from the agents' calls.
     agents: SharedSecret,
+    /// The newest epoch of the meta-scheduler's lease that has called.
+    fence: Fence,
 }
 
 impl Service {
@@ -34,7 +38,23 @@ impl Service {
         meta: SharedSecret,
         agents: SharedSecret,
     ) -> Service {
-        Service { tx, meta, agents }
+        Service {
+            tx,
+            meta,
+            agents,
+            fence: Fence::default(),
+        }
+    }
+
+    /// Checks a call of the meta-scheduler: its secret, then its epoch; the epoch it called with.
+    fn meta_call(&self, md: &tonic::metadata::MetadataMap) -> Result<Option<u64>, Status> {
+        self.meta.check(md, "meta-scheduler")?;
+        let newest = self.fence.newest();
+        let epoch = self.fence.admit(md)?;
+        if let Some(e) = epoch.filter(|&e| e > newest) {
+            tracing::info!(epoch = e, "the meta-scheduler calls with a new lease epoch");
+        }
+        Ok(epoch)
     }
 
     async fn ask<T>(
@@ -57,7 +77,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::EnqueueRequest>,
     ) -> Result<Response<v1::EnqueueResponse>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        self.meta_call(r.metadata())?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Enqueue(r, tx)).await.map(Response::new)
     }
@@ -66,7 +86,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::CancelRequest>,
     ) -> Result<Response<v1::CancelResponse>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        self.meta_call(r.metadata())?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Cancel(r, tx)).await.map(Response::new)
     }
@@ -75,7 +95,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::StatusRequest>,
     ) -> Result<Response<v1::StatusResponse>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        self.meta_call(r.metadata())?;
         self.ask(Msg::Status).await.map(Response::new)
     }
 
@@ -85,7 +105,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::JobEventsRequest>,
     ) -> Result<Response<Self::JobEventsStream>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        self.meta_call(r.metadata())?;
         let from = r.into_inner().from_sequence;
         let (backlog, mut live) = self.ask(|tx| Msg::Events(from, tx)).await?;
         let last = backlog.last().map(|e| e.sequence);
@@ -152,9 +172,15 @@ impl LocalScheduler for Service {
         &self,
         r: Request<tonic::Streaming<v1::ClaimAnswer>>,
     ) -> Result<Response<Self::StartClaimsStream>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        let epoch = self.meta_call(r.metadata())?;
         let rx = self.ask(Msg::Claims).await?;
-        tokio::spawn(forward_answers(r.into_inner(), self.tx.clone()));
+        let fence = self.fence.clone();
+        tokio::spawn(forward_answers(
+            r.into_inner(),
+            self.tx.clone(),
+            fence,
+            epoch,
+        ));
         let s = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
         Ok(Response::new(Box::pin(tokio_stream::StreamExt::map(s, Ok))))
     }
@@ -163,7 +189,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::ReserveRequest>,
     ) -> Result<Response<v1::ReserveResponse>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        self.meta_call(r.metadata())?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Reserve(r, tx)).await.map(Response::new)
     }
@@ -172,7 +198,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::CancelReservationRequest>,
     ) -> Result<Response<v1::CancelReservationResponse>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        self.meta_call(r.metadata())?;
         let r = r.into_inner();
         self.ask(|tx| Msg::CancelReservation(r, tx))
             .await
@@ -183,7 +209,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::CommitReservationRequest>,
     ) -> Result<Response<v1::CommitReservationResponse>, Status> {
-        self.meta.check(r.metadata(), "meta-scheduler")?;
+        self.meta_call(r.metadata())?;
         let r = r.into_inner();
         self.ask(|tx| Msg::CommitReservation(r, tx))
             .await
@@ -191,9 +217,22 @@ impl LocalScheduler for Service {
     }
 }
 
-/// Forwards the meta-scheduler's answers on the StartClaims link to the driver.
-async fn forward_answers(mut inbound: tonic::Streaming<v1::ClaimAnswer>, tx: mpsc::Sender<Msg>) {
+/// Forwards the meta-scheduler's answers on the StartClaims link to the driver while the link's
+/// `epoch` holds: a deposed leader's grants are not heard.
+async fn forward_answers(
+    mut inbound: tonic::Streaming<v1::ClaimAnswer>,
+    tx: mpsc::Sender<Msg>,
+    fence: Fence,
+    epoch: Option<u64>,
+) {
     while let Ok(Some(a)) = inbound.message().await {
+        if !fence.holds(epoch) {
+            tracing::warn!(
+                ?epoch,
+                "start-claim answers of a deposed meta-scheduler dropped"
+            );
+            return;
+        }
         if tx.send(Msg::ClaimAnswer(a)).await.is_err() {
             return;
         }

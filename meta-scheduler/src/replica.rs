@@ -148,14 +148,13 @@ pub async fn run(
     let address = advertised(&cfg, listener.local_addr()?);
     let name = cfg.replica.name.clone().unwrap_or_else(|| address.clone());
     let front = Arc::new(Front::new(&cfg).await?);
-    let (stop_tx, _) = tokio::sync::watch::channel(false);
+    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
     let server = {
         let front = front.clone();
-        let mut stop = stop_tx.subscribe();
         tokio::spawn(async move {
             front
                 .serve(listener, async move {
-                    let _ = stop.wait_for(|s| *s).await;
+                    let _ = stop.await;
                 })
                 .await
         })
@@ -185,7 +184,7 @@ pub async fn run(
         let _ = blocking(move || lease.release(epoch)).await;
         tracing::info!(epoch, "lease let go");
     }
-    let _ = stop_tx.send(true);
+    let _ = stop_tx.send(());
     server.await?
 }
 
@@ -229,10 +228,8 @@ impl Role {
         };
         store.fence(epoch);
         let c = self.cfg.clone();
-        let service = tokio::task::spawn_blocking(move || {
-            MetaService::with_store(&c, store).map(|s| s.with_epoch(epoch))
-        })
-        .await??;
+        let service =
+            tokio::task::spawn_blocking(move || MetaService::with_store(&c, store)).await??;
         let jobs = service.in_memory().map(|(j, _)| j).unwrap_or(0);
         let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
         let on_deposed = self.on_deposed.clone();

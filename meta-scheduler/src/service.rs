@@ -28,9 +28,10 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-/// A client of a local scheduler, sending the site's secret with every call.
+/// A client of a local scheduler, sending the site's secret and the epoch this replica leads
+/// with on every call.
 pub(crate) type LocalClient =
-    LocalSchedulerClient<InterceptedService<Channel, gridsched_security::Bearer>>;
+    LocalSchedulerClient<InterceptedService<Channel, gridsched_security::Fenced>>;
 use tonic::{Request, Response, Status, Streaming};
 
 /// Wall-clock seconds (the service is the I/O shell around the deterministic core).
@@ -60,8 +61,6 @@ pub(crate) struct Inner {
     pub(crate) tokens: gridsched_security::Tokens,
     /// Unary submissions waiting for the group committer.
     submissions: std::sync::mpsc::Sender<Pending>,
-    /// The epoch of the lease this replica leads with (0: a store without a lease).
-    epoch: std::sync::atomic::AtomicU64,
 }
 
 /// A unary submission and where its result goes.
@@ -158,10 +157,10 @@ impl MetaService {
                     .http2_keep_alive_interval(ka)
                     .keep_alive_timeout(ka * 2)
                     .keep_alive_while_idle(true);
-                let bearer = gridsched_security::Bearer::new(s.token()?.as_deref())?;
+                let fenced = gridsched_security::Fenced::new(s.token()?.as_deref(), store.epoch())?;
                 Some(LocalSchedulerClient::with_interceptor(
                     ep.connect_lazy(),
-                    bearer,
+                    fenced,
                 ))
             });
         }
@@ -176,7 +175,6 @@ impl MetaService {
             tokens: gridsched_security::Tokens::new(&cfg.auth.users)?,
             cfg,
             submissions,
-            epoch: std::sync::atomic::AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&inner);
         // The committer publishes what it accepted, which may start work on the runtime (a
@@ -191,17 +189,10 @@ impl MetaService {
         Ok(MetaService { inner })
     }
 
-    /// This service, leading with `epoch` (a replica that took the lease).
-    pub fn with_epoch(self, epoch: u64) -> MetaService {
-        self.inner
-            .epoch
-            .store(epoch, std::sync::atomic::Ordering::Relaxed);
-        self
-    }
-
-    /// The epoch of the lease it leads with (0: a store without a lease).
+    /// The epoch of the lease it leads with: the one its store is fenced with (0: a store
+    /// without a lease).
     pub fn epoch(&self) -> u64 {
-        self.inner.epoch.load(std::sync::atomic::Ordering::Relaxed)
+        self.inner.store.epoch()
     }
 
     /// How many jobs and job events the meta-scheduler holds in memory now.

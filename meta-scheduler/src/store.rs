@@ -241,6 +241,10 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// From now on, every write checks that `epoch` still holds the lease, in its own
     /// transaction, and fails with [`StoreError::Deposed`] when it does not.
     fn fence(&self, _epoch: u64) {}
+    /// The epoch its writes are fenced with (0: not fenced).
+    fn epoch(&self) -> u64 {
+        0
+    }
 }
 
 /// Reads of the history: one job, its decision, a token's job, the finished jobs of a list
@@ -335,6 +339,11 @@ impl Store {
     /// Fences every later write with `epoch` (see [`Backend::fence`]).
     pub fn fence(&self, epoch: u64) {
         self.0.fence(epoch);
+    }
+
+    /// The epoch its writes are fenced with (0: not fenced).
+    pub fn epoch(&self) -> u64 {
+        self.0.epoch()
     }
 }
 

@@ -3,7 +3,9 @@
 //! leader killed with SIGKILL under a stream of tokened submissions is replaced within 5 s, and
 //! every acknowledged job is kept and runs exactly once while the refused ones are retried; a
 //! leader frozen (SIGSTOP) past its lease is replaced, and once thawed writes nothing and ends
-//! itself (exit status 75); a leader stopped with SIGTERM lets its lease go.
+//! itself (exit status 75); the sites, once the new leader has called them, refuse the calls
+//! of a deposed one (the epoch each call carries); a leader stopped with SIGTERM lets its lease
+//! go.
 //!
 //! Needs the PostgreSQL server of `GRIDSCHED_TEST_POSTGRES` (`.ci/run` starts one; under
 //! `CI=true` its absence is a failure).
@@ -30,6 +32,37 @@ fn bins() -> Bins {
         meta: env!("CARGO_BIN_EXE_gridsched-test-meta-scheduler").into(),
         local: env!("CARGO_BIN_EXE_gridsched-test-local-scheduler").into(),
         agent: env!("CARGO_BIN_EXE_gridsched-test-site-agent").into(),
+    }
+}
+
+/// Waits (at most 5 s) until every local scheduler refuses a call made with `epoch`: a newer
+/// leader has called it.
+async fn sites_refuse(g: &LiveGrid, epoch: u64) {
+    for addr in &g.local_addrs {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let fenced = gridsched_security::Fenced::new(None, epoch).unwrap();
+        let mut c =
+            v1::local_scheduler_client::LocalSchedulerClient::with_interceptor(channel, fenced);
+        let t = Instant::now();
+        let e = loop {
+            match c.status(v1::StatusRequest {}).await {
+                Err(e) => break e,
+                Ok(_) => assert!(
+                    t.elapsed() < Duration::from_secs(5),
+                    "{addr} still takes calls of epoch {epoch}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+        assert!(
+            e.message().contains(&format!("epoch {epoch} is deposed")),
+            "{e:?}"
+        );
     }
 }
 
@@ -116,6 +149,8 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
     let m = scrape(&b_http);
     assert!(m.contains("gridsched_meta_leader 1\n"), "{m}");
     assert!(m.contains("gridsched_meta_lease_epoch 2\n"), "{m}");
+    // The sites follow B: they refuse what A (epoch 1) would still send them.
+    sites_refuse(&g, 1).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     stop.store(true, Ordering::Relaxed);
     let s = sender.await.unwrap();
@@ -176,6 +211,7 @@ async fn a_dead_or_frozen_leader_is_replaced_and_nothing_is_lost_or_run_twice() 
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(status.code(), Some(75), "{status:?}");
+    sites_refuse(&g, 2).await;
     let answer = frozen.await.unwrap();
     assert!(answer.is_err(), "a deposed leader acknowledged {answer:?}");
     let (frozen_id, dup) = submit(&a2, "frozen", &job()).await.unwrap();

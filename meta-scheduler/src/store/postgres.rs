@@ -518,6 +518,10 @@ impl Backend for Postgres {
     fn fence(&self, epoch: u64) {
         self.fence.store(epoch, Ordering::SeqCst);
     }
+
+    fn epoch(&self) -> u64 {
+        self.fence.load(Ordering::SeqCst)
+    }
 }
 
 impl Postgres {
