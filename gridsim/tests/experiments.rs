@@ -228,9 +228,9 @@ fn multisite_quick_runs_every_scenario() {
     let a = tempfile::tempdir().unwrap();
     experiment("multisite", a.path(), &[]);
     let rows = deterministic_csv(a.path());
-    // Per workload: m128 and m384 each local + job sharing + 5 multi-site variants × 3 overheads,
-    // m512 one reference run.
-    let per_workload = 2 * (2 + 5 * 3) + 1;
+    // Per workload: m128 and m384 each local + job sharing + 5 multi-site variants × 3 overheads
+    // + the pooled variant at p = 0, m512 one reference run.
+    let per_workload = 2 * (2 + 5 * 3 + 1) + 1;
     let workloads = (rows.len() - 1) / per_workload;
     assert_eq!(rows.len() - 1, workloads * per_workload);
     assert_eq!(
@@ -246,6 +246,7 @@ fn multisite_quick_runs_every_scenario() {
     let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
     assert!(report.contains("## synthetic"));
     assert!(report.contains("job sharing beats local processing"));
+    assert!(report.contains("MS p=0 pooled (ours)") && report.contains("ours pooled at p = 0"));
     if kth {
         assert!(report.contains("## KTH"), "{report}");
         assert!(!report.contains("SKIPPED"), "{report}");

@@ -19,7 +19,9 @@
 //! single site (ties wait). A split job's estimate is multiplied by `(100 + p) / 100`, rounded up
 //! ([`MultiSiteConfig::stretch_over`]: p is the grid's, or the largest of the pairs of its sites
 //! where the WAN configuration gives pairs their own); drivers stretch its run time the same way,
-//! once.
+//! once. Our named variant [`MultiSiteConfig::pooled_at_zero`] makes the grid at p = 0 behave
+//! as one machine of the summed size (a split may also backfill, and wins ties); it is off by
+//! default, as the thesis has no such rule.
 //!
 //! The scheduler sees of each site its capacity for one job (its largest machine), whether it is
 //! up and its licences, and keeps its own account of what it placed there (released jobs and their
@@ -88,6 +90,12 @@ pub struct MultiSiteConfig {
     pub fragments: Fragments,
     /// The adaptive wait-or-split rule (§6.4 step 5).
     pub adaptive: bool,
+    /// Our variant, off in the thesis's scheduler: at p = 0 (and not adaptive) a split is also
+    /// the alternative of a backfill candidate whose single-site options would delay the
+    /// reservation, and the reservation takes the split on a tie, so that the grid behaves as one
+    /// machine of the summed size. As printed, a split is only the fallback when no single site
+    /// has room, and a tie keeps the single site, at every p.
+    pub pooled_at_zero: bool,
 }
 
 impl Default for MultiSiteConfig {
@@ -98,6 +106,7 @@ impl Default for MultiSiteConfig {
             lower_bound: 0,
             fragments: Fragments::Unlimited,
             adaptive: false,
+            pooled_at_zero: false,
         }
     }
 }
@@ -310,6 +319,11 @@ impl GridScheduler {
         self.split && (width > self.cfg.lower_bound || width > self.largest())
     }
 
+    /// Whether the pooled variant applies: on, at p = 0, not adaptive.
+    fn pooled(&self) -> bool {
+        self.cfg.pooled_at_zero && self.cfg.overhead_pct == 0 && !self.cfg.adaptive
+    }
+
     /// The earliest single-site start over every usable site: (time, site).
     fn best_single(&self, width: u32, now: Time) -> Option<(Time, usize)> {
         self.sites()
@@ -322,11 +336,11 @@ impl GridScheduler {
         let mut single: Vec<usize> = self.sites().filter(|&m| self.free[m] >= w.width).collect();
         single.sort_by_key(|&m| (self.free[m] - w.width, m));
         let mut v: Vec<Alloc> = single.into_iter().map(|m| vec![(m, w.width)]).collect();
-        // A split is the fallback when no single site has room, and — for a backfill candidate
-        // whose single-site options would all delay the reservation — the alternative that may
-        // not (with p = 0 the grid then behaves exactly like one machine of the summed size).
+        // A split is the fallback when no single site has room; in the pooled variant at p = 0,
+        // also the alternative of a backfill candidate whose single-site options would all delay
+        // the reservation.
         if self.may_split(w.width)
-            && (v.is_empty() || (self.cfg.overhead_pct == 0 && !self.cfg.adaptive))
+            && (v.is_empty() || self.pooled())
             && let Some(parts) = self.split_over(&self.free, w.width)
         {
             let worth = !self.cfg.adaptive
@@ -373,7 +387,7 @@ impl GridScheduler {
         };
         match (single, multi) {
             (Some((ts, m)), Some((tm, ms))) => {
-                let prefer_multi = tm < ts || (tm == ts && self.cfg.overhead_pct == 0);
+                let prefer_multi = tm < ts || (tm == ts && self.pooled());
                 Some(if prefer_multi {
                     res(tm, ms)
                 } else {

@@ -43,6 +43,10 @@ pub struct GridArgs {
     /// Split wide jobs to the largest machine first (workload modification 2).
     #[arg(long)]
     pub split_to_largest: bool,
+    /// Our variant: at p = 0 the grid behaves as one machine of the summed size (a split may
+    /// also backfill, and wins ties); the thesis's scheduler has no such rule.
+    #[arg(long)]
+    pub pooled_at_zero: bool,
     /// Trace (name, prefix or path) whose jobs 10,001–20,000 are used, widths scaled to the grid;
     /// default: the synthetic workload.
     #[arg(long)]
@@ -101,6 +105,7 @@ pub fn grid(args: &GridArgs) -> Result<()> {
         } else {
             Modification::ScenarioDefault
         },
+        pooled_at_zero: args.pooled_at_zero,
     };
     if w.jobs.is_empty() {
         return Err(anyhow!("the workload has no job"));

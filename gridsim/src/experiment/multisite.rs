@@ -14,7 +14,8 @@
 //! multi-site, on modification 4 and on modification 2 (so that no job is wider than the largest
 //! machine and the adaptive rule may always choose to wait), for every overhead
 //! p ∈ {0, 5, …, 60, 80, 120, 180, 300} %. m512 is the single-machine reference (job sharing on
-//! one machine = EASY on 512 nodes).
+//! one machine = EASY on 512 nodes). Beside the thesis's multi-site scheduler at p = 0, our pooled
+//! variant (`multi-site-pooled`: the grid as one machine of the summed size) is run once.
 
 mod report;
 
@@ -41,6 +42,10 @@ pub const SCENARIOS: [&str; 7] = [
     "adaptive",
     "adaptive-mod2",
 ];
+
+/// Our variant at p = 0, run beside the thesis's multi-site scheduler: the grid as one machine of
+/// the summed size ([`GridConfig::pooled_at_zero`]).
+pub const POOLED: &str = "multi-site-pooled";
 
 /// A prepared workload.
 #[derive(Debug, Clone)]
@@ -151,6 +156,10 @@ impl MultisiteExperiment {
                 ..base
             },
             "multi-site" => base,
+            POOLED => GridConfig {
+                pooled_at_zero: true,
+                ..base
+            },
             "multi-site-mod2" => GridConfig {
                 modification: Modification::Largest,
                 ..base
@@ -205,6 +214,9 @@ impl Experiment for MultisiteExperiment {
                     for s in &SCENARIOS[2..] {
                         v.push(key(s, p));
                     }
+                }
+                if self.overheads.contains(&0) {
+                    v.push(key(POOLED, 0));
                 }
             }
         }

@@ -63,6 +63,9 @@ pub struct GridConfig {
     pub adaptive: bool,
     /// How wide jobs are split first.
     pub modification: Modification,
+    /// Our variant: at p = 0 the grid behaves as one machine of the summed size
+    /// ([`MultiSiteConfig::pooled_at_zero`]).
+    pub pooled_at_zero: bool,
 }
 
 impl Default for GridConfig {
@@ -74,6 +77,7 @@ impl Default for GridConfig {
             fragments: Fragments::Unlimited,
             adaptive: false,
             modification: Modification::ScenarioDefault,
+            pooled_at_zero: false,
         }
     }
 }
@@ -87,6 +91,7 @@ impl GridConfig {
             lower_bound: self.lower_bound,
             fragments: self.fragments,
             adaptive: self.adaptive,
+            pooled_at_zero: self.pooled_at_zero,
         }
     }
 

@@ -1,5 +1,5 @@
 //! Grid simulation tests: multi-site starts and the overhead, BestFit, constraints, the adaptive
-//! rule, local processing, capacity invariants, and the equivalence of multi-site at p = 0 with
+//! rule, local processing, capacity invariants, and the equivalence of pooled multi-site at p = 0 with
 //! one machine of the summed size (the reference EASY engine).
 
 use super::*;
@@ -233,9 +233,14 @@ fn capacity_holds_and_every_job_ends_in_every_scenario() {
 type Starts = Vec<(u64, i64)>;
 
 /// Start times `(id, start)` of `jobs` (ids 1..=n in order) under multi-site at p = 0 on `sizes`
-/// and under the reference EASY engine on one machine of their summed size.
-fn grid_and_one_machine_starts(sizes: &[u32], jobs: &[Job]) -> (Starts, Starts) {
-    let (_, recs) = simulate_grid(sizes, &cfg(Scenario::MultiSite, 0), jobs, false).unwrap();
+/// (as printed, or in the pooled variant) and under the reference EASY engine on one machine of
+/// their summed size.
+fn grid_and_one_machine_starts(sizes: &[u32], jobs: &[Job], pooled: bool) -> (Starts, Starts) {
+    let c = GridConfig {
+        pooled_at_zero: pooled,
+        ..cfg(Scenario::MultiSite, 0)
+    };
+    let (_, recs) = simulate_grid(sizes, &c, jobs, false).unwrap();
     let mut grid_starts: Starts = recs.iter().map(|r| (r.idx as u64 + 1, r.start)).collect();
     grid_starts.sort_unstable();
     let total: u32 = sizes.iter().sum();
@@ -262,14 +267,20 @@ fn grid_and_one_machine_starts(sizes: &[u32], jobs: &[Job]) -> (Starts, Starts) 
 }
 
 #[test]
-fn multi_site_at_zero_overhead_equals_one_machine_of_the_summed_size() {
+fn pooled_multi_site_at_zero_overhead_equals_one_machine_of_the_summed_size() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut differ = 0;
     for c in ["m128", "m64-8", "m256-5", "m64"] {
         let sizes = MachineConfig::preset(c).unwrap().sizes;
         let jobs = random_jobs(&mut rng, 400, 300);
-        let (grid, one) = grid_and_one_machine_starts(&sizes, &jobs);
+        let (grid, one) = grid_and_one_machine_starts(&sizes, &jobs, true);
         assert_eq!(grid, one, "{c}");
+        // As printed (no pooling rule), the grid is not one machine: a backfill candidate may
+        // not split, and a tie keeps the single site.
+        let (printed, _) = grid_and_one_machine_starts(&sizes, &jobs, false);
+        differ += usize::from(printed != one);
     }
+    assert!(differ > 0, "the pooled variant must change something");
     // Widths resized from a 100-node machine by the workload crate (×5.12, up to the whole grid,
     // many wider than m384's largest machine), as the `multisite` experiment does with KTH.
     let mut jobs = random_jobs(&mut rng, 400, 100);
@@ -277,15 +288,16 @@ fn multi_site_at_zero_overhead_equals_one_machine_of_the_summed_size() {
     assert!(jobs.iter().any(|j| j.procs > 384) && jobs.iter().any(|j| j.procs == 512));
     for c in ["m384", "m128"] {
         let sizes = MachineConfig::preset(c).unwrap().sizes;
-        let (grid, one) = grid_and_one_machine_starts(&sizes, &jobs);
+        let (grid, one) = grid_and_one_machine_starts(&sizes, &jobs, true);
         assert_eq!(grid, one, "{c}, resized widths");
     }
 }
 
 /// The `multisite` experiment's own KTH workload (an extract, widths resized to 512 nodes by the
-/// workload crate): multi-site at p = 0 on m128 starts every job when EASY on 512 nodes does.
+/// workload crate): pooled multi-site at p = 0 on m128 starts every job when EASY on 512 nodes
+/// does.
 #[test]
-fn the_kth_grid_workload_at_zero_overhead_equals_m512() {
+fn the_kth_grid_workload_pooled_at_zero_overhead_equals_m512() {
     let Some(path) = gridsched_workload::traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz") else {
         return;
     };
@@ -298,6 +310,6 @@ fn the_kth_grid_workload_at_zero_overhead_equals_m512() {
         "some jobs need several machines"
     );
     let sizes = MachineConfig::preset("m128").unwrap().sizes;
-    let (grid, one) = grid_and_one_machine_starts(&sizes, &w.jobs);
+    let (grid, one) = grid_and_one_machine_starts(&sizes, &w.jobs, true);
     assert_eq!(grid, one);
 }
