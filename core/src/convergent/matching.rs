@@ -4,11 +4,14 @@
 //!
 //! * [`mis`]: the greedy Maximum Iterative Search — the largest remaining entry whose job and
 //!   machine are both free, repeatedly (ties: lower job row, then lower machine).
-//! * [`mfs`]: Maximum Flow Search, exact: a Hungarian algorithm (shortest augmenting paths with
-//!   potentials, `O(r²·c)` over the smaller side `r`, after keeping only each machine's best
+//! * [`mfs`]: Maximum Flow Search, exact: a Hungarian algorithm (Kuhn, Naval Research Logistics
+//!   Quarterly 2, 1955; shortest augmenting paths with potentials as in Tomizawa, Networks 1,
+//!   1971, `O(r²·c)` over the smaller side `r`, after keeping only each machine's best
 //!   `|machines|` jobs) on weights `p + BIG` where `BIG` exceeds any possible total, so that
 //!   cardinality comes first and weight second — the reading the spec's implementation note
-//!   recommends.
+//!   recommends. Its inner scan is branch-free and vectorised and repeats the textbook dense
+//!   form's floating-point operations exactly, so ties fall as they did before (see `assign`;
+//!   the tests compare it, pair for pair, with that form kept verbatim).
 //! * [`imfs`]: the incremental variant: the previous plan's pairs that are still valid are
 //!   inherited, except where an unmatched job values that machine more, where the held job values
 //!   a machine left free more (repeated while machines are released), or where two held jobs gain
@@ -113,17 +116,28 @@ pub fn mis(p: &Matrix) -> Assignment {
     job_of
 }
 
-/// The exact MFS over the given machines and jobs (all when `None`).
+/// The exact matching of `machines` to `jobs`, written into an assignment.
+type Matcher = fn(&Matrix, &[usize], &[usize], &mut Assignment);
+
+/// The exact MFS.
 pub fn mfs(p: &Matrix) -> Assignment {
+    mfs_with(p, hungarian)
+}
+
+fn mfs_with(p: &Matrix, exact: Matcher) -> Assignment {
     let machines: Vec<usize> = (0..p.cols).collect();
     let jobs: Vec<usize> = (0..p.rows).collect();
     let mut out = vec![None; p.cols];
-    hungarian(p, &machines, &jobs, &mut out);
+    exact(p, &machines, &jobs, &mut out);
     out
 }
 
 /// IMFS from the `previous` assignment (rows of the same matrix; pairs no longer arcs are dropped).
 pub fn imfs(p: &Matrix, previous: &Assignment) -> Assignment {
+    imfs_with(p, previous, hungarian)
+}
+
+fn imfs_with(p: &Matrix, previous: &Assignment, exact: Matcher) -> Assignment {
     let mut out = vec![None; p.cols];
     let mut job_taken = vec![false; p.rows];
     // Inherit valid pairs first, then release those some other job values more.
@@ -190,24 +204,36 @@ pub fn imfs(p: &Matrix, previous: &Assignment) -> Assignment {
     }
     let machines: Vec<usize> = (0..p.cols).filter(|&m| out[m].is_none()).collect();
     let jobs: Vec<usize> = (0..p.rows).filter(|&i| !job_taken[i]).collect();
-    hungarian(p, &machines, &jobs, &mut out);
+    exact(p, &machines, &jobs, &mut out);
     out
 }
 
 /// Maximum-cardinality, then maximum-weight assignment of `machines` to `jobs` (sub-matrix),
 /// written into `out`.
 fn hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignment) {
+    let rows = |i: usize| &p.p[i * p.cols..(i + 1) * p.cols];
+    // Each machine's arcs among the jobs, counted along the matrix's rows.
+    let mut arcs = vec![0usize; p.cols];
+    for &i in jobs {
+        let row = rows(i);
+        for &m in machines {
+            arcs[m] += usize::from(row[m] > 0.0);
+        }
+    }
     // Only machines and jobs with at least one arc between them take part.
-    let machines: Vec<usize> = machines
-        .iter()
-        .copied()
-        .filter(|&m| jobs.iter().any(|&i| p.at(i, m) > 0.0))
-        .collect();
+    let machines: Vec<usize> = machines.iter().copied().filter(|&m| arcs[m] > 0).collect();
     // Only the jobs in some machine's best `|machines|` can be needed (see `top_arcs`): with many
-    // more jobs than machines this shrinks the columns the Hungarian scans at every step.
+    // more jobs than machines this shrinks the columns the Hungarian scans at every step. A
+    // machine with no more arcs than that keeps them all; only the others select.
+    let k = machines.len();
+    let (few, many): (Vec<usize>, Vec<usize>) = machines.iter().partition(|&&m| arcs[m] <= k);
     let mut wanted = vec![false; p.rows];
-    for arcs in top_arcs(p, &machines, jobs, machines.len()) {
-        for i in arcs {
+    for &i in jobs {
+        let row = rows(i);
+        wanted[i] = few.iter().any(|&m| row[m] > 0.0);
+    }
+    for list in top_arcs(p, &many, jobs, k) {
+        for i in list {
             wanted[i] = true;
         }
     }
@@ -216,9 +242,12 @@ fn hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignmen
     if machines.is_empty() || jobs.is_empty() {
         return;
     }
-    let max_p = machines
+    let max_p = jobs
         .iter()
-        .flat_map(|&m| jobs.iter().map(move |&i| p.at(i, m)))
+        .flat_map(|&i| {
+            let row = rows(i);
+            machines.iter().map(move |&m| row[m])
+        })
         .fold(0.0f64, f64::max);
     let big = max_p * (machines.len().min(jobs.len()) as f64 + 1.0) + 1.0;
     // The assignment runs over the smaller side as rows (its cost grows with rows² × columns).
@@ -226,87 +255,232 @@ fn hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignmen
     // needed: every row taking a distinct column at cost 0 or −(p + BIG), the cheapest
     // assignment is a best matching plus zero-cost fillers, and columns ≥ rows leaves enough
     // columns for the fillers.
-    let weight = |m: usize, i: usize| -> f64 {
-        let v = p.at(jobs[i], machines[m]);
-        if v > 0.0 { -(v + big) } else { 0.0 }
-    };
-    let pairs: Vec<(usize, usize)> = if machines.len() <= jobs.len() {
-        assign(machines.len(), jobs.len(), weight)
+    let weight = |v: f64| -> f64 { if v > 0.0 { -(v + big) } else { 0.0 } };
+    let by_machine = machines.len() <= jobs.len();
+    let (r, c) = if by_machine {
+        (machines.len(), jobs.len())
     } else {
-        assign(jobs.len(), machines.len(), |i, m| weight(m, i))
-            .into_iter()
-            .map(|(i, m)| (m, i))
-            .collect()
+        (jobs.len(), machines.len())
     };
-    for (m, i) in pairs {
-        let (m, i) = (machines[m], jobs[i]);
+    // The costs, row-major over the assignment's rows: by jobs, a copy of the matrix's rows; by
+    // machines, its transpose, eight jobs at a time (whole cache lines written).
+    let mut cost = vec![0.0; r * c];
+    if by_machine {
+        for (b, block) in jobs.chunks(8).enumerate() {
+            let src: Vec<&[f64]> = block.iter().map(|&i| rows(i)).collect();
+            for (mi, &m) in machines.iter().enumerate() {
+                let dst = &mut cost[mi * c + b * 8..mi * c + b * 8 + block.len()];
+                for (d, row) in dst.iter_mut().zip(&src) {
+                    *d = weight(row[m]);
+                }
+            }
+        }
+    } else {
+        for (ji, &i) in jobs.iter().enumerate() {
+            let row = rows(i);
+            for (d, &m) in cost[ji * c..(ji + 1) * c].iter_mut().zip(machines) {
+                *d = weight(row[m]);
+            }
+        }
+    }
+    for (a, b) in assign(r, c, &cost) {
+        let (m, i) = if by_machine {
+            (machines[a], jobs[b])
+        } else {
+            (machines[b], jobs[a])
+        };
         if p.at(i, m) > 0.0 {
             out[m] = Some(i);
         }
     }
 }
 
-/// A minimum-cost assignment of every row to a distinct column (`r ≤ c`): shortest augmenting
-/// paths with potentials (the classic `O(r² · c)` Hungarian, 1-based with a virtual column 0).
+/// No column / no row.
+const NONE: usize = usize::MAX;
+
+/// One step of a row's search, as the scan saw it.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    /// The row scanned.
+    row: usize,
+    /// Its potential then.
+    u: f64,
+    /// The column whose owner it is (`NONE`: the search's own row).
+    from: usize,
+    /// The amount the slacks were lowered by before the scan.
+    lowered: f64,
+}
+
+/// A minimum-cost assignment of every row to a distinct column (`r ≤ c`, costs row-major):
+/// shortest augmenting paths with potentials, one row at a time (Kuhn, Naval Research Logistics
+/// Quarterly 2, 1955; the `O(r² · c)` form of Tomizawa, Networks 1, 1971, and of Jonker &
+/// Volgenant, Computing 38, 1987, without their initialisation heuristics).
+///
+/// It performs, value for value, the floating-point operations of the textbook dense form (each
+/// step relaxes every free column from the newly reached row, takes the lowest-numbered column of
+/// least slack, then moves every potential and every slack by that amount), so that ties fall as
+/// they always did; only the work is organised differently:
+///
+/// * the slacks of the free columns are lowered by a step's amount at the start of the next
+///   step, in the same pass as the relaxation, instead of in a pass of their own;
+/// * the potentials of the reached rows and columns move through a list of the reached columns
+///   rather than a scan of all of them;
+/// * a reached column's slack is NaN, which fails every comparison, so the pass has no test of
+///   whether a column is reached; "`cur` if `cur < slack`, else `slack`" is a minimum instruction,
+///   so the pass has no branch at all and the compiler vectorises it;
+/// * the pass does not record from which column a slack last improved: the search records its
+///   steps, and the few columns of the augmenting path replay them to find it (the same
+///   operations on the same values, so the same answer);
+/// * the costs are one dense row-major array.
+///
 /// Returns the (row, column) pairs.
-fn assign(r: usize, c: usize, cost: impl Fn(usize, usize) -> f64) -> Vec<(usize, usize)> {
-    debug_assert!(r <= c);
+fn assign(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
+    debug_assert!(r <= c && cost.len() == r * c);
+    const LANES: usize = 8;
     let inf = f64::INFINITY;
-    let mut u = vec![0.0; r + 1];
-    let mut v = vec![0.0; c + 1];
-    let mut owner = vec![0usize; c + 1];
-    let mut way = vec![0usize; c + 1];
-    let mut minv = vec![inf; c + 1];
-    let mut used = vec![false; c + 1];
-    for row in 1..=r {
-        owner[0] = row;
-        let mut j0 = 0usize;
+    let mut u = vec![0.0; r];
+    let mut v = vec![0.0; c];
+    let mut owner = vec![NONE; c];
+    let mut minv = vec![inf; c];
+    // The step at which a column was reached (the `k`-th column reached is reached by step `k`).
+    let mut reached_at = vec![NONE; c];
+    // Reached columns of the current row in the order reached, their rows, the potentials of
+    // both as the search moves them; the steps.
+    let mut reached: Vec<usize> = Vec::with_capacity(c);
+    let mut reached_rows: Vec<usize> = Vec::with_capacity(c);
+    let mut ru: Vec<f64> = Vec::with_capacity(c);
+    let mut rv: Vec<f64> = Vec::with_capacity(c);
+    let mut steps: Vec<Step> = Vec::with_capacity(c);
+    let whole = c - c % LANES;
+    for row in 0..r {
         minv.fill(inf);
-        used.fill(false);
-        loop {
-            used[j0] = true;
-            let i0 = owner[j0];
-            let mut delta = inf;
-            let mut j1 = 0usize;
-            for j in 1..=c {
-                if !used[j] {
-                    let cur = cost(i0 - 1, j - 1) - u[i0] - v[j];
-                    if cur < minv[j] {
-                        minv[j] = cur;
-                        way[j] = j0;
-                    }
-                    if minv[j] < delta {
-                        delta = minv[j];
-                        j1 = j;
-                    }
-                }
-            }
-            for j in 0..=c {
-                if used[j] {
-                    u[owner[j]] += delta;
-                    v[j] -= delta;
-                } else {
-                    minv[j] -= delta;
-                }
-            }
-            j0 = j1;
-            if owner[j0] == 0 {
-                break;
-            }
+        for &j in &reached {
+            reached_at[j] = NONE;
         }
+        reached.clear();
+        reached_rows.clear();
+        ru.clear();
+        rv.clear();
+        steps.clear();
+        let mut step = Step {
+            row,
+            u: u[row],
+            from: NONE,
+            lowered: 0.0,
+        };
+        let last = loop {
+            steps.push(step);
+            let (ui, dprev) = (step.u, step.lowered);
+            let crow = &cost[step.row * c..(step.row + 1) * c];
+            let mut acc = [inf; LANES];
+            for ((m8, c8), v8) in minv[..whole]
+                .chunks_exact_mut(LANES)
+                .zip(crow[..whole].chunks_exact(LANES))
+                .zip(v[..whole].chunks_exact(LANES))
+            {
+                for l in 0..LANES {
+                    let m = m8[l] - dprev;
+                    let cur = c8[l] - ui - v8[l];
+                    let m = if cur < m { cur } else { m };
+                    m8[l] = m;
+                    acc[l] = if m < acc[l] { m } else { acc[l] };
+                }
+            }
+            let mut best = inf;
+            for j in whole..c {
+                let m = minv[j] - dprev;
+                let cur = crow[j] - ui - v[j];
+                let m = if cur < m { cur } else { m };
+                minv[j] = m;
+                if m < best {
+                    best = m;
+                }
+            }
+            for a in acc {
+                if a < best {
+                    best = a;
+                }
+            }
+            // The lowest-numbered free column of least slack (the first strict minimum).
+            let j1 = first_equal(&minv, best).expect("a free column remains while rows ≤ columns");
+            let delta = minv[j1];
+            u[row] += delta;
+            for (ur, vr) in ru.iter_mut().zip(rv.iter_mut()) {
+                *ur += delta;
+                *vr -= delta;
+            }
+            if owner[j1] == NONE {
+                break j1;
+            }
+            reached_at[j1] = steps.len() - 1;
+            reached.push(j1);
+            reached_rows.push(owner[j1]);
+            ru.push(u[owner[j1]]);
+            rv.push(v[j1]);
+            minv[j1] = f64::NAN;
+            step = Step {
+                row: owner[j1],
+                u: u[owner[j1]],
+                from: j1,
+                lowered: delta,
+            };
+        };
+
+        // Augment along the way back to the row: each column's predecessor is the column of the
+        // last step that strictly lowered its slack, found by replaying the steps up to the one
+        // that reached it.
+        let mut j = last;
         loop {
-            let j1 = way[j0];
-            owner[j0] = owner[j1];
-            j0 = j1;
-            if j0 == 0 {
+            // Reached columns have their potential of the search still (written back below).
+            let upto = if j == last {
+                steps.len() - 1
+            } else {
+                reached_at[j]
+            };
+            let vj = v[j];
+            let mut m = inf;
+            let mut prev = NONE;
+            for s in &steps[..=upto] {
+                m -= s.lowered;
+                let cur = cost[s.row * c + j] - s.u - vj;
+                if cur < m {
+                    m = cur;
+                    prev = s.from;
+                }
+            }
+            if prev == NONE {
+                owner[j] = row;
                 break;
             }
+            owner[j] = owner[prev];
+            j = prev;
+        }
+        // The potentials of the reached columns and their rows, moved in their own arrays (the
+        // rows are read before the augmentation changed the owners).
+        for (k, &j) in reached.iter().enumerate() {
+            u[reached_rows[k]] = ru[k];
+            v[j] = rv[k];
         }
     }
-    (1..=c)
-        .filter(|&col| owner[col] > 0)
-        .map(|col| (owner[col] - 1, col - 1))
+    (0..c)
+        .filter(|&col| owner[col] != NONE)
+        .map(|col| (owner[col], col))
         .collect()
+}
+
+/// The first index holding `x` (compared with `==`), looking at blocks of eight at a time.
+fn first_equal(xs: &[f64], x: f64) -> Option<usize> {
+    const BLOCK: usize = 8;
+    let mut chunks = xs.chunks_exact(BLOCK);
+    for (k, ch) in chunks.by_ref().enumerate() {
+        if ch.iter().fold(false, |any, &y| any | (y == x)) {
+            return ch.iter().position(|&y| y == x).map(|p| k * BLOCK + p);
+        }
+    }
+    let rest = chunks.remainder();
+    rest.iter()
+        .position(|&y| y == x)
+        .map(|p| xs.len() - rest.len() + p)
 }
 
 #[cfg(test)]
@@ -483,6 +657,222 @@ mod tests {
         assert_eq!(imfs(&p, &vec![Some(0), Some(1)]), vec![Some(1), Some(0)]);
         // Held pairs that would lose by exchanging stay (no recomputation).
         assert_eq!(imfs(&p, &vec![Some(1), Some(0)]), vec![Some(1), Some(0)]);
+    }
+
+    // The exact matching as it was written before this module's [`assign`], kept verbatim as the
+    // reference of the differential tests.
+
+    /// Maximum-cardinality, then maximum-weight assignment of `machines` to `jobs` (sub-matrix),
+    /// written into `out`.
+    fn reference_hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignment) {
+        // Only machines and jobs with at least one arc between them take part.
+        let machines: Vec<usize> = machines
+            .iter()
+            .copied()
+            .filter(|&m| jobs.iter().any(|&i| p.at(i, m) > 0.0))
+            .collect();
+        // Only the jobs in some machine's best `|machines|` can be needed (see `top_arcs`): with many
+        // more jobs than machines this shrinks the columns the Hungarian scans at every step.
+        let mut wanted = vec![false; p.rows];
+        for arcs in top_arcs(p, &machines, jobs, machines.len()) {
+            for i in arcs {
+                wanted[i] = true;
+            }
+        }
+        let jobs: Vec<usize> = jobs.iter().copied().filter(|&i| wanted[i]).collect();
+        let (machines, jobs) = (machines.as_slice(), jobs.as_slice());
+        if machines.is_empty() || jobs.is_empty() {
+            return;
+        }
+        let max_p = machines
+            .iter()
+            .flat_map(|&m| jobs.iter().map(move |&i| p.at(i, m)))
+            .fold(0.0f64, f64::max);
+        let big = max_p * (machines.len().min(jobs.len()) as f64 + 1.0) + 1.0;
+        // The assignment runs over the smaller side as rows (its cost grows with rows² × columns).
+        // A column without an arc costs 0 and such pairs are dropped below, so no dummy column is
+        // needed: every row taking a distinct column at cost 0 or −(p + BIG), the cheapest
+        // assignment is a best matching plus zero-cost fillers, and columns ≥ rows leaves enough
+        // columns for the fillers.
+        let weight = |m: usize, i: usize| -> f64 {
+            let v = p.at(jobs[i], machines[m]);
+            if v > 0.0 { -(v + big) } else { 0.0 }
+        };
+        let pairs: Vec<(usize, usize)> = if machines.len() <= jobs.len() {
+            reference_assign_by(machines.len(), jobs.len(), weight)
+        } else {
+            reference_assign_by(jobs.len(), machines.len(), |i, m| weight(m, i))
+                .into_iter()
+                .map(|(i, m)| (m, i))
+                .collect()
+        };
+        for (m, i) in pairs {
+            let (m, i) = (machines[m], jobs[i]);
+            if p.at(i, m) > 0.0 {
+                out[m] = Some(i);
+            }
+        }
+    }
+
+    /// A minimum-cost assignment of every row to a distinct column (`r ≤ c`): shortest augmenting
+    /// paths with potentials (the classic `O(r² · c)` Hungarian, 1-based with a virtual column 0).
+    /// Returns the (row, column) pairs.
+    fn reference_assign_by(
+        r: usize,
+        c: usize,
+        cost: impl Fn(usize, usize) -> f64,
+    ) -> Vec<(usize, usize)> {
+        debug_assert!(r <= c);
+        let inf = f64::INFINITY;
+        let mut u = vec![0.0; r + 1];
+        let mut v = vec![0.0; c + 1];
+        let mut owner = vec![0usize; c + 1];
+        let mut way = vec![0usize; c + 1];
+        let mut minv = vec![inf; c + 1];
+        let mut used = vec![false; c + 1];
+        for row in 1..=r {
+            owner[0] = row;
+            let mut j0 = 0usize;
+            minv.fill(inf);
+            used.fill(false);
+            loop {
+                used[j0] = true;
+                let i0 = owner[j0];
+                let mut delta = inf;
+                let mut j1 = 0usize;
+                for j in 1..=c {
+                    if !used[j] {
+                        let cur = cost(i0 - 1, j - 1) - u[i0] - v[j];
+                        if cur < minv[j] {
+                            minv[j] = cur;
+                            way[j] = j0;
+                        }
+                        if minv[j] < delta {
+                            delta = minv[j];
+                            j1 = j;
+                        }
+                    }
+                }
+                for j in 0..=c {
+                    if used[j] {
+                        u[owner[j]] += delta;
+                        v[j] -= delta;
+                    } else {
+                        minv[j] -= delta;
+                    }
+                }
+                j0 = j1;
+                if owner[j0] == 0 {
+                    break;
+                }
+            }
+            loop {
+                let j1 = way[j0];
+                owner[j0] = owner[j1];
+                j0 = j1;
+                if j0 == 0 {
+                    break;
+                }
+            }
+        }
+        (1..=c)
+            .filter(|&col| owner[col] > 0)
+            .map(|col| (owner[col] - 1, col - 1))
+            .collect()
+    }
+
+    fn reference_assign(r: usize, c: usize, costs: &[f64]) -> Vec<(usize, usize)> {
+        reference_assign_by(r, c, |i, j| costs[i * c + j])
+    }
+
+    /// A random cost matrix shaped like the matching's: `0` (no arc) or `−(p + BIG)`; `p` drawn
+    /// from few integers (many ties), or reals, or columns repeating earlier ones (alike machines).
+    fn random_costs(rng: &mut ChaCha8Rng, r: usize, c: usize) -> Vec<f64> {
+        let kind = rng.random_range(0..3);
+        let density = rng.random_range(0.1..=1.0);
+        let mut p = vec![0.0; r * c];
+        for j in 0..c {
+            let copy = (kind == 2 && j > 0 && rng.random_bool(0.5)).then(|| rng.random_range(0..j));
+            for i in 0..r {
+                p[i * c + j] = match copy {
+                    Some(k) => p[i * c + k],
+                    None if rng.random_bool(density) => match kind {
+                        0 => f64::from(rng.random_range(1..=3u32)),
+                        _ => rng.random_range(1e-9..30.0),
+                    },
+                    None => 0.0,
+                };
+            }
+        }
+        let big = p.iter().copied().fold(0.0f64, f64::max) * (r as f64 + 1.0) + 1.0;
+        p.iter()
+            .map(|&x| if x > 0.0 { -(x + big) } else { 0.0 })
+            .collect()
+    }
+
+    #[test]
+    fn the_assignment_is_the_reference_pair_for_pair() {
+        // Shapes around the eight-column blocks, square and wide, with ties, zeros and alike
+        // columns: the pairs must be the very ones of the textbook form.
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for t in 0..3_000 {
+            let big = t % 10 == 0;
+            let r = rng.random_range(1..=if big { 60 } else { 12 });
+            let c = r + rng.random_range(0..=if big { 40 } else { 10 });
+            let cost = random_costs(&mut rng, r, c);
+            assert_eq!(
+                assign(r, c, &cost),
+                reference_assign(r, c, &cost),
+                "{r} x {c}: {cost:?}"
+            );
+        }
+    }
+
+    /// A preference matrix with alike machines (repeated columns), few distinct values or reals,
+    /// and zeros.
+    fn random_matrix(rng: &mut ChaCha8Rng) -> Matrix {
+        let rows = rng.random_range(1..=30);
+        let cols = rng.random_range(1..=30);
+        let reals = rng.random_bool(0.5);
+        let density = rng.random_range(0.2..=1.0);
+        let mut p = Matrix::zeros(rows, cols);
+        for m in 0..cols {
+            let copy = (m > 0 && rng.random_bool(0.4)).then(|| rng.random_range(0..m));
+            for i in 0..rows {
+                *p.at_mut(i, m) = match copy {
+                    Some(k) => p.at(i, k),
+                    None if rng.random_bool(density) => {
+                        if reals {
+                            rng.random_range(1e-9..20.0)
+                        } else {
+                            f64::from(rng.random_range(1..=4u32))
+                        }
+                    }
+                    None => 0.0,
+                };
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn mfs_and_imfs_are_the_reference_plans() {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        for _ in 0..1_500 {
+            let p = random_matrix(&mut rng);
+            let a = mfs(&p);
+            assert_eq!(a, mfs_with(&p, reference_hungarian), "MFS on {p:?}");
+            // IMFS from the exact plan, from the greedy one and from a shuffled one.
+            let mut shuffled = mis(&p);
+            shuffled.rotate_left(rng.random_range(0..p.cols));
+            for prev in [a, mis(&p), shuffled] {
+                assert_eq!(
+                    imfs(&p, &prev),
+                    imfs_with(&p, &prev, reference_hungarian),
+                    "IMFS on {p:?} from {prev:?}"
+                );
+            }
+        }
     }
 
     #[test]

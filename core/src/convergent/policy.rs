@@ -250,19 +250,26 @@ impl ConvergentScheduling {
         }
         // Queued jobs only where they fit now (processors; whole machine without space sharing,
         // unless its runner may be preempted).
+        let idle: Vec<bool> = self
+            .state
+            .slots()
+            .iter()
+            .map(|s| s.jobs.is_empty() || !pin_running)
+            .collect();
+        let no_book = self.book.is_empty();
         for (i, r) in rows.iter().enumerate() {
             if r.running_on.is_some() {
                 continue;
             }
-            for m in 0..p.cols {
-                let s = &self.state.slots()[m];
+            let row = &mut p.p[i * p.cols..(i + 1) * p.cols];
+            for (m, x) in row.iter_mut().enumerate() {
                 let fits = if ss {
-                    s.free >= r.job.procs
+                    self.state.slots()[m].free >= r.job.procs
                 } else {
-                    s.jobs.is_empty() || !pin_running
+                    idle[m]
                 };
-                if !fits || !self.outside_fits(&self.jobs[order[i]], m, now) {
-                    *p.at_mut(i, m) = 0.0;
+                if !fits || !(no_book || self.outside_fits(&self.jobs[order[i]], m, now)) {
+                    *x = 0.0;
                 }
             }
         }
@@ -286,15 +293,15 @@ impl ConvergentScheduling {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let positives: Vec<f64> = (0..p.cols)
-                    .map(|m| p.at(i, m))
-                    .filter(|v| *v > 0.0)
-                    .collect();
-                let cbar = if positives.is_empty() {
-                    0.0
-                } else {
-                    positives.iter().sum::<f64>() / positives.len() as f64
-                };
+                // The mean of the row's positive entries, summed in order.
+                let (mut sum, mut n) = (0.0f64, 0usize);
+                for &v in &p.p[i * p.cols..(i + 1) * p.cols] {
+                    if v > 0.0 {
+                        sum += v;
+                        n += 1;
+                    }
+                }
+                let cbar = if n == 0 { 0.0 } else { sum / n as f64 };
                 Item {
                     value: cbar,
                     licences: r
