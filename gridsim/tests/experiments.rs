@@ -264,6 +264,34 @@ fn multisite_quick_runs_every_scenario() {
     assert_eq!(rows, deterministic_csv(b.path()));
 }
 
+/// The quick constrained sweep: every lower bound × fragment limit × overhead on m256 and m384,
+/// the report quoting and judging each finding it can test there.
+#[test]
+fn multisite_constraints_quick_sweeps_every_setting() {
+    let kth = traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz").is_some();
+    let a = tempfile::tempdir().unwrap();
+    experiment("multisite-constraints", a.path(), &[]);
+    let rows = deterministic_csv(a.path());
+    // Per workload: 2 configurations × 7 lower bounds × 2 fragment limits × 3 overheads.
+    let workloads = if kth { 2 } else { 1 };
+    assert_eq!(rows.len() - 1, workloads * 2 * 7 * 2 * 3);
+    let refused = rows[0].iter().position(|h| h == "refused").unwrap();
+    assert!(rows[1..].iter().all(|r| r[refused] == "0.000000"));
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    for claim in [
+        "m384, LB = 128: AWRT decreases by 16.3 %",
+        "LB = 256 raises AWRT by 16 %",
+        "m256, LB = 128 (half of the largest machine) is best",
+        "for overheads above 60 % limiting fragmentation pays off",
+        "LB = half the largest machine size works in most configurations",
+    ] {
+        assert!(report.contains(claim), "{claim}: {report}");
+    }
+    let verdicts =
+        report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
+    assert_eq!(verdicts, workloads * 6, "{report}");
+}
+
 #[test]
 fn cs_and_mkp_quick_run_end_to_end() {
     let a = tempfile::tempdir().unwrap();

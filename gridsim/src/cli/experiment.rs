@@ -4,9 +4,9 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, cs::CsExperiment, dynp::DynpExperiment, fb::FbExperiment,
-    lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output,
-    runner, two_level::TwoLevelExperiment,
+    Experiment, Options, constraints::ConstraintsExperiment, cs::CsExperiment,
+    dynp::DynpExperiment, fb::FbExperiment, lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
+    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,6 +19,8 @@ pub enum Name {
     Fb,
     /// Streit §6: local / job sharing / multi-site (constrained, adaptive) on Tab. 7.1's grids.
     Multisite,
+    /// Streit §7.3.3: constrained multi-site over lower bounds × fragment limits × overheads.
+    MultisiteConstraints,
     /// D9.2: Convergent Scheduling variants against BF-easy, Flexible Backfilling and EDF.
     Cs,
     /// D9.2: the greedy knapsack pre-matching against branch and bound (Table 5).
@@ -75,6 +77,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
         Name::Multisite => Box::new(MultisiteExperiment::new(&opts)?),
+        Name::MultisiteConstraints => Box::new(ConstraintsExperiment::new(&opts)?),
         Name::Cs => Box::new(CsExperiment::new(&opts)),
         Name::Mkp => Box::new(MkpExperiment::new(&opts)),
         Name::MsFb => Box::new(TwoLevelExperiment::new(&opts, &ms_fb::SPEC)),

@@ -13,12 +13,15 @@
 //! * [`mkp`]: D9.2 greedy knapsack pre-matching against branch and bound (Table 5).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
+//! * [`constraints`]: its constrained scheduler over the thesis's lower bounds and fragment
+//!   limits (§6.4, §6.10).
 //! * [`two_level`], [`ms_fb`], [`ms_cs`]: D9.3 and D9.4, the meta-scheduler above four clusters;
 //!   [`shares`]: their load shares against the optimal and capacity shares.
 //! * [`dynp`]: the self-tuning dynP scheduler against FCFS, SJF and LJF planning
 //!   (`self-tuning-and-multisite.md` §4).
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
+pub mod constraints;
 pub mod cs;
 pub mod cs_findings;
 pub mod dynp;

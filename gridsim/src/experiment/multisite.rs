@@ -102,6 +102,51 @@ pub fn synthetic_workload(jobs: u64, seed: u64, total: u32) -> Result<Workload> 
     })
 }
 
+/// The inputs of a grid experiment: the synthetic workload and the extracts of `traces` of `take`
+/// jobs each (widths resized to 512 nodes), the machine configurations named `configs`, and the
+/// traces not found, with why.
+pub fn grid_inputs(
+    opts: &Options,
+    take: usize,
+    traces: &[&str],
+    configs: &[&str],
+) -> Result<(Vec<Workload>, Vec<MachineConfig>, Vec<String>)> {
+    let mut workloads = vec![synthetic_workload(take as u64, opts.seed, 512)?];
+    let mut missing = Vec::new();
+    for n in traces {
+        match trace_workload(n, 10_000.min(take * 10), take, 512) {
+            Ok(w) => workloads.push(w),
+            Err(e) => missing.push(format!("{n}: {e:#}")),
+        }
+    }
+    let configs = configs
+        .iter()
+        .copied()
+        .filter_map(MachineConfig::preset)
+        .collect();
+    Ok((workloads, configs, missing))
+}
+
+/// The workload and the machine configuration a run's variant (`"<workload> <config>"`) names.
+pub fn variant_of<'a>(
+    workloads: &'a [Workload],
+    configs: &'a [MachineConfig],
+    variant: &str,
+) -> Result<(&'a Workload, &'a MachineConfig)> {
+    let (wname, cname) = variant
+        .rsplit_once(' ')
+        .ok_or_else(|| anyhow!("bad variant {variant}"))?;
+    let w = workloads
+        .iter()
+        .find(|w| w.name == wname)
+        .ok_or_else(|| anyhow!("unknown workload {wname}"))?;
+    let c = configs
+        .iter()
+        .find(|c| c.name == cname)
+        .ok_or_else(|| anyhow!("unknown configuration {cname}"))?;
+    Ok((w, c))
+}
+
 impl MultisiteExperiment {
     /// The full experiment, or with `quick` a reduced one (synthetic 800 jobs, KTH 800 jobs if
     /// present; m128, m384, m512; p ∈ {0, 30, 300}).
@@ -122,20 +167,10 @@ impl MultisiteExperiment {
                     vec!["KTH", "SDSC-BLUE", "HPC2N"],
                 )
             };
-        let mut workloads = vec![synthetic_workload(take as u64, opts.seed, 512)?];
-        let mut missing = Vec::new();
-        for n in names {
-            match trace_workload(n, 10_000.min(take * 10), take, 512) {
-                Ok(w) => workloads.push(w),
-                Err(e) => missing.push(format!("{n}: {e:#}")),
-            }
-        }
+        let (workloads, configs, missing) = grid_inputs(opts, take, &names, &configs)?;
         Ok(MultisiteExperiment {
             workloads,
-            configs: configs
-                .into_iter()
-                .filter_map(MachineConfig::preset)
-                .collect(),
+            configs,
             overheads,
             missing,
         })
@@ -224,20 +259,7 @@ impl Experiment for MultisiteExperiment {
     }
 
     fn run(&self, key: &RunKey) -> Result<Metrics> {
-        let (wname, cname) = key
-            .variant
-            .rsplit_once(' ')
-            .ok_or_else(|| anyhow!("bad variant {}", key.variant))?;
-        let w = self
-            .workloads
-            .iter()
-            .find(|w| w.name == wname)
-            .ok_or_else(|| anyhow!("unknown workload {wname}"))?;
-        let c = self
-            .configs
-            .iter()
-            .find(|c| c.name == cname)
-            .ok_or_else(|| anyhow!("unknown configuration {cname}"))?;
+        let (w, c) = variant_of(&self.workloads, &self.configs, &key.variant)?;
         let cfg = Self::config(&key.algorithm, key.ta as u32, c.largest())
             .ok_or_else(|| anyhow!("unknown scenario {}", key.algorithm))?;
         let (r, _) = simulate_grid(&c.sizes, &cfg, &w.jobs, false)?;
