@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A single-host Slurm from Debian's packages, for gridsched's demos and tests (issue 20).
+# A single-host Slurm from Debian's packages, for gridsched's demos and tests (groundwork of a Slurm-backed site).
 #
 #   scripts/slurm.sh start [DIR]          install what is missing, start munge, slurmctld, slurmd
 #                                         and slurmrestd (JWT on TCP); DIR: /tmp/gridsched-slurm
