@@ -220,12 +220,12 @@ impl LocalScheduler for Service {
 /// Forwards the meta-scheduler's answers on the StartClaims link to the driver while the link's
 /// `epoch` holds: a deposed leader's grants are not heard.
 async fn forward_answers(
-    mut inbound: tonic::Streaming<v1::ClaimAnswer>,
+    mut inbound: impl Stream<Item = Result<v1::ClaimAnswer, Status>> + Unpin,
     tx: mpsc::Sender<Msg>,
     fence: Fence,
     epoch: Option<u64>,
 ) {
-    while let Ok(Some(a)) = inbound.message().await {
+    while let Some(Ok(a)) = tokio_stream::StreamExt::next(&mut inbound).await {
         if !fence.holds(epoch) {
             tracing::warn!(
                 ?epoch,
@@ -258,4 +258,49 @@ where
         fut.await;
     });
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::metadata::MetadataMap;
+
+    fn calls_with(fence: &Fence, epoch: u64) {
+        let mut md = MetadataMap::new();
+        md.insert(gridsched_security::fence::EPOCH_KEY, epoch.into());
+        fence.admit(&md).unwrap();
+    }
+
+    /// A claims link opened by epoch 3 is heard until epoch 4 calls; its next answer is dropped
+    /// and the link ends.
+    #[tokio::test]
+    async fn a_deposed_leaders_claim_answers_are_not_heard() {
+        let fence = Fence::default();
+        calls_with(&fence, 3);
+        let (answers, inbound) = mpsc::channel(4);
+        let (tx, mut driver) = mpsc::channel(4);
+        let link = tokio::spawn(forward_answers(
+            tokio_stream::wrappers::ReceiverStream::new(inbound),
+            tx,
+            fence.clone(),
+            Some(3),
+        ));
+        let grant = |id| v1::ClaimAnswer {
+            granted: vec![id],
+            ..Default::default()
+        };
+        answers.send(Ok(grant(7))).await.unwrap();
+        match driver.recv().await {
+            Some(Msg::ClaimAnswer(a)) => assert_eq!(a.granted, [7]),
+            _ => panic!("the answer of the leading epoch was not forwarded"),
+        }
+        calls_with(&fence, 4);
+        answers.send(Ok(grant(8))).await.unwrap();
+        drop(answers);
+        link.await.unwrap();
+        assert!(
+            driver.recv().await.is_none(),
+            "a deposed leader's grant was heard"
+        );
+    }
 }
