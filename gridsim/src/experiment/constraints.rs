@@ -198,6 +198,14 @@ fn section(r: &mut String, e: &ConstraintsExperiment, s: &Summary, w: &Workload)
         .unwrap_or(f64::NAN)
     };
     let d = |lb: u32, c: &str, p: u32| g(lb, default_fragments(p), c, p);
+    // The lower bound with the lowest AWRT on `c` at `p` (ties: the lowest bound).
+    let best = |c: &str, p: u32| {
+        LOWER_BOUNDS
+            .iter()
+            .copied()
+            .min_by(|a, b| d(*a, c, p).total_cmp(&d(*b, c, p)))
+            .unwrap_or(0)
+    };
     let _ = writeln!(r, "\n## {}\n", w.name);
     for c in &e.configs {
         let _ = writeln!(r, "\n### {}\n", c.name);
@@ -300,12 +308,12 @@ fn section(r: &mut String, e: &ConstraintsExperiment, s: &Summary, w: &Workload)
             .iter()
             .filter(|(p, _)| e.overheads.contains(p))
             .map(|&(p, paper)| {
-                let best = LOWER_BOUNDS
-                    .iter()
-                    .copied()
-                    .min_by(|a, b| d(*a, "m256", p).total_cmp(&d(*b, "m256", p)))
-                    .unwrap_or(0);
-                (p, best, -pct(d(128, "m256", p), d(0, "m256", p)), paper)
+                (
+                    p,
+                    best("m256", p),
+                    -pct(d(128, "m256", p), d(0, "m256", p)),
+                    paper,
+                )
             })
             .collect();
         let holds = !cells.is_empty()
@@ -385,11 +393,7 @@ fn section(r: &mut String, e: &ConstraintsExperiment, s: &Summary, w: &Workload)
     {
         let half = c.largest() / 2;
         for &p in &high {
-            let best = LOWER_BOUNDS
-                .iter()
-                .copied()
-                .min_by(|a, b| d(*a, c.name, p).total_cmp(&d(*b, c.name, p)))
-                .unwrap_or(0);
+            let best = best(c.name, p);
             let off = pct(d(half, c.name, p), d(best, c.name, p));
             holds &= off <= 5.0;
             rows.push(format!(
