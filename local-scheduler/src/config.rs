@@ -137,6 +137,100 @@ pub struct Config {
     /// (a year). Give the meta-scheduler's `[[sites]]` entry the same `max_estimate_s`.
     #[serde(default = "default_max_estimate")]
     pub max_estimate_s: i64,
+    /// Who runs the cluster's jobs: `native` (the policy over the machines' site agents) or
+    /// `slurm` (an existing Slurm cluster, reached through slurmrestd: the `[slurm]` section).
+    #[serde(default)]
+    pub backend: Backend,
+    /// The Slurm cluster of a `backend = "slurm"` site.
+    #[serde(default)]
+    pub slurm: Option<SlurmConfig>,
+}
+
+/// Who runs a site's jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// The configured policy schedules the machines, whose site agents run the jobs.
+    #[default]
+    Native,
+    /// The jobs are handed to a Slurm cluster, which schedules and runs them.
+    Slurm,
+}
+
+fn default_slurm_user() -> String {
+    "root".into()
+}
+fn default_api() -> String {
+    "v0.0.38".into()
+}
+fn default_nice_step() -> u32 {
+    1000
+}
+fn default_poll() -> u64 {
+    500
+}
+fn default_down() -> u64 {
+    5000
+}
+fn default_call_timeout() -> u64 {
+    10_000
+}
+fn default_work_dir() -> PathBuf {
+    PathBuf::from("slurm-work")
+}
+
+/// The `[slurm]` section of a Slurm-backed site (`docs/slurm-site.md`): where slurmrestd listens,
+/// whose JWT it is called with, how jobs map onto Slurm's fields, and how often the cluster is
+/// read.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmConfig {
+    /// slurmrestd's base address, e.g. `http://127.0.0.1:6820`.
+    pub rest_url: String,
+    /// The Slurm user the calls are made as (`X-SLURM-USER-NAME`); the jobs run as that user.
+    #[serde(default = "default_slurm_user")]
+    pub user: String,
+    /// Its JWT inline ...
+    #[serde(default)]
+    pub token: Option<String>,
+    /// ... or in a file, read again whenever slurmrestd refuses it (so that a renewed token is
+    /// picked up); neither = the `SLURM_JWT` environment variable, as Slurm's own tools.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// The OpenAPI plugin of slurmrestd to use.
+    #[serde(default = "default_api")]
+    pub api_version: String,
+    /// The partition the jobs go to; absent = Slurm's default partition.
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// The account the jobs are charged to; absent = the user's default account.
+    #[serde(default)]
+    pub account: Option<String>,
+    /// The QOS of each user class (`gold`, `silver`, `regular`); a class not listed = none given.
+    #[serde(default)]
+    pub qos: std::collections::BTreeMap<String, String>,
+    /// The meta-scheduler's priority p (0..=255) becomes Slurm's `nice` = this × (255 − p), so a
+    /// higher grid priority runs first among the site's jobs. 0 = no nice value.
+    #[serde(default = "default_nice_step")]
+    pub nice_per_priority: u32,
+    /// How often the cluster's jobs, nodes and licences are read (milliseconds).
+    #[serde(default = "default_poll")]
+    pub poll_ms: u64,
+    /// Slurm unreachable for this long (milliseconds) = the site is down for the meta-scheduler:
+    /// its calls are refused with UNAVAILABLE and its event streams end.
+    #[serde(default = "default_down")]
+    pub down_after_ms: u64,
+    /// Timeout of one call to slurmrestd (milliseconds).
+    #[serde(default = "default_call_timeout")]
+    pub call_timeout_ms: u64,
+    /// Processors' worth of granted jobs released to Slurm beyond those it runs, so that its
+    /// queue never runs dry between two reads; absent = the site's processors.
+    #[serde(default)]
+    pub release_ahead_cpus: Option<u32>,
+    /// Jobs' directories, `<work_dir>/<job>/stdout|stderr` (also the working directory of a job
+    /// that names none); on storage the Slurm nodes share with this scheduler, writable by `user`.
+    #[serde(default = "default_work_dir")]
+    pub work_dir: PathBuf,
 }
 
 /// The `[auth]` section: the secret the meta-scheduler must present (for Enqueue, Cancel,
@@ -195,7 +289,45 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("policy.{e}"))?;
         c.tls.validate()?;
         c.auth.secrets()?;
+        c.check_backend()?;
         Ok(c)
+    }
+
+    /// Checks that `[slurm]` comes with `backend = "slurm"` and its values make sense.
+    pub fn check_backend(&self) -> anyhow::Result<()> {
+        let Some(s) = &self.slurm else {
+            if self.backend == Backend::Slurm {
+                bail!("slurm: the section is required with backend = \"slurm\"");
+            }
+            return Ok(());
+        };
+        if self.backend != Backend::Slurm {
+            bail!("slurm: only read with backend = \"slurm\"");
+        }
+        if !(s.rest_url.starts_with("http://") || s.rest_url.starts_with("https://")) {
+            bail!("slurm.rest_url: `{}` is not an http(s) address", s.rest_url);
+        }
+        if s.user.is_empty() {
+            bail!("slurm.user: must not be empty");
+        }
+        if s.token.is_some() && s.token_file.is_some() {
+            bail!("slurm.token_file: give either slurm.token or slurm.token_file");
+        }
+        for class in s.qos.keys() {
+            if !["gold", "silver", "regular"].contains(&class.as_str()) {
+                bail!("slurm.qos.{class}: unknown user class (gold, silver, regular)");
+            }
+        }
+        if s.poll_ms == 0 {
+            bail!("slurm.poll_ms: must be at least 1");
+        }
+        if s.down_after_ms <= s.poll_ms {
+            bail!("slurm.down_after_ms: must exceed slurm.poll_ms");
+        }
+        if s.call_timeout_ms == 0 {
+            bail!("slurm.call_timeout_ms: must be at least 1");
+        }
+        Ok(())
     }
 
     /// Whether the cluster runs jobs over several machines: alike machines under a policy that

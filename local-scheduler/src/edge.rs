@@ -1,8 +1,9 @@
 //! The local scheduler's clock edge, in the service shell beside the gRPC handlers: the one place
-//! that reads the clocks. Its loop takes the messages of the gRPC handlers and the 100 ms tick,
-//! reads the wall clock (the runner's Unix seconds) and a monotonic clock (agent liveness) once
-//! per message, and hands both to the driver's handlers as a [`Now`]; the driver decides from
-//! that argument only (its tests run it on a virtual clock).
+//! that reads the clocks. Its loop takes the messages of the gRPC handlers (and, at a Slurm-backed
+//! site, Slurm's answers) and the 100 ms tick, reads the wall clock (the runner's Unix seconds)
+//! and a monotonic clock (agent liveness) once per message, and hands both to the [`Shell`] as a
+//! [`Now`]; the native driver and the Slurm-backed site decide from that argument only (their
+//! tests run them on a virtual clock).
 
 use crate::driver::{Driver, Msg, Now};
 use gridsched_core::Time;
@@ -32,8 +33,34 @@ pub fn stopwatch() -> Instant {
     Instant::now()
 }
 
+/// What the edge drives: the native [`Driver`] or a Slurm-backed site.
+pub trait Shell: Send + 'static {
+    /// A group of Enqueue requests that arrived together (one durable commit).
+    fn enqueue_group(&mut self, group: Vec<EnqueueMsg>, now: Now);
+    /// Any other message.
+    fn handle(&mut self, m: Msg, now: Now);
+    /// The 100 ms tick.
+    fn tick(&mut self, now: Now);
+    /// After each message and tick: sends on what the shell decided to send.
+    fn after(&mut self) {}
+}
+
+pub use crate::journal::Enqueue as EnqueueMsg;
+
+impl Shell for Driver {
+    fn enqueue_group(&mut self, group: Vec<EnqueueMsg>, now: Now) {
+        Driver::enqueue_group(self, group, now);
+    }
+    fn handle(&mut self, m: Msg, now: Now) {
+        Driver::handle(self, m, now);
+    }
+    fn tick(&mut self, now: Now) {
+        Driver::tick(self, now);
+    }
+}
+
 /// Runs `driver` until every sender is dropped.
-pub async fn run(mut driver: Driver, mut rx: mpsc::Receiver<Msg>) {
+pub async fn run(mut driver: impl Shell, mut rx: mpsc::Receiver<Msg>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -64,5 +91,6 @@ pub async fn run(mut driver: Driver, mut rx: mpsc::Receiver<Msg>) {
             },
             _ = tick.tick() => driver.tick(now()),
         }
+        driver.after();
     }
 }

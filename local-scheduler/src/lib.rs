@@ -11,11 +11,14 @@
 //! (`lost_agent = "requeue"`); the RUNNING event is emitted when the agent reports the process
 //! started, not when the order is sent.
 
+pub mod claim_link;
 pub mod config;
 pub mod driver;
 pub mod edge;
+pub mod journal;
 pub mod metrics;
 pub mod service;
+pub mod slurm;
 pub mod store;
 
 pub use config::{Config, LostAgent};
@@ -91,18 +94,33 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     let (meta_secret, agent_secret) = cfg.auth.secrets()?;
     let http_tls = cfg.tls.rustls_server()?;
     let grpc_tls = cfg.tls.server()?;
-    let mut driver = edge::driver(cfg)?;
     let mut registry = gridsched_telemetry::Registry::default();
     let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
-    driver.set_metrics(metrics::LocalMetrics::new(&mut registry), edge::stopwatch);
+    let gauges = metrics::LocalMetrics::new(&mut registry);
+    let (tx, rx) = tokio::sync::mpsc::channel(4096);
+    match cfg.backend {
+        config::Backend::Native => {
+            let mut driver = edge::driver(cfg)?;
+            driver.set_metrics(gauges, edge::stopwatch);
+            tokio::spawn(edge::run(driver, rx));
+        }
+        config::Backend::Slurm => {
+            let section = cfg.slurm.as_ref();
+            let section =
+                section.ok_or_else(|| anyhow::anyhow!("slurm: the section is required"))?;
+            let rest = slurm::rest::Rest::new(section)?;
+            let mut site = slurm::SlurmSite::new(cfg)?;
+            site.set_metrics(gauges);
+            let shell = slurm::edge::SlurmShell::start(site, rest, tx.clone());
+            tokio::spawn(edge::run(shell, rx));
+        }
+    }
     if let Some(addr) = metrics_listen {
         let registry = std::sync::Arc::new(registry);
         let bound =
             gridsched_telemetry::serve_with(addr, registry, axum::Router::new(), http_tls).await?;
         tracing::info!(%bound, "metrics on http://{bound}/metrics");
     }
-    let (tx, rx) = tokio::sync::mpsc::channel(4096);
-    tokio::spawn(edge::run(driver, rx));
     let mut server = tonic::transport::Server::builder();
     if let Some(tls) = grpc_tls {
         server = server.tls_config(tls)?;

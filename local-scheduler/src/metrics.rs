@@ -99,3 +99,39 @@ impl LocalMetrics {
         m
     }
 }
+
+/// What the gauges show, as a site counts it.
+#[derive(Debug, Default)]
+pub struct Gauges {
+    /// Waiting jobs per meta-scheduler priority.
+    pub queued: std::collections::BTreeMap<u32, i64>,
+    /// Running jobs.
+    pub running: i64,
+    /// Jobs whose start claim is asked and not granted yet.
+    pub awaiting_claim: i64,
+    /// Copies in use per licence.
+    pub licences: Vec<(String, i64)>,
+    /// Machines online.
+    pub online: i64,
+}
+
+impl LocalMetrics {
+    /// Sets the gauges to `g`.
+    pub fn show(&self, g: Gauges) {
+        self.awaiting_claim.set(g.awaiting_claim);
+        self.queued.clear();
+        for (priority, n) in g.queued {
+            self.queued
+                .get_or_create(&PriorityLabel { priority })
+                .set(n);
+        }
+        self.running.set(g.running);
+        self.licences_in_use.clear();
+        for (licence, n) in g.licences {
+            self.licences_in_use
+                .get_or_create(&LicenceLabel { licence })
+                .set(n);
+        }
+        self.machines_online.set(g.online);
+    }
+}

@@ -33,6 +33,9 @@ pub struct StoredJob {
     /// A running multi-node job's parts in rank order (empty: one machine, `machine`).
     #[prost(message, repeated, tag = "6")]
     pub parts: Vec<StoredPart>,
+    /// At a Slurm-backed site: its Slurm job id, once submitted.
+    #[prost(uint32, optional, tag = "7")]
+    pub slurm_id: Option<u32>,
 }
 
 /// One part of a running multi-node job as stored: a part that has ended stays ended after a

@@ -23,6 +23,16 @@ fn blocker(
 
 /// What keeps a queued job waiting, from its local scheduler's status.
 fn blockers(spec: &v1::JobSpec, id: u64, status: &v1::StatusResponse) -> Vec<v1::Blocker> {
+    // A site that hands its jobs to a batch system says why that system keeps it waiting.
+    if let Some(q) = status.queue.iter().find(|q| q.job_id == id)
+        && let Some(why) = &q.pending_reason
+    {
+        let mut detail = why.clone();
+        if let Some(t) = q.expected_start {
+            detail += &format!("; expected to start at {t}");
+        }
+        return vec![blocker(BlockerKind::BatchSystem, None, None, detail)];
+    }
     let mut out = Vec::new();
     let online: Vec<&v1::MachineInfo> = status.machines.iter().filter(|m| m.online).collect();
     if online.is_empty() {

@@ -5,6 +5,7 @@ pub mod arbitrary;
 pub mod compose;
 pub mod live;
 pub mod replicas;
+pub mod slurm;
 pub mod up;
 
 use gridsched_core::model::MachineId;

@@ -117,6 +117,8 @@ pub struct SiteSpec {
     pub multi_node: bool,
     /// The factor its agents apply to emulated run times (0.05 unless a test needs real time).
     pub time_scale: f64,
+    /// A Slurm-backed site: its `[slurm]` section (`backend = "slurm"`, no agents).
+    pub slurm: Option<String>,
 }
 
 impl SiteSpec {
@@ -132,7 +134,24 @@ impl SiteSpec {
             max_estimate_s: None,
             multi_node: false,
             time_scale: 0.05,
+            slurm: None,
         }
+    }
+}
+
+/// Where a service's stderr goes: nowhere, or with `GRIDSCHED_TEST_LOGS=DIR` (for debugging a
+/// test) appended to `DIR/<name>.log`, at the level `RUST_LOG` gives the services.
+pub fn log_to(name: &str) -> Stdio {
+    match std::env::var("GRIDSCHED_TEST_LOGS") {
+        Ok(dir) if !dir.is_empty() => {
+            let _ = std::fs::create_dir_all(&dir);
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(Path::new(&dir).join(format!("{name}.log")))
+                .map_or_else(|_| Stdio::null(), Stdio::from)
+        }
+        _ => Stdio::null(),
     }
 }
 
@@ -280,6 +299,9 @@ impl LiveGrid {
             if let Some(m) = s.max_estimate_s {
                 toml = format!("max_estimate_s = {m}\n{toml}");
             }
+            if s.slurm.is_some() {
+                toml = format!("backend = \"slurm\"\n{toml}");
+            }
             for (m, p) in &s.machines {
                 toml += &format!("[[machines]]\nname = \"{m}\"\nprocessors = {p}\n");
             }
@@ -295,11 +317,17 @@ impl LiveGrid {
                     sec.meta_token, sec.agent_token
                 );
             }
+            if let Some(section) = &s.slurm {
+                toml += &format!("[slurm]\n{section}\n");
+            }
             let cfg = g.path(&format!("{}.toml", s.name));
             std::fs::write(&cfg, toml).expect("write local config");
             let (p, addr) = g.spawn_local(i, None);
             g.locals.push(p);
             g.local_addrs.push(addr);
+            if s.slurm.is_some() {
+                continue;
+            }
             for (m, procs) in &s.machines {
                 let a = g.agent(i, m, *procs);
                 g.agents.push((i, m.clone(), a));
@@ -355,7 +383,7 @@ impl LiveGrid {
         let mut cmd = Command::new(&self.bins.local);
         cmd.arg("--config")
             .arg(self.path(&format!("{}.toml", self.sites[i].name)))
-            .stderr(Stdio::null());
+            .stderr(log_to(&self.sites[i].name));
         if let Some(l) = listen {
             cmd.args(["--listen", l]);
         }

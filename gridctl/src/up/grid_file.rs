@@ -79,6 +79,12 @@ pub struct SitePart {
     /// meta-scheduler's entry for it; absent = their default (a year).
     #[serde(default)]
     pub max_estimate_s: Option<i64>,
+    /// A site that hands its jobs to an existing Slurm cluster: its local scheduler's `[slurm]`
+    /// section (`rest_url`, `token_file`, ...; `work_dir` defaults to `work/<site>` in the grid's
+    /// directory, beside the agents' `work/<machine>`). No agents are started; `machines` name Slurm's nodes and `policy` is
+    /// not used.
+    #[serde(default)]
+    pub slurm: Option<toml::Table>,
 }
 
 fn default_policy() -> String {
@@ -131,6 +137,11 @@ impl GridFile {
             .parse::<gridsched_core::dispatch::DispatchKind>()
             .map_err(|e| anyhow::anyhow!("grid file: `meta.dispatch`: {e}"))?;
         for (i, s) in g.sites.iter().enumerate() {
+            if s.slurm.is_some() {
+                local_scheduler::Config::from_toml(&g.local_toml(i, Path::new(".")))
+                    .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}]`: {e:#}"))?;
+                continue;
+            }
             gridsched_core::policy::PolicyKind::parse_cluster(&s.policy)
                 .or_else(|e| {
                     // A site of one machine, or of alike machines seen as one pool, may also run
@@ -180,6 +191,13 @@ impl GridFile {
                 "[[licences]]\nname = {:?}\ncopies = {}\n",
                 l.name, l.copies
             );
+        }
+        if let Some(section) = &s.slurm {
+            let mut section = section.clone();
+            section
+                .entry("work_dir")
+                .or_insert_with(|| dir.join("work").join(&s.name).display().to_string().into());
+            t = format!("backend = \"slurm\"\n{t}[slurm]\n{section}");
         }
         t
     }
@@ -330,6 +348,24 @@ mod tests {
             meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:0", None, dir, &eps))
                 .unwrap();
         assert_eq!(meta.sites[0].max_estimate_s, Some(3600));
+    }
+
+    /// A Slurm site's section reaches its local scheduler (its jobs' directories under the
+    /// grid's by default); a wrong key in it is named.
+    #[test]
+    fn a_slurm_site_is_configured_for_its_local_scheduler() {
+        let text = "[[sites]]\nname = \"hpc\"\nmachines = [{ name = \"localhost\", processors = 16 }]\n\
+                    [sites.slurm]\nrest_url = \"http://127.0.0.1:6820\"\ntoken_file = \"/t\"\n";
+        let g = GridFile::parse(text).unwrap();
+        let local = local_scheduler::Config::from_toml(&g.local_toml(0, Path::new("/g"))).unwrap();
+        assert_eq!(local.backend, local_scheduler::config::Backend::Slurm);
+        let s = local.slurm.unwrap();
+        assert_eq!(s.rest_url, "http://127.0.0.1:6820");
+        assert_eq!(s.work_dir, Path::new("/g/work/hpc"));
+        let e = GridFile::parse(&text.replace("token_file", "tokn_file"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`sites[0]`") && e.contains("tokn_file"), "{e}");
     }
 
     #[test]

@@ -212,7 +212,13 @@ pub fn launch(
             true,
         )?
         .unwrap_or_default();
-        for m in &s.machines {
+        // A Slurm site's machines are Slurm's nodes: no agents.
+        let agents = if s.slurm.is_some() {
+            &[][..]
+        } else {
+            &s.machines[..]
+        };
+        for m in agents {
             let args: Vec<String> = [
                 "--scheduler",
                 &format!("http://{addr}"),
@@ -292,7 +298,11 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
         outln!(
             "  site {:<8} {:<13} {} machines, {procs} processors{}  (local scheduler {ep})",
             s.name,
-            s.policy,
+            if s.slurm.is_some() {
+                "slurm"
+            } else {
+                &s.policy
+            },
             s.machines.len(),
             if lic.is_empty() {
                 String::new()

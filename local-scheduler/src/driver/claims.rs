@@ -25,7 +25,6 @@ impl Driver {
     /// The meta-scheduler opened the link (replacing any previous one): asks again for every held
     /// job and lists the unclaimed waiting ones.
     pub(super) fn open_claims(&mut self) -> mpsc::UnboundedReceiver<v1::ClaimRequest> {
-        let (tx, rx) = mpsc::unbounded_channel();
         let mut start = Vec::new();
         let mut waiting = Vec::new();
         for (id, r) in &self.jobs {
@@ -35,37 +34,16 @@ impl Driver {
                 waiting.push(*id);
             }
         }
-        start.sort_unstable();
-        waiting.sort_unstable();
         self.to_claim.clear();
-        if !start.is_empty() || !waiting.is_empty() {
-            let _ = tx.send(v1::ClaimRequest { start, waiting });
-        }
-        self.claim_link = Some(tx);
-        rx
+        self.claim_link.open(start, waiting)
     }
 
     /// Sends the claims of the jobs held since the last call, if the link is open; otherwise they
     /// are sent when it opens.
     pub(super) fn send_claims(&mut self) {
-        if self.to_claim.is_empty() {
-            return;
-        }
         let mut start = std::mem::take(&mut self.to_claim);
         start.retain(|id| self.jobs.get(id).is_some_and(|r| r.held.is_some()));
-        if start.is_empty() {
-            return;
-        }
-        let sent = self.claim_link.as_ref().is_some_and(|tx| {
-            tx.send(v1::ClaimRequest {
-                start,
-                waiting: Vec::new(),
-            })
-            .is_ok()
-        });
-        if !sent {
-            self.claim_link = None;
-        }
+        self.claim_link.ask(start);
     }
 
     /// Applies the meta-scheduler's answer: granted jobs get their start order, withdrawn ones
@@ -79,7 +57,7 @@ impl Driver {
             match rec.held.take() {
                 Some(h) => self.launch(now, h.orders, h.launch),
                 None => {
-                    self.dirty.insert(id, Some(Self::stored(rec)));
+                    self.journal.save(id, Some(Self::stored(rec)));
                 }
             }
         }

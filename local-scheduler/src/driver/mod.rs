@@ -29,8 +29,11 @@ mod status;
 #[cfg(test)]
 mod tests;
 
+pub use claims::WITHDRAWN;
+
 use crate::config::Config;
-use crate::store::{Store, StoredJob};
+use crate::journal::{self, Journal};
+use crate::store::StoredJob;
 use gridsched_core::Time;
 use gridsched_core::model::{ClusterId, Job, JobId, MachineId, Platform};
 use gridsched_core::policy::Rejection;
@@ -43,7 +46,7 @@ use gridsched_proto::v1::{self, JobState, agent_command::Kind};
 use gridsched_proto::{NameTable, job_from_spec};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
 type Reply<T> = oneshot::Sender<Result<T, Status>>;
@@ -59,8 +62,7 @@ pub struct Now {
     pub mono_ms: u64,
 }
 
-/// A backlog of events plus the live feed that follows it without a gap.
-pub type EventFeed = (Vec<v1::JobEvent>, broadcast::Receiver<v1::JobEvent>);
+pub use crate::journal::EventFeed;
 
 /// A request to the driver.
 #[derive(Debug)]
@@ -95,6 +97,8 @@ pub enum Msg {
         v1::CommitReservationRequest,
         Reply<v1::CommitReservationResponse>,
     ),
+    /// What Slurm answered to a call of a Slurm-backed site (never sent to a native driver).
+    Slurm(crate::slurm::Done),
 }
 
 #[derive(Debug)]
@@ -187,17 +191,12 @@ pub struct Driver {
     jobs: HashMap<u64, JobRec>,
     agents: Vec<Option<Agent>>,
     pending: Vec<Vec<v1::AgentCommand>>,
-    events: Vec<v1::JobEvent>,
-    live: broadcast::Sender<v1::JobEvent>,
-    store: Option<Store>,
-    unsaved: Vec<v1::JobEvent>,
-    /// Jobs that ended here: how, and which run (a later run may come).
-    ended: HashMap<u64, (JobState, u32)>,
-    dirty: BTreeMap<u64, Option<StoredJob>>,
+    /// The event log, the ended jobs and the changes to commit.
+    journal: Journal,
     /// The gauges, and the stopwatch the edge gave to time passes with.
     metrics: Option<(crate::metrics::LocalMetrics, fn() -> Instant)>,
     /// The open StartClaims link, if any.
-    claim_link: Option<mpsc::UnboundedSender<v1::ClaimRequest>>,
+    claim_link: crate::claim_link::ClaimLink,
     /// Held jobs whose claim has not been sent on the open link yet.
     to_claim: Vec<u64>,
     /// Start (and resume) orders waiting for the commit of their job's start.
@@ -256,10 +255,7 @@ impl Driver {
             }
             None => None,
         };
-        let store = match &cfg.state_dir {
-            Some(d) => Some(Store::open(d).map_err(|e| anyhow::anyhow!("state store: {e}"))?),
-            None => None,
-        };
+        let (journal, stored) = Journal::open(&cfg.cluster, cfg.state_dir.as_deref())?;
         let n = platform.machines.len();
         let machines: Vec<MachineId> = platform.machines.iter().map(|m| m.id).collect();
         let mut d = Driver {
@@ -270,14 +266,9 @@ impl Driver {
             jobs: HashMap::new(),
             agents: (0..n).map(|_| None).collect(),
             pending: vec![Vec::new(); n],
-            events: Vec::new(),
-            live: broadcast::channel(1 << 16).0,
-            store,
-            unsaved: Vec::new(),
-            ended: HashMap::new(),
-            dirty: BTreeMap::new(),
+            journal,
             metrics: None,
-            claim_link: None,
+            claim_link: Default::default(),
             to_claim: Vec::new(),
             starts: Vec::new(),
             reservations: BTreeMap::new(),
@@ -288,7 +279,7 @@ impl Driver {
         for machine in machines {
             d.note(now.secs, Input::Machine { machine, up: false });
         }
-        d.recover(now)?;
+        d.recover(now, stored)?;
         Ok(d)
     }
 
@@ -326,15 +317,7 @@ impl Driver {
                 let _ = tx.send(Ok(self.status(now.secs)));
             }
             Msg::Events(from, tx) => {
-                let rx = self.live.subscribe();
-                let backlog = match from {
-                    None => Vec::new(),
-                    Some(s) => {
-                        let i = self.events.partition_point(|e| e.sequence < s);
-                        self.events[i..].to_vec()
-                    }
-                };
-                let _ = tx.send(Ok((backlog, rx)));
+                let _ = tx.send(Ok(self.journal.feed(from)));
             }
             Msg::Register(r, tx) => {
                 let res = self.register(r, now);
@@ -364,6 +347,7 @@ impl Driver {
                 let res = self.commit_reservation(r, now);
                 let _ = tx.send(res);
             }
+            Msg::Slurm(d) => tracing::warn!("a native site got a Slurm answer: {d:?}"),
         }
     }
 
@@ -375,6 +359,7 @@ impl Driver {
             start_time: rec.start,
             claimed: rec.claimed,
             parts: rec.parts.iter().map(parts::Part::stored).collect(),
+            slurm_id: None,
         }
     }
 
@@ -401,11 +386,9 @@ impl Driver {
         rep: Option<&v1::JobReport>,
         withdrawn: bool,
     ) {
-        let seq = self.events.last().map_or(1, |e| e.sequence + 1);
         let machine = self.jobs.get(&id).and_then(|r| r.machine);
         let run = self.jobs.get(&id).map_or(0, |r| r.req.run);
         let ev = v1::JobEvent {
-            sequence: seq,
             job_id: id,
             state: state as i32,
             time: now,
@@ -415,18 +398,12 @@ impl Driver {
                 .map(str::to_string),
             exit_code: rep.and_then(|r| r.exit_code),
             signal: rep.and_then(|r| r.signal),
-            cluster: Some(self.cfg.cluster.clone()),
             withdrawn,
             run,
+            ..Default::default()
         };
-        self.events.push(ev.clone());
-        self.unsaved.push(ev.clone());
-        let _ = self.live.send(ev);
         let saved = if state.is_terminal() {
             self.jobs.remove(&id);
-            if !withdrawn {
-                self.ended.insert(id, (state, run));
-            }
             None
         } else {
             self.jobs.get_mut(&id).map(|r| {
@@ -434,7 +411,7 @@ impl Driver {
                 Self::stored(r)
             })
         };
-        self.dirty.insert(id, saved);
+        self.journal.append(ev, saved);
     }
 
     /// Commits the events and job changes recorded since the last call, then sends the start
@@ -445,15 +422,10 @@ impl Driver {
         if let Some(log) = &mut self.log {
             log.flush();
         }
-        let events = std::mem::take(&mut self.unsaved);
-        let jobs: Vec<_> = std::mem::take(&mut self.dirty).into_iter().collect();
-        if let Some(s) = &self.store
-            && (!events.is_empty() || !jobs.is_empty())
-            && let Err(e) = s.commit(&events, &jobs)
-        {
+        if let Err(e) = self.journal.commit() {
             for (_, order) in &self.starts {
                 if let Some(rec) = self.jobs.get(&order.job()) {
-                    self.dirty.insert(order.job(), Some(Self::stored(rec)));
+                    self.journal.save(order.job(), Some(Self::stored(rec)));
                 }
             }
             return Err(internal(e));
@@ -477,25 +449,10 @@ impl Driver {
 
     /// Admits one job into the queue (not yet durable, not yet scheduled).
     fn admit(&mut self, r: v1::EnqueueRequest, now: Time) -> Result<(u64, u64), Status> {
-        if r.job_id == 0 {
-            return Err(Status::invalid_argument("job_id: must be positive"));
-        }
-        let Some(spec) = &r.spec else {
-            return Err(Status::invalid_argument("spec: required"));
-        };
-        if spec.estimate_s > self.cfg.max_estimate_s {
-            return Err(Status::invalid_argument(format!(
-                "spec.estimate_s: {} s is more than this cluster's limit of {} s",
-                spec.estimate_s, self.cfg.max_estimate_s
-            )));
-        }
-        let ended_run = self.ended.get(&r.job_id).map(|&(_, run)| run);
-        if self.jobs.contains_key(&r.job_id) || ended_run.is_some_and(|run| run >= r.run) {
-            return Err(Status::already_exists(format!(
-                "job {} already enqueued (run {})",
-                r.job_id, r.run
-            )));
-        }
+        let open = self.jobs.contains_key(&r.job_id);
+        self.journal
+            .check_enqueue(&r, open, self.cfg.max_estimate_s)?;
+        let spec = r.spec.as_ref().expect("checked");
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
         let priority = Some(r.priority.min(u32::from(u8::MAX)) as u8);
@@ -523,69 +480,39 @@ impl Driver {
         })?;
         let id = r.job_id;
         // A later run of a job that ended here starts afresh.
-        self.ended.remove(&id);
+        self.journal.forget_end(id);
         self.jobs.insert(id, JobRec::queued(r, job));
         self.emit(id, JobState::Queued, now, "queued", None);
-        Ok((id, self.events.last().map_or(0, |e| e.sequence)))
+        Ok((id, self.journal.last_sequence()))
     }
 
     /// Enqueues a group of jobs with one durable commit (group commit), then one scheduling
     /// pass; answers each request.
-    pub(super) fn enqueue_group(
-        &mut self,
-        group: Vec<(v1::EnqueueRequest, Reply<v1::EnqueueResponse>)>,
-        now: Now,
-    ) {
+    pub(super) fn enqueue_group(&mut self, group: Vec<journal::Enqueue>, now: Now) {
         let now = now.secs;
-        let mut admitted = Vec::with_capacity(group.len());
-        for (r, tx) in group {
-            match self.admit(r, now) {
-                Ok((id, seq)) => admitted.push((id, seq, tx)),
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                }
-            }
-        }
+        let admitted =
+            journal::group_commit(self, group, now, Self::admit, Self::flush, Self::undo_admit);
         if admitted.is_empty() {
             return;
         }
-        if let Err(e) = self.flush() {
-            // Not durable: undo, so that nothing acknowledged can be lost and nothing
-            // unacknowledged runs.
-            for (id, _, tx) in admitted {
-                self.note(now, Input::Cancel { job: JobId(id) });
-                self.jobs.remove(&id);
-                let _ = tx.send(Err(e.clone()));
-            }
-            return;
-        }
         self.pass(now);
-        for (id, seq, tx) in admitted {
-            let state = self.jobs.get(&id).map_or(JobState::Queued, |r| r.state);
-            let _ = tx.send(Ok(v1::EnqueueResponse {
-                state: state as i32,
-                sequence: seq,
-            }));
-        }
+        journal::answer(admitted, |id| {
+            self.jobs.get(&id).map_or(JobState::Queued, |r| r.state)
+        });
+    }
+
+    /// Takes back an admitted job whose admission could not be committed.
+    fn undo_admit(&mut self, id: u64, now: Time) {
+        self.note(now, Input::Cancel { job: JobId(id) });
+        self.jobs.remove(&id);
     }
 
     fn cancel(&mut self, r: v1::CancelRequest, now: Time) -> Result<v1::CancelResponse, Status> {
-        let other_run = |run: u32| {
-            Status::not_found(format!(
-                "job {} run {} not found (this site has run {run})",
-                r.job_id,
-                r.run.unwrap_or_default()
-            ))
-        };
         let Some(rec) = self.jobs.get_mut(&r.job_id) else {
-            return match self.ended.get(&r.job_id) {
-                Some((_, run)) if r.run.is_some_and(|asked| asked != *run) => Err(other_run(*run)),
-                Some((st, _)) => Ok(v1::CancelResponse { state: *st as i32 }),
-                None => Err(Status::not_found(format!("job {} not found", r.job_id))),
-            };
+            return self.journal.cancel_ended(&r);
         };
         if r.run.is_some_and(|asked| asked != rec.req.run) {
-            return Err(other_run(rec.req.run));
+            return Err(Journal::other_run(&r, rec.req.run));
         }
         let reason = if r.reason.is_empty() {
             "cancelled".to_string()
@@ -773,7 +700,7 @@ impl Driver {
         };
         rec.start = Some(now);
         rec.state = JobState::Running;
-        self.dirty.insert(id, Some(Self::stored(rec)));
+        self.journal.save(id, Some(Self::stored(rec)));
         rec.reported_running = false;
         rec.launch = launch;
         for (m, order) in orders {

@@ -187,7 +187,7 @@ impl Driver {
             order,
             lost,
         });
-        self.dirty.insert(id, Some(Self::stored(rec)));
+        self.journal.save(id, Some(Self::stored(rec)));
         if state != JobState::Completed && kill_others && !rec.cancel_requested {
             let node = self.names.machine_name(m).unwrap_or("?");
             let reason = format!("part {rank} on {node} ended: {state:?}").to_lowercase();

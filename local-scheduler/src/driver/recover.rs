@@ -9,6 +9,7 @@
 
 use super::parts::Part;
 use super::{Agent, Driver, JobRec, Now};
+use crate::store::StoredJob;
 use gridsched_core::model::{JobId, MachineId};
 use gridsched_core::runner::{Input, NodePart};
 use gridsched_proto::job_from_spec;
@@ -16,27 +17,14 @@ use gridsched_proto::v1::JobState;
 
 impl Driver {
     /// Rebuilds the jobs from the store, if there is one.
-    pub(super) fn recover(&mut self, now: Now) -> anyhow::Result<()> {
+    pub(super) fn recover(&mut self, now: Now, jobs: Vec<StoredJob>) -> anyhow::Result<()> {
         let mono = now.mono_ms;
         let now = now.secs;
-        let Some(store) = &self.store else {
+        if self.journal.store().is_none() {
             return Ok(());
-        };
-        let (jobs, events) = store.load().map_err(|e| anyhow::anyhow!("{e}"))?;
-        for e in &events {
-            let st = JobState::try_from(e.state).unwrap_or(JobState::Unspecified);
-            if e.withdrawn {
-                // Dropped unstarted: the meta-scheduler may send it here again.
-                self.ended.remove(&e.job_id);
-            } else if st.is_terminal() {
-                self.ended.insert(e.job_id, (st, e.run));
-            }
         }
-        self.events = events;
         // Reservations first: the jobs inside them find them, and they fit an empty plan.
         self.recover_reservations(now)?;
-        let mut jobs = jobs;
-        jobs.sort_by_key(|j| j.request.as_ref().map_or(0, |r| r.job_id));
         for sj in jobs {
             let Some(req) = sj.request.clone() else {
                 continue;

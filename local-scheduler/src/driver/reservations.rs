@@ -183,7 +183,7 @@ impl Driver {
         if r.tentative {
             // Held until committed, in memory only: a restart lets it go like a lapsed lease.
             self.leases.insert(r.id, mono + u64::from(req.lease_ms));
-        } else if let Some(store) = &self.store
+        } else if let Some(store) = self.journal.store()
             && let Err(e) = store.save_reservation(r.id, Some(&r), &[])
         {
             // Not durable: taken back, so that nothing unacknowledged holds processors.
@@ -251,13 +251,13 @@ impl Driver {
         }
         self.reservations.remove(&req.id);
         self.leases.remove(&req.id);
-        if let Some(store) = &self.store
+        if let Some(store) = self.journal.store()
             && let Err(e) = store.save_reservation(req.id, None, &changed)
         {
             // The runner has let it go: the store follows with the next flush of these jobs, and
             // a restart drops a stored reservation the runner would no longer hold.
             for (id, j) in changed {
-                self.dirty.insert(id, j);
+                self.journal.save(id, j);
             }
             tracing::error!("state store: {e}");
         }
@@ -287,7 +287,7 @@ impl Driver {
         };
         if let Some(&lease) = self.leases.get(&req.id) {
             r.tentative = false;
-            if let Some(store) = &self.store {
+            if let Some(store) = self.journal.store() {
                 store
                     .save_reservation(r.id, Some(&r), &[])
                     .map_err(super::internal)?;
@@ -361,7 +361,7 @@ impl Driver {
             .map(|r| r.id)
             .collect();
         for id in over {
-            if let Some(store) = &self.store
+            if let Some(store) = self.journal.store()
                 && let Err(e) = store.save_reservation(id, None, &[])
             {
                 tracing::error!("state store: {e}");
@@ -375,7 +375,7 @@ impl Driver {
     /// After a restart: the stored reservations still ahead or in force, admitted again before
     /// any job is restored or queued (the plan is empty then, so they fit as they did).
     pub(super) fn recover_reservations(&mut self, now: Time) -> anyhow::Result<()> {
-        let Some(store) = &self.store else {
+        let Some(store) = self.journal.store() else {
             return Ok(());
         };
         let stored = store
@@ -401,7 +401,7 @@ impl Driver {
                     }
                 };
             if over || refused {
-                if let Some(store) = &self.store {
+                if let Some(store) = self.journal.store() {
                     store
                         .save_reservation(r.id, None, &[])
                         .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -30,25 +30,22 @@ impl Driver {
                 }
             }
         }
-        m.awaiting_claim.set(held);
-        m.queued.clear();
-        for (priority, n) in queued {
-            m.queued
-                .get_or_create(&crate::metrics::PriorityLabel { priority })
-                .set(n);
-        }
-        m.running.set(running);
-        m.licences_in_use.clear();
-        for pool in &self.cfg.licences {
-            let n = licences.get(pool.name.as_str()).copied().unwrap_or(0);
-            m.licences_in_use
-                .get_or_create(&crate::metrics::LicenceLabel {
-                    licence: pool.name.clone(),
+        let online = self.agents.iter().filter(|a| a.is_some()).count() as i64;
+        m.show(crate::metrics::Gauges {
+            queued,
+            running,
+            awaiting_claim: held,
+            licences: self
+                .cfg
+                .licences
+                .iter()
+                .map(|pool| {
+                    let n = licences.get(pool.name.as_str()).copied().unwrap_or(0);
+                    (pool.name.clone(), n)
                 })
-                .set(n);
-        }
-        let online = self.agents.iter().filter(|a| a.is_some()).count();
-        m.machines_online.set(online as i64);
+                .collect(),
+            online,
+        });
     }
 
     pub(super) fn status(&self, now: Time) -> v1::StatusResponse {
@@ -79,6 +76,8 @@ impl Driver {
                 enqueue_time: r.job.submit,
                 licences: lic_names(&r.job),
                 deadline: r.job.deadline,
+                pending_reason: None,
+                expected_start: None,
             })
             .collect();
         let mut running: Vec<v1::RunningJob> = self

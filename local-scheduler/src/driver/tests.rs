@@ -38,8 +38,8 @@ fn register_m1(d: &mut Driver) -> String {
 }
 
 fn fail_commits(d: &Driver, fail: bool) {
-    d.store
-        .as_ref()
+    d.journal
+        .store()
         .unwrap()
         .fail_commits
         .store(fail, std::sync::atomic::Ordering::Relaxed);
@@ -90,7 +90,7 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
     fail_commits(&d, false);
     d.tick(at(1));
     assert_eq!(start_orders(&d), [1]);
-    let (jobs, _) = d.store.as_ref().unwrap().load().unwrap();
+    let (jobs, _) = d.journal.store().unwrap().load().unwrap();
     let stored = jobs
         .iter()
         .find(|j| j.request.as_ref().unwrap().job_id == 1);
@@ -131,7 +131,10 @@ fn an_ended_job_runs_again_only_as_a_later_run() {
     assert_eq!(again.code(), tonic::Code::AlreadyExists, "{again:?}");
     d.admit(req(1), at(2).secs).unwrap();
     assert_eq!(d.jobs[&1].state, JobState::Queued);
-    assert_eq!(d.events.last().map(|e| (e.job_id, e.run)), Some((1, 1)));
+    assert_eq!(
+        d.journal.events().last().map(|e| (e.job_id, e.run)),
+        Some((1, 1))
+    );
     // While run 1 lives, no run of the job is taken.
     assert!(d.admit(req(2), at(3).secs).is_err());
     // A kill of run 0 (a late fragment kill) leaves run 1 alone; one of run 1 cancels it.
@@ -237,7 +240,8 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     assert_eq!(beat(&mut d, done, at(70)), ["resume 1"]);
     assert!(beat(&mut d, vec![report(1, A::Running, None)], at(71)).is_empty());
     let details: Vec<String> = d
-        .events
+        .journal
+        .events()
         .iter()
         .filter(|e| e.job_id == 1)
         .map(|e| e.detail.clone())

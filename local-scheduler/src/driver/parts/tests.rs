@@ -73,7 +73,8 @@ fn beat(d: &mut Driver, agents: &[String], i: usize, rep: v1::JobReport, now: No
 
 /// (state, detail, exit code) of job `id`'s events.
 fn events(d: &Driver, id: u64) -> Vec<(JobState, String, Option<i32>)> {
-    d.events
+    d.journal
+        .events()
         .iter()
         .filter(|e| e.job_id == id)
         .map(|e| (e.state(), e.detail.clone(), e.exit_code))
