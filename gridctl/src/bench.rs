@@ -55,6 +55,43 @@ pub struct BenchArgs {
     /// `scripts/postgres.sh` prints; its tables are created there) instead of its embedded store.
     #[arg(long)]
     pub postgres: Option<String>,
+    /// Instead of the other measurements: the same streams through a native site, a
+    /// Slurm-backed site and plain `sbatch`, side by side (`slurm`: the host's Slurm, e.g. the one
+    /// `scripts/slurm.sh start` runs).
+    #[arg(long, value_enum)]
+    pub against: Option<Against>,
+    /// With `--against slurm`: Slurm's configuration file.
+    #[arg(
+        long,
+        env = "SLURM_CONF",
+        default_value = "/tmp/gridsched-slurm/slurm.conf"
+    )]
+    pub slurm_conf: std::path::PathBuf,
+    /// With `--against slurm`: slurmrestd's address.
+    #[arg(long, env = "SLURM_REST_URL", default_value = "http://127.0.0.1:6820")]
+    pub slurm_rest: String,
+    /// With `--against slurm`: the CPUs of Slurm's node, also the native site's processors.
+    #[arg(long, default_value_t = 16)]
+    pub slurm_cpus: u32,
+    /// With `--against slurm`: one-second jobs of the makespan run.
+    #[arg(long, default_value_t = 1_000)]
+    pub slurm_jobs: usize,
+    /// With `--against slurm`: submit-to-start latency samples of each way.
+    #[arg(long, default_value_t = 50)]
+    pub slurm_samples: usize,
+    /// With `--against slurm`: submissions one job per request, over `--clients`.
+    #[arg(long, default_value_t = 400)]
+    pub slurm_single: usize,
+    /// With `--against slurm`: the Slurm-backed site's `slurm.poll_ms`.
+    #[arg(long, default_value_t = 500)]
+    pub slurm_poll_ms: u64,
+}
+
+/// A peer to measure beside the native grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Against {
+    /// The host's Slurm: through a Slurm-backed site and through plain `sbatch`.
+    Slurm,
 }
 
 fn grid() -> GridFile {
@@ -72,7 +109,7 @@ fn grid() -> GridFile {
 }
 
 /// A job of `procs` processors whose processes print their start (`date +%s%N`).
-fn clocked(procs: u32) -> v1::JobSpec {
+pub(crate) fn clocked(procs: u32) -> v1::JobSpec {
     v1::JobSpec {
         processors: procs,
         command: Some(v1::Command {
@@ -86,7 +123,7 @@ fn clocked(procs: u32) -> v1::JobSpec {
 }
 
 /// Submits `spec` and waits for its end.
-async fn run_one(
+pub(crate) async fn run_one(
     c: &mut MetaSchedulerClient<Channel>,
     spec: v1::JobSpec,
 ) -> anyhow::Result<v1::Job> {
@@ -109,7 +146,7 @@ async fn run_one(
 }
 
 /// The start (ns) job `id` printed on `machine`.
-fn printed_start(dir: &std::path::Path, machine: &str, id: u64) -> anyhow::Result<u128> {
+pub(crate) fn printed_start(dir: &std::path::Path, machine: &str, id: u64) -> anyhow::Result<u128> {
     let out = dir
         .join("work")
         .join(machine)
@@ -119,7 +156,7 @@ fn printed_start(dir: &std::path::Path, machine: &str, id: u64) -> anyhow::Resul
     Ok(text.trim().parse()?)
 }
 
-fn emulated(run: i64) -> v1::JobSpec {
+pub(crate) fn emulated(run: i64) -> v1::JobSpec {
     v1::JobSpec {
         user: "bench".into(),
         processors: 1,
@@ -129,13 +166,16 @@ fn emulated(run: i64) -> v1::JobSpec {
     }
 }
 
-fn now_ns() -> u128 {
+pub(crate) fn now_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
 }
 
-async fn wait_ready(c: &mut MetaSchedulerClient<Channel>, machines: usize) -> anyhow::Result<()> {
+pub(crate) async fn wait_ready(
+    c: &mut MetaSchedulerClient<Channel>,
+    machines: usize,
+) -> anyhow::Result<()> {
     let t = Instant::now();
     loop {
         let s = c
@@ -163,7 +203,10 @@ async fn wait_ready(c: &mut MetaSchedulerClient<Channel>, machines: usize) -> an
 }
 
 /// Waits until every job up to id `last` has ended; returns when the last one ended.
-async fn wait_all_ended(c: &mut MetaSchedulerClient<Channel>, last: u64) -> anyhow::Result<()> {
+pub(crate) async fn wait_all_ended(
+    c: &mut MetaSchedulerClient<Channel>,
+    last: u64,
+) -> anyhow::Result<()> {
     loop {
         let live = c
             .list_jobs(v1::ListJobsRequest {
@@ -190,7 +233,7 @@ async fn wait_all_ended(c: &mut MetaSchedulerClient<Channel>, last: u64) -> anyh
     }
 }
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
+pub(crate) fn pct(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     let i = ((v.len() as f64 - 1.0) * p).round() as usize;
     v.get(i).copied().unwrap_or(f64::NAN)
@@ -198,6 +241,9 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 
 /// `gridctl bench`.
 pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    if a.against == Some(Against::Slurm) {
+        return crate::bench_slurm::against_slurm(&a).await;
+    }
     let tmp = tempfile::tempdir()?;
     let dir = a.dir.clone().unwrap_or_else(|| tmp.path().to_owned());
     let mut g = grid();
@@ -279,37 +325,11 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     }
 
     // 2. Unary submissions with concurrent clients (zero-second emulated jobs).
-    let t = Instant::now();
-    let per = a.unary.div_ceil(a.clients.max(1));
-    let mut tasks = Vec::new();
-    for _ in 0..a.clients.max(1) {
-        let mut c = c.clone();
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..per {
-                c.submit(v1::SubmitRequest {
-                    spec: Some(emulated(0)),
-                })
-                .await?;
-            }
-            Ok::<_, tonic::Status>(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    let unary = (per * a.clients.max(1)) as f64 / t.elapsed().as_secs_f64();
+    let unary = submit_unary(&mut c, a.unary, a.clients).await?;
     outln!(
         "unary submissions, {} clients: {unary:.0} jobs/s acknowledged and durable",
         a.clients
     );
-    let last = c
-        .submit(v1::SubmitRequest {
-            spec: Some(emulated(0)),
-        })
-        .await?
-        .into_inner()
-        .job_id;
-    wait_all_ended(&mut c, last).await?;
 
     // 3. Batched submissions of N one-second jobs, then their run against the ideal.
     let t = Instant::now();
@@ -347,7 +367,45 @@ fn rss_mib(pid: u32) -> anyhow::Result<f64> {
 }
 
 /// Submits `n` emulated jobs of `run` seconds in batches of `batch`: the last id.
-async fn submit_batched(
+/// Submits about `n` zero-second jobs one per request from `clients` concurrent clients, each
+/// waiting for its answer (acknowledged and durable), then waits until they have all ended; the
+/// rate of the submissions, jobs per second.
+pub(crate) async fn submit_unary(
+    c: &mut MetaSchedulerClient<Channel>,
+    n: usize,
+    clients: usize,
+) -> anyhow::Result<f64> {
+    let t = Instant::now();
+    let per = n.div_ceil(clients.max(1));
+    let mut tasks = Vec::new();
+    for _ in 0..clients.max(1) {
+        let mut c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..per {
+                c.submit(v1::SubmitRequest {
+                    spec: Some(emulated(0)),
+                })
+                .await?;
+            }
+            Ok::<_, tonic::Status>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let rate = (per * clients.max(1)) as f64 / t.elapsed().as_secs_f64();
+    let last = c
+        .submit(v1::SubmitRequest {
+            spec: Some(emulated(0)),
+        })
+        .await?
+        .into_inner()
+        .job_id;
+    wait_all_ended(c, last).await?;
+    Ok(rate)
+}
+
+pub(crate) async fn submit_batched(
     c: &mut MetaSchedulerClient<Channel>,
     n: usize,
     batch: usize,

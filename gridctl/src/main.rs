@@ -3,6 +3,7 @@
 //! gRPC status code and message. `gridctl up` starts a whole grid on localhost ([`up`]).
 
 mod bench;
+mod bench_slurm;
 mod job_file;
 mod out;
 mod replay;

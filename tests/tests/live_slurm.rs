@@ -134,10 +134,10 @@ async fn jobs_complete_fail_are_cancelled_time_out_and_share_licences_on_a_slurm
 
     // Two copies of `matlab`: four jobs needing it run two at a time, and the waiting ones say
     // why in Slurm's words.
-    let mut lic = sh_job(1, 60, "sleep 3");
+    let mut lic = sh_job(1, 60, "sleep 5");
     lic.licences = vec!["matlab".into()];
     let ids = submit_all(&mut c, vec![lic.clone(), lic.clone(), lic.clone(), lic]).await;
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(15);
     let mut seen = String::new();
     'look: while Instant::now() < until {
         for &id in &ids {

@@ -1,8 +1,10 @@
 //! The Slurm-backed site in the service shell: [`SlurmShell`] hands the gRPC messages and the
 //! tick to the [`SlurmSite`] (through the local scheduler's clock edge, [`crate::edge`]) and sends
-//! the calls it decides to one worker, which makes them through slurmrestd in order and posts
-//! each answer back as a message. One worker keeps the calls in the order they were decided: a
-//! read of the jobs made after a submission sees it.
+//! the calls it decides to two workers, which make them through slurmrestd and post each answer
+//! back as a message: one for submissions, releases and cancellations, in the order they were
+//! decided, and one for the reads of the cluster, which take long when Slurm retains many jobs
+//! and must not hold a release back (the site numbers its reads to tell what a read that crossed
+//! a submission can show).
 
 use super::rest::Rest;
 use super::{Call, Done, SlurmSite, Snapshot};
@@ -15,15 +17,23 @@ use tokio::sync::mpsc;
 #[derive(Debug)]
 pub struct SlurmShell {
     site: SlurmSite,
-    calls: mpsc::UnboundedSender<Call>,
+    commands: mpsc::UnboundedSender<Call>,
+    reads: mpsc::UnboundedSender<Call>,
 }
 
 impl SlurmShell {
     /// `site`, whose calls go to a worker started here that posts Slurm's answers on `back`.
     pub fn start(site: SlurmSite, rest: Rest, back: mpsc::Sender<Msg>) -> SlurmShell {
-        let (calls, rx) = mpsc::unbounded_channel();
-        tokio::spawn(worker(Arc::new(rest), rx, back));
-        SlurmShell { site, calls }
+        let rest = Arc::new(rest);
+        let (commands, rx) = mpsc::unbounded_channel();
+        tokio::spawn(worker(rest.clone(), rx, back.clone()));
+        let (reads, rx) = mpsc::unbounded_channel();
+        tokio::spawn(worker(rest, rx, back));
+        SlurmShell {
+            site,
+            commands,
+            reads,
+        }
     }
 }
 
@@ -39,12 +49,16 @@ impl Shell for SlurmShell {
     }
     fn after(&mut self) {
         for c in self.site.take_calls() {
-            let _ = self.calls.send(c);
+            let lane = match c {
+                Call::Poll { .. } => &self.reads,
+                _ => &self.commands,
+            };
+            let _ = lane.send(c);
         }
     }
 }
 
-/// Makes the calls in order, posting each answer back.
+/// Makes the calls of one lane in order, posting each answer back.
 async fn worker(
     rest: Arc<Rest>,
     mut calls: mpsc::UnboundedReceiver<Call>,

@@ -153,6 +153,8 @@ struct SJob {
     overran: bool,
     /// Enqueue order.
     order: u64,
+    /// The number of reads of Slurm sent when its Slurm id was recorded: a later read must list it.
+    known_at: u64,
 }
 
 impl SJob {
@@ -176,6 +178,7 @@ impl SJob {
             cancel: None,
             overran: false,
             order,
+            known_at: 0,
         }
     }
 
@@ -211,16 +214,21 @@ pub struct SlurmSite {
     claim_link: crate::claim_link::ClaimLink,
     nodes: Vec<SlurmNode>,
     licences: Vec<SlurmLicence>,
-    /// A full read of Slurm's jobs came after the last submission whose outcome is unknown.
-    synced: bool,
+    /// Not in sync with Slurm until a full read sent after this many reads (the reads sent when
+    /// the last submission of unknown outcome failed) has come back; `None`: in sync.
+    unsynced_since: Option<u64>,
     /// Slurm answers (or has not been failing for `down_after_ms` yet).
     up: bool,
     /// Since when (monotonic ms) Slurm has been failing, and how.
     failing: Option<(u64, String)>,
-    /// A poll is out, sent at this monotonic ms and this Unix second.
-    polling: Option<(u64, Time)>,
-    /// The last poll answered: sent at this monotonic ms and Unix second.
-    last_poll: Option<(u64, Time)>,
+    /// Reads of Slurm sent so far (the number of the last one).
+    polls: u64,
+    /// A read is out: sent at this monotonic ms and this Unix second, its number.
+    polling: Option<(u64, Time, u64)>,
+    /// When (monotonic ms) the last read came back, answered or not.
+    poll_done: Option<u64>,
+    /// The Unix second at which the last answered read was sent.
+    last_read: Option<Time>,
     /// Slurm jobs cancelled as orphans (not to cancel again).
     orphans: HashSet<u32>,
     calls: Vec<Call>,
@@ -252,11 +260,13 @@ impl SlurmSite {
             claim_link: Default::default(),
             nodes: Vec::new(),
             licences: Vec::new(),
-            synced: false,
+            unsynced_since: Some(0),
             up: false,
             failing: None,
+            polls: 0,
             polling: None,
-            last_poll: None,
+            poll_done: None,
+            last_read: None,
             orphans: HashSet::new(),
             calls: Vec::new(),
             next_order: 0,
@@ -585,6 +595,7 @@ impl SlurmSite {
             Ok(s) if wanted => {
                 let j = self.jobs.get_mut(&id).expect("checked");
                 j.slurm = Some(s);
+                j.known_at = self.polls;
                 j.submitting = false;
                 self.touch(id);
             }
@@ -604,17 +615,19 @@ impl SlurmSite {
                 if let Some(j) = self.jobs.get_mut(&id) {
                     j.submitting = false;
                 }
-                // It may have reached Slurm: nothing is submitted until a full read tells.
-                self.synced = false;
+                // It may have reached Slurm: nothing is submitted until a full read sent from
+                // now on tells.
+                self.unsynced_since = Some(self.polls);
                 tracing::warn!(job = id, "submission: {e}");
             }
         }
     }
 
     fn polled(&mut self, r: Result<Snapshot, CallError>, now: Now) {
-        let Some((sent_mono, sent_secs)) = self.polling.take() else {
+        let Some((sent_mono, sent_secs, seq)) = self.polling.take() else {
             return;
         };
+        self.poll_done = Some(now.mono_ms);
         let snap = match r {
             Ok(s) => s,
             Err(e) => {
@@ -631,11 +644,11 @@ impl SlurmSite {
             tracing::info!(cluster = %self.cfg.cluster, "Slurm answers: the site is up");
             self.up = true;
         }
-        self.last_poll = Some((sent_mono, sent_secs));
+        self.last_read = Some(sent_secs);
         self.nodes = snap.nodes;
         self.licences = snap.licences;
         if let Some(jobs) = snap.jobs {
-            self.apply_jobs(&jobs, now.secs);
+            self.apply_jobs(&jobs, seq, now.secs);
         }
     }
 
@@ -655,9 +668,10 @@ impl SlurmSite {
         }
     }
 
-    /// A full read of Slurm's jobs: adopts the submissions not recorded, turns state changes into
-    /// events, cancels orphans.
-    fn apply_jobs(&mut self, all: &[SlurmJob], now: Time) {
+    /// A full read of Slurm's jobs, read number `seq`: adopts the submissions not recorded, turns
+    /// state changes into events, cancels orphans. Reads go on beside the other calls, so a job
+    /// whose Slurm id was recorded after the read was sent may be missing from it.
+    fn apply_jobs(&mut self, all: &[SlurmJob], seq: u64, now: Time) {
         let cluster = self.tag.clone();
         let mut ours: BTreeMap<u32, (&SlurmJob, u64, u32)> = BTreeMap::new();
         let mut by_name: HashMap<(u64, u32), u32> = HashMap::new();
@@ -678,12 +692,22 @@ impl SlurmSite {
             {
                 tracing::info!(job = id, slurm = s, "found in Slurm: adopted");
                 j.slurm = Some(s);
+                // This read lists it: it follows from this read on.
+                j.known_at = seq - 1;
                 self.touch(*id);
             }
         }
-        self.synced = true;
+        if self.unsynced_since.is_some_and(|since| seq > since) {
+            self.unsynced_since = None;
+        }
         for id in ids {
-            let Some(s) = self.jobs.get(&id).and_then(|j| j.slurm) else {
+            let Some(s) = self
+                .jobs
+                .get(&id)
+                .filter(|j| j.known_at < seq)
+                .and_then(|j| j.slurm)
+            else {
+                // Not submitted, or recorded after this read was sent.
                 continue;
             };
             let never_released = self
@@ -818,7 +842,7 @@ impl SlurmSite {
         if !self.up {
             return;
         }
-        if self.synced {
+        if self.unsynced_since.is_none() {
             let cluster = self.tag.clone();
             for (id, j) in self.jobs.iter_mut() {
                 if j.slurm.is_some() || j.submitting || j.state != JobState::Queued {
@@ -896,7 +920,7 @@ impl SlurmSite {
 
     /// The periodic work: a poll when one is due, the wall-time limits, the gauges.
     pub fn tick(&mut self, now: Now) {
-        if let Some((sent, _)) = self.polling
+        if let Some((sent, _, _)) = self.polling
             && self.up
             && now.mono_ms.saturating_sub(sent) >= self.slurm.down_after_ms
         {
@@ -905,15 +929,18 @@ impl SlurmSite {
             self.failing = Some((since, "no answer to a read".into()));
             self.go_down();
         }
+        // The next read `poll_ms` after the last came back: however long a read of many jobs
+        // takes, Slurm is never read back to back.
         let due = self
-            .last_poll
-            .is_none_or(|(at, _)| now.mono_ms.saturating_sub(at) >= self.slurm.poll_ms);
+            .poll_done
+            .is_none_or(|at| now.mono_ms.saturating_sub(at) >= self.slurm.poll_ms);
         if self.polling.is_none() && due {
-            let since = match (self.synced, self.last_poll) {
-                (true, Some((_, secs))) => Some(secs - 1),
+            let since = match (self.unsynced_since, self.last_read) {
+                (None, Some(secs)) => Some(secs - 1),
                 _ => None,
             };
-            self.polling = Some((now.mono_ms, now.secs));
+            self.polls += 1;
+            self.polling = Some((now.mono_ms, now.secs, self.polls));
             self.calls.push(Call::Poll { since });
         }
         let mut over = Vec::new();

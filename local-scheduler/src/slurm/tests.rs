@@ -455,3 +455,55 @@ fn orphans_are_cancelled_and_vanished_jobs_are_lost() {
     );
     assert_eq!(s.jobs[&8].state, JobState::Queued);
 }
+
+/// A read sent before a submission's answer and answered after it does not list the job: the job
+/// is not taken for lost, and the next read judges it.
+#[test]
+fn a_read_that_crossed_a_submission_does_not_lose_the_job() {
+    let mut s = site_in(None);
+    answer_poll(&mut s, at(1000, 0), Some(Vec::new()));
+    enqueue(&mut s, 7, 1, false, at(1000, 0)).unwrap();
+    let _ = s.take_calls();
+    s.tick(at(1001, 600));
+    assert!(matches!(s.take_calls()[..], [Call::Poll { .. }]));
+    s.done(
+        Done::Submitted {
+            job: 7,
+            run: 0,
+            result: Ok(101),
+        },
+        at(1001, 610),
+    );
+    s.done(
+        Done::Polled(Ok(Snapshot {
+            jobs: Some(Vec::new()),
+            nodes: vec![node(0)],
+            licences: Vec::new(),
+        })),
+        at(1001, 650),
+    );
+    assert_eq!(s.jobs[&7].state, JobState::Queued, "not lost");
+    answer_poll(&mut s, at(1002, 1200), Some(Vec::new()));
+    assert_eq!(
+        s.feed(Some(0)).0.pop().map(|e| e.state()),
+        Some(JobState::Lost),
+        "a read sent after its id was recorded must list it"
+    );
+}
+
+/// Slurm is read `poll_ms` after the last read came back, not back to back.
+#[test]
+fn reads_are_spaced_from_the_last_answer() {
+    let mut s = site_in(None);
+    s.tick(at(1000, 0));
+    assert_eq!(s.take_calls(), [Call::Poll { since: None }]);
+    let read = Snapshot {
+        jobs: Some(Vec::new()),
+        ..Snapshot::default()
+    };
+    s.done(Done::Polled(Ok(read)), at(1000, 900));
+    s.tick(at(1001, 1300));
+    assert!(s.take_calls().is_empty(), "400 ms after the answer");
+    s.tick(at(1001, 1400));
+    assert_eq!(s.take_calls(), [Call::Poll { since: Some(999) }]);
+}
