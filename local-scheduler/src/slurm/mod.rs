@@ -645,6 +645,20 @@ impl SlurmSite {
             self.up = true;
         }
         self.last_read = Some(sent_secs);
+        if self.nodes.is_empty() {
+            // The first read of the nodes: the configured machines must be Slurm's nodes, or the
+            // site shows them offline.
+            for m in &self.platform.machines {
+                if !snap.nodes.iter().any(|n| n.name == m.name) {
+                    let known: Vec<&str> = snap.nodes.iter().map(|n| n.name.as_str()).collect();
+                    tracing::warn!(
+                        "machines: `{}` is not a node of this Slurm cluster (its nodes: {}); it is shown offline",
+                        m.name,
+                        known.join(", ")
+                    );
+                }
+            }
+        }
         self.nodes = snap.nodes;
         self.licences = snap.licences;
         if let Some(jobs) = snap.jobs {
@@ -741,10 +755,11 @@ impl SlurmSite {
             }
         }
         for (s, (sj, job, run)) in ours {
+            // A job whose submission's answer has not come back yet may be listed already.
             let wanted = self
                 .jobs
                 .get(&job)
-                .is_some_and(|j| j.req.run == run && j.slurm == Some(s));
+                .is_some_and(|j| j.req.run == run && (j.slurm == Some(s) || j.submitting));
             if !wanted && sj.job_state == "PENDING" && self.orphans.insert(s) {
                 tracing::info!(slurm = s, job, run, "orphan Slurm job cancelled");
                 self.calls.push(Call::Cancel { slurm: s });

@@ -483,6 +483,7 @@ fn a_read_that_crossed_a_submission_does_not_lose_the_job() {
         at(1001, 650),
     );
     assert_eq!(s.jobs[&7].state, JobState::Queued, "not lost");
+    assert!(s.take_calls().is_empty());
     answer_poll(&mut s, at(1002, 1200), Some(Vec::new()));
     assert_eq!(
         s.feed(Some(0)).0.pop().map(|e| e.state()),
@@ -506,4 +507,28 @@ fn reads_are_spaced_from_the_last_answer() {
     assert!(s.take_calls().is_empty(), "400 ms after the answer");
     s.tick(at(1001, 1400));
     assert_eq!(s.take_calls(), [Call::Poll { since: Some(999) }]);
+}
+
+/// A read that lists a job whose submission's answer has not come back yet does not take it for
+/// an orphan: it is not cancelled.
+#[test]
+fn a_job_listed_before_its_submission_answer_is_not_an_orphan() {
+    let mut s = site_in(None);
+    answer_poll(&mut s, at(1000, 0), Some(Vec::new()));
+    enqueue(&mut s, 7, 1, false, at(1000, 0)).unwrap();
+    assert_eq!(submits(&s.take_calls()), [(7, false)]);
+    let listed = vec![sjob(&s, 101, 7, "PENDING")];
+    answer_poll(&mut s, at(1001, 600), Some(listed));
+    assert!(s.take_calls().is_empty(), "cancelled as an orphan");
+    s.done(
+        Done::Submitted {
+            job: 7,
+            run: 0,
+            result: Ok(101),
+        },
+        at(1001, 610),
+    );
+    let running = vec![sjob(&s, 101, 7, "RUNNING")];
+    answer_poll(&mut s, at(1002, 1200), Some(running));
+    assert_eq!(s.jobs[&7].state, JobState::Running);
 }
