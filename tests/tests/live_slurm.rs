@@ -2,7 +2,8 @@
 //! `backend = "slurm"` and the single-host Slurm of `scripts/slurm.sh` (controller, node daemon,
 //! REST daemon). Completion with its output, a failure's exit code, cancellation, the wall-time
 //! kill, Slurm's licence limit and its pending reason in `explain`; restarts of the local
-//! scheduler and of each Slurm daemon with jobs in flight (nothing lost, nothing submitted twice);
+//! scheduler, of each Slurm daemon and of the meta-scheduler with jobs in flight (nothing lost,
+//! nothing submitted twice);
 //! and a Slurm that goes down (the site is marked down, its unclaimed job runs at the native site,
 //! and is cancelled in Slurm unstarted once Slurm is back).
 //!
@@ -191,7 +192,7 @@ async fn a_slurm_site_loses_and_repeats_nothing_across_restarts() {
     let mut c = g.client().await;
     let mut every = Vec::new();
 
-    // The local scheduler killed while it hands jobs to Slurm.
+    // The local scheduler killed (-9) while it hands jobs to Slurm.
     let ids = submit_all(&mut c, (0..8).map(|_| sh_job(4, 60, "sleep 2")).collect()).await;
     g.kill_local(0);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -206,6 +207,15 @@ async fn a_slurm_site_loses_and_repeats_nothing_across_restarts() {
         slurm.start();
         every.extend(&ids);
     }
+    // The meta-scheduler killed (-9) with jobs waiting and running at the Slurm site.
+    let ids = submit_all(&mut c, (0..8).map(|_| sh_job(4, 60, "sleep 3")).collect()).await;
+    wait_state(&mut c, ids[0], JobState::Running, 20).await;
+    let addr = g.meta_addr.clone();
+    g.kill_meta();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    g.start_meta(Some(&addr));
+    let mut c = g.client().await;
+    every.extend(&ids);
     let jobs = wait_ended(&mut c, &every, Duration::from_secs(90)).await;
     for id in &every {
         let j = state_of(&jobs, *id);
