@@ -1011,7 +1011,8 @@ impl SlurmSite {
     /// The Status answer: the configured machines with what Slurm says of their nodes, the jobs
     /// waiting with Slurm's pending reason, the running ones, Slurm's licence pools.
     fn status(&self, now: Time) -> v1::StatusResponse {
-        let spec_of = |j: &SJob| j.req.spec.clone().unwrap_or_default();
+        let empty = v1::JobSpec::default();
+        let spec_of = |j| spec_or(j, &empty);
         let mut waiting: Vec<&SJob> = self
             .jobs
             .values()
@@ -1158,6 +1159,11 @@ fn incarnation(dir: Option<&std::path::Path>) -> anyhow::Result<String> {
             Ok(id)
         }
     }
+}
+
+/// Job `j`'s spec, or `empty` (a request without one is refused at the door).
+fn spec_or<'a>(j: &'a SJob, empty: &'a v1::JobSpec) -> &'a v1::JobSpec {
+    j.req.spec.as_ref().unwrap_or(empty)
 }
 
 fn no_agents() -> Status {

@@ -77,6 +77,18 @@ fn answer_poll(s: &mut SlurmSite, now: Now, jobs: Option<Vec<SlurmJob>>) {
     );
 }
 
+/// Slurm accepted the submission of job `job` (run 0) as Slurm job `slurm`.
+fn accepted(s: &mut SlurmSite, job: u64, slurm: u32, now: Now) {
+    s.done(
+        Done::Submitted {
+            job,
+            run: 0,
+            result: Ok(slurm),
+        },
+        now,
+    );
+}
+
 fn enqueue(s: &mut SlurmSite, id: u64, procs: u32, claim: bool, now: Now) -> Result<(), Status> {
     let (tx, mut rx) = oneshot::channel();
     let r = v1::EnqueueRequest {
@@ -135,14 +147,7 @@ fn a_job_is_submitted_held_claimed_released_and_followed() {
     enqueue(&mut s, 7, 4, true, at(1001, 100)).unwrap();
     assert_eq!(submits(&s.take_calls()), [(7, true)]);
     assert!(link.try_recv().is_err(), "claimed before Slurm has the job");
-    s.done(
-        Done::Submitted {
-            job: 7,
-            run: 0,
-            result: Ok(101),
-        },
-        at(1001, 150),
-    );
+    accepted(&mut s, 7, 101, at(1001, 150));
     assert_eq!(link.try_recv().unwrap().start, [7]);
     assert!(s.take_calls().is_empty());
     s.handle(
@@ -182,14 +187,7 @@ fn claims_are_asked_while_the_cluster_has_room() {
     s.jobs.get_mut(&3).unwrap().req.priority = 9;
     let _ = s.take_calls();
     for id in 1..=3u64 {
-        s.done(
-            Done::Submitted {
-                job: id,
-                run: 0,
-                result: Ok(100 + id as u32),
-            },
-            at(1000, 10),
-        );
+        accepted(&mut s, id, 100 + id as u32, at(1000, 10));
     }
     let mut link = claims_link(&mut s);
     assert_eq!(link.try_recv().unwrap().waiting, [1, 2, 3]);
@@ -287,14 +285,7 @@ fn a_withdrawn_job_is_cancelled_in_slurm_and_may_come_back() {
     enqueue(&mut s, 7, 20, true, at(1000, 0)).unwrap_err();
     enqueue(&mut s, 7, 4, true, at(1000, 0)).unwrap();
     let _ = s.take_calls();
-    s.done(
-        Done::Submitted {
-            job: 7,
-            run: 0,
-            result: Ok(101),
-        },
-        at(1000, 10),
-    );
+    accepted(&mut s, 7, 101, at(1000, 10));
     let mut link = claims_link(&mut s);
     assert_eq!(link.try_recv().unwrap().waiting, [7]);
     s.handle(
@@ -351,14 +342,7 @@ fn wall_time_exit_codes_and_cancellation() {
     }
     let _ = s.take_calls();
     for id in 1..=3u64 {
-        s.done(
-            Done::Submitted {
-                job: id,
-                run: 0,
-                result: Ok(100 + id as u32),
-            },
-            at(1000, 0),
-        );
+        accepted(&mut s, id, 100 + id as u32, at(1000, 0));
     }
     let running: Vec<_> = (1..=3)
         .map(|i| sjob(&s, 100 + i as u32, i, "RUNNING"))
@@ -417,14 +401,7 @@ fn orphans_are_cancelled_and_vanished_jobs_are_lost() {
     answer_poll(&mut s, at(1000, 0), Some(Vec::new()));
     enqueue(&mut s, 7, 1, false, at(1000, 0)).unwrap();
     let _ = s.take_calls();
-    s.done(
-        Done::Submitted {
-            job: 7,
-            run: 0,
-            result: Ok(101),
-        },
-        at(1000, 0),
-    );
+    accepted(&mut s, 7, 101, at(1000, 0));
     let orphan = sjob(&s, 90, 99, "PENDING");
     let seen = vec![orphan.clone(), sjob(&s, 101, 7, "RUNNING")];
     answer_poll(&mut s, at(1001, 600), Some(seen));
@@ -439,14 +416,7 @@ fn orphans_are_cancelled_and_vanished_jobs_are_lost() {
 
     enqueue(&mut s, 8, 1, true, at(1003, 1300)).unwrap();
     let _ = s.take_calls();
-    s.done(
-        Done::Submitted {
-            job: 8,
-            run: 0,
-            result: Ok(102),
-        },
-        at(1003, 1300),
-    );
+    accepted(&mut s, 8, 102, at(1003, 1300));
     answer_poll(&mut s, at(1004, 1900), Some(Vec::new()));
     assert_eq!(
         submits(&s.take_calls()),
@@ -466,14 +436,7 @@ fn a_read_that_crossed_a_submission_does_not_lose_the_job() {
     let _ = s.take_calls();
     s.tick(at(1001, 600));
     assert!(matches!(s.take_calls()[..], [Call::Poll { .. }]));
-    s.done(
-        Done::Submitted {
-            job: 7,
-            run: 0,
-            result: Ok(101),
-        },
-        at(1001, 610),
-    );
+    accepted(&mut s, 7, 101, at(1001, 610));
     s.done(
         Done::Polled(Ok(Snapshot {
             jobs: Some(Vec::new()),
@@ -520,14 +483,7 @@ fn a_job_listed_before_its_submission_answer_is_not_an_orphan() {
     let listed = vec![sjob(&s, 101, 7, "PENDING")];
     answer_poll(&mut s, at(1001, 600), Some(listed));
     assert!(s.take_calls().is_empty(), "cancelled as an orphan");
-    s.done(
-        Done::Submitted {
-            job: 7,
-            run: 0,
-            result: Ok(101),
-        },
-        at(1001, 610),
-    );
+    accepted(&mut s, 7, 101, at(1001, 610));
     let running = vec![sjob(&s, 101, 7, "RUNNING")];
     answer_poll(&mut s, at(1002, 1200), Some(running));
     assert_eq!(s.jobs[&7].state, JobState::Running);
