@@ -1,7 +1,9 @@
 //! Random heterogeneous clusters (space sharing on/off, floating pools, node-locked licences, a
 //! machine outage) and random workloads through every list scheduler of a cluster (`fb-unmod`,
 //! `fb-mod`, `fb-meta`, `easy` = BF_FCFS, `fcfs`, `edf`; spec `two-level-grid-scheduler.md`
-//! D2.2–D2.3, D6.2–D6.3, D9.2), driven by a small event loop of this file. An independent
+//! D2.2–D2.3, D6.2–D6.3, D9.2) and the schedule-based `eg-edf` and `eg-edf-tabu` (D10.2, also
+//! in our reading of a gap: `eg-edf-now`, `eg-edf-tabu-now`), driven
+//! by a small event loop of this file (which also calls a policy back at its planned starts). An independent
 //! validator — its own counters, not `ClusterState` — checks every start: the machine is up, its
 //! processors and each pool's copies are never oversubscribed, a machine without space sharing runs
 //! one job, a licence is only used where it can be activated (node-locked there or a pool suitable
@@ -244,6 +246,7 @@ fn run(name: &str, setup: &Setup, jobs: &[Job]) -> Result<Run, TestCaseError> {
     loop {
         let t_sub = jobs.get(next_submit).map(|j| j.submit);
         let t_end = ends.keys().next().copied();
+        let t_wake = p.next_wakeup().filter(|&w| w > last);
         // The outage's instants count only while work remains.
         let t_out = setup
             .outage
@@ -251,7 +254,7 @@ fn run(name: &str, setup: &Setup, jobs: &[Job]) -> Result<Run, TestCaseError> {
             .flat_map(|(_, d, u)| [d, u])
             .filter(|&t| t > last && (t_sub.is_some() || t_end.is_some() || p.waiting_len() > 0))
             .min();
-        let now = match [t_sub, t_end, t_out].into_iter().flatten().min() {
+        let now = match [t_sub, t_end, t_out, t_wake].into_iter().flatten().min() {
             None => break,
             Some(t) => t,
         };
@@ -326,7 +329,10 @@ proptest! {
 
     #[test]
     fn every_cluster_policy_respects_machines_and_licences(s in setup(), jobs in workload()) {
-        for name in ["fb-unmod", "fb-mod", "fb-meta", "easy", "fcfs", "edf"] {
+        for name in [
+            "fb-unmod", "fb-mod", "fb-meta", "easy", "fcfs", "edf", "eg-edf", "eg-edf-tabu",
+            "eg-edf-now", "eg-edf-tabu-now",
+        ] {
             let r = run(name, &s, &jobs)?;
             if name == "fcfs" {
                 // Arrival order = (submit, id) here; a start list in that order.
@@ -354,7 +360,17 @@ fn a_pool_without_copies_makes_nothing_eligible() {
     };
     let mut j = Job::new(0, 0, 1, 10, 10);
     j.licences = vec![LicenceId(0)];
-    for name in ["fb-unmod", "fb-mod", "easy", "fcfs", "edf"] {
+    for name in [
+        "fb-unmod",
+        "fb-mod",
+        "easy",
+        "fcfs",
+        "edf",
+        "eg-edf",
+        "eg-edf-tabu",
+        "eg-edf-now",
+        "eg-edf-tabu-now",
+    ] {
         assert!(policy(name, &s).submit(0, &j).is_err(), "{name}");
     }
 }

@@ -169,9 +169,10 @@ impl Decider {
         self.classifier.restore(snapshot);
     }
 
-    /// How many jobs with a deadline the classifier remembers.
+    /// How many of the latest jobs with a deadline the classifier's state depends on (its
+    /// window, or ADH's record when longer).
     pub fn classifier_window(&self) -> usize {
-        self.classifier.config().window
+        self.classifier.memory()
     }
 
     /// Chooses the site of a classified job at `now` (D4.2): the site index, or `None` when no

@@ -17,8 +17,13 @@ fn meta(dir: &std::path::Path, keep: usize) -> MetaService {
 
 /// The same, its state in the PostgreSQL database of `url` when given.
 fn meta_on(dir: &std::path::Path, keep: usize, url: Option<&str>) -> MetaService {
+    meta_with(dir, keep, url, "")
+}
+
+/// [`meta_on`] with more `[classifier]` keys (`extra`, TOML lines after `window = 3`).
+fn meta_with(dir: &std::path::Path, keep: usize, url: Option<&str>, extra: &str) -> MetaService {
     let mut toml = format!(
-        "state_dir = {:?}\n[retention]\nfinished_max = {keep}\n[classifier]\nwindow = 3\n\
+        "state_dir = {:?}\n[retention]\nfinished_max = {keep}\n[classifier]\nwindow = 3\n{extra}\
          [[sites]]\nname = \"a\"\nmachines = [{{ name = \"a1\", processors = 4 }}]\n",
         dir.join("meta")
     );
@@ -248,4 +253,59 @@ async fn a_restart_loads_live_work_and_classifies_on_as_before() {
     let fresh = meta(tempfile::tempdir().unwrap().path(), 0);
     let f = next(&fresh, "z", 20).await;
     assert_ne!(priorities(&f), priorities(&a));
+}
+
+/// The self-optimizing Deadline heuristic (ADH) as the live classifier: its reconfigurations
+/// change the priorities the static heuristic gives, and its state (base and record) survives a
+/// restart in the snapshot, so the restarted meta-scheduler classifies on as the one that never
+/// stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adh_classifies_live_and_keeps_its_state_across_a_restart() {
+    let adh = "adh = { history = 2 }\n";
+    let (d1, d2, d3) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let (restarted, steady) = (
+        meta_with(d1.path(), 0, None, adh),
+        meta_with(d2.path(), 0, None, adh),
+    );
+    let plain = meta(d3.path(), 0);
+    let deadline = |r: &v1::ExplainResponse| r.priority.clone().unwrap().contributions[0].value;
+    // Margins far below the window's mean, and between half and all of the estimate (no size
+    // correction): the top levels pile up and ADH widens the base, narrowing them.
+    let mut differs = false;
+    for (i, slack) in [5_000, 60, 70, 80, 90, 60].into_iter().enumerate() {
+        let t = format!("t{i}");
+        let (a, b, p) = (
+            next(&restarted, &t, slack).await,
+            next(&steady, &t, slack).await,
+            next(&plain, &t, slack).await,
+        );
+        assert_eq!(deadline(&a), deadline(&b));
+        differs |= deadline(&a) != deadline(&p);
+    }
+    assert!(differs, "ADH changed no priority of the static heuristic");
+    drop(restarted);
+    let restarted = meta_with(d1.path(), 0, None, adh);
+    let (mut after, mut fresh_differs) = (Vec::new(), false);
+    let fresh = meta_with(tempfile::tempdir().unwrap().path(), 0, None, adh);
+    for (k, slack) in [65, 75, 95, 55].into_iter().enumerate() {
+        let t = format!("n{k}");
+        let (a, b) = (
+            next(&restarted, &t, slack).await,
+            next(&steady, &t, slack).await,
+        );
+        assert_eq!(deadline(&a), deadline(&b), "next job {k}");
+        after.push(deadline(&a));
+        fresh_differs |= deadline(&next(&fresh, &t, slack).await) != deadline(&a);
+    }
+    assert!(fresh_differs, "the restored state mattered: {after:?}");
+    let bad = meta_scheduler::config::MetaConfig::from_toml(
+        "[classifier]\nadh = { delta = -1.0 }\n[[sites]]\nname = \"a\"\n\
+         machines = [{ name = \"a1\", processors = 4 }]\n",
+    );
+    let e = format!("{:#}", bad.expect_err("refused"));
+    assert!(e.contains("adh.delta"), "{e}");
 }

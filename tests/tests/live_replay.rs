@@ -1,9 +1,9 @@
 //! One engine, two clocks, proved on real processes: a local scheduler logs every input of its
 //! cluster runner and every decision; the log, run again through a fresh runner (what
 //! `gridsim rerun` does), gives the same decisions — which job starts, when, on which machine —
-//! for EASY, conservative, Flexible Backfilling, EDF and a Convergent Scheduling variant; and the
-//! agents really ran every job where the log says. Also: the meta-scheduler's priority orders a
-//! live `fb-meta` queue.
+//! for EASY, conservative, Flexible Backfilling, EDF, a Convergent Scheduling variant and the
+//! schedule-based EG-EDF with Tabu search; and the agents really ran every job where the log
+//! says. Also: the meta-scheduler's priority orders a live `fb-meta` queue.
 
 use gridsched_core::runner::Effect;
 use gridsched_core::runner::replay::{self, Line};
@@ -177,7 +177,14 @@ async fn live_equals_rerun(policy: &'static str, n: u64) -> replay::Checked {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_decisions_equal_their_rerun_for_every_policy() {
-    let policies = ["easy", "conservative", "fb-mod", "edf", "cs-i-np"];
+    let policies = [
+        "easy",
+        "conservative",
+        "fb-mod",
+        "edf",
+        "cs-i-np",
+        "eg-edf-tabu",
+    ];
     let runs = policies.map(|p| tokio::spawn(live_equals_rerun(p, 200)));
     for (p, r) in policies.iter().zip(runs) {
         let checked = r.await.unwrap_or_else(|e| panic!("{p}: {e}"));

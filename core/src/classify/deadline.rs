@@ -15,6 +15,7 @@
 //! (#5, configurable: [`Infeasible::Lowest`]); with `E ≤ 0` a job with margin ≤ 0 gets `max`, any
 //! other 1 (#5).
 
+use super::adh::{Adh, AdhConfig};
 use crate::model::{Duration, Job};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -32,14 +33,24 @@ pub enum Infeasible {
 
 /// The priority level of a margin given the mean margin `e`, before the size correction.
 pub fn interval_priority(margin: f64, e: f64, max: u8) -> u8 {
+    interval_level(margin, e, max, 2.0)
+}
+
+/// [`interval_priority`] with the interval widths growing by `base` instead of 2 (the
+/// generalised Eq. 3.3–3.4 of ADH, thesis §5.1.4): `S_k = MinUnity·Σ_{j=1}^{k} base^j`,
+/// `MinUnity = 2E / Σ_{k=1}^{max} base^k`. With `base = 2` the bounds are those of the static
+/// heuristic to the last bit.
+pub fn interval_level(margin: f64, e: f64, max: u8, base: f64) -> u8 {
     if e <= 0.0 {
         return if margin <= 0.0 { max } else { 1 };
     }
-    let total: f64 = (1..=i32::from(max)).map(|k| 2f64.powi(k)).sum();
+    let total: f64 = (1..=i32::from(max)).map(|k| base.powi(k)).sum();
     let unit = 2.0 * e / total;
+    let mut below = 0.0;
     for k in 0..i32::from(max) {
-        let lo = unit * (2f64.powi(k + 1) - 2.0);
-        let hi = unit * (2f64.powi(k + 2) - 2.0);
+        let lo = unit * below;
+        below += base.powi(k + 1);
+        let hi = unit * below;
         let last = k == i32::from(max) - 1;
         if margin >= lo && (margin < hi || (last && margin <= hi)) {
             return max - k as u8;
@@ -74,6 +85,7 @@ pub struct DeadlineHeuristic {
     infeasible: Infeasible,
     margins: VecDeque<i64>,
     sum: i128,
+    adh: Option<Adh>,
 }
 
 /// The heuristic's view of one job (for explanations).
@@ -87,6 +99,8 @@ pub struct DeadlineDetail {
     pub interval: u8,
     /// After the size correction: the heuristic's contribution.
     pub value: u8,
+    /// The intervals' growth factor used (2, or ADH's installed base).
+    pub base: f64,
 }
 
 impl DeadlineHeuristic {
@@ -98,7 +112,24 @@ impl DeadlineHeuristic {
             infeasible,
             margins: VecDeque::new(),
             sum: 0,
+            adh: None,
         }
+    }
+
+    /// The heuristic made self-optimizing (ADH, thesis §5.1.4).
+    pub fn with_adh(mut self, cfg: AdhConfig) -> DeadlineHeuristic {
+        self.adh = Some(Adh::new(cfg, self.max));
+        self
+    }
+
+    /// ADH's state, if the heuristic adapts.
+    pub fn adh(&self) -> Option<&Adh> {
+        self.adh.as_ref()
+    }
+
+    /// ADH's state, to restore a snapshot into.
+    pub fn adh_mut(&mut self) -> Option<&mut Adh> {
+        self.adh.as_mut()
     }
 
     /// The margins of the window, oldest first: the heuristic's whole memory of the jobs it has
@@ -116,6 +147,11 @@ impl DeadlineHeuristic {
         self.sum = keep.iter().map(|&m| i128::from(m)).sum();
     }
 
+    /// The intervals' growth factor now: ADH's installed base, else 2.
+    pub fn base(&self) -> f64 {
+        self.adh.as_ref().map_or(2.0, Adh::base)
+    }
+
     /// The contribution of `job` (then its margin joins the window).
     pub fn evaluate(&mut self, job: &Job) -> DeadlineDetail {
         let Some(deadline) = job.deadline else {
@@ -124,6 +160,7 @@ impl DeadlineHeuristic {
                 mean_margin: None,
                 interval: 0,
                 value: 0,
+                base: self.base(),
             };
         };
         let raw = deadline - job.estimate - job.submit;
@@ -144,15 +181,27 @@ impl DeadlineHeuristic {
                 mean_margin: Some(e),
                 interval: 0,
                 value: 0,
+                base: self.base(),
             };
         }
         let m = raw.max(0) as f64;
-        let interval = interval_priority(m, e, self.max);
+        if let Some(adh) = &mut self.adh {
+            adh.adapt();
+        }
+        let base = self.base();
+        let interval = match self.adh.as_ref().and_then(|a| a.level_by_cuts(m)) {
+            Some(level) => level,
+            None => interval_level(m, e, self.max, base),
+        };
+        if let Some(adh) = &mut self.adh {
+            adh.record(raw, interval);
+        }
         DeadlineDetail {
             margin: Some(raw),
             mean_margin: Some(e),
             interval,
             value: size_correction(interval, m, job.estimate, self.max),
+            base,
         }
     }
 }
@@ -201,6 +250,48 @@ mod tests {
         );
         assert_eq!(interval_priority(0.0, 0.0, 10), 10, "E <= 0, margin 0: max");
         assert_eq!(interval_priority(5.0, 0.0, 10), 1);
+    }
+
+    /// The generalised intervals with base 2 are the static heuristic's to the last bit (the
+    /// static form is kept here as it was written before ADH).
+    #[test]
+    fn base_two_is_the_static_division_exactly() {
+        fn static_form(margin: f64, e: f64, max: u8) -> u8 {
+            let total: f64 = (1..=i32::from(max)).map(|k| 2f64.powi(k)).sum();
+            let unit = 2.0 * e / total;
+            for k in 0..i32::from(max) {
+                let lo = unit * (2f64.powi(k + 1) - 2.0);
+                let hi = unit * (2f64.powi(k + 2) - 2.0);
+                let last = k == i32::from(max) - 1;
+                if margin >= lo && (margin < hi || (last && margin <= hi)) {
+                    return max - k as u8;
+                }
+            }
+            1
+        }
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let e = (x % 100_000) as f64 + 1.0;
+            let margin = ((x >> 20) % 250_000) as f64;
+            let max = 1 + ((x >> 40) % 12) as u8;
+            assert_eq!(
+                interval_level(margin, e, max, 2.0),
+                static_form(margin, e, max),
+                "{margin} {e} {max}"
+            );
+        }
+        // A larger base narrows the top intervals: margin 0.05 E is level 6 with base 2,
+        // level 3 with base 3 (max 10).
+        assert_eq!(interval_level(5.0, 100.0, 10, 2.0), 6);
+        assert!(interval_level(5.0, 100.0, 10, 3.0) < 6);
+        assert_eq!(
+            interval_level(0.0, 100.0, 10, 50.0),
+            10,
+            "margin 0 stays on top"
+        );
     }
 
     #[test]

@@ -6,12 +6,15 @@
 //! licence types asked for) and [`user`] (class and owner priority) — each give a contribution in
 //! `0..=max`; the priority is their weighted mean, rounded half up and clamped to `[1, max]`
 //! (D4.1.4, D12 #2). A weight of 0 switches a heuristic off. Every parameter lives in
-//! [`ClassifierConfig`], with the recommended defaults.
+//! [`ClassifierConfig`], with the recommended defaults. With `adh` set the Deadline heuristic is
+//! the self-optimizing one of the thesis §5.1 ([`adh`]).
 
+pub mod adh;
 pub mod deadline;
 pub mod licence;
 pub mod user;
 
+pub use adh::{Adh, AdhConfig};
 pub use deadline::{DeadlineDetail, DeadlineHeuristic, Infeasible};
 pub use licence::licence_priority;
 pub use user::{UserValues, user_priority};
@@ -58,6 +61,9 @@ pub struct ClassifierConfig {
     pub user_values: UserValues,
     /// Negative margins: top interval (default) or lowest.
     pub infeasible: Infeasible,
+    /// The self-optimizing Deadline heuristic (ADH, thesis §5.1) with these parameters; absent:
+    /// the static heuristic (default).
+    pub adh: Option<AdhConfig>,
 }
 
 impl Default for ClassifierConfig {
@@ -69,6 +75,7 @@ impl Default for ClassifierConfig {
             licence_types: 0,
             user_values: UserValues::default(),
             infeasible: Infeasible::Highest,
+            adh: None,
         }
     }
 }
@@ -85,6 +92,9 @@ pub enum ClassifierError {
     /// A weight is negative or not finite, or all are 0.
     #[error("classifier key `weights`: {0}")]
     Weights(&'static str),
+    /// A key of `adh` (named in the message).
+    #[error("classifier key `{0}`")]
+    Adh(String),
 }
 
 impl ClassifierConfig {
@@ -106,6 +116,9 @@ impl ClassifierConfig {
         }
         if w.iter().sum::<f64>() <= 0.0 {
             return Err(ClassifierError::Weights("at least one must be positive"));
+        }
+        if let Some(p) = self.adh.as_ref().and_then(AdhConfig::problem) {
+            return Err(ClassifierError::Adh(p));
         }
         Ok(())
     }
@@ -135,8 +148,12 @@ impl Classifier {
     /// A classifier with the given (validated) configuration.
     pub fn new(cfg: ClassifierConfig) -> Result<Classifier, ClassifierError> {
         cfg.validate()?;
+        let deadline = DeadlineHeuristic::new(cfg.max, cfg.window, cfg.infeasible);
         Ok(Classifier {
-            deadline: DeadlineHeuristic::new(cfg.max, cfg.window, cfg.infeasible),
+            deadline: match cfg.adh {
+                Some(adh) => deadline.with_adh(adh),
+                None => deadline,
+            },
             cfg,
         })
     }
@@ -171,18 +188,47 @@ impl Classifier {
         self.classify_explained(job).priority
     }
 
+    /// The Deadline heuristic (its window, and ADH's state when it adapts).
+    pub fn deadline(&self) -> &DeadlineHeuristic {
+        &self.deadline
+    }
+
+    /// How many of the latest jobs with a deadline the classifier's state depends on: its window,
+    /// or ADH's record when longer.
+    pub fn memory(&self) -> usize {
+        self.cfg.window.max(self.cfg.adh.map_or(0, |a| a.history))
+    }
+
     /// The classifier's state: the Deadline heuristic's window of margins, oldest first (the
-    /// other heuristics remember nothing).
+    /// other heuristics remember nothing); with ADH, then [`ADH_MARK`] and ADH's state
+    /// ([`Adh::snapshot`]).
     pub fn snapshot(&self) -> Vec<i64> {
-        self.deadline.window()
+        let mut v = self.deadline.window();
+        if let Some(adh) = self.deadline.adh() {
+            v.push(ADH_MARK);
+            v.extend(adh.snapshot());
+        }
+        v
     }
 
     /// Continues from a [`snapshot`](Self::snapshot): classifies the next jobs as the classifier
-    /// that took it would.
+    /// that took it would. A snapshot without ADH's part leaves ADH at its initial state; ADH's
+    /// part is ignored by a static classifier.
     pub fn restore(&mut self, snapshot: &[i64]) {
-        self.deadline.restore_window(snapshot);
+        let (margins, adh) = match snapshot.iter().position(|&w| w == ADH_MARK) {
+            Some(i) => (&snapshot[..i], Some(&snapshot[i + 1..])),
+            None => (snapshot, None),
+        };
+        self.deadline.restore_window(margins);
+        if let (Some(words), Some(state)) = (adh, self.deadline.adh_mut()) {
+            state.restore(words);
+        }
     }
 }
+
+/// Separates the margins from ADH's state in a [`Classifier::snapshot`] (no margin is `i64::MIN`:
+/// deadlines, estimates and submissions are validated times).
+pub const ADH_MARK: i64 = i64::MIN;
 
 #[cfg(test)]
 mod tests {
@@ -302,5 +348,68 @@ mod tests {
         }
         // The snapshot matters: without it the same jobs are classified otherwise.
         assert!(differs);
+    }
+
+    /// ADH's state travels in the snapshot: a restored adaptive classifier goes on with the same
+    /// base and record; a static classifier ignores that part, and an adaptive one restored from
+    /// a static snapshot starts ADH afresh.
+    #[test]
+    fn adh_state_is_part_of_the_snapshot() {
+        let cfg = ClassifierConfig {
+            window: 5,
+            adh: Some(AdhConfig {
+                history: 2,
+                ..AdhConfig::default()
+            }),
+            ..Default::default()
+        };
+        let job = |i: i64, slack: i64| {
+            let mut j = Job::new(i as u64, i * 10, 1, 100, 100);
+            j.deadline = Some(i * 10 + 100 + slack);
+            j
+        };
+        let mut a = Classifier::new(cfg).unwrap();
+        // Margins far below the mean: top levels pile up, ADH raises its base.
+        for (i, slack) in [(1, 5_000), (2, 1), (3, 2), (4, 3), (5, 1), (6, 2)] {
+            a.classify(&job(i, slack));
+        }
+        let base = a.deadline().base();
+        assert!(base > 2.0, "{base}");
+        assert_eq!(a.memory(), 5);
+        let snap = a.snapshot();
+        let mut b = Classifier::new(cfg).unwrap();
+        b.restore(&snap);
+        assert_eq!(b.snapshot(), snap);
+        for (i, slack) in [(7, 2), (8, 900), (9, 1)] {
+            let (ea, eb) = (
+                a.classify_explained(&job(i, slack)),
+                b.classify_explained(&job(i, slack)),
+            );
+            assert_eq!(ea, eb, "job {i}");
+        }
+        let mut plain = Classifier::new(ClassifierConfig {
+            window: 5,
+            ..Default::default()
+        })
+        .unwrap();
+        plain.restore(&snap);
+        assert_eq!(plain.snapshot(), snap[..5].to_vec());
+        let mut fresh = Classifier::new(cfg).unwrap();
+        fresh.restore(&plain.snapshot());
+        assert_eq!(fresh.deadline().base(), 2.0);
+        assert_eq!(fresh.snapshot()[..5], plain.snapshot()[..]);
+        let bad = ClassifierConfig {
+            adh: Some(AdhConfig {
+                delta: 0.0,
+                ..AdhConfig::default()
+            }),
+            ..Default::default()
+        };
+        let e = Classifier::new(bad).unwrap_err().to_string();
+        assert!(e.contains("adh.delta"), "{e}");
+        let c: ClassifierConfig = serde_json::from_str(r#"{"adh": {"history": 50}}"#).unwrap();
+        assert_eq!(c.adh.unwrap().history, 50);
+        let e = serde_json::from_str::<ClassifierConfig>(r#"{"adh": {"histroy": 5}}"#).unwrap_err();
+        assert!(e.to_string().contains("histroy"), "{e}");
     }
 }

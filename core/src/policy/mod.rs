@@ -23,6 +23,7 @@ mod order;
 mod planning;
 mod registry;
 mod rules;
+mod schedule_based;
 mod user_caps;
 
 pub use advance::{AdvanceReservation, Book, Released, ReservationRefused, check_request};
@@ -38,6 +39,7 @@ pub use order::QueueOrder;
 pub use planning::{PlanOrder, Planning, PlanningOptions};
 pub use registry::{BuildCluster, BuildSingle, POLICIES, PolicyEntry, PolicyKind};
 pub use rules::{PlanningRules, Rule, RuleKind};
+pub use schedule_based::{GapReading, ScheduleBased, TabuLimits, Weight};
 
 use crate::model::{Duration, Job, JobId, MachineId, Time};
 use std::fmt;

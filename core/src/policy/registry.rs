@@ -3,10 +3,10 @@
 //! heterogeneous cluster with licences. Names, parsing, the error listing the valid names, help
 //! texts and the lists of kinds all derive from [`POLICIES`]; adding a policy is its own module plus
 //! a variant and a line here (spec `reference-semantics.md` for the classic policies,
-//! `two-level-grid-scheduler.md` D6–D7 and D9.2–D9.3 for the cluster ones).
+//! `two-level-grid-scheduler.md` D6–D7, D9.2–D9.3 and D10.2 for the cluster ones).
 
 use super::{Conservative, Easy, FbVariant, Fcfs, FlexibleBackfilling, Policy, PolicyConfig};
-use super::{PlanOrder, Planning, PolicyConfigError, QueueOrder};
+use super::{PlanOrder, Planning, PolicyConfigError, QueueOrder, ScheduleBased};
 use crate::cluster::ClusterState;
 use crate::convergent::ConvergentScheduling;
 use crate::model::MachineId;
@@ -55,6 +55,14 @@ pub enum PolicyKind {
     PlanningLjf,
     /// See [`POLICIES`].
     Dynp,
+    /// See [`POLICIES`].
+    EgEdf,
+    /// See [`POLICIES`].
+    EgEdfTabu,
+    /// See [`POLICIES`].
+    EgEdfNow,
+    /// See [`POLICIES`].
+    EgEdfTabuNow,
 }
 
 /// Builds the classic implementation on one machine of the given processors.
@@ -79,7 +87,7 @@ pub struct PolicyEntry {
 }
 
 /// Every local policy, in documentation order: the classic single-machine ones first.
-pub static POLICIES: [PolicyEntry; 17] = [
+pub static POLICIES: [PolicyEntry; 21] = [
     PolicyEntry {
         kind: PolicyKind::Fcfs,
         name: "fcfs",
@@ -200,6 +208,34 @@ pub static POLICIES: [PolicyEntry; 17] = [
         help: "self-tuning dynP: the best-rated plan of FCFS, SJF and LJF at every event",
         single: Some(|c, m, p| Box::new(Planning::dynp(m, p, c.planning, c.dynp))),
         cluster: None,
+    },
+    PolicyEntry {
+        kind: PolicyKind::EgEdf,
+        name: "eg-edf",
+        help: "schedule-based: every job planned on a machine, earliest gap or EDF insertion (EG-EDF)",
+        single: None,
+        cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf(s))),
+    },
+    PolicyEntry {
+        kind: PolicyKind::EgEdfTabu,
+        name: "eg-edf-tabu",
+        help: "EG-EDF improved by Tabu search at every event (moves delayed waiting jobs to gaps)",
+        single: None,
+        cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf_tabu(s))),
+    },
+    PolicyEntry {
+        kind: PolicyKind::EgEdfNow,
+        name: "eg-edf-now",
+        help: "EG-EDF, our reading of a gap: CPUs free now count (a job can start at once)",
+        single: None,
+        cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf_now(s))),
+    },
+    PolicyEntry {
+        kind: PolicyKind::EgEdfTabuNow,
+        name: "eg-edf-tabu-now",
+        help: "EG-EDF + Tabu search, our reading of a gap (as eg-edf-now)",
+        single: None,
+        cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf_tabu_now(s))),
     },
 ];
 
@@ -331,7 +367,8 @@ mod tests {
         );
         assert_eq!(
             PolicyKind::names(&PolicyKind::cluster()),
-            "fcfs, easy, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np, fb-meta"
+            "fcfs, easy, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np, fb-meta, eg-edf, \
+             eg-edf-tabu, eg-edf-now, eg-edf-tabu-now"
         );
         let help = PolicyKind::help_lines(&[PolicyKind::Edf]);
         assert_eq!(

@@ -4,9 +4,10 @@
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
-    Experiment, Options, constraints::ConstraintsExperiment, cs::CsExperiment,
-    dynp::DynpExperiment, fb::FbExperiment, lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
-    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
+    Experiment, Options, adh, constraints::ConstraintsExperiment, cs::CsExperiment,
+    dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, lcg::LcgExperiment,
+    mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output, runner,
+    two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -33,6 +34,10 @@ pub enum Name {
     Lcg,
     /// Streit Ch. 5: the self-tuning dynP scheduler against FCFS, SJF and LJF planning.
     Dynp,
+    /// D10.2 (thesis §5.2.3): schedule-based EG-EDF and Tabu search against FCFS and backfilling.
+    EgEdf,
+    /// Thesis §5.1.5: the self-optimizing Deadline classification (ADH) against the static one.
+    Adh,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -84,6 +89,8 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::MsCs => Box::new(TwoLevelExperiment::new(&opts, &ms_cs::SPEC)),
         Name::Lcg => Box::new(LcgExperiment::new(&opts)?),
         Name::Dynp => Box::new(DynpExperiment::new(&opts)?),
+        Name::EgEdf => Box::new(EgEdfExperiment::new(&opts)),
+        Name::Adh => Box::new(adh::AdhExperiment::new(&opts)),
     };
     if args.out.is_file() {
         bail!(

@@ -12,6 +12,7 @@ mod output;
 mod rerun;
 mod run;
 mod trace;
+mod trace_calibrate;
 mod trace_synth;
 
 use clap::{Parser, Subcommand};
@@ -64,7 +65,8 @@ enum Command {
     /// Run a published experiment in parallel and write runs.csv, summary.json, SVG figures
     /// and report.md to --out.
     Experiment(experiment::ExperimentArgs),
-    /// Transform workload traces: `trace scale` (Ernemann's scaling to a larger machine).
+    /// Transform workload traces: `trace scale` (Ernemann's scaling to a larger machine),
+    /// `trace calibrate` (its stage-4 search for the adjusted factor), `trace synth`.
     Trace(trace::TraceArgs),
     /// Run a live local scheduler's input log through the same cluster runner again and check
     /// that it makes the same decisions.

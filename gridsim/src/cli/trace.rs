@@ -1,15 +1,18 @@
 //! `gridsim trace scale`: Ernemann's scaling of a trace to a larger machine
 //! (`gang-urgent-scaling.md` Part C, C.6; see `gridsched_workload::scale`), written as JSON Lines
-//! or SWF, with an optional JSON summary (jobs, total work, widest job before and after).
+//! or SWF, with an optional JSON summary (jobs, total work, widest job before and after). Stage 4's
+//! factor is Table 4's published one (`--adjusted`) or the one the stage-4 search finds for this
+//! trace (`--calibrated`, the search of `gridsim trace calibrate`, [`super::trace_calibrate`]).
 
+use super::trace_calibrate::{Loaded, SearchPolicy, SearchSpec, fmt_factor};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use gridsched_core::model::Job;
+use gridsched_workload::JsonlWriter;
 use gridsched_workload::scale::{
-    Calibration, Method, Scale, ScaleOptions, Stage, Summary, adjusted_factor, precise_factor,
-    round_half_up, table1_integer_factor,
+    Calibration, FactorSearch, Method, Scale, ScaleOptions, Scan, Stage, Summary, adjusted_factor,
+    precise_factor, round_half_up, table1_integer_factor,
 };
-use gridsched_workload::{JobSource, JsonlWriter, NormalizeOptions, traces};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -19,6 +22,10 @@ pub enum TraceCommand {
     /// Scale a trace to a larger machine (Part C): job copies, enlarged widths or per job by
     /// the decision value d.
     Scale(ScaleArgs),
+    /// Search the adjusted factor of stage 4 (§3.3): scale with f = f*, f* + 0.01, …, run each
+    /// scaled workload under EASY or FCFS and keep the f whose AWRT and AWWT are closest to the
+    /// original trace's on its original machine.
+    Calibrate(super::trace_calibrate::CalibrateArgs),
     /// Generate a synthetic workload (§5.4): shapes from a trace's (width, estimate, actual)
     /// matrix, Weibull arrivals with a fitted (α, β).
     Synth(super::trace_synth::SynthArgs),
@@ -49,7 +56,8 @@ pub enum StageArg {
     Integer,
     /// Stage 2: precise size factor, integer copies (--copies, default as stage 1).
     PreciseSize,
-    /// Stages 3–4: one factor (default f*; `--factor` or `--adjusted` for stage 4).
+    /// Stages 3–4: one factor (default f*; `--factor`, `--adjusted` or `--calibrated` for
+    /// stage 4).
     Precise,
 }
 
@@ -75,17 +83,26 @@ pub struct ScaleArgs {
     #[arg(long, value_enum, default_value = "precise")]
     pub stage: StageArg,
     /// Factor (precise: size and mean copies; precise-size: size; integer: both, an integer).
-    #[arg(long, conflicts_with = "adjusted")]
+    #[arg(long, conflicts_with_all = ["adjusted", "calibrated"])]
     pub factor: Option<f64>,
     /// Copy count of stage 2.
     #[arg(long)]
     pub copies: Option<u32>,
     /// Use Table 4's adjusted factor for the trace (CTC, KTH, NASA, SDSC00, SDSC95, SDSC96).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "calibrated")]
     pub adjusted: bool,
-    /// With --adjusted: the FCFS-calibrated factor (differs only for SDSC00).
+    /// Search the adjusted factor for this trace first (`trace calibrate`'s default scan
+    /// f* … f* + 0.60 by 0.01, with this --d and --seed, under EASY or, with --fcfs, FCFS) and
+    /// scale with the chosen one.
+    #[arg(long)]
+    pub calibrated: bool,
+    /// With --adjusted or --calibrated: the FCFS-calibrated factor (Table 4: differs only for
+    /// SDSC00).
     #[arg(long)]
     pub fcfs: bool,
+    /// With --calibrated: threads for the search's simulations (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
     /// Seed of the random stream.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -101,11 +118,13 @@ pub struct ScaleArgs {
 pub fn trace(args: &TraceArgs) -> Result<()> {
     match &args.command {
         TraceCommand::Scale(a) => scale(a),
+        TraceCommand::Calibrate(a) => super::trace_calibrate::calibrate(a),
         TraceCommand::Synth(a) => super::trace_synth::synth(a),
     }
 }
 
-fn stage(a: &ScaleArgs, original: u32) -> Result<Stage> {
+/// The stage the arguments select; `searched` is the factor `--calibrated` found.
+fn stage(a: &ScaleArgs, original: u32, searched: Option<f64>) -> Result<Stage> {
     let fstar = precise_factor(original, a.to)?;
     let int_default = || {
         table1_integer_factor(&a.trace)
@@ -130,7 +149,9 @@ fn stage(a: &ScaleArgs, original: u32) -> Result<Stage> {
             copies: a.copies.unwrap_or_else(int_default),
         },
         StageArg::Precise => {
-            let f = if a.adjusted {
+            let f = if let Some(f) = searched {
+                f
+            } else if a.adjusted {
                 let by = if a.fcfs {
                     Calibration::Fcfs
                 } else {
@@ -164,28 +185,55 @@ fn swf_line(j: &Job) -> String {
 }
 
 fn scale(a: &ScaleArgs) -> Result<()> {
-    let path = traces::resolve(&a.trace, &traces::dir()).map_err(|e| anyhow!(e))?;
-    let mut src = JobSource::open(&path, None, NormalizeOptions::default())?;
-    let original = match a.from.or(src.normalized_procs()) {
-        Some(n) => n,
-        None => bail!(
-            "{}: the header gives no machine size; pass --from",
-            path.display()
-        ),
-    };
-    let mut jobs = Vec::new();
-    for j in src.by_ref() {
-        jobs.push(j?);
+    if a.calibrated && a.stage != StageArg::Precise {
+        bail!("--calibrated searches the factor of stage 4: use it with --stage precise");
     }
+    // Refused now rather than after a search.
+    out_is_swf(&a.out)?;
+    let Loaded {
+        path,
+        jobs,
+        procs: original,
+        licence_names,
+    } = Loaded::read(&a.trace, a.from, "--from")?;
     let before = Summary::of(&jobs);
+    let method = match a.method {
+        MethodArg::Copies => Method::Copies,
+        MethodArg::Widths => Method::Widths,
+        MethodArg::Decision => Method::Decision(a.d),
+    };
+    let policy = if a.fcfs {
+        SearchPolicy::Fcfs
+    } else {
+        SearchPolicy::Easy
+    };
+    let searched: Option<FactorSearch> = if a.calibrated {
+        let fstar = precise_factor(original, a.to)?;
+        let spec = SearchSpec {
+            original,
+            target: a.to,
+            policy,
+            method,
+            seed: a.seed,
+            scan: Scan::new(fstar, Scan::DEFAULT_STEP, Scan::DEFAULT_STEPS)?,
+            threads: a.threads,
+        };
+        let found = super::trace_calibrate::search(&jobs, &spec)?;
+        if found.chosen_at_upper_end() {
+            eprintln!(
+                "gridsim: warning: --calibrated chose f = {}, the last factor of the scan \
+                 (f* + 0.60); `gridsim trace calibrate` with a larger --steps may find a closer one",
+                fmt_factor(found.best().factor)
+            );
+        }
+        Some(found)
+    } else {
+        None
+    };
     let opts = ScaleOptions {
         target: a.to,
-        stage: stage(a, original)?,
-        method: match a.method {
-            MethodArg::Copies => Method::Copies,
-            MethodArg::Widths => Method::Widths,
-            MethodArg::Decision => Method::Decision(a.d),
-        },
+        stage: stage(a, original, searched.as_ref().map(|s| s.best().factor))?,
+        method,
         seed: a.seed,
     };
     let header = format!(
@@ -203,10 +251,20 @@ fn scale(a: &ScaleArgs) -> Result<()> {
         &a.out,
         &header,
         a.to,
-        src.licence_names(),
+        &licence_names,
         scaled.map(|s| s.job),
         |j| after.add(j),
     )?;
+    let calibration = searched.as_ref().map(|s| {
+        serde_json::json!({
+            "policy": policy.kind().as_str(),
+            "factor": s.best().factor,
+            "distance": s.best().distance,
+            "reference": s.reference,
+            "chosen": s.best(),
+            "rows": s.rows,
+        })
+    });
     let json = serde_json::json!({
         "trace": path.display().to_string(),
         "from": original,
@@ -218,8 +276,19 @@ fn scale(a: &ScaleArgs) -> Result<()> {
         "before": before,
         "after": after,
         "out": a.out.display().to_string(),
+        "calibration": calibration,
     });
-    let text = format!(
+    let mut text = String::new();
+    if let Some(s) = &searched {
+        text += &format!(
+            "calibrated f = {} under {} (distance {:.2} % over {} factors); ",
+            fmt_factor(s.best().factor),
+            policy.name(),
+            100.0 * s.best().distance,
+            s.rows.len()
+        );
+    }
+    text += &format!(
         "{} jobs, area {}, max width {} → {} jobs, area {}, max width {} ({})",
         before.jobs,
         before.area,
@@ -242,6 +311,15 @@ pub fn print_summary(as_json: bool, json: &serde_json::Value, text: &str) -> Res
     Ok(())
 }
 
+/// Whether `out` names an SWF file (else JSON Lines); an error for any other extension.
+fn out_is_swf(out: &std::path::Path) -> Result<bool> {
+    let ext = |e: &str| out.extension().is_some_and(|x| x.eq_ignore_ascii_case(e));
+    if !ext("swf") && !ext("jsonl") {
+        bail!("--out {}: expected a .jsonl or .swf file", out.display());
+    }
+    Ok(ext("swf"))
+}
+
 /// Writes `jobs` to `out` (`.swf` with a MaxProcs header, or `.jsonl`), calling `seen` on each.
 pub fn write_jobs(
     out: &std::path::Path,
@@ -251,11 +329,7 @@ pub fn write_jobs(
     jobs: impl Iterator<Item = Job>,
     mut seen: impl FnMut(&Job),
 ) -> Result<()> {
-    let ext = |e: &str| out.extension().is_some_and(|x| x.eq_ignore_ascii_case(e));
-    let swf = ext("swf");
-    if !swf && !ext("jsonl") {
-        bail!("--out {}: expected a .jsonl or .swf file", out.display());
-    }
+    let swf = out_is_swf(out)?;
     let file = std::fs::File::create(out)
         .with_context(|| format!("--out {}: cannot create", out.display()))?;
     if swf {

@@ -10,6 +10,7 @@
 //! * [`output`]: CSV, JSON and the summary.
 //! * [`plot`]: SVG line charts (plotters, SVG backend, no system fonts).
 //! * [`cs`]: D9.2 Convergent Scheduling on one cluster (Figs. 19–23).
+//! * [`adh`]: thesis §5.1.5, the self-optimizing Deadline classification (Figs. 34–38).
 //! * [`mkp`]: D9.2 greedy knapsack pre-matching against branch and bound (Table 5).
 //! * [`fb`]: D9.1 Flexible Backfilling on one cluster (Figs. 16–18, Tables 2–3).
 //! * [`multisite`]: the multi-site grid study (`self-tuning-and-multisite.md` §6).
@@ -19,13 +20,17 @@
 //!   [`shares`]: their load shares against the optimal and capacity shares.
 //! * [`dynp`]: the self-tuning dynP scheduler against FCFS, SJF and LJF planning
 //!   (`self-tuning-and-multisite.md` §4).
+//! * [`eg_edf`]: D10.2, the schedule-based EG-EDF and Tabu search of Klusáček & Rudová against
+//!   FCFS and backfilling (thesis §5.2.3, Figs. 39–40).
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 
+pub mod adh;
 pub mod constraints;
 pub mod cs;
 pub mod cs_findings;
 pub mod dynp;
 pub mod dynp_syn;
+pub mod eg_edf;
 pub mod fb;
 pub mod lcg;
 pub mod mkp;

@@ -2,6 +2,7 @@
 //! (`gang-urgent-scaling.md` Part C, C.6), and the wide-job splitting of the grid workloads
 //! (`self-tuning-and-multisite.md` §6.6, modifications 1–4, in [`split`]), with the proportional
 //! width resizing the grid study applies to traces from other machine sizes (in [`resize`]).
+//! The choice rule of stage 4's search for the adjusted factor is in [`calibrate`].
 //!
 //! Every job of the original stream, in order, is either **enlarged** (one job, size
 //! g(procs), see [`factors`]) or **duplicated** (k identical copies, same submit time): with
@@ -20,12 +21,14 @@
 //! squashed area is ≈ f × the original (exactly f × for an integer f without capping, C.9 #3),
 //! i.e. the work relative to the machine size is preserved.
 
+pub mod calibrate;
 pub mod factors;
 pub mod resize;
 pub mod split;
 #[cfg(test)]
 mod tests;
 
+pub use calibrate::{FactorSearch, Outcome, Row, Scan};
 pub use factors::{
     Calibration, Stage, adjusted_factor, precise_factor, round_half_up, table1_integer_factor,
 };
