@@ -48,6 +48,10 @@ pub struct SubmitArgs {
     /// Advance reservation to run in (`r7` or `7`, from `gridctl reserve`).
     #[arg(long)]
     pub reservation: Option<String>,
+    /// An urgent job: `critical` (the default level), `high` or `important`; it outranks typical
+    /// jobs and may preempt them where the site allows. Needs an allowance of the meta-scheduler.
+    #[arg(long, num_args = 0..=1, default_missing_value = "critical", value_name = "LEVEL")]
+    pub urgent: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     #[serde(default)]
@@ -78,6 +82,7 @@ impl SubmitArgs {
             a.emulate = a.emulate.or(f.emulate);
             a.token = a.token.or(f.token);
             a.reservation = a.reservation.or(f.reservation);
+            a.urgent = a.urgent.or(f.urgent);
             if a.licences.is_empty() {
                 a.licences = f.licences;
             }
@@ -106,6 +111,13 @@ impl SubmitArgs {
                     .parse::<i64>()
                     .map_err(|e| anyhow::anyhow!("--deadline: {e}"))?,
             }),
+        };
+        let urgency = match a.urgent.as_deref() {
+            None => v1::Urgency::Unspecified,
+            Some(u) => match u.parse::<gridsched_core::model::Urgency>() {
+                Ok(u) => u.into(),
+                Err(e) => anyhow::bail!("--urgent: {e}"),
+            },
         };
         let command = a.command.split_first().map(|(p, args)| v1::Command {
             program: p.clone(),
@@ -137,6 +149,7 @@ impl SubmitArgs {
                     crate::reservation_id(r).map_err(|e| anyhow::anyhow!("--reservation: {e}"))
                 })
                 .transpose()?,
+            urgency: urgency.into(),
             ..Default::default()
         })
     }

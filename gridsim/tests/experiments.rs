@@ -494,8 +494,8 @@ fn lcg_quick_runs_every_strategy_and_the_home_site_baseline() {
     let a = tempfile::tempdir().unwrap();
     lcg_quick(a.path(), &[]);
     let rows = deterministic_csv(a.path());
-    // Two capacity factors × (home site + 9 strategies).
-    assert_eq!(rows.len() - 1, 2 * 10);
+    // Two capacity factors × (home site + 12 strategies).
+    assert_eq!(rows.len() - 1, 2 * 13);
     let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
     let (alg, ta, wait, moved, fin, rej) = (
         col("algorithm"),
@@ -728,4 +728,81 @@ fn adh_quick_classifies_every_stream_with_a_verdict_per_claim() {
         let svg = std::fs::read_to_string(a.path().join(format!("{f}.svg"))).unwrap();
         assert!(svg.contains("<svg"), "{f}");
     }
+}
+
+/// `experiment urgent --quick` with the shared traces directory, into `dir`.
+fn urgent_quick(dir: &Path, threads: &str) {
+    let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args([
+            "experiment",
+            "urgent",
+            "--quick",
+            "--quiet",
+            "--threads",
+            threads,
+        ])
+        .arg("--out")
+        .arg(dir)
+        .env(traces::TRACES_ENV, traces::dir())
+        .output()
+        .expect("gridsim runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn urgent_quick_runs_every_broker_and_judges_each_claim() {
+    let Some(_) = traces::for_test("KTH-SP2-1996-2.1-cln.swf.gz") else {
+        return;
+    };
+    let a = tempfile::tempdir().unwrap();
+    urgent_quick(a.path(), "0");
+    let rows = deterministic_csv(a.path());
+    // 2 repetitions × 4 brokers × (baseline + 2 variants × 3 sizes).
+    assert_eq!(rows.len() - 1, 2 * 4 * 7);
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let (variant, size, fin, urgent, pre, lost) = (
+        col("variant"),
+        col("ta"),
+        col("finished"),
+        col("urgent_jobs"),
+        col("preemptions"),
+        col("lost_cpu_hours"),
+    );
+    let jobs = &rows[1][fin];
+    for r in &rows[1..] {
+        assert_eq!(&r[fin], jobs, "every job finishes: {r:?}");
+        match r[variant].as_str() {
+            "baseline" => assert_eq!(r[urgent], "0.000000", "{r:?}"),
+            // 10 % of the window's jobs.
+            _ => assert_ne!(r[urgent], "0.000000", "{r:?}"),
+        }
+        if r[variant] == "suspend (ours)" {
+            assert_eq!(r[lost], "0.000000", "a suspended job loses no work: {r:?}");
+        }
+        if r[variant] == "as printed" && r[size] == "50" {
+            assert_ne!(r[pre], "0.000000", "full-site urgent jobs preempt: {r:?}");
+        }
+    }
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(report.contains("KTH-SP2"), "{report}");
+    let verdicts =
+        report.matches("**holds**").count() + report.matches("**does not hold**").count();
+    assert_eq!(
+        verdicts, 7,
+        "one verdict per claim of the quick run: {report}"
+    );
+    for f in [
+        "urgent-utilization",
+        "urgent-wait-urgent",
+        "urgent-kill-vs-suspend",
+    ] {
+        assert!(a.path().join(format!("{f}.svg")).exists(), "{f}");
+    }
+    let b = tempfile::tempdir().unwrap();
+    urgent_quick(b.path(), "1");
+    assert_eq!(
+        rows,
+        deterministic_csv(b.path()),
+        "independent of the threads"
+    );
 }

@@ -70,6 +70,9 @@ pub struct MetaConfig {
     /// This replica's name, address and lease times, for replicas sharing a PostgreSQL store.
     #[serde(default)]
     pub replica: crate::replica::ReplicaConfig,
+    /// Who may submit urgent jobs, and up to which level; without it, nobody.
+    #[serde(default)]
+    pub urgent: crate::urgent::UrgentConfig,
 }
 
 /// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
@@ -225,6 +228,7 @@ impl Default for MetaConfig {
             retention: Default::default(),
             store: Default::default(),
             replica: Default::default(),
+            urgent: Default::default(),
         }
     }
 }

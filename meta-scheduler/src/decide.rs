@@ -452,6 +452,8 @@ pub fn load_of(status: &v1::StatusResponse) -> ClusterLoad {
             .iter()
             .map(|r| area(r.processors, r.predicted_end - now))
             .sum(),
+        // Sites do not report their urgent jobs to the meta-scheduler yet.
+        urgent: Vec::new(),
     }
 }
 

@@ -22,6 +22,7 @@ pub mod reservations;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod urgent;
 pub mod validate;
 
 pub use cli::main_with_args;

@@ -317,6 +317,17 @@ impl MetaService {
                 continue;
             }
             let spec = spec.unwrap_or_default();
+            if let Some(message) = self.inner.cfg.urgent.refusal(&spec) {
+                results.push(v1::SubmitResult {
+                    index,
+                    outcome: Some(v1::submit_result::Outcome::Rejected(v1::SubmitError {
+                        code: tonic::Code::PermissionDenied as i32,
+                        field: Some("urgency".into()),
+                        message,
+                    })),
+                });
+                continue;
+            }
             if let Some((code, message)) =
                 crate::reservations::refuse_job(&st.reservations, &spec, t)
             {

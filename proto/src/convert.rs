@@ -10,8 +10,8 @@ use crate::limits::check_text;
 use crate::v1;
 use gridsched_core::Time;
 use gridsched_core::model::{
-    InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform, ReservationId, UserClass,
-    UserId,
+    InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform, ReservationId, Urgency,
+    UserClass, UserId,
 };
 use gridsched_core::policy::{Reservation, ReservationKind};
 use std::collections::HashMap;
@@ -234,6 +234,30 @@ impl From<UserClass> for v1::UserClass {
     }
 }
 
+impl From<Urgency> for v1::Urgency {
+    fn from(u: Urgency) -> v1::Urgency {
+        match u {
+            Urgency::Important => v1::Urgency::Important,
+            Urgency::High => v1::Urgency::High,
+            Urgency::Critical => v1::Urgency::Critical,
+        }
+    }
+}
+
+/// The urgency of a wire value: `UNSPECIFIED` is a typical job (`None`).
+pub fn urgency_from(value: i32) -> Result<Option<Urgency>, ConvertError> {
+    match v1::Urgency::try_from(value) {
+        Ok(v1::Urgency::Unspecified) => Ok(None),
+        Ok(v1::Urgency::Important) => Ok(Some(Urgency::Important)),
+        Ok(v1::Urgency::High) => Ok(Some(Urgency::High)),
+        Ok(v1::Urgency::Critical) => Ok(Some(Urgency::Critical)),
+        Err(_) => Err(ConvertError::new(
+            "urgency",
+            format!("unknown value {value}"),
+        )),
+    }
+}
+
 impl From<v1::UserClass> for UserClass {
     /// `UNSPECIFIED` is `Regular`.
     fn from(c: v1::UserClass) -> UserClass {
@@ -351,6 +375,7 @@ pub fn job_from_spec(
             Some(0) => return Err(ConvertError::new("reservation", "must be positive")),
             r => r.map(ReservationId),
         },
+        urgency: urgency_from(spec.urgency)?,
     };
     job.validate()?;
     job.user = names.intern_user(&spec.user);
@@ -453,6 +478,7 @@ pub fn spec_from_job(job: &Job, names: &NameTable) -> Result<v1::JobSpec, Unname
         client_token: None,
         partition: job.partition,
         reservation: job.reservation.map(|r| r.0),
+        urgency: job.urgency.map_or(0, |u| v1::Urgency::from(u) as i32),
     })
 }
 
@@ -524,6 +550,7 @@ mod tests {
             benchmark: Some(250),
             partition: Some(3),
             reservation: None,
+            urgency: Some(Urgency::High),
         }
     }
 
@@ -546,6 +573,7 @@ mod tests {
         assert_eq!(spec.licences, ["abaqus", "matlab"]);
         assert_eq!(spec.inputs[0].machine.as_deref(), Some("m1"));
         assert_eq!(spec.emulate_runtime_s, Some(1800));
+        assert_eq!(spec.urgency(), v1::Urgency::High);
         let mut t2 = t.clone();
         let back = job_from_spec(&spec, job.id, job.submit, &mut t2).unwrap();
         assert_eq!(back, job);
@@ -600,6 +628,7 @@ mod tests {
         let cases: &[(&str, Breaker)] = &[
             ("user", |s| s.user.clear()),
             ("user_class", |s| s.user_class = 17),
+            ("urgency", |s| s.urgency = 4),
             ("owner_priority", |s| s.owner_priority = 4),
             ("owner_priority", |s| s.owner_priority = 1000),
             ("processors", |s| s.processors = 0),

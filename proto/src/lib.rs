@@ -17,6 +17,7 @@ pub mod standard;
 
 pub use convert::{
     ConvertError, NameTable, UnnamedId, job_from_spec, reservation_to_proto, spec_from_job,
+    urgency_from,
 };
 pub use limits::SpecLimits;
 

@@ -117,6 +117,9 @@ pub fn job_spec(
                     // Reservations are checked against state, not form: see
                     // tests/tests/live_reservations.rs.
                     reservation: None,
+                    // Urgency is checked against the user's allowance: see
+                    // tests/tests/live_urgent.rs.
+                    urgency: 0,
                 }
             },
         )

@@ -119,6 +119,9 @@ pub struct SiteSpec {
     pub time_scale: f64,
     /// A Slurm-backed site: its `[slurm]` section (`backend = "slurm"`, no agents).
     pub slurm: Option<String>,
+    /// More keys of its local scheduler's `[policy]` section (TOML lines, e.g.
+    /// `urgent = { preempt_by = "suspend" }`).
+    pub policy_extra: String,
 }
 
 impl SiteSpec {
@@ -135,6 +138,7 @@ impl SiteSpec {
             multi_node: false,
             time_scale: 0.05,
             slurm: None,
+            policy_extra: String::new(),
         }
     }
 }
@@ -289,12 +293,13 @@ impl LiveGrid {
             let mut toml = format!(
                 "listen = \"127.0.0.1:0\"\ncluster = \"{}\"\nsite = \"{}\"\n\
                  heartbeat_interval_ms = 100\nlost_after_ms = 1000\nstate_dir = \"{}\"\n\
-                 metrics_listen = \"{}\"\n[policy]\npolicy = \"{}\"\n",
+                 metrics_listen = \"{}\"\n[policy]\npolicy = \"{}\"\n{}\n",
                 s.name,
                 s.name,
                 g.path(&format!("{}/state", s.name)).display(),
                 g.metrics[i + 1],
-                s.policy
+                s.policy,
+                s.policy_extra
             );
             if let Some(m) = s.max_estimate_s {
                 toml = format!("max_estimate_s = {m}\n{toml}");

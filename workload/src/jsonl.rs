@@ -25,6 +25,7 @@
 //! | `benchmark` | u32 ≥ 1 | no | benchmark score of the machine the times were measured on |
 //! | `partition` | u32 | no | home partition or site |
 //! | `reservation` | u64 | no | the advance reservation the job runs in (planning policies) |
+//! | `urgency` | `"important"`, `"high"`, `"critical"` | no (typical) | an urgent job's level: it outranks typical jobs and may preempt them |
 //!
 //! Unknown keys are an error. Licence names are interned into [`LicenceId`]s in order of first
 //! appearance in the file (or after the names given to [`JsonlReader::with_licence_names`], so
@@ -43,7 +44,7 @@
 use crate::error::WorkloadError;
 use crate::input::{DynBufRead, OpenedInput, Progress, open_input};
 use gridsched_core::model::{
-    InputRef, Job, JobId, LicenceId, MachineId, ReservationId, UserClass, UserId,
+    InputRef, Job, JobId, LicenceId, MachineId, ReservationId, Urgency, UserClass, UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -89,6 +90,8 @@ struct JsonJobIn {
     partition: Option<u32>,
     #[serde(default)]
     reservation: Option<u64>,
+    #[serde(default)]
+    urgency: Option<Urgency>,
 }
 
 /// One job line as written (same keys, defaults left out).
@@ -120,6 +123,8 @@ struct JsonJobOut<'a> {
     partition: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reservation: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    urgency: Option<Urgency>,
 }
 
 fn is_zero_u32(v: &u32) -> bool {
@@ -337,6 +342,7 @@ impl<R: BufRead> JsonlReader<R> {
             benchmark: raw.benchmark,
             partition: raw.partition,
             reservation: raw.reservation.map(ReservationId),
+            urgency: raw.urgency,
         };
         job.validate().map_err(|source| WorkloadError::InvalidJob {
             file: self.name.clone(),
@@ -432,6 +438,7 @@ impl<W: Write> JsonlWriter<W> {
             benchmark: job.benchmark,
             partition: job.partition,
             reservation: job.reservation.map(|r| r.0),
+            urgency: job.urgency,
         };
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, &out).map_err(io::Error::other)?;

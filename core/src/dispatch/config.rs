@@ -28,6 +28,9 @@ pub struct DispatchConfig {
     /// `multi_site`'s overhead ([`super::WideSplit`], ours); the multi-site strategy splits by
     /// its own rules either way.
     pub split_wide: bool,
+    /// The preferred (dedicated) site of the urgent brokers, by cluster index (Kurowski et al.
+    /// §4; G-B5: the first).
+    pub preferred: u32,
 }
 
 impl Default for DispatchConfig {
@@ -41,6 +44,7 @@ impl Default for DispatchConfig {
             seed: 1,
             multi_site: MultiSiteConfig::default(),
             split_wide: false,
+            preferred: 0,
         }
     }
 }

@@ -19,6 +19,7 @@ mod registry;
 mod round_robin;
 #[cfg(test)]
 mod tests;
+mod urgent_brokers;
 mod wide_split;
 
 pub use arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
@@ -30,9 +31,10 @@ pub use load_ordering::{Function, LoadOrdering};
 pub use reason::{Measure, Reason};
 pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};
 pub use round_robin::RoundRobin;
+pub use urgent_brokers::{UrgentBroker, UrgentBrokerKind, urgent_start};
 pub use wide_split::WideSplit;
 
-use crate::model::{ClusterId, Job, JobId, LicenceId, Time};
+use crate::model::{ClusterId, Duration, Job, JobId, LicenceId, Time};
 use std::fmt;
 
 /// A meta-scheduler priority, `1..=max` (higher = more important; D4.1).
@@ -77,6 +79,20 @@ pub struct ClusterLoad {
     pub waiting_area: i128,
     /// Requested area still to run of the running jobs.
     pub running_area: i128,
+    /// Its urgent jobs, running or waiting, for the urgent brokers (Kurowski et al. §4);
+    /// empty where the site does not report them.
+    pub urgent: Vec<UrgentLoad>,
+}
+
+/// An urgent job at a cluster, as the urgent brokers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UrgentLoad {
+    /// Its processors.
+    pub procs: u32,
+    /// Its predicted end when it runs; `None` while it waits.
+    pub end: Option<Time>,
+    /// Its estimate (what a waiting one will hold once it starts).
+    pub estimate: Duration,
 }
 
 /// The grid as a strategy sees it at a decision.

@@ -70,6 +70,15 @@ pub enum Reason {
         /// The widest job one site runs.
         widest: u32,
     },
+    /// An urgent job sent to the preferred site, which can run it now: `free` processors there
+    /// are neither held nor reserved by urgent jobs (Kurowski et al. §4, resource priority).
+    Preferred {
+        /// Processors not held by urgent jobs at the preferred site.
+        free: u32,
+    },
+    /// An urgent job consolidated on the dedicated site (Kurowski et al. §4, LB with
+    /// consolidation).
+    Consolidated,
     /// The least `measure`.
     Least {
         /// What was compared.
@@ -113,6 +122,10 @@ impl Reason {
                 "wider than every site (the widest runs {widest} processors): split over \
                  {fragments} sites, co-allocated to start together"
             ),
+            Reason::Preferred { free } => format!(
+                "urgent: the preferred site can run it now ({free} processors not held by urgent jobs)"
+            ),
+            Reason::Consolidated => "urgent: consolidated on the dedicated site".into(),
             Reason::Least {
                 measure,
                 priority,

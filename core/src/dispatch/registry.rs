@@ -6,8 +6,9 @@
 
 use super::{
     Broker, BrokerKind, DispatchConfig, Dispatcher, Function, GridScheduler, LoadOrdering,
-    RoundRobin,
+    RoundRobin, UrgentBroker, UrgentBrokerKind,
 };
+use crate::model::ClusterId;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -31,6 +32,12 @@ pub enum DispatchKind {
     LeastLoaded,
     /// See [`DISPATCHERS`].
     MinCompletion,
+    /// See [`DISPATCHERS`].
+    LbConsolidation,
+    /// See [`DISPATCHERS`].
+    ResourcePriority,
+    /// See [`DISPATCHERS`].
+    MctPreferred,
     /// See [`DISPATCHERS`].
     JobSharing,
     /// See [`DISPATCHERS`].
@@ -59,8 +66,12 @@ fn load_ordering(c: &DispatchConfig, f: Function) -> Box<dyn Dispatcher> {
     )
 }
 
+fn urgent(c: &DispatchConfig, kind: UrgentBrokerKind) -> Box<dyn Dispatcher> {
+    Box::new(UrgentBroker::new(kind, ClusterId(c.preferred)))
+}
+
 /// Every strategy, in documentation order.
-pub static DISPATCHERS: [DispatchEntry; 9] = [
+pub static DISPATCHERS: [DispatchEntry; 12] = [
     DispatchEntry {
         kind: DispatchKind::RoundRobin,
         name: "round-robin",
@@ -109,6 +120,27 @@ pub static DISPATCHERS: [DispatchEntry; 9] = [
         help: "the earliest estimated completion",
         reads_site_state: true,
         build: |_| Box::new(Broker::new(BrokerKind::MinCompletion)),
+    },
+    DispatchEntry {
+        kind: DispatchKind::LbConsolidation,
+        name: "lb-consolidation",
+        help: "typical jobs to the fewest waiting jobs, urgent ones to the dedicated site",
+        reads_site_state: true,
+        build: |c| urgent(c, UrgentBrokerKind::Consolidation),
+    },
+    DispatchEntry {
+        kind: DispatchKind::ResourcePriority,
+        name: "resource-priority",
+        help: "as least-loaded, but an urgent job to the preferred site if it can run it now",
+        reads_site_state: true,
+        build: |c| urgent(c, UrgentBrokerKind::ResourcePriority),
+    },
+    DispatchEntry {
+        kind: DispatchKind::MctPreferred,
+        name: "mct-preferred",
+        help: "as resource-priority, else an urgent job to its earliest completion",
+        reads_site_state: true,
+        build: |c| urgent(c, UrgentBrokerKind::MinCompletion),
     },
     DispatchEntry {
         kind: DispatchKind::JobSharing,
@@ -209,6 +241,6 @@ mod tests {
         }
         assert_eq!(DispatchKind::every().len(), DISPATCHERS.len());
         let e = "fastest".parse::<DispatchKind>().unwrap_err();
-        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion, job-sharing, multi-site)"), "{e}");
+        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion, lb-consolidation, resource-priority, mct-preferred, job-sharing, multi-site)"), "{e}");
     }
 }

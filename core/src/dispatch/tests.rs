@@ -145,18 +145,21 @@ fn brokers_read_the_site_state() {
             waiting_jobs: 5,
             waiting_area: 6_400,
             running_area: 0,
+            ..Default::default()
         },
         ClusterLoad {
             free_procs: 4,
             waiting_jobs: 1,
             waiting_area: 64_000,
             running_area: 0,
+            ..Default::default()
         },
         ClusterLoad {
             free_procs: 3,
             waiting_jobs: 1,
             waiting_area: 640,
             running_area: 640,
+            ..Default::default()
         },
     ]);
     let j = job(1, 4, 100);
@@ -277,18 +280,21 @@ fn every_strategy_says_why_in_words() {
             waiting_jobs: 2,
             waiting_area: 640,
             running_area: 0,
+            ..Default::default()
         },
         ClusterLoad {
             free_procs: 3,
             waiting_jobs: 1,
             waiting_area: 0,
             running_area: 1280,
+            ..Default::default()
         },
         ClusterLoad {
             free_procs: 1,
             waiting_jobs: 0,
             waiting_area: 0,
             running_area: 0,
+            ..Default::default()
         },
     ]);
     let mut said = Vec::new();
@@ -317,6 +323,9 @@ fn every_strategy_says_why_in_words() {
             "best-fit -> beta: free processors left 1, least of 2; next: alpha 4",
             "least-loaded -> gamma: waiting jobs 0, least of 3; next: beta 1",
             "min-completion -> gamma: estimated completion at 100, least of 3; next: alpha 110",
+            "lb-consolidation -> gamma: waiting jobs 0, least of 3; next: beta 1",
+            "resource-priority -> gamma: waiting jobs 0, least of 3; next: beta 1",
+            "mct-preferred -> gamma: waiting jobs 0, least of 3; next: beta 1",
             "job-sharing -> alpha: best fit: 3 processors left free, the fewest of the sites with room",
             "multi-site -> alpha: best fit: 3 processors left free, the fewest of the sites with room",
         ]

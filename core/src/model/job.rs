@@ -1,7 +1,7 @@
 //! The job: what a user submits and what the schedulers reason about (spec
 //! `two-level-grid-scheduler.md` D2.1, `self-tuning-and-multisite.md` §1.1, §1.5).
 
-use super::{Duration, LicenceId, Machine, MachineId, ReservationId, Time, UserId};
+use super::{Duration, LicenceId, Machine, MachineId, ReservationId, Time, Urgency, UserId};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -110,6 +110,10 @@ pub struct Job {
     /// The advance reservation the job runs in: it starts and ends inside it, on its processors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<ReservationId>,
+    /// Its urgency; `None` for a typical job (Kurowski et al. §4: urgent jobs outrank typical
+    /// ones and may preempt them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<Urgency>,
 }
 
 pub use super::JobId;
@@ -167,7 +171,13 @@ impl Job {
             benchmark: None,
             partition: None,
             reservation: None,
+            urgency: None,
         }
+    }
+
+    /// Whether the job is urgent (has an urgency level).
+    pub fn is_urgent(&self) -> bool {
+        self.urgency.is_some()
     }
 
     /// Checks the invariants of a job description, naming the first field that breaks one.

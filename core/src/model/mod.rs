@@ -7,11 +7,13 @@ mod ids;
 mod job;
 mod machine;
 mod platform;
+mod urgency;
 
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass, scale_duration};
 pub use machine::Machine;
 pub use platform::{Cluster, LicencePool, LicenceType, Platform, PlatformError, Site};
+pub use urgency::Urgency;
 
 /// An instant, in integer seconds since the epoch of the workload (a trace's start, or the Unix
 /// epoch for a live grid).

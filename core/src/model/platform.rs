@@ -155,6 +155,32 @@ impl Platform {
         }
     }
 
+    /// One site, cluster and space-shared machine (benchmark 1) per `(name, processors)`, all
+    /// three named alike: the grid of one-machine sites of the multi-site and broker studies.
+    pub fn single_machine_sites<'a>(sites: impl IntoIterator<Item = (&'a str, u32)>) -> Platform {
+        let mut p = Platform::default();
+        for (i, (name, procs)) in sites.into_iter().enumerate() {
+            let id = i as u32;
+            let mut m = Machine::new(MachineId(id), name, procs, 1);
+            m.cluster = ClusterId(id);
+            p.machines.push(m);
+            p.clusters.push(Cluster {
+                id: ClusterId(id),
+                name: name.into(),
+                site: SiteId(id),
+                machines: vec![MachineId(id)],
+                pools: Vec::new(),
+                space_sharing: true,
+            });
+            p.sites.push(Site {
+                id: SiteId(id),
+                name: name.into(),
+                clusters: vec![ClusterId(id)],
+            });
+        }
+        p
+    }
+
     /// Total processors of all machines.
     pub fn total_procs(&self) -> u64 {
         self.machines.iter().map(|m| u64::from(m.procs)).sum()

@@ -2,7 +2,7 @@
 //! Every knob of `reference-semantics.md` ("Knobs other simulators choose differently") that
 //! belongs to the policy lives here; the defaults are the reference mode.
 
-use super::{DynpOptions, PlanningOptions, Policy, PolicyKind};
+use super::{DynpOptions, PlanningOptions, Policy, PolicyKind, UrgentLayer, UrgentOptions};
 use crate::cluster::{ClusterError, ClusterState};
 use crate::convergent::{CsParams, MatchingKind};
 use crate::heuristics::HeuristicParams;
@@ -123,6 +123,10 @@ pub struct PolicyConfig {
     /// one machine per job (the heterogeneous cluster's scheduler, as on any other cluster).
     #[serde(default = "yes")]
     pub partition: bool,
+    /// How urgent jobs are served on top of the policy (Kurowski et al. §4); `None`: urgent jobs
+    /// are queued like any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgent: Option<UrgentOptions>,
 }
 
 fn yes() -> bool {
@@ -156,6 +160,11 @@ pub enum PolicyConfigError {
     /// The cluster description is inconsistent.
     #[error("cluster: {0}")]
     Cluster(#[from] ClusterError),
+    /// An urgent layer over a policy that does not run one space-shared machine.
+    #[error(
+        "urgent: the {0} policy on cluster `{1}` does not run one space-shared machine, which the urgent layer needs"
+    )]
+    UrgentNeedsOneMachine(PolicyKind, String),
     /// Planning rules given to a policy that does not plan.
     #[error(
         "planning.rules: the {0} policy does not take planning rules (planning-fcfs, planning-sjf, planning-ljf and dynp do)"
@@ -175,6 +184,7 @@ impl PolicyConfig {
             planning: PlanningOptions::default(),
             dynp: DynpOptions::default(),
             partition: true,
+            urgent: None,
         }
     }
 
@@ -225,7 +235,32 @@ impl PolicyConfig {
     /// and so does a partition of alike nodes (with [`PolicyConfig::partition`]), seen as one
     /// machine of their summed processors; any other cluster gets the heterogeneous scheduler of
     /// the kinds of [`PolicyKind::cluster`].
+    ///
+    /// With [`PolicyConfig::urgent`], the policy is wrapped in an [`UrgentLayer`], which needs
+    /// a policy of one space-shared machine (or of a partition run as one pool).
     pub fn build(
+        &self,
+        platform: &Platform,
+        cluster: ClusterId,
+    ) -> Result<Box<dyn Policy>, PolicyConfigError> {
+        let policy = self.build_plain(platform, cluster)?;
+        let Some(opts) = self.urgent else {
+            return Ok(policy);
+        };
+        UrgentLayer::new(policy, opts).map_or_else(
+            |_| {
+                Err(PolicyConfigError::UrgentNeedsOneMachine(
+                    self.policy,
+                    platform
+                        .cluster(cluster)
+                        .map_or_else(String::new, |c| c.name.clone()),
+                ))
+            },
+            |l| Ok(Box::new(l) as Box<dyn Policy>),
+        )
+    }
+
+    fn build_plain(
         &self,
         platform: &Platform,
         cluster: ClusterId,
@@ -343,7 +378,7 @@ mod tests {
         for k in PolicyKind::every() {
             assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
         }
-        assert_eq!(PolicyKind::every().len(), 21, "each kind once");
+        assert_eq!(PolicyKind::every().len(), 22, "each kind once");
         let e = "nope".parse::<PolicyKind>().unwrap_err().to_string();
         assert!(
             e.ends_with(

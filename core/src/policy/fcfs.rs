@@ -3,6 +3,11 @@
 //! everything behind it. While its machine is down (`set_machine_available`) nothing starts.
 //! With advance reservations held, the head starts only if its processors stay free for its
 //! whole estimate ([`super::around`]).
+//!
+//! [`Fcfs::first_fit`] is the greedy variant Kurowski et al. call "FCFS with backfilling" (§4;
+//! spec `gang-urgent-scaling.md` B.3, G-B1): the queue in arrival order, every job that fits in
+//! the processors free now starts, a job that does not is skipped, and no job holds a
+//! reservation.
 
 use super::around::Around;
 use super::{AdvanceReservation, Policy, Rejection, Reservation, ReservationRefused, Start};
@@ -28,6 +33,8 @@ pub struct Fcfs {
     down: bool,
     /// Advance reservations and the jobs inside them.
     around: Around,
+    /// A job that does not fit is skipped instead of blocking the queue (first fit).
+    skip: bool,
 }
 
 impl Fcfs {
@@ -40,6 +47,39 @@ impl Fcfs {
             running: RunningSet::new(),
             down: false,
             around: Around::default(),
+            skip: false,
+        }
+    }
+
+    /// First fit for `machine` of `capacity` processors: every waiting job that fits starts, in
+    /// arrival order.
+    pub fn first_fit(machine: MachineId, capacity: u32) -> Fcfs {
+        Fcfs {
+            skip: true,
+            ..Fcfs::new(machine, capacity)
+        }
+    }
+
+    /// Starts the waiting jobs for which `fits` holds, in queue order: the head only while it
+    /// fits, or every one that fits when skipping.
+    fn start_fitting(
+        &mut self,
+        now: Time,
+        starts: &mut Vec<Start>,
+        mut fits: impl FnMut(&Waiting) -> bool,
+    ) {
+        let mut i = 0;
+        while let Some(h) = self.queue.get(i).copied() {
+            if !fits(&h) {
+                if !self.skip {
+                    break;
+                }
+                i += 1;
+                continue;
+            }
+            self.queue.remove(i);
+            self.running.insert(h.id, h.procs, now, h.estimate);
+            starts.push(Start::on(h.id, self.machine, h.procs));
         }
     }
 }
@@ -50,7 +90,7 @@ impl Policy for Fcfs {
     }
 
     fn describe(&self) -> String {
-        "fcfs".into()
+        if self.skip { "first-fit" } else { "fcfs" }.into()
     }
 
     fn submit(&mut self, now: Time, job: &Job) -> Result<(), Rejection> {
@@ -117,27 +157,23 @@ impl Policy for Fcfs {
         if self.around.active() {
             self.around.pass(now, self.machine, starts);
             let mut p = self.around.profile(now, self.capacity, &self.running);
-            while let Some(h) = self.queue.front().copied() {
-                if p.earliest(now, h.procs, h.estimate) != now {
-                    break;
+            self.start_fitting(now, starts, |h| {
+                let fits = p.earliest(now, h.procs, h.estimate) == now;
+                if fits {
+                    p.reserve(now, now + h.estimate, h.procs);
                 }
-                p.reserve(now, now + h.estimate, h.procs);
-                self.queue.pop_front();
-                self.running.insert(h.id, h.procs, now, h.estimate);
-                starts.push(Start::on(h.id, self.machine, h.procs));
-            }
+                fits
+            });
             return;
         }
         let mut free = self.running.free_at(now, self.capacity);
-        while let Some(h) = self.queue.front().copied() {
-            if h.procs > free {
-                break;
+        self.start_fitting(now, starts, |h| {
+            let fits = h.procs <= free;
+            if fits {
+                free -= h.procs;
             }
-            self.queue.pop_front();
-            free -= h.procs;
-            self.running.insert(h.id, h.procs, now, h.estimate);
-            starts.push(Start::on(h.id, self.machine, h.procs));
-        }
+            fits
+        });
     }
 
     fn waiting_len(&self) -> usize {
@@ -320,5 +356,50 @@ mod restore_tests {
             p.schedule(10, &mut starts);
             assert_eq!(starts.len(), 1, "{}", p.describe());
         }
+    }
+}
+
+#[cfg(test)]
+mod first_fit_tests {
+    use super::*;
+
+    fn ids(starts: &[Start]) -> Vec<u64> {
+        starts.iter().map(|s| s.job.0).collect()
+    }
+
+    #[test]
+    fn first_fit_skips_a_job_that_does_not_fit_where_fcfs_stops() {
+        let m = MachineId(0);
+        for (mut p, expected) in [
+            (Fcfs::new(m, 8), vec![1]),
+            (Fcfs::first_fit(m, 8), vec![1, 3, 4]),
+        ] {
+            // 1 takes 5 of 8; 2 (4) does not fit; 3 (2) and 4 (1) do, in arrival order.
+            for (id, procs) in [(1, 5), (2, 4), (3, 2), (4, 1)] {
+                p.submit(0, &Job::new(id, 0, procs, 100, 100)).unwrap();
+            }
+            let mut starts = Vec::new();
+            p.schedule(0, &mut starts);
+            assert_eq!(ids(&starts), expected, "{}", p.describe());
+        }
+        let mut ff = Fcfs::first_fit(m, 8);
+        assert_eq!(ff.describe(), "first-fit");
+        // No reservation: the blocked job 2 waits while smaller later jobs keep passing it.
+        for (id, procs) in [(1, 5), (2, 4), (3, 3)] {
+            ff.submit(0, &Job::new(id, 0, procs, 100, 100)).unwrap();
+        }
+        let mut starts = Vec::new();
+        ff.schedule(0, &mut starts);
+        assert_eq!(ids(&starts), [1, 3]);
+        ff.terminate(50, JobId(1));
+        ff.submit(50, &Job::new(4, 50, 5, 100, 100)).unwrap();
+        starts.clear();
+        ff.schedule(50, &mut starts);
+        assert_eq!(
+            ids(&starts),
+            [2],
+            "2 comes first in arrival order once it fits"
+        );
+        assert_eq!(ff.queue(), [JobId(4)]);
     }
 }

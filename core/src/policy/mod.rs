@@ -24,6 +24,7 @@ mod planning;
 mod registry;
 mod rules;
 mod schedule_based;
+mod urgent;
 mod user_caps;
 
 pub use advance::{AdvanceReservation, Book, Released, ReservationRefused, check_request};
@@ -40,6 +41,7 @@ pub use planning::{PlanOrder, Planning, PlanningOptions};
 pub use registry::{BuildCluster, BuildSingle, POLICIES, PolicyEntry, PolicyKind};
 pub use rules::{PlanningRules, Rule, RuleKind};
 pub use schedule_based::{GapReading, ScheduleBased, TabuLimits, Weight};
+pub use urgent::{PreemptBy, UrgentLayer, UrgentMode, UrgentOptions, VictimOrder};
 
 use crate::model::{Duration, Job, JobId, MachineId, Time};
 use std::fmt;
@@ -257,6 +259,13 @@ pub trait Policy: Send + fmt::Debug {
     /// reuse their processors. A suspended job keeps its progress and is back in the waiting
     /// queue; a later [`Start`] resumes it. The default: a policy that never preempts.
     fn take_suspensions(&mut self, _out: &mut Vec<JobId>) {}
+
+    /// Running jobs that the last [`Policy::schedule`] call killed to free their processors
+    /// (an urgent job preempting typical ones, Kurowski et al. §4), drained into `out` after
+    /// [`Policy::take_suspensions`]. A killed job loses its progress and is back in the waiting
+    /// queue (the policy has resubmitted it); a later [`Start`] runs it from scratch. The
+    /// default: a policy that never kills.
+    fn take_kills(&mut self, _out: &mut Vec<JobId>) {}
 
     /// A machine of the cluster went down (`available == false`: it receives no new start; the
     /// jobs running there are the driver's business, which reports them through

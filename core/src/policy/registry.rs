@@ -28,6 +28,8 @@ pub enum PolicyKind {
     /// See [`POLICIES`].
     Conservative,
     /// See [`POLICIES`].
+    FirstFit,
+    /// See [`POLICIES`].
     SjfBf,
     /// See [`POLICIES`].
     LjfBf,
@@ -87,7 +89,7 @@ pub struct PolicyEntry {
 }
 
 /// Every local policy, in documentation order: the classic single-machine ones first.
-pub static POLICIES: [PolicyEntry; 21] = [
+pub static POLICIES: [PolicyEntry; 22] = [
     PolicyEntry {
         kind: PolicyKind::Fcfs,
         name: "fcfs",
@@ -107,6 +109,13 @@ pub static POLICIES: [PolicyEntry; 21] = [
         name: "conservative",
         help: "conservative backfilling: every waiting job holds a reservation",
         single: Some(|_, m, p| Box::new(Conservative::new(m, p))),
+        cluster: None,
+    },
+    PolicyEntry {
+        kind: PolicyKind::FirstFit,
+        name: "first-fit",
+        help: "arrival order, every job that fits starts, no reservation (Kurowski et al.'s FCFS)",
+        single: Some(|_, m, p| Box::new(Fcfs::first_fit(m, p))),
         cluster: None,
     },
     PolicyEntry {
@@ -363,7 +372,8 @@ mod tests {
         }
         assert_eq!(
             PolicyKind::names(&PolicyKind::single_machine()),
-            "fcfs, easy, conservative, sjf-bf, ljf-bf, planning-fcfs, planning-sjf, planning-ljf, dynp"
+            "fcfs, easy, conservative, first-fit, sjf-bf, ljf-bf, planning-fcfs, planning-sjf, \
+             planning-ljf, dynp"
         );
         assert_eq!(
             PolicyKind::names(&PolicyKind::cluster()),

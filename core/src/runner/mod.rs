@@ -228,6 +228,14 @@ pub enum Effect {
         /// Where it ran.
         machine: MachineId,
     },
+    /// Kill a running job and keep it queued (its processors are free from now; its progress is
+    /// lost and it runs again from scratch, counted as a restart).
+    Kill {
+        /// The job.
+        job: JobId,
+        /// Where it ran.
+        machine: MachineId,
+    },
     /// A job ended ([`Input::Ended`]).
     Finished(Finished),
     /// A running job reached its predicted end and runs on; the policy now plans with this end.
@@ -355,6 +363,7 @@ pub struct ClusterRunner {
     ends: BTreeSet<(Time, JobId)>,
     starts: Vec<Start>,
     suspended: Vec<JobId>,
+    killed: Vec<JobId>,
     /// Set when the cluster is a partition of alike nodes run as one pool.
     partition: Option<Partition>,
 }
@@ -392,6 +401,7 @@ impl ClusterRunner {
             ends: BTreeSet::new(),
             starts: Vec::new(),
             suspended: Vec::new(),
+            killed: Vec::new(),
         })
     }
 
@@ -737,14 +747,45 @@ impl ClusterRunner {
         self.tick(now, out);
         let mut starts = std::mem::take(&mut self.starts);
         let mut suspended = std::mem::take(&mut self.suspended);
+        let mut killed = std::mem::take(&mut self.killed);
         starts.clear();
         suspended.clear();
+        killed.clear();
         self.policy.schedule(now, &mut starts);
         self.policy.take_suspensions(&mut suspended);
-        let res = self.apply(now, &starts, &suspended, out);
+        self.policy.take_kills(&mut killed);
+        let res = self
+            .kill(now, &killed, out)
+            .and_then(|()| self.apply(now, &starts, &suspended, out));
         self.starts = starts;
         self.suspended = suspended;
+        self.killed = killed;
         res
+    }
+
+    /// The policy's kills of a pass: each job stops, loses its progress and waits again (the
+    /// policy has it queued), counted as a restart.
+    fn kill(
+        &mut self,
+        now: Time,
+        killed: &[JobId],
+        out: &mut Vec<Effect>,
+    ) -> Result<(), RunnerError> {
+        for &job in killed {
+            let Some(machine) = self.stop(now, job) else {
+                return Err(RunnerError::BadDecision {
+                    time: now,
+                    job,
+                    why: "killed but not running here".into(),
+                });
+            };
+            let t = self.jobs.get_mut(&job).expect("stopped jobs are tracked");
+            t.reset_progress();
+            t.suspended_on = None;
+            t.restarts += 1;
+            out.push(Effect::Kill { job, machine });
+        }
+        Ok(())
     }
 
     fn apply(

@@ -64,6 +64,8 @@ pub struct Checked {
     pub starts: usize,
     /// Suspensions among them.
     pub suspensions: usize,
+    /// Kills among them.
+    pub kills: usize,
 }
 
 /// Where a log and its re-run part.
@@ -159,6 +161,7 @@ pub fn check_with(
                 match d.effect {
                     Effect::Start(_) => res.starts += 1,
                     Effect::Suspend { .. } => res.suspensions += 1,
+                    Effect::Kill { .. } => res.kills += 1,
                     _ => {}
                 }
             }

@@ -40,6 +40,10 @@ pub struct MetaPart {
     /// "postgres"`, e.g. the URL `scripts/postgres.sh` prints) instead of its embedded store.
     #[serde(default)]
     pub postgres_url: Option<String>,
+    /// Who may submit urgent jobs: the meta-scheduler's `[urgent]` section (`default`, and
+    /// `allowance` by user).
+    #[serde(default)]
+    pub urgent: Option<toml::Table>,
 }
 
 impl Default for MetaPart {
@@ -49,8 +53,20 @@ impl Default for MetaPart {
             start_claims: true,
             wan_overhead_pct: None,
             postgres_url: None,
+            urgent: None,
         }
     }
+}
+
+/// `table` as the TOML section `path` (e.g. `policy.urgent`), nested tables under it.
+fn section(path: &[&str], table: &toml::Table) -> String {
+    let mut t = toml::Value::Table(table.clone());
+    for key in path.iter().rev() {
+        let mut outer = toml::Table::new();
+        outer.insert((*key).to_string(), t);
+        t = toml::Value::Table(outer);
+    }
+    toml::to_string(&t).expect("a table renders")
 }
 
 fn yes() -> bool {
@@ -85,6 +101,10 @@ pub struct SitePart {
     /// not used.
     #[serde(default)]
     pub slurm: Option<toml::Table>,
+    /// How the site serves urgent jobs: its local scheduler's `[policy.urgent]` (`mode`,
+    /// `preempt_by`, `victims`); absent = urgent jobs queue like any other.
+    #[serde(default)]
+    pub urgent: Option<toml::Table>,
 }
 
 fn default_policy() -> String {
@@ -137,6 +157,10 @@ impl GridFile {
             .parse::<gridsched_core::dispatch::DispatchKind>()
             .map_err(|e| anyhow::anyhow!("grid file: `meta.dispatch`: {e}"))?;
         for (i, s) in g.sites.iter().enumerate() {
+            if s.slurm.is_some() || s.urgent.is_some() {
+                local_scheduler::Config::from_toml(&g.local_toml(i, Path::new(".")))
+                    .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}]`: {e:#}"))?;
+            }
             if s.slurm.is_some() {
                 local_scheduler::Config::from_toml(&g.local_toml(i, Path::new(".")))
                     .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}]`: {e:#}"))?;
@@ -177,6 +201,9 @@ impl GridFile {
         if let Some(m) = s.max_estimate_s {
             // A top-level key: it must come before the first table.
             t = format!("max_estimate_s = {m}\n{t}");
+        }
+        if let Some(u) = &s.urgent {
+            t.push_str(&section(&["policy", "urgent"], u));
         }
         for m in &s.machines {
             let _ = write!(
@@ -222,6 +249,9 @@ impl GridFile {
             self.meta.dispatch,
             self.meta.start_claims
         );
+        if let Some(u) = &self.meta.urgent {
+            t.push_str(&section(&["urgent"], u));
+        }
         if let Some(url) = &self.meta.postgres_url {
             // The grid's one meta-scheduler, named, takes its lease back at once when restarted.
             let _ = write!(
@@ -366,6 +396,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("`sites[0]`") && e.contains("tokn_file"), "{e}");
+    }
+
+    #[test]
+    fn urgent_sections_reach_both_schedulers() {
+        let g = GridFile::parse(
+            "[meta]\ndispatch = \"mct-preferred\"\nurgent = { default = \"high\", allowance = \
+             { alice = \"critical\" } }\n[[sites]]\nname = \"a\"\nurgent = { preempt_by = \
+             \"suspend\" }\nmachines = [{ name = \"m1\", processors = 4 }]\n",
+        )
+        .unwrap();
+        let dir = Path::new("/tmp/x");
+        let local = local_scheduler::Config::from_toml(&g.local_toml(0, dir)).unwrap();
+        let u = local.policy.urgent.expect("the site's urgent layer");
+        assert_eq!(u.preempt_by, gridsched_core::policy::PreemptBy::Suspend);
+        let eps = ["127.0.0.1:6000".to_string()];
+        let m = meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:1", None, dir, &eps))
+            .unwrap();
+        use gridsched_core::model::Urgency;
+        assert_eq!(m.urgent.allowance_of("alice"), Some(Urgency::Critical));
+        assert_eq!(m.urgent.allowance_of("bob"), Some(Urgency::High));
+        let bad = "[[sites]]\nname = \"a\"\nurgent = { preempt = \"suspend\" }\n\
+                   machines = [{ name = \"m1\", processors = 4 }]\n";
+        let e = GridFile::parse(bad).unwrap_err().to_string();
+        assert!(e.contains("sites[0]") && e.contains("preempt"), "{e}");
     }
 
     #[test]

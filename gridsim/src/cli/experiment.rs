@@ -7,7 +7,7 @@ use gridsim::experiment::{
     Experiment, Options, adh, constraints::ConstraintsExperiment, cs::CsExperiment,
     dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, lcg::LcgExperiment,
     mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output, runner,
-    two_level::TwoLevelExperiment,
+    two_level::TwoLevelExperiment, urgent::UrgentExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -38,6 +38,8 @@ pub enum Name {
     EgEdf,
     /// Thesis §5.1.5: the self-optimizing Deadline classification (ADH) against the static one.
     Adh,
+    /// Kurowski et al. §5: urgent jobs preempting typical ones, four brokers, on two KTH sites.
+    Urgent,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -91,6 +93,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::Dynp => Box::new(DynpExperiment::new(&opts)?),
         Name::EgEdf => Box::new(EgEdfExperiment::new(&opts)),
         Name::Adh => Box::new(adh::AdhExperiment::new(&opts)),
+        Name::Urgent => Box::new(UrgentExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(

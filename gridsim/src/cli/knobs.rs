@@ -251,6 +251,7 @@ impl Knobs {
         PolicyConfig {
             policy: self.policy,
             partition: true,
+            urgent: None,
             heuristics: Default::default(),
             cs: Default::default(),
             matching: None,

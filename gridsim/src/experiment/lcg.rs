@@ -33,9 +33,7 @@ use gridsched_core::classify::{Classifier, ClassifierConfig};
 use gridsched_core::dispatch::{
     DispatchConfig, DispatchKind, Dispatcher, GridState, Placement, Priority,
 };
-use gridsched_core::model::{
-    Cluster, ClusterId, Job, JobId, Machine, MachineId, Platform, Site, SiteId, Time,
-};
+use gridsched_core::model::{ClusterId, Job, JobId, Platform, Time};
 use gridsched_core::policy::{PolicyConfig, PolicyKind};
 use gridsched_workload::{JobSource, NormalizeOptions, traces};
 use std::collections::{BTreeMap, HashMap};
@@ -120,28 +118,13 @@ impl LcgWorkload {
     /// The platform at capacity factor `f`: one cluster and site per partition, one space-shared
     /// machine of `max(1, ⌈f · peak⌉)` processors.
     pub fn platform(&self, f: f64) -> Platform {
-        let mut p = Platform::default();
-        for (i, (&site, &peak)) in self.sites.iter().zip(&self.peaks).enumerate() {
-            let id = i as u32;
-            let procs = ((f * f64::from(peak)).ceil() as u32).max(1);
-            let mut m = Machine::new(MachineId(id), &format!("site{site}"), procs, 1);
-            m.cluster = ClusterId(id);
-            p.machines.push(m);
-            p.clusters.push(Cluster {
-                id: ClusterId(id),
-                name: format!("site{site}"),
-                site: SiteId(id),
-                machines: vec![MachineId(id)],
-                pools: Vec::new(),
-                space_sharing: true,
-            });
-            p.sites.push(Site {
-                id: SiteId(id),
-                name: format!("site{site}"),
-                clusters: vec![ClusterId(id)],
-            });
-        }
-        p
+        let names: Vec<String> = self.sites.iter().map(|s| format!("site{s}")).collect();
+        Platform::single_machine_sites(
+            names
+                .iter()
+                .zip(&self.peaks)
+                .map(|(n, &peak)| (n.as_str(), ((f * f64::from(peak)).ceil() as u32).max(1))),
+        )
     }
 
     /// The cluster of each partition number.

@@ -23,6 +23,8 @@
 //! * [`eg_edf`]: D10.2, the schedule-based EG-EDF and Tabu search of Klusáček & Rudová against
 //!   FCFS and backfilling (thesis §5.2.3, Figs. 39–40).
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
+//! * [`urgent`]: urgent jobs in a two-level grid, the local urgent policies and the urgent
+//!   brokers (`gang-urgent-scaling.md` Part B).
 
 pub mod adh;
 pub mod constraints;
@@ -42,6 +44,7 @@ pub mod plot;
 pub mod runner;
 pub mod shares;
 pub mod two_level;
+pub mod urgent;
 
 use anyhow::Result;
 use serde::Serialize;

@@ -109,6 +109,13 @@ pub struct PlatformRecord {
     pub deadline: Option<Time>,
     /// Times it was suspended.
     pub suspensions: u32,
+    /// Times it was killed (or requeued) and ran again from scratch.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub restarts: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Counters of a run.
@@ -124,6 +131,9 @@ pub struct PlatformStats {
     pub starts: u64,
     /// Suspensions.
     pub suspensions: u64,
+    /// Kills of running jobs that then wait again (preemption by an urgent job).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kills: u64,
     /// Split jobs whose fragments were co-allocated.
     #[serde(skip_serializing_if = "is_zero")]
     pub coallocations: u64,

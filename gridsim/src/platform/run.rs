@@ -3,7 +3,7 @@
 //! integration of the usage levels, and the final report.
 
 use super::{ClusterReport, Ev, Flight, Meta, PlatformError, PlatformRecord, PlatformReport, Sim};
-use gridsched_core::dispatch::{ClusterLoad, GridState, Placement, Priority};
+use gridsched_core::dispatch::{ClusterLoad, GridState, Placement, Priority, UrgentLoad};
 use gridsched_core::model::{ClusterId, Job, JobId, Time};
 use gridsched_core::policy::Start;
 use gridsched_core::runner::{Effect, Input, RunnerError};
@@ -42,14 +42,23 @@ impl Sim<'_, '_> {
                     waiting_jobs: r.policy().waiting_len() as u64,
                     waiting_area: 0,
                     running_area: 0,
+                    urgent: Vec::new(),
                 };
                 for (job, running) in r.jobs() {
-                    match r.running_on(job.id).filter(|_| running) {
+                    let on = r.running_on(job.id).filter(|_| running);
+                    match on {
                         None => load.waiting_area += job.requested_area(),
                         Some((_, since)) => {
                             let left = (job.estimate - (t - since)).max(0);
                             load.running_area += i128::from(job.procs) * i128::from(left);
                         }
+                    }
+                    if job.is_urgent() {
+                        load.urgent.push(UrgentLoad {
+                            procs: job.procs,
+                            end: on.and_then(|_| r.predicted_end(job.id)),
+                            estimate: job.estimate,
+                        });
                     }
                 }
                 load
@@ -226,6 +235,7 @@ impl Sim<'_, '_> {
             exec: done.exec,
             deadline: done.deadline,
             suspensions: done.suspensions,
+            restarts: done.restarts,
         };
         self.job_stats[c.index()].add(rec.submit, rec.end, rec.exec, rec.deadline);
         self.record(&rec);
@@ -259,6 +269,12 @@ impl Sim<'_, '_> {
                         f.generation = None;
                     }
                     self.stats.suspensions += 1;
+                }
+                Effect::Kill { job, .. } => {
+                    if let Some(f) = self.flights.get_mut(&(job, cluster)) {
+                        f.generation = None;
+                    }
+                    self.stats.kills += 1;
                 }
                 Effect::Start(s) => {
                     self.seq += 1;

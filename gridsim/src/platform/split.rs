@@ -255,6 +255,7 @@ impl Sim<'_, '_> {
             exec: s.exec,
             deadline: s.job.deadline,
             suspensions: s.suspensions,
+            restarts: 0,
         };
         self.record(&rec);
         Some(first)

@@ -177,6 +177,16 @@ impl Driver {
                 }
                 continue;
             }
+            if st != AgentJobState::Running
+                && st != AgentJobState::Suspended
+                && let Some(rec) = self.jobs.get_mut(&id)
+                && rec.killed_on == Some(m)
+            {
+                // The end of the process killed to requeue the job, not of a later run.
+                rec.killed_on = None;
+                acked.push(id);
+                continue;
+            }
             let stopped_here = self
                 .jobs
                 .get(&id)

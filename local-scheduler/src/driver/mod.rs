@@ -114,6 +114,9 @@ struct JobRec {
     reported_running: bool,
     /// Where its stopped process waits, while it is suspended.
     suspended_on: Option<MachineId>,
+    /// Where a process of it was killed to requeue it (preempted by an urgent job), until its
+    /// agent reports that process's end.
+    killed_on: Option<MachineId>,
     /// How its current run began.
     launch: Launch,
     cancel_requested: bool,
@@ -146,6 +149,7 @@ impl JobRec {
             start: None,
             reported_running: false,
             suspended_on: None,
+            killed_on: None,
             launch: Launch::First,
             cancel_requested: false,
             claimed: false,
@@ -581,6 +585,7 @@ impl Driver {
         for e in effects {
             match e {
                 Effect::Suspend { job, machine } => self.suspend(now, job.0, machine),
+                Effect::Kill { job, machine } => self.kill_requeued(now, job.0, machine),
                 Effect::Start(s) => self.start(now, s),
                 Effect::Finished(_) | Effect::Overrun { .. } => {}
             }
@@ -594,29 +599,56 @@ impl Driver {
     /// The runner suspended a running job: its process is stopped where it runs (SIGSTOP) and
     /// keeps its progress; a held job simply goes back to the queue.
     fn suspend(&mut self, now: Time, id: u64, m: MachineId) {
-        let Some(rec) = self.jobs.get_mut(&id) else {
-            return;
-        };
-        if rec.held.take().is_some() {
-            // Never ordered: back in the queue without a word to its agent.
-            return;
-        }
-        rec.machine = None;
-        rec.start = None;
-        rec.reported_running = false;
-        rec.suspended_on = Some(m);
-        self.order(
-            m,
-            Kind::Suspend(v1::SuspendJob {
-                job_id: id,
-                reason: "suspended by the policy".into(),
-            }),
-        );
+        let order = Kind::Suspend(v1::SuspendJob {
+            job_id: id,
+            reason: "suspended by the policy".into(),
+        });
         let detail = format!(
             "suspended on {} (stopped, keeps its progress)",
             self.names.machine_name(m).unwrap_or("?")
         );
-        self.emit(id, JobState::Queued, now, &detail, None);
+        if let Some(rec) = self.stop_running(now, id, m, order, &detail) {
+            rec.suspended_on = Some(m);
+        }
+    }
+
+    /// The runner killed a running job to free its processors (an urgent job preempts it): its
+    /// process is killed where it runs and the job waits again, from scratch; a held job simply
+    /// goes back to the queue.
+    fn kill_requeued(&mut self, now: Time, id: u64, m: MachineId) {
+        let order = Kind::Kill(v1::KillJob {
+            job_id: id,
+            reason: "preempted: killed and requeued".into(),
+        });
+        let detail = "preempted: killed and requeued, its progress lost";
+        if let Some(rec) = self.stop_running(now, id, m, order, detail) {
+            rec.killed_on = Some(m);
+        }
+    }
+
+    /// A running job the runner stopped on `m` goes back to the queue: `order` goes to its
+    /// agent and a QUEUED event with `detail` is emitted; its record, for the caller to mark
+    /// where its process is. A job held for its claim was never ordered: it just waits again
+    /// (`None`).
+    fn stop_running(
+        &mut self,
+        now: Time,
+        id: u64,
+        m: MachineId,
+        order: Kind,
+        detail: &str,
+    ) -> Option<&mut JobRec> {
+        let rec = self.jobs.get_mut(&id)?;
+        if rec.held.take().is_some() {
+            // Never ordered: back in the queue without a word to its agent.
+            return None;
+        }
+        rec.machine = None;
+        rec.start = None;
+        rec.reported_running = false;
+        self.order(m, order);
+        self.emit(id, JobState::Queued, now, detail, None);
+        self.jobs.get_mut(&id)
     }
 
     fn start(&mut self, now: Time, s: Started) {

@@ -1,0 +1,141 @@
+//! Urgent jobs on a live grid of real processes (Kurowski, Oleksiak, Piątek & Węglarz §4): an
+//! urgent job submitted to a full site starts within a second by suspending the running typical
+//! job (SIGSTOP of its process group), which resumes (SIGCONT) once the urgent job has ended and
+//! finishes with its progress — its own clock shows it: it counts its steps once each, none
+//! while the urgent job runs, and goes on from where it stopped. A user without allowance, or
+//! above it, is refused with PERMISSION_DENIED.
+
+use gridsched_proto::v1::{self, JobState};
+use gridsched_tests::live::{LiveGrid, SiteSpec, get_job, stdout_of, submit_all, wait_ended};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tonic::Code;
+
+/// A job of `user` running `sh -c script` on 2 processors.
+fn sh(user: &str, estimate_s: i64, script: &str) -> v1::JobSpec {
+    v1::JobSpec {
+        user: user.into(),
+        processors: 2,
+        estimate_s,
+        command: Some(v1::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Unix time in seconds, as a float.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// `(step, unix seconds)` of each line `step nanoseconds` the job printed.
+fn steps(out: &str) -> Vec<(u32, f64)> {
+    out.lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_once(' ')?;
+            Some((a.parse().ok()?, b.parse::<f64>().ok()? / 1e9))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() {
+    let site = SiteSpec {
+        time_scale: 1.0,
+        policy_extra: "urgent = { preempt_by = \"suspend\" }".into(),
+        ..SiteSpec::new("solo", "easy", 1, 2)
+    };
+    let meta = "[urgent.allowance]\nalice = \"critical\"\nbob = \"important\"\n";
+    let g = LiveGrid::start(gridsched_tests::test_bins!(), vec![site], meta);
+    g.ready().await;
+    let mut c = g.client().await;
+
+    // A typical job of six one-second steps fills the site's two processors.
+    let typical = sh(
+        "carol",
+        120,
+        "i=0; while [ $i -lt 6 ]; do i=$((i+1)); echo \"$i $(date +%s%N)\"; sleep 1; done",
+    );
+    let a = submit_all(&mut c, vec![typical]).await[0];
+    let limit = Instant::now() + Duration::from_secs(60);
+    while steps(&stdout_of(&g, "solo-m1", a)).len() < 2 {
+        assert!(
+            Instant::now() < limit,
+            "the typical job never ran two steps"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Users without the allowance are refused at the door.
+    let above = v1::JobSpec {
+        urgency: v1::Urgency::Critical.into(),
+        ..sh("bob", 10, "true")
+    };
+    let none = v1::JobSpec {
+        urgency: v1::Urgency::Important.into(),
+        ..sh("carol", 10, "true")
+    };
+    for (spec, user) in [(above, "bob"), (none, "carol")] {
+        let e = c
+            .submit(v1::SubmitRequest { spec: Some(spec) })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+        assert!(
+            e.message().contains(user) && e.message().contains("urgency"),
+            "{e:?}"
+        );
+    }
+
+    // The urgent job: it prints when it starts, sleeps three seconds, and prints when it ends.
+    let urgent = v1::JobSpec {
+        urgency: v1::Urgency::Critical.into(),
+        ..sh(
+            "alice",
+            30,
+            "echo \"1 $(date +%s%N)\"; sleep 3; echo \"2 $(date +%s%N)\"",
+        )
+    };
+    let submitted = unix_now();
+    let u = submit_all(&mut c, vec![urgent]).await[0];
+    let ended = wait_ended(&mut c, &[u], Duration::from_secs(60)).await;
+    assert_eq!(ended[0].state(), JobState::Completed, "{:?}", ended[0]);
+    let u_steps = steps(&stdout_of(&g, "solo-m1", u));
+    let (u_start, u_end) = (u_steps[0].1, u_steps[1].1);
+    let latency = u_start - submitted;
+    assert!(
+        latency < 1.0,
+        "the urgent job started {latency:.3} s after its submission"
+    );
+
+    // The typical job was suspended, not killed: it waits with its progress, then completes.
+    let done = wait_ended(&mut c, &[a], Duration::from_secs(60)).await;
+    assert_eq!(done[0].state(), JobState::Completed, "{:?}", done[0]);
+    let a_steps = steps(&stdout_of(&g, "solo-m1", a));
+    let numbers: Vec<u32> = a_steps.iter().map(|s| s.0).collect();
+    assert_eq!(
+        numbers,
+        [1, 2, 3, 4, 5, 6],
+        "each step once: it never restarted"
+    );
+    assert!(
+        a_steps.iter().all(|&(_, t)| t < u_start || t > u_end),
+        "a step while the urgent job ran: {a_steps:?}, urgent {u_start}..{u_end}"
+    );
+    let before = a_steps.iter().filter(|&&(_, t)| t < u_start).count();
+    assert!(
+        (2..6).contains(&before),
+        "it stopped in the middle: {before} steps before, the rest after"
+    );
+    let job = get_job(&mut c, a).await;
+    let took = (job.end_time() - job.start_time()) as f64;
+    assert!(
+        took >= 6.0 + 2.0,
+        "six seconds of work plus the urgent job's: {took}"
+    );
+}
