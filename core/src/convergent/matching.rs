@@ -322,12 +322,20 @@ struct Step {
 /// they always did; only the work is organised differently:
 ///
 /// * the slacks of the free columns are lowered by a step's amount at the start of the next
-///   step, in the same pass as the relaxation, instead of in a pass of their own;
+///   step, in the same pass as the relaxation, instead of in a pass of their own; when that
+///   amount is `+0.0` (most steps: the search walks along tight arcs) the subtraction, which
+///   would return every value unchanged bit for bit, is left out;
+/// * the same pass keeps, per lane, the least slack and the first column holding it, so the
+///   lowest-numbered column of least slack needs no second pass;
 /// * the potentials of the reached rows and columns move through a list of the reached columns
 ///   rather than a scan of all of them;
 /// * a reached column's slack is NaN, which fails every comparison, so the pass has no test of
 ///   whether a column is reached; "`cur` if `cur < slack`, else `slack`" is a minimum instruction,
 ///   so the pass has no branch at all and the compiler vectorises it;
+/// * where the processor has them (x86-64 with AVX2, detected at run time), the whole search runs
+///   compiled for the wider vectors: the same additions, subtractions and comparisons of IEEE 754
+///   doubles, four at a time instead of two (no fused multiply-add can appear: there is no
+///   multiplication, and Rust never contracts operations);
 /// * the pass does not record from which column a slack last improved: the search records its
 ///   steps, and the few columns of the augmenting path replay them to find it (the same
 ///   operations on the same values, so the same answer);
@@ -335,8 +343,13 @@ struct Step {
 ///
 /// Returns the (row, column) pairs.
 fn assign(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
+    pulp::Arch::new().dispatch(|| assign_in(r, c, cost))
+}
+
+/// [`assign`]'s body, inlined into the vector-width variants `pulp` compiles for it.
+#[inline(always)]
+fn assign_in(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
     debug_assert!(r <= c && cost.len() == r * c);
-    const LANES: usize = 8;
     let inf = f64::INFINITY;
     let mut u = vec![0.0; r];
     let mut v = vec![0.0; c];
@@ -351,7 +364,6 @@ fn assign(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
     let mut ru: Vec<f64> = Vec::with_capacity(c);
     let mut rv: Vec<f64> = Vec::with_capacity(c);
     let mut steps: Vec<Step> = Vec::with_capacity(c);
-    let whole = c - c % LANES;
     for row in 0..r {
         minv.fill(inf);
         for &j in &reached {
@@ -370,39 +382,17 @@ fn assign(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
         };
         let last = loop {
             steps.push(step);
-            let (ui, dprev) = (step.u, step.lowered);
             let crow = &cost[step.row * c..(step.row + 1) * c];
-            let mut acc = [inf; LANES];
-            for ((m8, c8), v8) in minv[..whole]
-                .chunks_exact_mut(LANES)
-                .zip(crow[..whole].chunks_exact(LANES))
-                .zip(v[..whole].chunks_exact(LANES))
-            {
-                for l in 0..LANES {
-                    let m = m8[l] - dprev;
-                    let cur = c8[l] - ui - v8[l];
-                    let m = if cur < m { cur } else { m };
-                    m8[l] = m;
-                    acc[l] = if m < acc[l] { m } else { acc[l] };
-                }
-            }
-            let mut best = inf;
-            for j in whole..c {
-                let m = minv[j] - dprev;
-                let cur = crow[j] - ui - v[j];
-                let m = if cur < m { cur } else { m };
-                minv[j] = m;
-                if m < best {
-                    best = m;
-                }
-            }
-            for a in acc {
-                if a < best {
-                    best = a;
-                }
-            }
-            // The lowest-numbered free column of least slack (the first strict minimum).
-            let j1 = first_equal(&minv, best).expect("a free column remains while rows ≤ columns");
+            let (best, j1) = relax(&mut minv, crow, &v, step.u, step.lowered);
+            // The lowest-numbered free column of least slack (only an infinite least slack, which
+            // finite costs never give, leaves it to the search below).
+            let j1 = if j1 == NONE {
+                minv.iter()
+                    .position(|&m| m == best)
+                    .expect("a free column remains while rows ≤ columns")
+            } else {
+                j1
+            };
             let delta = minv[j1];
             u[row] += delta;
             for (ur, vr) in ru.iter_mut().zip(rv.iter_mut()) {
@@ -468,19 +458,71 @@ fn assign(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// The first index holding `x` (compared with `==`), looking at blocks of eight at a time.
-fn first_equal(xs: &[f64], x: f64) -> Option<usize> {
-    const BLOCK: usize = 8;
-    let mut chunks = xs.chunks_exact(BLOCK);
-    for (k, ch) in chunks.by_ref().enumerate() {
-        if ch.iter().fold(false, |any, &y| any | (y == x)) {
-            return ch.iter().position(|&y| y == x).map(|p| k * BLOCK + p);
+/// One step's pass over the columns: every slack lowered by the previous step's amount
+/// `lowered`, then relaxed from the row reached (costs `crow`, potential `ui`); returns the least
+/// slack and the first column holding it (`NONE` when the least slack is infinite or every
+/// column is reached).
+#[inline(always)]
+fn relax(minv: &mut [f64], crow: &[f64], v: &[f64], ui: f64, lowered: f64) -> (f64, usize) {
+    const LANES: usize = 8;
+    let c = minv.len();
+    let whole = c - c % LANES;
+    let inf = f64::INFINITY;
+    let mut acc = [inf; LANES];
+    let mut at = [NONE; LANES];
+    let blocks = minv[..whole]
+        .chunks_exact_mut(LANES)
+        .zip(crow[..whole].chunks_exact(LANES))
+        .zip(v[..whole].chunks_exact(LANES))
+        .enumerate();
+    // `x - +0.0` is `x` for every `x` (NaN, infinities and −0.0 included); `x - −0.0` is not
+    // (−0.0 becomes +0.0), so only the positive zero is left out.
+    if lowered.to_bits() == 0 {
+        for (k, ((m8, c8), v8)) in blocks {
+            for l in 0..LANES {
+                let cur = c8[l] - ui - v8[l];
+                let m = if cur < m8[l] { cur } else { m8[l] };
+                m8[l] = m;
+                let less = m < acc[l];
+                acc[l] = if less { m } else { acc[l] };
+                at[l] = if less { k * LANES + l } else { at[l] };
+            }
+        }
+    } else {
+        for (k, ((m8, c8), v8)) in blocks {
+            for l in 0..LANES {
+                let m = m8[l] - lowered;
+                let cur = c8[l] - ui - v8[l];
+                let m = if cur < m { cur } else { m };
+                m8[l] = m;
+                let less = m < acc[l];
+                acc[l] = if less { m } else { acc[l] };
+                at[l] = if less { k * LANES + l } else { at[l] };
+            }
         }
     }
-    let rest = chunks.remainder();
-    rest.iter()
-        .position(|&y| y == x)
-        .map(|p| xs.len() - rest.len() + p)
+    // Each lane holds its first column of least slack; the least over the lanes, the lowest
+    // column among equals, then the columns past the last whole block (higher-numbered, so only
+    // a strictly lower slack replaces it).
+    let mut best = inf;
+    let mut j1 = NONE;
+    for (&a, &j) in acc.iter().zip(&at) {
+        if a < best || (a == best && j < j1) {
+            best = a;
+            j1 = j;
+        }
+    }
+    for j in whole..c {
+        let m = minv[j] - lowered;
+        let cur = crow[j] - ui - v[j];
+        let m = if cur < m { cur } else { m };
+        minv[j] = m;
+        if m < best {
+            best = m;
+            j1 = j;
+        }
+    }
+    (best, j1)
 }
 
 #[cfg(test)]
