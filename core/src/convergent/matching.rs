@@ -343,12 +343,30 @@ struct Step {
 ///
 /// Returns the (row, column) pairs.
 fn assign(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
-    pulp::Arch::new().dispatch(|| assign_in(r, c, cost))
+    pulp::Arch::new().dispatch(Assign { r, c, cost })
 }
 
-/// [`assign`]'s body, inlined into the vector-width variants `pulp` compiles for it.
+/// An [`assign`] call for `pulp` to compile at each vector width and run at the widest present
+/// (a closure would not be inlined into those variants, so it would keep the baseline width).
+#[derive(Debug)]
+struct Assign<'a> {
+    r: usize,
+    c: usize,
+    cost: &'a [f64],
+}
+
+impl pulp::WithSimd for Assign<'_> {
+    type Output = Vec<(usize, usize)>;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) -> Self::Output {
+        assign_in(simd, self.r, self.c, self.cost)
+    }
+}
+
+/// [`assign`]'s body at the vector width of `simd`.
 #[inline(always)]
-fn assign_in(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
+fn assign_in<S: pulp::Simd>(simd: S, r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
     debug_assert!(r <= c && cost.len() == r * c);
     let inf = f64::INFINITY;
     let mut u = vec![0.0; r];
@@ -383,7 +401,7 @@ fn assign_in(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
         let last = loop {
             steps.push(step);
             let crow = &cost[step.row * c..(step.row + 1) * c];
-            let (best, j1) = relax(&mut minv, crow, &v, step.u, step.lowered);
+            let (best, j1) = relax(simd, &mut minv, crow, &v, step.u, step.lowered);
             // The lowest-numbered free column of least slack (only an infinite least slack, which
             // finite costs never give, leaves it to the search below).
             let j1 = if j1 == NONE {
@@ -461,65 +479,83 @@ fn assign_in(r: usize, c: usize, cost: &[f64]) -> Vec<(usize, usize)> {
 /// One step's pass over the columns: every slack lowered by the previous step's amount
 /// `lowered`, then relaxed from the row reached (costs `crow`, potential `ui`); returns the least
 /// slack and the first column holding it (`NONE` when the least slack is infinite or every
-/// column is reached).
+/// column is reached). Written with `pulp`'s vectors, whose comparisons are IEEE 754's ordered
+/// "less than" (false with NaN) and whose selections are bit for bit, so each lane computes what
+/// "`m - lowered`, then `cur` if `cur < m` else `m`" computes on one column.
 #[inline(always)]
-fn relax(minv: &mut [f64], crow: &[f64], v: &[f64], ui: f64, lowered: f64) -> (f64, usize) {
-    const LANES: usize = 8;
-    let c = minv.len();
-    let whole = c - c % LANES;
+fn relax<S: pulp::Simd>(
+    simd: S,
+    minv: &mut [f64],
+    crow: &[f64],
+    v: &[f64],
+    ui: f64,
+    lowered: f64,
+) -> (f64, usize) {
+    use pulp::bytemuck::{cast_slice, cast_slice_mut};
     let inf = f64::INFINITY;
-    let mut acc = [inf; LANES];
-    let mut at = [NONE; LANES];
-    let blocks = minv[..whole]
-        .chunks_exact_mut(LANES)
-        .zip(crow[..whole].chunks_exact(LANES))
-        .zip(v[..whole].chunks_exact(LANES))
-        .enumerate();
+    let (mh, mt) = S::as_mut_simd_f64s(minv);
+    let (ch, ct) = S::as_simd_f64s(crow);
+    let (vh, vt) = S::as_simd_f64s(v);
+    let whole = mh.len() * S::F64_LANES;
+    let uis = simd.splat_f64s(ui);
+    let by = simd.splat_f64s(lowered);
+    let mut acc = simd.splat_f64s(inf);
+    let mut at = simd.splat_u64s(NONE as u64);
+    let mut ids = simd.splat_u64s(0);
+    for (k, x) in cast_slice_mut::<S::u64s, u64>(std::slice::from_mut(&mut ids))
+        .iter_mut()
+        .enumerate()
+    {
+        *x = k as u64;
+    }
+    let next = simd.splat_u64s(S::F64_LANES as u64);
+    let columns = mh.iter_mut().zip(ch).zip(vh);
     // `x - +0.0` is `x` for every `x` (NaN, infinities and −0.0 included); `x - −0.0` is not
     // (−0.0 becomes +0.0), so only the positive zero is left out.
     if lowered.to_bits() == 0 {
-        for (k, ((m8, c8), v8)) in blocks {
-            for l in 0..LANES {
-                let cur = c8[l] - ui - v8[l];
-                let m = if cur < m8[l] { cur } else { m8[l] };
-                m8[l] = m;
-                let less = m < acc[l];
-                acc[l] = if less { m } else { acc[l] };
-                at[l] = if less { k * LANES + l } else { at[l] };
-            }
+        for ((m, &cc), &vv) in columns {
+            let cur = simd.sub_f64s(simd.sub_f64s(cc, uis), vv);
+            let x = simd.select_f64s(simd.less_than_f64s(cur, *m), cur, *m);
+            *m = x;
+            let less = simd.less_than_f64s(x, acc);
+            acc = simd.select_f64s(less, x, acc);
+            at = simd.select_u64s(less, ids, at);
+            ids = simd.add_u64s(ids, next);
         }
     } else {
-        for (k, ((m8, c8), v8)) in blocks {
-            for l in 0..LANES {
-                let m = m8[l] - lowered;
-                let cur = c8[l] - ui - v8[l];
-                let m = if cur < m { cur } else { m };
-                m8[l] = m;
-                let less = m < acc[l];
-                acc[l] = if less { m } else { acc[l] };
-                at[l] = if less { k * LANES + l } else { at[l] };
-            }
+        for ((m, &cc), &vv) in columns {
+            let low = simd.sub_f64s(*m, by);
+            let cur = simd.sub_f64s(simd.sub_f64s(cc, uis), vv);
+            let x = simd.select_f64s(simd.less_than_f64s(cur, low), cur, low);
+            *m = x;
+            let less = simd.less_than_f64s(x, acc);
+            acc = simd.select_f64s(less, x, acc);
+            at = simd.select_u64s(less, ids, at);
+            ids = simd.add_u64s(ids, next);
         }
     }
     // Each lane holds its first column of least slack; the least over the lanes, the lowest
-    // column among equals, then the columns past the last whole block (higher-numbered, so only
+    // column among equals, then the columns past the last whole vector (higher-numbered, so only
     // a strictly lower slack replaces it).
     let mut best = inf;
     let mut j1 = NONE;
-    for (&a, &j) in acc.iter().zip(&at) {
+    let accs: &[f64] = cast_slice(std::slice::from_ref(&acc));
+    let ats: &[u64] = cast_slice(std::slice::from_ref(&at));
+    for (&a, &j) in accs.iter().zip(ats) {
+        let j = j as usize;
         if a < best || (a == best && j < j1) {
             best = a;
             j1 = j;
         }
     }
-    for j in whole..c {
-        let m = minv[j] - lowered;
-        let cur = crow[j] - ui - v[j];
-        let m = if cur < m { cur } else { m };
-        minv[j] = m;
-        if m < best {
-            best = m;
-            j1 = j;
+    for (k, ((m, &cc), &vv)) in mt.iter_mut().zip(ct).zip(vt).enumerate() {
+        let low = *m - lowered;
+        let cur = cc - ui - vv;
+        let x = if cur < low { cur } else { low };
+        *m = x;
+        if x < best {
+            best = x;
+            j1 = whole + k;
         }
     }
     (best, j1)
@@ -528,6 +564,7 @@ fn relax(minv: &mut [f64], crow: &[f64], v: &[f64], ui: f64, lowered: f64) -> (f
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -867,6 +904,100 @@ mod tests {
                 reference_assign(r, c, &cost),
                 "{r} x {c}: {cost:?}"
             );
+        }
+    }
+
+    /// The shapes of preference matrices the differential properties draw: `(kind, density)`
+    /// per matrix, then each entry from a seed; kinds: 0 few integers (many ties), 1 reals, 2 every
+    /// arc the same weight, 3 columns and rows repeating earlier ones (alike machines and jobs).
+    /// Whole rows and columns are emptied at random (jobs and machines without an arc).
+    fn drawn_matrix(rows: usize, cols: usize, kind: u8, density: f64, seed: u64) -> Matrix {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut p = Matrix::zeros(rows, cols);
+        for m in 0..cols {
+            let copy = (kind == 3 && m > 0 && rng.random_bool(0.5)).then(|| rng.random_range(0..m));
+            for i in 0..rows {
+                *p.at_mut(i, m) = match copy {
+                    Some(k) => p.at(i, k),
+                    None if rng.random_bool(density) => match kind {
+                        0 | 3 => f64::from(rng.random_range(1..=3u32)),
+                        1 => rng.random_range(1e-9..30.0),
+                        _ => 1.0,
+                    },
+                    None => 0.0,
+                };
+            }
+        }
+        if kind == 3 {
+            for i in 1..rows {
+                if rng.random_bool(0.3) {
+                    let k = rng.random_range(0..i);
+                    for m in 0..cols {
+                        *p.at_mut(i, m) = p.at(k, m);
+                    }
+                }
+            }
+        }
+        for i in 0..rows {
+            if rng.random_bool(0.1) {
+                (0..cols).for_each(|m| *p.at_mut(i, m) = 0.0);
+            }
+        }
+        for m in 0..cols {
+            if rng.random_bool(0.1) {
+                (0..rows).for_each(|i| *p.at_mut(i, m) = 0.0);
+            }
+        }
+        p
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// The assignment, dispatched (AVX2 where present) and portable, against the textbook
+        /// form, on costs shaped like the matching's (`0`, also `−0.0`, or `−(p + BIG)`), square
+        /// and wide, around the eight-column blocks.
+        #[test]
+        fn the_assignment_is_the_textbook_form_on_drawn_costs(
+            r in 1usize..=24,
+            extra in 0usize..=20,
+            kind in 0u8..4,
+            density in 0.0f64..=1.0,
+            negative_zeros in any::<bool>(),
+            seed in any::<u64>(),
+        ) {
+            let c = r + extra;
+            let p = drawn_matrix(r, c, kind, density, seed);
+            let big = p.p.iter().copied().fold(0.0f64, f64::max) * (r as f64 + 1.0) + 1.0;
+            let zero = if negative_zeros { -0.0 } else { 0.0 };
+            let cost: Vec<f64> =
+                p.p.iter().map(|&x| if x > 0.0 { -(x + big) } else { zero }).collect();
+            let expected = reference_assign(r, c, &cost);
+            prop_assert_eq!(assign(r, c, &cost), expected.clone());
+            prop_assert_eq!(assign_in(pulp::Scalar::new(), r, c, &cost), expected);
+        }
+
+        /// MFS and IMFS against the plans of the textbook form, with more jobs than machines and
+        /// more machines than jobs, ties, every weight equal, and jobs or machines without arcs.
+        #[test]
+        fn mfs_and_imfs_are_the_reference_plans_on_drawn_matrices(
+            rows in 1usize..=20,
+            cols in 1usize..=20,
+            kind in 0u8..4,
+            density in 0.0f64..=1.0,
+            seed in any::<u64>(),
+        ) {
+            let p = drawn_matrix(rows, cols, kind, density, seed);
+            let a = mfs(&p);
+            prop_assert_eq!(&a, &mfs_with(&p, reference_hungarian));
+            let mut shuffled = mis(&p);
+            shuffled.rotate_left(seed as usize % cols);
+            for prev in [a, mis(&p), shuffled, vec![None; cols]] {
+                prop_assert_eq!(
+                    imfs(&p, &prev),
+                    imfs_with(&p, &prev, reference_hungarian)
+                );
+            }
         }
     }
 
