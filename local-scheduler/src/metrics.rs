@@ -30,6 +30,13 @@ pub struct MachineLabel {
     pub machine: String,
 }
 
+/// How a running job was preempted.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PreemptionLabel {
+    /// `suspend` (stopped, keeps its progress) or `kill` (requeued from scratch).
+    pub kind: String,
+}
+
 /// The metrics.
 #[derive(Clone, Debug)]
 pub struct LocalMetrics {
@@ -47,6 +54,10 @@ pub struct LocalMetrics {
     pub pass_seconds: Histogram,
     /// Jobs started by the policy whose start claim the meta-scheduler has not granted yet.
     pub awaiting_claim: Gauge,
+    /// Running jobs the policy preempted, by kind.
+    pub preemptions: Family<PreemptionLabel, Counter>,
+    /// Jobs stopped on their machine, keeping their progress.
+    pub suspended: Gauge,
 }
 
 impl LocalMetrics {
@@ -60,6 +71,8 @@ impl LocalMetrics {
             heartbeats: Family::default(),
             pass_seconds: Histogram::new(gridsched_telemetry::duration_buckets()),
             awaiting_claim: Gauge::default(),
+            preemptions: Family::default(),
+            suspended: Gauge::default(),
         };
         r.register(
             "gridsched_local_queued_jobs",
@@ -96,7 +109,25 @@ impl LocalMetrics {
             "Jobs the policy started that wait for the meta-scheduler's start grant",
             m.awaiting_claim.clone(),
         );
+        r.register(
+            "gridsched_local_preemptions",
+            "Running jobs the policy preempted: suspended (kind=suspend) or killed and requeued \
+             (kind=kill)",
+            m.preemptions.clone(),
+        );
+        r.register(
+            "gridsched_local_suspended_jobs",
+            "Jobs stopped on their machine, keeping their progress",
+            m.suspended.clone(),
+        );
         m
+    }
+
+    /// Counts one preemption of `kind` (`suspend` or `kill`).
+    pub fn preempted(&self, kind: &str) {
+        self.preemptions
+            .get_or_create(&PreemptionLabel { kind: kind.into() })
+            .inc();
     }
 }
 
@@ -113,6 +144,8 @@ pub struct Gauges {
     pub licences: Vec<(String, i64)>,
     /// Machines online.
     pub online: i64,
+    /// Jobs suspended on their machine.
+    pub suspended: i64,
 }
 
 impl LocalMetrics {
@@ -133,5 +166,6 @@ impl LocalMetrics {
                 .set(n);
         }
         self.machines_online.set(g.online);
+        self.suspended.set(g.suspended);
     }
 }

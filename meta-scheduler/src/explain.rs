@@ -229,6 +229,27 @@ pub fn explain(
                 text += &format!("; running on {m}");
             }
         }
+        JobState::Suspended => {
+            let on = job.machine.as_deref().unwrap_or("its machine");
+            let since = job
+                .suspended_since
+                .map_or(String::new(), |t| format!(" since {t}"));
+            text += &format!("; suspended on {on}{since} ({})", job.reason);
+            text += "; it resumes there with its progress when its local policy starts it again";
+            if let Some(Ok(status)) = &local {
+                let ends = status
+                    .running
+                    .iter()
+                    .filter(|r| job.machine.as_deref() == Some(r.machine.as_str()))
+                    .map(|r| (r.predicted_end, r.job_id));
+                if let Some((end, by)) = ends.max() {
+                    text += &format!(
+                        ", at the latest once what runs on {on} now ends (job {by}, predicted at \
+                         {end})"
+                    );
+                }
+            }
+        }
         _ => {
             if !job.reason.is_empty() {
                 text += &format!("; {}", job.reason);
@@ -253,6 +274,40 @@ fn held(status: &v1::StatusResponse, id: u64) -> Option<&v1::RunningJob> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suspended_job_says_why_since_when_and_until_when() {
+        let job = v1::Job {
+            id: 3,
+            state: JobState::Suspended.into(),
+            site: Some("a".into()),
+            machine: Some("a1".into()),
+            suspended_since: Some(1_000),
+            reason: "suspended on a1 (stopped, keeps its progress)".into(),
+            ..Default::default()
+        };
+        let status = v1::StatusResponse {
+            running: vec![
+                v1::RunningJob {
+                    job_id: 9,
+                    machine: "a1".into(),
+                    predicted_end: 1_300,
+                    ..Default::default()
+                },
+                v1::RunningJob {
+                    job_id: 8,
+                    machine: "a2".into(),
+                    predicted_end: 9_000,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let e = explain(&job, Decision::default(), Some(Ok(status)));
+        assert!(e.text.contains("suspended on a1 since 1000"), "{}", e.text);
+        assert!(e.text.contains("keeps its progress"), "{}", e.text);
+        assert!(e.text.contains("job 9, predicted at 1300"), "{}", e.text);
+    }
 
     #[test]
     fn a_placed_job_waits_for_its_start_claim() {

@@ -891,10 +891,12 @@ impl MetaScheduler for MetaService {
         let id = request.into_inner().job_id;
         let (job, decision, site) = self.visible_job(id, caller.as_ref())?;
         let local = match (site, job.state()) {
-            (Some(i), JobState::Queued | JobState::Running) => match self.client(i) {
-                Ok(mut c) => Some(self.call(c.status(v1::StatusRequest {})).await),
-                Err(e) => Some(Err(e)),
-            },
+            (Some(i), JobState::Queued | JobState::Running | JobState::Suspended) => {
+                match self.client(i) {
+                    Ok(mut c) => Some(self.call(c.status(v1::StatusRequest {})).await),
+                    Err(e) => Some(Err(e)),
+                }
+            }
             _ => None,
         };
         Ok(Response::new(crate::explain::explain(

@@ -135,7 +135,7 @@ fn rank(s: JobState) -> u8 {
         JobState::Unspecified | JobState::Accepted => 0,
         JobState::Dispatched => 1,
         JobState::Queued => 2,
-        JobState::Running => 3,
+        JobState::Running | JobState::Suspended => 3,
         _ => 4,
     }
 }
@@ -484,6 +484,7 @@ impl State {
             // A requeue (lost agent) takes a running job back to the queue.
             JobState::Queued => rank(cur) <= rank(JobState::Running) && cur != JobState::Queued,
             JobState::Running => cur != JobState::Running,
+            JobState::Suspended => cur == JobState::Running,
             s if s.is_terminal() => true,
             _ => false,
         };
@@ -497,10 +498,22 @@ impl State {
                 JobState::Queued => {
                     j.machine = None;
                     j.start_time = None;
+                    j.suspended_since = None;
+                }
+                JobState::Suspended => {
+                    j.suspended_since = Some(ev.time);
+                    j.reason.clone_from(&ev.detail);
                 }
                 JobState::Running => {
                     j.machine.clone_from(&ev.machine);
-                    j.start_time = Some(ev.time);
+                    // A resumed job keeps its first start.
+                    if cur != JobState::Suspended || j.start_time.is_none() {
+                        j.start_time = Some(ev.time);
+                    }
+                    if cur == JobState::Suspended {
+                        j.reason.clear();
+                    }
+                    j.suspended_since = None;
                     // Started there: it stays there.
                     if j.claimed_by.is_none() {
                         j.claimed_by = Some(name.clone());

@@ -1,12 +1,15 @@
 //! Urgent jobs on a live grid of real processes (Kurowski, Oleksiak, Piątek & Węglarz §4): an
 //! urgent job submitted to a full site starts within a second by suspending the running typical
-//! job (SIGSTOP of its process group), which resumes (SIGCONT) once the urgent job has ended and
-//! finishes with its progress — its own clock shows it: it counts its steps once each, none
+//! job (SIGSTOP of its process group; SUSPENDED, and `explain` says since when and until which
+//! job's end), which resumes (SIGCONT) once the urgent job has ended and finishes with its
+//! progress — its own clock shows it: it counts its steps once each, none
 //! while the urgent job runs, and goes on from where it stopped. A user without allowance, or
 //! above it, is refused with PERMISSION_DENIED.
 
 use gridsched_proto::v1::{self, JobState};
-use gridsched_tests::live::{LiveGrid, SiteSpec, get_job, stdout_of, submit_all, wait_ended};
+use gridsched_tests::live::{
+    LiveGrid, SiteSpec, get_job, scrape, stdout_of, submit_all, wait_ended,
+};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tonic::Code;
 
@@ -103,19 +106,41 @@ async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() 
     };
     let submitted = unix_now();
     let u = submit_all(&mut c, vec![urgent]).await[0];
-    let ended = wait_ended(&mut c, &[u], Duration::from_secs(60)).await;
-    assert_eq!(ended[0].state(), JobState::Completed, "{:?}", ended[0]);
+    // Meanwhile the typical job is SUSPENDED, and says since when and until when.
+    let limit = Instant::now() + Duration::from_secs(20);
+    while get_job(&mut c, a).await.state() != JobState::Suspended {
+        assert!(
+            Instant::now() < limit,
+            "the typical job was never suspended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let why = c
+        .explain(v1::ExplainRequest { job_id: a })
+        .await
+        .unwrap()
+        .into_inner()
+        .text;
+    assert!(
+        why.contains("suspended on solo-m1 since") && why.contains(&format!("job {u}")),
+        "{why}"
+    );
+    wait_ended(&mut c, &[u], Duration::from_secs(60)).await;
+    let ended = get_job(&mut c, u).await;
+    assert_eq!(ended.state(), JobState::Completed, "{ended:?}");
     let u_steps = steps(&stdout_of(&g, "solo-m1", u));
     let (u_start, u_end) = (u_steps[0].1, u_steps[1].1);
     let latency = u_start - submitted;
+    eprintln!("the urgent job started {latency:.3} s after its submission");
     assert!(
         latency < 1.0,
         "the urgent job started {latency:.3} s after its submission"
     );
 
     // The typical job was suspended, not killed: it waits with its progress, then completes.
-    let done = wait_ended(&mut c, &[a], Duration::from_secs(60)).await;
-    assert_eq!(done[0].state(), JobState::Completed, "{:?}", done[0]);
+    wait_ended(&mut c, &[a], Duration::from_secs(60)).await;
+    let done = get_job(&mut c, a).await;
+    assert_eq!(done.state(), JobState::Completed, "{done:?}");
     let a_steps = steps(&stdout_of(&g, "solo-m1", a));
     let numbers: Vec<u32> = a_steps.iter().map(|s| s.0).collect();
     assert_eq!(
@@ -132,10 +157,18 @@ async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() 
         (2..6).contains(&before),
         "it stopped in the middle: {before} steps before, the rest after"
     );
-    let job = get_job(&mut c, a).await;
-    let took = (job.end_time() - job.start_time()) as f64;
+    let took = (done.end_time() - done.start_time()) as f64;
     assert!(
         took >= 6.0 + 2.0,
         "six seconds of work plus the urgent job's: {took}"
+    );
+    let metrics = scrape(&g.metrics[1]);
+    assert!(
+        metrics.contains("gridsched_local_preemptions_total{kind=\"suspend\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gridsched_local_suspended_jobs 0"),
+        "{metrics}"
     );
 }

@@ -607,8 +607,12 @@ impl Driver {
             "suspended on {} (stopped, keeps its progress)",
             self.names.machine_name(m).unwrap_or("?")
         );
-        if let Some(rec) = self.stop_running(now, id, m, order, &detail) {
+        let state = JobState::Suspended;
+        if let Some(rec) = self.stop_running(now, id, m, order, state, &detail) {
             rec.suspended_on = Some(m);
+            if let Some((mm, _)) = &self.metrics {
+                mm.preempted("suspend");
+            }
         }
     }
 
@@ -621,21 +625,25 @@ impl Driver {
             reason: "preempted: killed and requeued".into(),
         });
         let detail = "preempted: killed and requeued, its progress lost";
-        if let Some(rec) = self.stop_running(now, id, m, order, detail) {
+        if let Some(rec) = self.stop_running(now, id, m, order, JobState::Queued, detail) {
             rec.killed_on = Some(m);
+            if let Some((mm, _)) = &self.metrics {
+                mm.preempted("kill");
+            }
         }
     }
 
     /// A running job the runner stopped on `m` goes back to the queue: `order` goes to its
-    /// agent and a QUEUED event with `detail` is emitted; its record, for the caller to mark
-    /// where its process is. A job held for its claim was never ordered: it just waits again
-    /// (`None`).
+    /// agent and an event of `state` (SUSPENDED or QUEUED) with `detail` is emitted; its record,
+    /// for the caller to mark where its process is. A job held for its claim was never ordered:
+    /// it just waits again (`None`).
     fn stop_running(
         &mut self,
         now: Time,
         id: u64,
         m: MachineId,
         order: Kind,
+        state: JobState,
         detail: &str,
     ) -> Option<&mut JobRec> {
         let rec = self.jobs.get_mut(&id)?;
@@ -647,7 +655,7 @@ impl Driver {
         rec.start = None;
         rec.reported_running = false;
         self.order(m, order);
-        self.emit(id, JobState::Queued, now, detail, None);
+        self.emit(id, state, now, detail, None);
         self.jobs.get_mut(&id)
     }
 

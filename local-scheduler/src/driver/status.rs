@@ -15,12 +15,13 @@ impl Driver {
     pub(super) fn refresh_metrics(&self) {
         let Some((m, _)) = &self.metrics else { return };
         let mut queued: BTreeMap<u32, i64> = BTreeMap::new();
-        let (mut running, mut held) = (0, 0);
+        let (mut running, mut held, mut suspended) = (0, 0, 0);
         let mut licences: BTreeMap<&str, i64> = BTreeMap::new();
         for r in self.jobs.values() {
             match r.state {
                 JobState::Queued => *queued.entry(r.req.priority).or_default() += 1,
                 JobState::Running => running += 1,
+                JobState::Suspended => suspended += 1,
                 _ => {}
             }
             held += i64::from(r.held.is_some());
@@ -45,6 +46,7 @@ impl Driver {
                 })
                 .collect(),
             online,
+            suspended,
         });
     }
 

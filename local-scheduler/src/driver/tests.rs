@@ -255,6 +255,22 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
             "resumed on m1 with its progress"
         ]
     );
+    let states: Vec<JobState> = d
+        .journal
+        .events()
+        .iter()
+        .filter(|e| e.job_id == 1)
+        .map(|e| e.state())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            JobState::Queued,
+            JobState::Running,
+            JobState::Suspended,
+            JobState::Running
+        ]
+    );
     assert!(beat(&mut d, vec![report(1, A::Exited, Some(0))], at(121)).is_empty());
     assert!(d.jobs.is_empty());
     d.flush().unwrap();

@@ -1005,6 +1005,8 @@ impl SlurmSite {
                 .map(|l| (l.name.clone(), i64::from(l.used)))
                 .collect(),
             online: self.nodes.iter().filter(|n| self.up && n.usable()).count() as i64,
+            // A Slurm-backed site suspends nothing.
+            suspended: 0,
         });
     }
 

@@ -32,6 +32,7 @@ pub fn state_name(s: i32) -> &'static str {
 pub fn state_colour(s: i32) -> &'static str {
     match JobState::try_from(s).unwrap_or(JobState::Unspecified) {
         JobState::Running => "#2f6fdf",
+        JobState::Suspended => "#8e5fc9",
         JobState::Completed => "#2e9d4f",
         JobState::Failed | JobState::Killed | JobState::Lost => "#d2413a",
         JobState::Cancelled => "#8a8a8a",

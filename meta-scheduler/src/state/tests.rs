@@ -376,3 +376,66 @@ fn finished_jobs_and_events_leave_memory_after_their_retention() {
         "old events left"
     );
 }
+
+#[test]
+fn a_suspended_job_keeps_its_first_start_and_its_machine_until_it_resumes() {
+    let mut st = grid(false);
+    at_a(&mut st, 1, &[]);
+    send(&mut st, 0, 1);
+    let ev = |sequence, state: JobState, time, detail: &str| v1::JobEvent {
+        sequence,
+        job_id: 1,
+        state: state.into(),
+        time,
+        machine: Some("a1".into()),
+        detail: detail.into(),
+        ..Default::default()
+    };
+    let mut apply = |e: v1::JobEvent| {
+        st.apply_local(&mut Batch::default(), 0, &e);
+        let j = &st.jobs[&1];
+        (
+            j.state(),
+            j.start_time,
+            j.suspended_since,
+            j.machine.clone(),
+            j.reason.clone(),
+        )
+    };
+    // A suspension of a job that has not started is stale: ignored.
+    let s = apply(ev(1, JobState::Suspended, 5, "early"));
+    assert_eq!(s.0, JobState::Queued);
+    apply(ev(2, JobState::Running, 10, "started on a1"));
+    let s = apply(ev(3, JobState::Suspended, 20, "suspended on a1"));
+    assert_eq!(
+        s,
+        (
+            JobState::Suspended,
+            Some(10),
+            Some(20),
+            Some("a1".into()),
+            "suspended on a1".into()
+        )
+    );
+    let s = apply(ev(
+        4,
+        JobState::Running,
+        30,
+        "resumed on a1 with its progress",
+    ));
+    assert_eq!(
+        s,
+        (
+            JobState::Running,
+            Some(10),
+            None,
+            Some("a1".into()),
+            String::new()
+        ),
+        "resumed: its first start stays"
+    );
+    // Suspended again, then restarted from scratch elsewhere: back in the queue.
+    apply(ev(5, JobState::Suspended, 40, "suspended on a1"));
+    let s = apply(ev(6, JobState::Queued, 50, "requeued"));
+    assert_eq!((s.0, s.1, s.2, s.3), (JobState::Queued, None, None, None));
+}
