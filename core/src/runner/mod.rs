@@ -190,6 +190,14 @@ pub struct Started {
     pub limit: Duration,
     /// First start, resumption, migration or restart.
     pub launch: Launch,
+    /// Seconds at its beginning without progress, included in `run` and `limit` (a gang
+    /// scheduler's context switch or migration delay, [`Start::setup`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub setup: Duration,
+}
+
+fn is_zero(d: &Duration) -> bool {
+    *d == 0
 }
 
 /// What a finished job did.
@@ -285,6 +293,8 @@ struct Running {
     /// What a multi-node job holds on its other nodes.
     others: Vec<Held>,
     predicted_end: Time,
+    /// Seconds at the start of this run without progress ([`Start::setup`]).
+    setup: Duration,
 }
 
 /// A partition of alike nodes whose policy sees one machine (`head`, the first node) of their
@@ -569,6 +579,9 @@ impl ClusterRunner {
         self.running -= 1;
         let ran = now - r.since;
         t.exec += ran;
+        // The setup seconds of the run (a context switch, a migration) hold the processors but
+        // make no progress.
+        let ran = (ran - r.setup).max(0);
         let machine = self
             .ledger
             .machine(r.held.machine)
@@ -722,6 +735,7 @@ impl ClusterRunner {
             held,
             others: holds,
             predicted_end,
+            setup: 0,
         });
         self.running += 1;
         self.ends.insert((predicted_end, t.job.id));
@@ -776,6 +790,9 @@ impl ClusterRunner {
             if t.running.is_some() {
                 return Err(bad(s.job, "started but already running".into()));
             }
+            if s.setup < 0 {
+                return Err(bad(s.job, format!("negative setup of {} s", s.setup)));
+            }
             let (held, others) = match &mut self.partition {
                 None => (
                     self.ledger
@@ -822,8 +839,8 @@ impl ClusterRunner {
                     }
                 },
             };
-            let run = t.job.duration_on(t.remaining, &machine);
-            let limit = t.job.duration_on(t.estimate_left, &machine);
+            let run = s.setup + t.job.duration_on(t.remaining, &machine);
+            let limit = s.setup + t.job.duration_on(t.estimate_left, &machine);
             let copies = held.pooled.len() as u32;
             let on = held.machine;
             t.running = Some(Running {
@@ -831,6 +848,7 @@ impl ClusterRunner {
                 held,
                 others,
                 predicted_end: now + limit,
+                setup: s.setup,
             });
             self.ends.insert((now + limit, s.job));
             t.first_start.get_or_insert(now);
@@ -843,6 +861,7 @@ impl ClusterRunner {
                 run,
                 limit,
                 launch,
+                setup: s.setup,
             }));
         }
         Ok(())

@@ -5,9 +5,9 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
     Experiment, Options, adh, constraints::ConstraintsExperiment, cs::CsExperiment,
-    dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, lcg::LcgExperiment,
-    mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output, runner,
-    two_level::TwoLevelExperiment,
+    dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, gang::GangExperiment,
+    lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output,
+    runner, two_level::TwoLevelExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -38,6 +38,8 @@ pub enum Name {
     EgEdf,
     /// Thesis §5.1.5: the self-optimizing Deadline classification (ADH) against the static one.
     Adh,
+    /// Zhang et al. §6.3–§6.6: BF, GS, BGS, MGS and MBGS on a 320-processor machine.
+    Gang,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -56,6 +58,9 @@ pub struct ExperimentArgs {
     /// sets per family: default 10).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: Option<u32>,
+    /// Jobs per workload (`gang` only: default 3,000; the paper's 10,000 with --jobs 10000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
     /// Base seed; repetition r uses seed + r.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -78,6 +83,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         quick: args.quick,
         reps: args.reps,
         seed: args.seed,
+        jobs: args.jobs.map(|j| j as usize),
     };
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
@@ -91,6 +97,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::Dynp => Box::new(DynpExperiment::new(&opts)?),
         Name::EgEdf => Box::new(EgEdfExperiment::new(&opts)),
         Name::Adh => Box::new(adh::AdhExperiment::new(&opts)),
+        Name::Gang => Box::new(GangExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(
