@@ -384,6 +384,29 @@ pub fn report(e: &GangExperiment, s: &Summary) -> String {
         );
     }
 
+    // The adaptive idea (not evaluated in the paper): ρ_critical exists only where BF beats BGS.
+    let mut crossings: Vec<String> = Vec::new();
+    for c in [MAIN, "cs 1%", "cs 2%", "cs 5%"] {
+        for &k in &v.ks {
+            if let Some(b) = v.get("BGS-5", c, k, "slowdown")
+                && v.m("BF", k, "slowdown") < b
+            {
+                crossings.push(format!("{c} at ρ {:.2}", v.m("BF", k, "rho")));
+            }
+        }
+    }
+    let _ = writeln!(
+        r,
+        "- Adaptive idea (ρ_critical, not evaluated in the paper, not implemented here): BF beats \
+         BGS-5 in slowdown {}.",
+        if crossings.is_empty() {
+            "at no load and no context switch measured, so no ρ_critical exists in these runs and \
+             the switch would always choose BGS"
+                .to_string()
+        } else {
+            format!("at {}", crossings.join(", "))
+        }
+    );
     let _ = writeln!(r, "\n## Claims of §6.6 (spec A.14)\n");
     let holds_b = v.all(|k| Some(slow("MBGS", k) < slow("BGS-5", k)));
     let holds_g = v.all(|k| Some(slow("MGS", k) < slow("GS-5", k)));
