@@ -86,8 +86,9 @@ pub fn jobs_of(m: &Matrix, r: usize, order: JobOrder) -> Vec<JobId> {
 /// CompactMatrix (after CleanMatrix, so every job is in its home row only): for each source row
 /// from least to most populated, for each destination from most to least populated (skipping
 /// itself and rows less populated than the source), every job of the source whose columns are
-/// free in the destination, for which `clock_ok(job, destination, home)` holds (the clock rule) and `allowed` holds (BGS:
-/// no reservation of the destination is violated), moves there. Returns the jobs moved, in order.
+/// free in the destination, for which `clock_ok(job, destination, home)` holds (the clock rule)
+/// and `allowed` holds (BGS: no reservation of the destination is violated), moves there.
+/// Returns the jobs moved, in order.
 pub fn compact(
     m: &mut Matrix,
     order: JobOrder,

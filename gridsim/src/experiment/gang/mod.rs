@@ -2,9 +2,10 @@
 //! migration (Zhang, Franke, Moreira & Sivasubramaniam, §6.3–§6.6; spec A.11, A.14, A.15).
 //!
 //! One machine of 320 processors, FCFS, Φ = 0.2 estimates, T = 200 s; BF (conservative
-//! backfilling), GS-2/3/5, BGS-2/3/5, MGS and MBGS (MPL 5, C = 0, unlimited Q: Table 1), over the
-//! nine workloads k = 0…8 whose run times are the base workload's × (1.0 + 0.1·k). Further
-//! variants: the context switch at 1, 2 and 5 % of the slice (GS-5, BGS-5), migration at
+//! backfilling rebuilt in FCFS order at every event, G-A6: `planning-fcfs`), GS-2/3/5,
+//! BGS-2/3/5, MGS and MBGS (MPL 5, C = 0, unlimited Q: Table 1), over the nine workloads
+//! k = 0…8 whose run times are the base workload's × (1.0 + 0.1·k). Further variants: the
+//! context switch at 1, 2 and 5 % of the slice (GS-5, BGS-5), migration at
 //! C = 10 s and Q = 64 (Fig. 25's settings), and discrete invocation (BGS-1 = BF invoked at slice
 //! boundaries, BGS-5 discrete; Fig. 21).
 //!

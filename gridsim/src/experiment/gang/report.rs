@@ -109,7 +109,9 @@ pub fn report(e: &GangExperiment, s: &Summary) -> String {
         "Set-up: one machine of {NODES} processors, FCFS, Φ = 0.2 estimates, T = 200 s, \
          continuous scheduling unless marked discrete; {} jobs per workload ({} in the paper), \
          workloads k ∈ {:?} with run times × (1 + 0.1·k), {} repetition(s) (seeds {}..{}). \
-         BF = conservative backfilling; GS-m / BGS-m at MPL m; MGS and MBGS at MPL 5, C = 0 and \
+         BF = conservative backfilling with every reservation rebuilt in FCFS order at each event \
+         (G-A6: the `planning-fcfs` policy, which BGS at MPL 1 equals job by job); GS-m / BGS-m at \
+         MPL m; MGS and MBGS at MPL 5, C = 0 and \
          unlimited Q (Table 1) and at C = 10 s, Q = 64 (Fig. 25). Context switch in % of the \
          slice, charged at every resumption (a first start is not a switch).\n",
         e.jobs,
