@@ -289,6 +289,35 @@ impl Matrix {
         Some(p)
     }
 
+    /// Checks the matrix's own invariants: in every row the jobs present occupy disjoint columns
+    /// and exactly the row's occupied set, every job occupies its home row, and the home counts
+    /// are those of the jobs. The policy asserts it after every recomputation in debug builds.
+    pub fn check(&self) -> Result<(), String> {
+        let mut homes = vec![0u32; self.mpl()];
+        for (id, p) in &self.jobs {
+            if p.rows & (1 << p.home) == 0 {
+                return Err(format!("job {id} is not in its home row {}", p.home));
+            }
+            homes[p.home] += 1;
+        }
+        if homes != self.homes {
+            return Err(format!("home counts {:?}, jobs say {homes:?}", self.homes));
+        }
+        for r in 0..self.mpl() {
+            let mut seen = Cols::empty(self.n);
+            for (id, p) in self.jobs.iter().filter(|(_, p)| p.rows & (1 << r) != 0) {
+                if seen.overlaps(&p.cols) {
+                    return Err(format!("job {id} overlaps another job in row {r}"));
+                }
+                seen.union_with(&p.cols);
+            }
+            if seen != self.occupied[r] {
+                return Err(format!("row {r}: occupied columns differ from its jobs'"));
+            }
+        }
+        Ok(())
+    }
+
     /// The matrix as text, one line per row, `.` for a free column and the job id's last digit
     /// otherwise (for tests and debugging).
     pub fn render(&self) -> Vec<String> {

@@ -262,6 +262,7 @@ impl Gang {
         if self.kind.migrate && self.budget() > 0 {
             self.fill_with_migration();
         }
+        debug_assert_eq!(self.matrix.check(), Ok(()));
     }
 
     /// Tasks that may still migrate in this slice.

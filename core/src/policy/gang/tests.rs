@@ -37,6 +37,7 @@ fn clean_removes_every_replica_and_fill_puts_them_back() {
         "one new replica per job per pass, in order of entering the matrix"
     );
     assert_eq!(m.render(), vec!["11112222", "11112222", "33..2222"]);
+    assert_eq!(m.check(), Ok(()));
     phases::clean(&mut m);
     assert_eq!(m.render(), vec!["1111....", "....2222", "33......"]);
 }
