@@ -165,8 +165,8 @@ mod tests {
                 "moment {n}: {h:?}"
             );
         }
-        // A low-variance target (scv 0.25): orders below 4 have m2 ≤ m1², order 4 is the first
-        // with a solution.
+        // A low-variance target (scv 0.25): orders up to 4 have m2 ≤ m1² and no solution; the
+        // fit takes the first larger order that has one.
         let m = [100.0, 12_500.0, 1_800_000.0];
         let h = HyperErlang::fit(m).unwrap();
         assert!(h.order > 1);

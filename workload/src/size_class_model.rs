@@ -245,7 +245,13 @@ mod tests {
         // A class whose run times are all equal cannot be fitted: it is left out, named.
         let mut t2 = t.clone();
         for i in 0..12 {
-            t2.push(Job::new(1_000 + i, i as i64 * 50, 2, 10, 7));
+            t2.push(Job::new(
+                1_000 + i,
+                i as i64 * 50 + (i as i64 % 3) * 7,
+                2,
+                10,
+                7,
+            ));
         }
         let m2 = SizeClassModel::fit(&t2).unwrap();
         assert_eq!(m2.classes.len(), 2);
