@@ -730,6 +730,77 @@ fn adh_quick_classifies_every_stream_with_a_verdict_per_claim() {
     }
 }
 
+/// `experiment gang --quick`: 14 configurations × workloads 0 and 5 × 2 repetitions of 300 jobs on
+/// the model fitted to SDSC Blue: every job ends, the space-sharing runs (BF, BGS-1) never suspend
+/// a job, only the gang runs do, κ with δ never exceeds the printed κ, Table 1 and a verdict per
+/// claim are in the report, one SVG per figure, and one thread gives the same numbers.
+#[test]
+fn gang_quick_runs_every_configuration_with_a_verdict_per_claim() {
+    if traces::for_test("SDSC-BLUE-2000-4.2-cln.swf.gz").is_none() {
+        return;
+    }
+    let a = tempfile::tempdir().unwrap();
+    experiment("gang", a.path(), &["--threads", "2"]);
+    let rows = deterministic_csv(a.path());
+    assert_eq!(rows.len() - 1, 14 * 2 * 2);
+    let col = |h: &str| rows[0].iter().position(|x| x == h).unwrap();
+    let num = |r: &[String], h: &str| r[col(h)].parse::<f64>().unwrap();
+    let mut gang_suspended = 0;
+    for r in &rows[1..] {
+        let alg = r[col("algorithm")].as_str();
+        assert_eq!(num(r, "finished"), 300.0, "every job ends: {r:?}");
+        let rho = num(r, "rho");
+        assert!(rho > 0.0 && rho <= 1.0, "{r:?}");
+        assert!(num(r, "slowdown") >= 1.0, "{r:?}");
+        let (k, kl) = (num(r, "kappa"), num(r, "kappa_literal"));
+        assert!((0.0..=1.0).contains(&k) && k <= kl + 1e-12, "{r:?}");
+        let susp = num(r, "suspensions_per_job");
+        if alg == "BF" || alg == "BGS-1" {
+            assert_eq!(susp, 0.0, "space sharing never suspends: {r:?}");
+        } else if susp > 0.0 {
+            gang_suspended += 1;
+        }
+        if r[col("variant")] == "cs 0%" {
+            assert_eq!(num(r, "context_switches_per_job"), 0.0, "{r:?}");
+        }
+    }
+    assert!(
+        gang_suspended > 10,
+        "gang runs time-share: {gang_suspended}"
+    );
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(report.contains("## Table 1"), "{report}");
+    for quote in [
+        "“BF always better” — **",
+        "“BF better when ρ > 0.65” — **",
+        "“BGS-k outperforms GS-k at every combination of context-switch overhead and utilization” — **",
+        "“BGS-5 better than BF only up to ρ = 0.83” — **",
+        "“% s better” — **",
+        "“MGS wait 50–100 % larger than BGS at all utilizations” — **",
+        "“best on κ, slowdown, wait across all utilizations; GS always worst” — **",
+        "“BGS-1 slowdown ≈ 2 × BF over 0.55 ≤ ρ ≤ 0.80” — **",
+    ] {
+        assert!(report.contains(quote), "missing verdict {quote}");
+    }
+    for f in [
+        "fig15-slowdown",
+        "fig17-wait",
+        "fig20-kappa",
+        "utilization",
+        "fig16-context-switch-bgs5",
+    ] {
+        let svg = std::fs::read_to_string(a.path().join(format!("{f}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{f}");
+    }
+    let b = tempfile::tempdir().unwrap();
+    experiment("gang", b.path(), &["--threads", "1"]);
+    assert_eq!(
+        rows,
+        deterministic_csv(b.path()),
+        "thread count changes nothing"
+    );
+}
+
 /// `experiment urgent --quick` with the shared traces directory, into `dir`.
 fn urgent_quick(dir: &Path, threads: &str) {
     let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))

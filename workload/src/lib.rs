@@ -13,6 +13,8 @@
 //! * [`scale`]: Ernemann's trace scaling to a larger machine (Part C) and the wide-job
 //!   splitting of the grid workloads (§6.6, modifications 1–4).
 //! * [`shrink`]: the shrinking factor of §5.5 as an iterator adapter.
+//! * [`hyper_erlang`], [`size_class_model`], [`overestimation`]: the per-size-class Hyper-Erlang
+//!   workload model and the Ω / Φ run-time estimate models of Zhang et al. (§2.1–§2.2).
 //! * [`traces`]: finding the shared traces (`GRIDSCHED_TRACES`) by path, name or prefix.
 //! * [`error`]: [`WorkloadError`], which always names the file, line and field.
 //!
@@ -33,12 +35,15 @@
 //! ```
 
 pub mod error;
+pub mod hyper_erlang;
 pub mod input;
 pub mod jsonl;
+pub mod overestimation;
 mod prefetch;
 pub mod scale;
 pub mod seed_setups;
 pub mod shrink;
+pub mod size_class_model;
 pub mod source;
 pub mod swf;
 pub mod synthetic;

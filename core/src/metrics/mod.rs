@@ -6,10 +6,13 @@
 //! Everything is computed from [`JobRecord`]s as jobs end, plus the machine-state samples of
 //! [`CapacityTracker`] for the loss of capacity, so memory does not grow with the workload.
 
+pub mod breakdown;
 mod capacity;
+mod gang_capacity;
 mod record;
 mod summary;
 
 pub use capacity::CapacityTracker;
+pub use gang_capacity::GangCapacityTracker;
 pub use record::{BSLD_THRESHOLD_S, JobRecord};
 pub use summary::{Summary, SummaryBuilder};

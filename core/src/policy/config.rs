@@ -2,7 +2,9 @@
 //! Every knob of `reference-semantics.md` ("Knobs other simulators choose differently") that
 //! belongs to the policy lives here; the defaults are the reference mode.
 
-use super::{DynpOptions, PlanningOptions, Policy, PolicyKind, UrgentLayer, UrgentOptions};
+use super::{
+    DynpOptions, GangOptions, PlanningOptions, Policy, PolicyKind, UrgentLayer, UrgentOptions,
+};
 use crate::cluster::{ClusterError, ClusterState};
 use crate::convergent::{CsParams, MatchingKind};
 use crate::heuristics::HeuristicParams;
@@ -117,6 +119,9 @@ pub struct PolicyConfig {
     /// Options of dynP's self-tuning.
     #[serde(default)]
     pub dynp: DynpOptions,
+    /// Options of the gang schedulers (`gs`, `bgs`, `mgs`, `mbgs`).
+    #[serde(default)]
+    pub gang: GangOptions,
     /// On a partition of alike nodes ([`Platform::alike_nodes`]), run a policy that has a classic
     /// implementation (the FCFS / backfilling / planning family) over the nodes as one pool of
     /// processors, a job spanning nodes where it needs them (multi-node jobs); `false` keeps
@@ -170,6 +175,14 @@ pub enum PolicyConfigError {
         "planning.rules: the {0} policy does not take planning rules (planning-fcfs, planning-sjf, planning-ljf and dynp do)"
     )]
     RulesUnsupported(PolicyKind),
+    /// An option has a value the policy cannot run with.
+    #[error("{key}: {why}")]
+    BadOption {
+        /// The configuration key, e.g. `gang.mpl`.
+        key: &'static str,
+        /// What is wrong.
+        why: String,
+    },
 }
 
 impl PolicyConfig {
@@ -183,6 +196,7 @@ impl PolicyConfig {
             matching: None,
             planning: PlanningOptions::default(),
             dynp: DynpOptions::default(),
+            gang: GangOptions::default(),
             partition: true,
             urgent: None,
         }
@@ -201,11 +215,24 @@ impl PolicyConfig {
         if !plans && !self.planning.rules.is_empty() {
             return Err(PolicyConfigError::RulesUnsupported(self.policy));
         }
+        if self.policy.is_gang() {
+            self.gang.check()?;
+        }
         Ok(())
     }
 
     /// Builds a cluster policy on `state` (the kinds of [`PolicyKind::cluster`]).
     pub fn build_cluster(&self, state: ClusterState) -> Result<Box<dyn Policy>, PolicyConfigError> {
+        if self.policy.is_gang() {
+            self.gang.check()?;
+            if state.slots().len() != 1 {
+                return Err(PolicyConfigError::NotSingleMachine {
+                    policy: self.policy,
+                    cluster: "(gang scheduling needs one machine)".into(),
+                    machines: state.slots().len(),
+                });
+            }
+        }
         match self.policy.entry().cluster {
             Some(build) => Ok(build(self, state)),
             None => Err(PolicyConfigError::NotSingleMachine {
@@ -355,6 +382,11 @@ mod tests {
             space_sharing: false,
         }];
         for k in PolicyKind::cluster() {
+            if k.is_gang() {
+                let e = PolicyConfig::new(k).build(&p, ClusterId(0)).unwrap_err();
+                assert!(e.to_string().contains("has 2"), "{e}");
+                continue;
+            }
             let pol = PolicyConfig::new(k).build(&p, ClusterId(0)).unwrap();
             assert!(pol.describe().starts_with(match k {
                 PolicyKind::Easy => "bf-fcfs",
@@ -378,7 +410,7 @@ mod tests {
         for k in PolicyKind::every() {
             assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
         }
-        assert_eq!(PolicyKind::every().len(), 22, "each kind once");
+        assert_eq!(PolicyKind::every().len(), 26, "each kind once");
         let e = "nope".parse::<PolicyKind>().unwrap_err().to_string();
         assert!(
             e.ends_with(

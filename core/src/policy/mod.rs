@@ -19,6 +19,7 @@ mod dynp;
 mod easy;
 mod fcfs;
 mod flexible_backfilling;
+pub mod gang;
 mod order;
 mod planning;
 mod registry;
@@ -36,6 +37,7 @@ pub use dynp::{DeciderKind, DynpOptions, Ratings, SelfTuning, Tuning, TuningMetr
 pub use easy::Easy;
 pub use fcfs::Fcfs;
 pub use flexible_backfilling::{Blocked, ClusterOrder, FbVariant, FlexibleBackfilling};
+pub use gang::{Gang, GangKind, GangOptions};
 pub use order::QueueOrder;
 pub use planning::{PlanOrder, Planning, PlanningOptions};
 pub use registry::{BuildCluster, BuildSingle, POLICIES, PolicyEntry, PolicyKind};
@@ -61,6 +63,11 @@ pub struct Start {
     pub procs: u32,
     /// Run-time overhead in percent of a job spread over several machines (0 for a whole job).
     pub overhead_pct: u32,
+    /// Seconds at the beginning of this run during which the job holds its processors without
+    /// making progress: a gang scheduler's context switch into the job or the restart half of a
+    /// migration (Zhang et al., §5.2 and §6.4). The runner adds them to the run and its limit and
+    /// counts no progress for them if the job is suspended early. 0 for every other policy.
+    pub setup: Duration,
 }
 
 impl Start {
@@ -71,6 +78,7 @@ impl Start {
             machine,
             procs,
             overhead_pct: 0,
+            setup: 0,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! `two-level-grid-scheduler.md` D6–D7, D9.2–D9.3 and D10.2 for the cluster ones).
 
 use super::{Conservative, Easy, FbVariant, Fcfs, FlexibleBackfilling, Policy, PolicyConfig};
-use super::{PlanOrder, Planning, PolicyConfigError, QueueOrder, ScheduleBased};
+use super::{Gang, GangKind, PlanOrder, Planning, PolicyConfigError, QueueOrder, ScheduleBased};
 use crate::cluster::ClusterState;
 use crate::convergent::ConvergentScheduling;
 use crate::model::MachineId;
@@ -65,6 +65,14 @@ pub enum PolicyKind {
     EgEdfNow,
     /// See [`POLICIES`].
     EgEdfTabuNow,
+    /// See [`POLICIES`].
+    Gs,
+    /// See [`POLICIES`].
+    Bgs,
+    /// See [`POLICIES`].
+    Mgs,
+    /// See [`POLICIES`].
+    Mbgs,
 }
 
 /// Builds the classic implementation on one machine of the given processors.
@@ -89,7 +97,7 @@ pub struct PolicyEntry {
 }
 
 /// Every local policy, in documentation order: the classic single-machine ones first.
-pub static POLICIES: [PolicyEntry; 22] = [
+pub static POLICIES: [PolicyEntry; 26] = [
     PolicyEntry {
         kind: PolicyKind::Fcfs,
         name: "fcfs",
@@ -246,6 +254,34 @@ pub static POLICIES: [PolicyEntry; 22] = [
         single: None,
         cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf_tabu_now(s))),
     },
+    PolicyEntry {
+        kind: PolicyKind::Gs,
+        name: "gs",
+        help: "gang scheduling on one machine: Ousterhout matrix of MPL time slices (Zhang et al.)",
+        single: None,
+        cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::GS, c.gang))),
+    },
+    PolicyEntry {
+        kind: PolicyKind::Bgs,
+        name: "bgs",
+        help: "backfilling gang scheduling: conservative backfilling in every row of the matrix",
+        single: None,
+        cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::BGS, c.gang))),
+    },
+    PolicyEntry {
+        kind: PolicyKind::Mgs,
+        name: "mgs",
+        help: "gang scheduling with migration (checkpoint/restart) to compact and fill the matrix",
+        single: None,
+        cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::MGS, c.gang))),
+    },
+    PolicyEntry {
+        kind: PolicyKind::Mbgs,
+        name: "mbgs",
+        help: "backfilling gang scheduling with migration",
+        single: None,
+        cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::MBGS, c.gang))),
+    },
 ];
 
 impl PolicyKind {
@@ -328,6 +364,15 @@ impl PolicyKind {
         }
     }
 
+    /// Whether the kind is one of the gang schedulers, which time-share the one machine of a
+    /// cluster ([`GangOptions`](super::GangOptions)).
+    pub fn is_gang(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::Gs | PolicyKind::Bgs | PolicyKind::Mgs | PolicyKind::Mbgs
+        )
+    }
+
     /// The name used on command lines and in configuration files.
     pub fn as_str(self) -> &'static str {
         self.entry().name
@@ -378,7 +423,7 @@ mod tests {
         assert_eq!(
             PolicyKind::names(&PolicyKind::cluster()),
             "fcfs, easy, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np, fb-meta, eg-edf, \
-             eg-edf-tabu, eg-edf-now, eg-edf-tabu-now"
+             eg-edf-tabu, eg-edf-now, eg-edf-tabu-now, gs, bgs, mgs, mbgs"
         );
         let help = PolicyKind::help_lines(&[PolicyKind::Edf]);
         assert_eq!(

@@ -190,6 +190,14 @@ pub struct Started {
     pub limit: Duration,
     /// First start, resumption, migration or restart.
     pub launch: Launch,
+    /// Seconds at its beginning without progress, included in `run` and `limit` (a gang
+    /// scheduler's context switch or migration delay, [`Start::setup`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub setup: Duration,
+}
+
+fn is_zero(d: &Duration) -> bool {
+    *d == 0
 }
 
 /// What a finished job did.
@@ -293,6 +301,8 @@ struct Running {
     /// What a multi-node job holds on its other nodes.
     others: Vec<Held>,
     predicted_end: Time,
+    /// Seconds at the start of this run without progress ([`Start::setup`]).
+    setup: Duration,
 }
 
 /// A partition of alike nodes whose policy sees one machine (`head`, the first node) of their
@@ -579,6 +589,9 @@ impl ClusterRunner {
         self.running -= 1;
         let ran = now - r.since;
         t.exec += ran;
+        // The setup seconds of the run (a context switch, a migration) hold the processors but
+        // make no progress.
+        let ran = (ran - r.setup).max(0);
         let machine = self
             .ledger
             .machine(r.held.machine)
@@ -732,6 +745,7 @@ impl ClusterRunner {
             held,
             others: holds,
             predicted_end,
+            setup: 0,
         });
         self.running += 1;
         self.ends.insert((predicted_end, t.job.id));
@@ -817,6 +831,9 @@ impl ClusterRunner {
             if t.running.is_some() {
                 return Err(bad(s.job, "started but already running".into()));
             }
+            if s.setup < 0 {
+                return Err(bad(s.job, format!("negative setup of {} s", s.setup)));
+            }
             let (held, others) = match &mut self.partition {
                 None => (
                     self.ledger
@@ -863,8 +880,8 @@ impl ClusterRunner {
                     }
                 },
             };
-            let run = t.job.duration_on(t.remaining, &machine);
-            let limit = t.job.duration_on(t.estimate_left, &machine);
+            let run = s.setup + t.job.duration_on(t.remaining, &machine);
+            let limit = s.setup + t.job.duration_on(t.estimate_left, &machine);
             let copies = held.pooled.len() as u32;
             let on = held.machine;
             t.running = Some(Running {
@@ -872,6 +889,7 @@ impl ClusterRunner {
                 held,
                 others,
                 predicted_end: now + limit,
+                setup: s.setup,
             });
             self.ends.insert((now + limit, s.job));
             t.first_start.get_or_insert(now);
@@ -884,6 +902,7 @@ impl ClusterRunner {
                 run,
                 limit,
                 launch,
+                setup: s.setup,
             }));
         }
         Ok(())

@@ -15,6 +15,7 @@ pub struct Preemptor {
     suspend: Vec<JobId>,
     resume_on: MachineId,
     preempted: Vec<JobId>,
+    setup: crate::model::Duration,
 }
 
 impl Preemptor {
@@ -22,6 +23,15 @@ impl Preemptor {
     pub fn resuming_on(machine: MachineId) -> Preemptor {
         Preemptor {
             resume_on: machine,
+            ..Preemptor::default()
+        }
+    }
+
+    /// A preemptor whose resumed jobs hold their processors `setup` seconds without progress
+    /// first (a context switch, [`Start::setup`]).
+    pub fn with_setup(setup: crate::model::Duration) -> Preemptor {
+        Preemptor {
+            setup,
             ..Preemptor::default()
         }
     }
@@ -63,7 +73,11 @@ impl Policy for Preemptor {
             } else {
                 MachineId(0)
             };
-            starts.push(Start::on(j.id, m, j.procs));
+            let mut s = Start::on(j.id, m, j.procs);
+            if self.preempted.contains(&j.id) {
+                s.setup = self.setup;
+            }
+            starts.push(s);
             self.running = Some(j);
         }
     }

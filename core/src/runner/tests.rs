@@ -135,6 +135,60 @@ fn a_job_resumed_where_it_was_suspended_continues_with_its_progress() {
     );
 }
 
+/// A resumed job's setup seconds (a context switch) hold its processors without progress: they
+/// lengthen its run and limit, and a suspension inside them keeps its progress unchanged.
+#[test]
+fn setup_seconds_hold_the_processors_without_progress() {
+    let p = platform(&[(4, 100)]);
+    let mut r = ClusterRunner::new(
+        &p,
+        ClusterId(0),
+        Box::new(Preemptor::with_setup(20)),
+        RunnerConfig::default(),
+    )
+    .unwrap();
+    submit(&mut r, 0, Job::new(1, 0, 4, 1_000, 900), None);
+    let mut all = on(&mut r, 0, Input::Pass);
+    let mut urgent = Job::new(2, 100, 4, 30, 30);
+    urgent.deadline = Some(1_000);
+    submit(&mut r, 100, urgent, None);
+    all.extend(on(&mut r, 100, Input::Pass));
+    all.extend(on(&mut r, 130, Input::Ended { job: JobId(2) }));
+    all.extend(on(&mut r, 130, Input::Pass));
+    // 100 s done: 800 s of work and 900 s of limit left, plus the 20 s setup.
+    assert_eq!(started(&all)[2], (1, 0, 820, Launch::Resume));
+    let Some(Effect::Start(s)) = all.iter().rev().find(|e| matches!(e, Effect::Start(_))) else {
+        unreachable!()
+    };
+    assert_eq!(s.limit, 920);
+    // Suspended 15 s into its setup, then 30 s after its next start: no progress the first time,
+    // 10 s the second (its setup again takes 20 s).
+    let mut urgent = Job::new(3, 145, 4, 10, 10);
+    urgent.deadline = Some(1_000);
+    submit(&mut r, 145, urgent, None);
+    let e = on(&mut r, 145, Input::Pass);
+    assert!(e.contains(&Effect::Suspend {
+        job: JobId(1),
+        machine: MachineId(0)
+    }));
+    on(&mut r, 155, Input::Ended { job: JobId(3) });
+    let e = on(&mut r, 155, Input::Pass);
+    assert_eq!(started(&e), vec![(1, 0, 820, Launch::Resume)]);
+    let mut urgent = Job::new(4, 185, 4, 10, 10);
+    urgent.deadline = Some(1_000);
+    submit(&mut r, 185, urgent, None);
+    on(&mut r, 185, Input::Pass);
+    on(&mut r, 195, Input::Ended { job: JobId(4) });
+    let e = on(&mut r, 195, Input::Pass);
+    assert_eq!(started(&e), vec![(1, 0, 810, Launch::Resume)]);
+    let done = on(&mut r, 1_005, Input::Ended { job: JobId(1) });
+    let Effect::Finished(f) = done[0] else {
+        unreachable!()
+    };
+    // Held 100 + 15 + 30 + 810 s; 60 s of it were setup.
+    assert_eq!((f.exec, f.suspensions), (955, 3));
+}
+
 #[test]
 fn resumed_elsewhere_a_job_migrates_in_simulation_and_restarts_live() {
     let (effects, _) = suspend_and_resume(Migration::KeepProgress, 1);

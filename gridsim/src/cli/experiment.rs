@@ -5,9 +5,9 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
     Experiment, Options, adh, constraints::ConstraintsExperiment, cs::CsExperiment,
-    dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, lcg::LcgExperiment,
-    mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output, runner,
-    two_level::TwoLevelExperiment, urgent::UrgentExperiment,
+    dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, gang::GangExperiment,
+    lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output,
+    runner, two_level::TwoLevelExperiment, urgent::UrgentExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -40,6 +40,8 @@ pub enum Name {
     Adh,
     /// Kurowski et al. §5: urgent jobs preempting typical ones, four brokers, on two KTH sites.
     Urgent,
+    /// Zhang et al. §6.3–§6.6: BF, GS, BGS, MGS and MBGS on a 320-processor machine.
+    Gang,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -58,6 +60,9 @@ pub struct ExperimentArgs {
     /// sets per family: default 10).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: Option<u32>,
+    /// Jobs per workload (`gang` only: default 3,000; the paper's 10,000 with --jobs 10000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
     /// Base seed; repetition r uses seed + r.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -80,6 +85,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         quick: args.quick,
         reps: args.reps,
         seed: args.seed,
+        jobs: args.jobs.map(|j| j as usize),
     };
     let exp: Box<dyn Experiment> = match args.name {
         Name::Fb => Box::new(FbExperiment::new(&opts)),
@@ -94,6 +100,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::EgEdf => Box::new(EgEdfExperiment::new(&opts)),
         Name::Adh => Box::new(adh::AdhExperiment::new(&opts)),
         Name::Urgent => Box::new(UrgentExperiment::new(&opts)?),
+        Name::Gang => Box::new(GangExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(

@@ -259,6 +259,7 @@ impl Knobs {
                 backfilling: !self.no_plan_backfilling,
                 rules: self.rules().unwrap_or_default(),
             },
+            gang: Default::default(),
             dynp: DynpOptions {
                 metric: self.dynp_metric,
                 decider: self.dynp_decider,

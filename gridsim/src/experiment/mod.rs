@@ -22,6 +22,8 @@
 //!   (`self-tuning-and-multisite.md` §4).
 //! * [`eg_edf`]: D10.2, the schedule-based EG-EDF and Tabu search of Klusáček & Rudová against
 //!   FCFS and backfilling (thesis §5.2.3, Figs. 39–40).
+//! * [`gang`]: BF, GS, BGS, MGS and MBGS on one 320-processor machine over nine loads (Zhang et
+//!   al., §6.3–§6.6; `gang-urgent-scaling.md` A.11, A.14).
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 //! * [`urgent`]: urgent jobs in a two-level grid, the local urgent policies and the urgent
 //!   brokers (`gang-urgent-scaling.md` Part B).
@@ -34,6 +36,7 @@ pub mod dynp;
 pub mod dynp_syn;
 pub mod eg_edf;
 pub mod fb;
+pub mod gang;
 pub mod lcg;
 pub mod mkp;
 pub mod ms_cs;
@@ -113,6 +116,8 @@ pub struct Options {
     pub reps: Option<u32>,
     /// Base seed.
     pub seed: u64,
+    /// Jobs per workload, for the experiments that take it (`gang`); `None`: the default.
+    pub jobs: Option<usize>,
 }
 
 /// An experiment.

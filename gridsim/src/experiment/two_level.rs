@@ -453,6 +453,7 @@ mod tests {
     fn table6_draws_are_deterministic_and_in_range() {
         let setup = TwoLevelSetup::new(&Options {
             quick: false,
+            jobs: None,
             reps: None,
             seed: 7,
         });
@@ -501,6 +502,7 @@ mod tests {
     fn the_engine_reports_the_same_optimal_shares_and_every_job_ends() {
         let opts = Options {
             quick: true,
+            jobs: None,
             reps: None,
             seed: 3,
         };

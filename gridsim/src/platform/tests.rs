@@ -210,7 +210,8 @@ fn every_cluster_policy_keeps_the_invariants_on_random_platforms() {
     for round in 0..40 {
         let p = random_platform(&mut rng);
         let jobs = random_jobs(&mut rng, 60);
-        for kind in PolicyKind::cluster() {
+        // The gang schedulers time-share one machine; these platforms have several per cluster.
+        for kind in PolicyKind::cluster().into_iter().filter(|k| !k.is_gang()) {
             let mut first_res: HashMap<JobId, Time> = HashMap::new();
             let mut starts: HashMap<JobId, Time> = HashMap::new();
             let mut pass = |t: Time, _c: ClusterId, s: &[Start], pol: &dyn Policy| {
