@@ -517,6 +517,44 @@ copies = 2
         assert!(e.contains("part_failure") || e.contains("ignore"), "{e}");
     }
 
+    /// A gang site with MPL 0, or a context switch as long as its slice, and an urgent layer
+    /// over a site of several unlike machines, are refused at start, naming the key.
+    #[test]
+    fn gang_and_urgent_options_are_checked_at_the_door() {
+        let one = |policy: &str| {
+            format!(
+                "cluster = \"c1\"\n[policy]\npolicy = \"gs\"\n{policy}\n\
+                 [[machines]]\nname = \"m1\"\nprocessors = 4\n"
+            )
+        };
+        let c = Config::from_toml(&one("gang = { mpl = 2, slice = 2 }")).unwrap();
+        assert_eq!((c.policy.gang.mpl, c.policy.gang.slice), (2, 2));
+        for (opts, key) in [
+            ("gang = { mpl = 0 }", "gang.mpl"),
+            (
+                "gang = { context_switch_pct = 100 }",
+                "gang.context_switch_pct",
+            ),
+            ("gang = { slice = 0 }", "gang.slice"),
+        ] {
+            let e = format!("{:#}", Config::from_toml(&one(opts)).unwrap_err());
+            assert!(e.contains(key), "{opts}: {e}");
+        }
+        let e = format!(
+            "{:#}",
+            Config::from_toml(&one("gang = { mlp = 2 }")).unwrap_err()
+        );
+        assert!(e.contains("mlp"), "{e}");
+        let unlike = "cluster = \"c1\"\n[policy]\npolicy = \"fb-mod\"\n\
+                      urgent = { mode = \"preempt\" }\n[[machines]]\nname = \"m1\"\n\
+                      processors = 4\n[[machines]]\nname = \"m2\"\nprocessors = 8\n";
+        let e = format!("{:#}", Config::from_toml(unlike).unwrap_err());
+        assert!(
+            e.contains("urgent") && e.contains("one space-shared machine"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn max_estimate_defaults_to_a_year() {
         assert_eq!(Config::from_toml(OK).unwrap().max_estimate_s, 365 * 86_400);

@@ -37,6 +37,13 @@ pub struct PreemptionLabel {
     pub kind: String,
 }
 
+/// One of the policy's own counters.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CounterLabel {
+    /// Its name (`slices`, `context_switches`, dynP's `switches`, …).
+    pub counter: String,
+}
+
 /// The metrics.
 #[derive(Clone, Debug)]
 pub struct LocalMetrics {
@@ -58,6 +65,9 @@ pub struct LocalMetrics {
     pub preemptions: Family<PreemptionLabel, Counter>,
     /// Jobs stopped on their machine, keeping their progress.
     pub suspended: Gauge,
+    /// The policy's own counters (a gang scheduler's slices and context switches, dynP's
+    /// switches), as the policy reports them.
+    pub policy: Family<CounterLabel, Gauge>,
 }
 
 impl LocalMetrics {
@@ -73,6 +83,7 @@ impl LocalMetrics {
             awaiting_claim: Gauge::default(),
             preemptions: Family::default(),
             suspended: Gauge::default(),
+            policy: Family::default(),
         };
         r.register(
             "gridsched_local_queued_jobs",
@@ -120,6 +131,12 @@ impl LocalMetrics {
             "Jobs stopped on their machine, keeping their progress",
             m.suspended.clone(),
         );
+        r.register(
+            "gridsched_local_policy_events",
+            "The policy's own counters since the local scheduler started: a gang scheduler's \
+             slices, context switches and migrations, dynP's policy switches",
+            m.policy.clone(),
+        );
         m
     }
 
@@ -146,6 +163,8 @@ pub struct Gauges {
     pub online: i64,
     /// Jobs suspended on their machine.
     pub suspended: i64,
+    /// The policy's counters.
+    pub policy: Vec<(String, u64)>,
 }
 
 impl LocalMetrics {
@@ -167,5 +186,10 @@ impl LocalMetrics {
         }
         self.machines_online.set(g.online);
         self.suspended.set(g.suspended);
+        for (counter, n) in g.policy {
+            self.policy
+                .get_or_create(&CounterLabel { counter })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 }

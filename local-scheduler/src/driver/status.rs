@@ -47,6 +47,7 @@ impl Driver {
                 .collect(),
             online,
             suspended,
+            policy: self.runner.policy().counters(),
         });
     }
 

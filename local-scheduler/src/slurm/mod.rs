@@ -1005,8 +1005,9 @@ impl SlurmSite {
                 .map(|l| (l.name.clone(), i64::from(l.used)))
                 .collect(),
             online: self.nodes.iter().filter(|n| self.up && n.usable()).count() as i64,
-            // A Slurm-backed site suspends nothing.
+            // A Slurm-backed site suspends nothing and runs no policy of ours.
             suspended: 0,
+            policy: Vec::new(),
         });
     }
 
