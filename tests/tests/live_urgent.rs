@@ -46,19 +46,18 @@ fn steps(out: &str) -> Vec<(u32, f64)> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() {
+/// A one-machine site of two processors whose urgent layer preempts `by` (`suspend` or
+/// `kill`), and a typical job of six one-second steps filling it, two steps in.
+async fn full_site(by: &str) -> (LiveGrid, gridsched_tests::live::Client, u64) {
     let site = SiteSpec {
         time_scale: 1.0,
-        policy_extra: "urgent = { preempt_by = \"suspend\" }".into(),
+        policy_extra: format!("urgent = {{ preempt_by = \"{by}\" }}"),
         ..SiteSpec::new("solo", "easy", 1, 2)
     };
     let meta = "[urgent.allowance]\nalice = \"critical\"\nbob = \"important\"\n";
     let g = LiveGrid::start(gridsched_tests::test_bins!(), vec![site], meta);
     g.ready().await;
     let mut c = g.client().await;
-
-    // A typical job of six one-second steps fills the site's two processors.
     let typical = sh(
         "carol",
         120,
@@ -73,6 +72,24 @@ async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() 
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    (g, c, a)
+}
+
+/// The urgent job: it prints when it starts, sleeps three seconds, and prints when it ends.
+fn urgent_job() -> v1::JobSpec {
+    v1::JobSpec {
+        urgency: v1::Urgency::Critical.into(),
+        ..sh(
+            "alice",
+            30,
+            "echo \"1 $(date +%s%N)\"; sleep 3; echo \"2 $(date +%s%N)\"",
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() {
+    let (g, mut c, a) = full_site("suspend").await;
 
     // Users without the allowance are refused at the door.
     let above = v1::JobSpec {
@@ -95,15 +112,7 @@ async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() 
         );
     }
 
-    // The urgent job: it prints when it starts, sleeps three seconds, and prints when it ends.
-    let urgent = v1::JobSpec {
-        urgency: v1::Urgency::Critical.into(),
-        ..sh(
-            "alice",
-            30,
-            "echo \"1 $(date +%s%N)\"; sleep 3; echo \"2 $(date +%s%N)\"",
-        )
-    };
+    let urgent = urgent_job();
     let submitted = unix_now();
     let u = submit_all(&mut c, vec![urgent]).await[0];
     // Meanwhile the typical job is SUSPENDED, and says since when and until when.
@@ -169,6 +178,46 @@ async fn an_urgent_job_suspends_a_running_one_which_resumes_with_its_progress() 
     );
     assert!(
         metrics.contains("gridsched_local_suspended_jobs 0"),
+        "{metrics}"
+    );
+}
+
+/// As printed by the paper: the typical job is killed and requeued; it runs again from scratch
+/// once the urgent job has ended (its steps start over), and the kill is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_job_kills_a_running_one_which_runs_again_from_scratch() {
+    let (g, mut c, a) = full_site("kill").await;
+    let before = steps(&stdout_of(&g, "solo-m1", a)).len();
+    let u = submit_all(&mut c, vec![urgent_job()]).await[0];
+    let limit = Instant::now() + Duration::from_secs(20);
+    loop {
+        let j = get_job(&mut c, a).await;
+        if j.state() == JobState::Queued && j.machine.is_none() {
+            break;
+        }
+        assert!(
+            Instant::now() < limit,
+            "the typical job was never requeued: {j:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    wait_ended(&mut c, &[u, a], Duration::from_secs(60)).await;
+    let (done, ended) = (get_job(&mut c, a).await, get_job(&mut c, u).await);
+    assert_eq!(done.state(), JobState::Completed, "{done:?}");
+    assert_eq!(ended.state(), JobState::Completed, "{ended:?}");
+    // The rerun's output: all six steps, all after the urgent job's end.
+    let u_end = steps(&stdout_of(&g, "solo-m1", u))[1].1;
+    let rerun = steps(&stdout_of(&g, "solo-m1", a));
+    let numbers: Vec<u32> = rerun.iter().map(|s| s.0).collect();
+    assert_eq!(numbers, [1, 2, 3, 4, 5, 6], "a fresh run: {rerun:?}");
+    assert!(
+        rerun.iter().all(|&(_, t)| t > u_end),
+        "{rerun:?} after {u_end}"
+    );
+    assert!(before >= 2, "{before} steps were lost with the kill");
+    let metrics = scrape(&g.metrics[1]);
+    assert!(
+        metrics.contains("gridsched_local_preemptions_total{kind=\"kill\"} 1"),
         "{metrics}"
     );
 }

@@ -228,7 +228,7 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     // An urgent job: job 1 is stopped where it runs, job 2 takes the machine.
     enqueue(&mut d, 2, Some(1_500), at(10));
     assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
-    assert_eq!(d.jobs[&1].state, JobState::Queued);
+    assert_eq!(d.jobs[&1].state, JobState::Suspended);
     // The agent may still report job 1 running before it handles the order: it is not killed.
     let running_both = vec![report(1, A::Running, None), report(2, A::Running, None)];
     assert!(
