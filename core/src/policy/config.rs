@@ -119,7 +119,7 @@ pub struct PolicyConfig {
     /// Options of dynP's self-tuning.
     #[serde(default)]
     pub dynp: DynpOptions,
-    /// Options of the gang schedulers (`gs`, `bgs`, `mgs`, `mbgs`).
+    /// Options of the gang schedulers (`gs`, `bgs`, `mgs`, `mbgs`, `bgs-adaptive`).
     #[serde(default)]
     pub gang: GangOptions,
     /// On a partition of alike nodes ([`Platform::alike_nodes`]), run a policy that has a classic
