@@ -410,7 +410,7 @@ mod tests {
         for k in PolicyKind::every() {
             assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
         }
-        assert_eq!(PolicyKind::every().len(), 26, "each kind once");
+        assert_eq!(PolicyKind::every().len(), 27, "each kind once");
         let e = "nope".parse::<PolicyKind>().unwrap_err().to_string();
         assert!(
             e.ends_with(

@@ -443,7 +443,8 @@ fn every_variant_finishes_a_random_workload_without_oversubscribing() {
 
 #[test]
 fn bad_options_are_refused_naming_the_key() {
-    let cases: [(fn(&mut GangOptions), &str); 6] = [
+    type Spoil = fn(&mut GangOptions);
+    let cases: [(Spoil, &str); 6] = [
         (|g| g.mpl = 0, "gang.mpl"),
         (|g| g.slice = 0, "gang.slice"),
         (|g| g.context_switch_pct = 100, "gang.context_switch_pct"),
