@@ -730,7 +730,7 @@ fn adh_quick_classifies_every_stream_with_a_verdict_per_claim() {
     }
 }
 
-/// `experiment gang --quick`: 14 configurations × workloads 0 and 5 × 2 repetitions of 300 jobs on
+/// `experiment gang --quick`: 15 configurations × workloads 0 and 5 × 2 repetitions of 300 jobs on
 /// the model fitted to SDSC Blue: every job ends, the space-sharing runs (BF, BGS-1) never suspend
 /// a job, only the gang runs do, κ with δ never exceeds the printed κ, Table 1 and a verdict per
 /// claim are in the report, one SVG per figure, and one thread gives the same numbers.
@@ -742,7 +742,7 @@ fn gang_quick_runs_every_configuration_with_a_verdict_per_claim() {
     let a = tempfile::tempdir().unwrap();
     experiment("gang", a.path(), &["--threads", "2"]);
     let rows = deterministic_csv(a.path());
-    assert_eq!(rows.len() - 1, 14 * 2 * 2);
+    assert_eq!(rows.len() - 1, 15 * 2 * 2);
     let col = |h: &str| rows[0].iter().position(|x| x == h).unwrap();
     let num = |r: &[String], h: &str| r[col(h)].parse::<f64>().unwrap();
     let mut gang_suspended = 0;
@@ -779,6 +779,7 @@ fn gang_quick_runs_every_configuration_with_a_verdict_per_claim() {
         "“MGS wait 50–100 % larger than BGS at all utilizations” — **",
         "“best on κ, slowdown, wait across all utilizations; GS always worst” — **",
         "“BGS-1 slowdown ≈ 2 × BF over 0.55 ≤ ρ ≤ 0.80” — **",
+        "“BGS below ρ_critical = 0.8, BF above it, is at least as good as the better of BGS-5 and BF at every load” — **",
     ] {
         assert!(report.contains(quote), "missing verdict {quote}");
     }

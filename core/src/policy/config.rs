@@ -119,7 +119,7 @@ pub struct PolicyConfig {
     /// Options of dynP's self-tuning.
     #[serde(default)]
     pub dynp: DynpOptions,
-    /// Options of the gang schedulers (`gs`, `bgs`, `mgs`, `mbgs`).
+    /// Options of the gang schedulers (`gs`, `bgs`, `mgs`, `mbgs`, `bgs-adaptive`).
     #[serde(default)]
     pub gang: GangOptions,
     /// On a partition of alike nodes ([`Platform::alike_nodes`]), run a policy that has a classic
@@ -410,7 +410,7 @@ mod tests {
         for k in PolicyKind::every() {
             assert_eq!(k.as_str().parse::<PolicyKind>().unwrap(), k);
         }
-        assert_eq!(PolicyKind::every().len(), 26, "each kind once");
+        assert_eq!(PolicyKind::every().len(), 27, "each kind once");
         let e = "nope".parse::<PolicyKind>().unwrap_err().to_string();
         assert!(
             e.ends_with(

@@ -73,6 +73,8 @@ pub enum PolicyKind {
     Mgs,
     /// See [`POLICIES`].
     Mbgs,
+    /// See [`POLICIES`].
+    BgsAdaptive,
 }
 
 /// Builds the classic implementation on one machine of the given processors.
@@ -97,7 +99,7 @@ pub struct PolicyEntry {
 }
 
 /// Every local policy, in documentation order: the classic single-machine ones first.
-pub static POLICIES: [PolicyEntry; 26] = [
+pub static POLICIES: [PolicyEntry; 27] = [
     PolicyEntry {
         kind: PolicyKind::Fcfs,
         name: "fcfs",
@@ -282,6 +284,13 @@ pub static POLICIES: [PolicyEntry; 26] = [
         single: None,
         cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::MBGS, c.gang))),
     },
+    PolicyEntry {
+        kind: PolicyKind::BgsAdaptive,
+        name: "bgs-adaptive",
+        help: "ours: BGS while the recent utilization is at most gang.rho_critical, BF above it",
+        single: None,
+        cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::ADAPTIVE, c.gang))),
+    },
 ];
 
 impl PolicyKind {
@@ -369,7 +378,11 @@ impl PolicyKind {
     pub fn is_gang(self) -> bool {
         matches!(
             self,
-            PolicyKind::Gs | PolicyKind::Bgs | PolicyKind::Mgs | PolicyKind::Mbgs
+            PolicyKind::Gs
+                | PolicyKind::Bgs
+                | PolicyKind::Mgs
+                | PolicyKind::Mbgs
+                | PolicyKind::BgsAdaptive
         )
     }
 
@@ -423,7 +436,7 @@ mod tests {
         assert_eq!(
             PolicyKind::names(&PolicyKind::cluster()),
             "fcfs, easy, fb-unmod, fb-mod, edf, cs-i-p, cs-i-np, cs-ni-p, cs-ni-np, fb-meta, eg-edf, \
-             eg-edf-tabu, eg-edf-now, eg-edf-tabu-now, gs, bgs, mgs, mbgs"
+             eg-edf-tabu, eg-edf-now, eg-edf-tabu-now, gs, bgs, mgs, mbgs, bgs-adaptive"
         );
         let help = PolicyKind::help_lines(&[PolicyKind::Edf]);
         assert_eq!(

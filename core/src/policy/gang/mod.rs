@@ -25,7 +25,7 @@ pub mod phases;
 #[cfg(test)]
 mod tests;
 
-pub use options::{GangOptions, Invocation, Phases};
+pub use options::{GangOptions, Invocation, LOAD_WINDOW_SLICES, Phases};
 
 use super::{Policy, Rejection, Reservation, ReservationKind, Start};
 use crate::cluster::ClusterState;
@@ -33,7 +33,7 @@ use crate::model::{Duration, Job, JobId, MachineId, Time};
 use backfill::RowReservation;
 use matrix::Matrix;
 use phases::{Clock, JobOrder};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Which of the four schedulers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +42,8 @@ pub struct GangKind {
     pub backfill: bool,
     /// Migration phases (MGS, MBGS).
     pub migrate: bool,
+    /// BGS that schedules as BF while the recent load is above ρ_critical (`bgs-adaptive`).
+    pub adaptive: bool,
 }
 
 impl GangKind {
@@ -49,25 +51,43 @@ impl GangKind {
     pub const GS: GangKind = GangKind {
         backfill: false,
         migrate: false,
+        adaptive: false,
     };
     /// Backfilling gang scheduling (§6.2).
     pub const BGS: GangKind = GangKind {
         backfill: true,
         migrate: false,
+        adaptive: false,
     };
     /// Migration gang scheduling (§6.4).
     pub const MGS: GangKind = GangKind {
         backfill: false,
         migrate: true,
+        adaptive: false,
     };
     /// Migration backfilling gang scheduling (§6.5).
     pub const MBGS: GangKind = GangKind {
         backfill: true,
         migrate: true,
+        adaptive: false,
+    };
+
+    /// Ours, after the adaptive idea of §6.3 (Zhang et al.): BGS at low load, BF at high load.
+    /// The load is the utilization of the last [`LOAD_WINDOW_SLICES`] slices ([`LoadWindow`]);
+    /// above `rho_critical` the Schedule phase places jobs in row 0 only, with BF's run times
+    /// (estimates, not MPL × estimates), so once the other rows drain the machine is space-shared
+    /// under conservative backfilling; at or below it the scheduler is BGS.
+    pub const ADAPTIVE: GangKind = GangKind {
+        backfill: true,
+        migrate: false,
+        adaptive: true,
     };
 
     /// Its name.
     pub fn name(self) -> &'static str {
+        if self.adaptive {
+            return "bgs-adaptive";
+        }
         match (self.backfill, self.migrate) {
             (false, false) => "gs",
             (true, false) => "bgs",
@@ -111,6 +131,50 @@ fn predicted_end(jobs: &HashMap<JobId, GJob>, mpl: usize, now: Time, id: JobId) 
     now + mpl as Duration * (j.estimate - j.done_at(now)).max(1)
 }
 
+/// The load measure of `bgs-adaptive`: the utilization of the machine over the last `window`
+/// seconds, i.e. the processor-seconds held by running jobs (context switches and migration
+/// delays included: they hold processors) in `[now − window, now)` over `window × processors`.
+/// Before `window` seconds have passed the missing time counts as idle.
+#[derive(Clone, Debug)]
+pub struct LoadWindow {
+    window: Duration,
+    procs: u32,
+    /// Intervals `[from, to)` with the processors held throughout, oldest first.
+    held: VecDeque<(Time, Time, u32)>,
+}
+
+impl LoadWindow {
+    /// A window of `window` seconds over `procs` processors.
+    pub fn new(window: Duration, procs: u32) -> LoadWindow {
+        LoadWindow {
+            window: window.max(1),
+            procs,
+            held: VecDeque::new(),
+        }
+    }
+
+    /// Records that `procs` processors were held over `[from, to)`.
+    pub fn record(&mut self, from: Time, to: Time, procs: u32) {
+        if to > from && procs > 0 {
+            self.held.push_back((from, to, procs));
+        }
+    }
+
+    /// The utilization over `[now − window, now)`, forgetting older intervals.
+    pub fn utilization(&mut self, now: Time) -> f64 {
+        let start = now - self.window;
+        while self.held.front().is_some_and(|&(_, to, _)| to <= start) {
+            self.held.pop_front();
+        }
+        let area: i64 = self
+            .held
+            .iter()
+            .map(|&(from, to, p)| (to.min(now) - from.max(start)).max(0) * i64::from(p))
+            .sum();
+        area as f64 / (self.window as f64 * f64::from(self.procs))
+    }
+}
+
 /// Counters of the policy's own decisions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GangCounters {
@@ -124,6 +188,8 @@ pub struct GangCounters {
     pub migrated_tasks: u64,
     /// Jobs moved between rows without migration (CompactMatrix).
     pub compactions: u64,
+    /// Passes `bgs-adaptive` made in BF mode.
+    pub bf_passes: u64,
 }
 
 /// The gang scheduler.
@@ -148,6 +214,11 @@ pub struct Gang {
     /// Tasks migrated in the current slice (Q budget, G-A12).
     migrated_in_slice: u32,
     counters: GangCounters,
+    /// `bgs-adaptive`: the recent load and whether this pass schedules as BF.
+    load: LoadWindow,
+    bf_mode: bool,
+    /// Processors held by the running jobs at the end of the last pass.
+    held: u32,
 }
 
 impl Gang {
@@ -168,6 +239,9 @@ impl Gang {
             suspend: Vec::new(),
             migrated_in_slice: 0,
             counters: GangCounters::default(),
+            load: LoadWindow::new(LOAD_WINDOW_SLICES * opts.slice, procs),
+            bf_mode: false,
+            held: 0,
         }
     }
 
@@ -194,6 +268,16 @@ impl Gang {
 
     fn mpl(&self) -> usize {
         self.matrix.mpl()
+    }
+
+    /// The factor from estimates to run times in BGS's plans: MPL, or 1 in BF mode.
+    fn stretch(&self) -> usize {
+        if self.bf_mode { 1 } else { self.mpl() }
+    }
+
+    /// The rows the Schedule phase may place jobs in: every row, or row 0 in BF mode.
+    fn schedule_rows(&self) -> usize {
+        if self.bf_mode { 1 } else { self.mpl() }
     }
 
     /// The next existing row after `from` in cycle order (`from` itself last).
@@ -241,7 +325,7 @@ impl Gang {
                 };
                 let reservations = &self.reservations;
                 let backfill = self.kind.backfill;
-                let mpl = self.matrix.mpl();
+                let mpl = self.stretch();
                 let pred = |id: JobId| predicted_end(jobs, mpl, now, id);
                 let mut allowed = |m: &Matrix, id: JobId, to: usize| {
                     !backfill
@@ -325,7 +409,8 @@ impl Gang {
             return;
         }
         let placed = if self.kind.backfill {
-            let mpl = self.mpl() as Duration;
+            let mpl = self.stretch() as Duration;
+            let rows = self.schedule_rows();
             let q: Vec<(JobId, u32, Duration)> = self
                 .queue
                 .iter()
@@ -336,16 +421,13 @@ impl Gang {
                 .collect();
             let jobs = &self.jobs;
             let pred = |id: JobId| predicted_end(jobs, mpl as usize, now, id);
-            let (placed, res) = backfill::schedule_backfill(&mut self.matrix, &q, now, &pred);
+            let (placed, res) = backfill::schedule_backfill(&mut self.matrix, &q, rows, now, &pred);
             self.reservations = res;
             placed
         } else {
-            let q: Vec<(JobId, u32)> = self
-                .queue
-                .iter()
-                .map(|&(_, id)| (id, self.jobs[&id].procs))
-                .collect();
-            phases::schedule_fcfs(&mut self.matrix, &q, now)
+            let jobs = &self.jobs;
+            let q = self.queue.iter().map(|&(_, id)| (id, jobs[&id].procs));
+            phases::schedule_fcfs(&mut self.matrix, q, now)
         };
         for id in placed {
             let s = self.jobs[&id].submit;
@@ -394,6 +476,13 @@ impl Gang {
             let mut s = Start::on(id, self.machine, j.procs);
             s.setup = setup;
             starts.push(s);
+        }
+    }
+
+    /// `bgs-adaptive`: the processors the running jobs hold until the next pass.
+    fn note_held(&mut self) {
+        if self.kind.adaptive {
+            self.held = self.running.iter().map(|id| self.jobs[id].procs).sum();
         }
     }
 
@@ -472,6 +561,12 @@ impl Policy for Gang {
     }
 
     fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if self.kind.adaptive {
+            // The processors held since the last pass, then the mode of this pass.
+            self.load.record(self.now, now, self.held);
+            self.bf_mode = self.load.utilization(now) > self.opts.rho_critical;
+            self.counters.bf_passes += u64::from(self.bf_mode);
+        }
         self.now = now;
         let discrete = self.opts.invocation == Invocation::Discrete;
         let boundary = match self.cur {
@@ -479,6 +574,7 @@ impl Policy for Gang {
             None => !discrete || self.boundary_of_discrete(now),
         };
         if discrete && !boundary {
+            self.note_held();
             return;
         }
         let mut began = false;
@@ -495,6 +591,7 @@ impl Policy for Gang {
             self.begin_slice(now);
         }
         self.execute(now, starts);
+        self.note_held();
     }
 
     fn next_wakeup(&self) -> Option<Time> {
@@ -519,6 +616,7 @@ impl Policy for Gang {
             ("migrations".into(), c.migrations),
             ("migrated_tasks".into(), c.migrated_tasks),
             ("compactions".into(), c.compactions),
+            ("bf_passes".into(), c.bf_passes),
         ]
     }
 

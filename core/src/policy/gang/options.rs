@@ -32,8 +32,8 @@ pub enum Phases {
     Fill2Only,
 }
 
-/// Options of `gs`, `bgs`, `mgs` and `mbgs`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Options of `gs`, `bgs`, `mgs`, `mbgs` and `bgs-adaptive`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GangOptions {
     /// Multiprogramming level: rows of the matrix (1 = space sharing), 1 to 64.
@@ -51,7 +51,14 @@ pub struct GangOptions {
     pub invocation: Invocation,
     /// The phases used.
     pub phases: Phases,
+    /// ρ_critical of `bgs-adaptive` (ours, after §6.3's adaptive idea): it schedules as BGS while
+    /// the utilization over the last [`LOAD_WINDOW_SLICES`] slices is at most this, as BF above
+    /// it. In (0, 1]; 1 never switches.
+    pub rho_critical: f64,
 }
+
+/// The sliding window of `bgs-adaptive`'s load measure, in time slices (1,000 s at T = 200 s).
+pub const LOAD_WINDOW_SLICES: i64 = 5;
 
 impl Default for GangOptions {
     fn default() -> Self {
@@ -63,6 +70,7 @@ impl Default for GangOptions {
             migration_tasks: None,
             invocation: Invocation::Continuous,
             phases: Phases::All,
+            rho_critical: 1.0,
         }
     }
 }
@@ -107,6 +115,15 @@ impl GangOptions {
                 ),
             );
         }
+        if !(self.rho_critical > 0.0 && self.rho_critical <= 1.0) {
+            return bad(
+                "gang.rho_critical",
+                format!(
+                    "{}: the critical utilization must be in (0, 1]",
+                    self.rho_critical
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -139,6 +156,9 @@ impl GangOptions {
         }
         if self.phases != d.phases {
             v.push(format!("phases={:?}", self.phases).to_lowercase());
+        }
+        if self.rho_critical != d.rho_critical {
+            v.push(format!("rho_critical={}", self.rho_critical));
         }
         v
     }

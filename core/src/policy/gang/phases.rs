@@ -127,14 +127,15 @@ pub fn best_fit(m: &Matrix, procs: u32, ok: &dyn Fn(usize) -> bool) -> Option<us
 
 /// Schedule of plain gang scheduling: the waiting jobs `(id, procs)` in FCFS order are placed, each
 /// in its best-fit row on the lowest free columns, until one does not fit (no backfilling).
-/// Returns the jobs placed.
+/// Returns the jobs placed. The queue is read lazily, so a pass costs the jobs placed plus one,
+/// not the queue's length.
 pub fn schedule_fcfs(
     m: &mut Matrix,
-    queue: &[(JobId, u32)],
+    queue: impl IntoIterator<Item = (JobId, u32)>,
     now: crate::model::Time,
 ) -> Vec<JobId> {
     let mut placed = Vec::new();
-    for &(id, procs) in queue {
+    for (id, procs) in queue {
         let Some(r) = best_fit(m, procs, &|_| true) else {
             break;
         };

@@ -88,7 +88,7 @@ fn gs_schedule_takes_the_best_fit_row_and_stops_at_the_first_job_that_does_not_f
     let mut m = Matrix::new(2, 8);
     m.place(JobId(1), 0, range(8, 0, 5), 0);
     let q = [(JobId(2), 3), (JobId(3), 6), (JobId(4), 4), (JobId(5), 1)];
-    let placed = phases::schedule_fcfs(&mut m, &q, 10);
+    let placed = phases::schedule_fcfs(&mut m, q, 10);
     // Job 2 fits row 0 exactly (3 free, the best fit); job 3 takes row 1; job 4 fits nowhere
     // and job 5 waits behind it (no backfilling).
     assert_eq!(placed, vec![JobId(2), JobId(3)]);
@@ -128,7 +128,7 @@ fn bgs_backfills_every_row_and_reserves_where_a_job_starts_earliest() {
         (JobId(5), 4, 1000),
         (JobId(6), 2, 200),
     ];
-    let (placed, res) = schedule_backfill(&mut m, &q, 0, &ends);
+    let (placed, res) = schedule_backfill(&mut m, &q, 2, 0, &ends);
     assert_eq!(placed, vec![JobId(4), JobId(5)]);
     assert_eq!(
         res,
@@ -443,36 +443,18 @@ fn every_variant_finishes_a_random_workload_without_oversubscribing() {
 
 #[test]
 fn bad_options_are_refused_naming_the_key() {
-    for (opts, key) in [
-        (
-            GangOptions {
-                mpl: 0,
-                ..GangOptions::default()
-            },
-            "gang.mpl",
-        ),
-        (
-            GangOptions {
-                slice: 0,
-                ..GangOptions::default()
-            },
-            "gang.slice",
-        ),
-        (
-            GangOptions {
-                context_switch_pct: 100,
-                ..GangOptions::default()
-            },
-            "gang.context_switch_pct",
-        ),
-        (
-            GangOptions {
-                migration_cost: -1,
-                ..GangOptions::default()
-            },
-            "gang.migration_cost",
-        ),
-    ] {
+    type Spoil = fn(&mut GangOptions);
+    let cases: [(Spoil, &str); 6] = [
+        (|g| g.mpl = 0, "gang.mpl"),
+        (|g| g.slice = 0, "gang.slice"),
+        (|g| g.context_switch_pct = 100, "gang.context_switch_pct"),
+        (|g| g.migration_cost = -1, "gang.migration_cost"),
+        (|g| g.rho_critical = 0.0, "gang.rho_critical"),
+        (|g| g.rho_critical = 1.5, "gang.rho_critical"),
+    ];
+    for (spoil, key) in cases {
+        let mut opts = GangOptions::default();
+        spoil(&mut opts);
         let cfg = PolicyConfig {
             gang: opts,
             ..PolicyConfig::new(PolicyKind::Bgs)
@@ -491,4 +473,81 @@ fn bad_options_are_refused_naming_the_key() {
         .to_string();
     assert!(e.contains("mlp"), "{e}");
     let _ = Launch::First;
+}
+
+/// The adaptive variant's load measure, worked out: a window of 5 slices of 100 s (500 s) over
+/// 10 processors.
+#[test]
+fn the_load_window_is_the_utilization_of_the_last_slices() {
+    let mut w = LoadWindow::new(LOAD_WINDOW_SLICES * 100, 10);
+    w.record(0, 100, 10); // 1,000 processor-seconds
+    w.record(100, 300, 5); // 1,000
+    assert_eq!(w.utilization(300), 0.4); // 2,000 / 5,000 (the time before 0 counts as idle)
+    w.record(300, 400, 10); // 1,000
+    assert_eq!(w.utilization(400), 0.6);
+    // At 700 the window is [200, 700): 5 × 100 of the second interval and the third.
+    assert_eq!(w.utilization(700), 0.3);
+    assert_eq!(w.held.len(), 2, "the first interval left the window");
+}
+
+/// `bgs-adaptive` with ρ_critical = 0.5, MPL 2, T = 100 s on 10 processors: one job holds the
+/// whole machine from 0, so the utilization of the last 500 s is 0.2 at 100, 0.4 at 200, 0.5 at
+/// 250 (at the threshold: still BGS) and 0.6 at 300 (above: BF). A job of 5 processors arriving at
+/// 300 then waits for row 0 (a reservation at the first job's predicted end, 300 + 1 × 700 s
+/// left of its estimate) instead of taking the empty row 1 as BGS does.
+#[test]
+fn the_adaptive_variant_switches_to_bf_above_the_critical_utilization() {
+    let run = |rho_critical: f64| {
+        let opts = GangOptions {
+            mpl: 2,
+            slice: 100,
+            rho_critical,
+            ..GangOptions::default()
+        };
+        let mut g = Gang::new(GangKind::ADAPTIVE, MachineId(0), 10, opts);
+        let mut starts = Vec::new();
+        g.submit(0, &Job::new(1, 0, 10, 1_000, 1_000)).unwrap();
+        let mut modes = Vec::new();
+        for t in [0, 100, 200, 250] {
+            g.schedule(t, &mut starts);
+            modes.push(g.bf_mode);
+        }
+        g.submit(300, &Job::new(2, 300, 5, 100, 100)).unwrap();
+        g.schedule(300, &mut starts);
+        modes.push(g.bf_mode);
+        (
+            modes,
+            g.waiting_len(),
+            g.reservations(),
+            g.gang_counters().bf_passes,
+        )
+    };
+    let (modes, waiting, res, bf) = run(0.5);
+    assert_eq!(modes, vec![false, false, false, false, true]);
+    assert_eq!((waiting, bf), (1, 1));
+    assert_eq!(
+        (res[0].job, res[0].start, res[0].end),
+        (JobId(2), 1_000, 1_100)
+    );
+    // Never above ρ_critical = 1: BGS places job 2 in row 1 at once.
+    let (modes, waiting, res, bf) = run(1.0);
+    assert_eq!(modes, vec![false; 5]);
+    assert_eq!((waiting, res.len(), bf), (0, 0, 0));
+}
+
+/// With ρ_critical = 1 the adaptive variant never switches: it is BGS, job by job; with a low
+/// threshold it still finishes every job.
+#[test]
+fn the_adaptive_variant_at_rho_critical_1_is_bgs() {
+    let jobs = random_jobs(5, 300, 16);
+    let bgs = simulate(PolicyKind::Bgs, GangOptions::default(), 16, &jobs);
+    let adaptive = simulate(PolicyKind::BgsAdaptive, GangOptions::default(), 16, &jobs);
+    assert_eq!(adaptive, bgs);
+    let low = GangOptions {
+        rho_critical: 0.3,
+        ..GangOptions::default()
+    };
+    let out = simulate(PolicyKind::BgsAdaptive, low, 16, &jobs);
+    assert_eq!(out.len(), jobs.len());
+    assert_ne!(out, bgs, "a low threshold changes the schedule");
 }

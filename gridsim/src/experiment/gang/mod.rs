@@ -44,6 +44,10 @@ pub const QUICK_JOBS: usize = 300;
 
 /// The main variant (Table 1's settings).
 pub const MAIN: &str = "cs 0%";
+/// Our adaptive scheduler (`bgs-adaptive` at MPL 5), after §6.3's adaptive idea.
+pub const ADAPTIVE: &str = "adaptive (ours)";
+/// Its ρ_critical: BF above a utilization of 0.8 over the last five slices.
+pub const RHO_CRITICAL: f64 = 0.8;
 
 /// A configuration of the experiment: its algorithm name, variant and policy.
 #[derive(Clone, Debug)]
@@ -85,6 +89,13 @@ pub fn configs(quick: bool) -> Vec<Config> {
         c("BGS-5", MAIN, gang(PolicyKind::Bgs, 5, |_| {})),
         c("MGS", MAIN, gang(PolicyKind::Mgs, 5, |_| {})),
         c("MBGS", MAIN, gang(PolicyKind::Mbgs, 5, |_| {})),
+        c(
+            ADAPTIVE,
+            MAIN,
+            gang(PolicyKind::BgsAdaptive, 5, |g| {
+                g.rho_critical = RHO_CRITICAL
+            }),
+        ),
     ];
     let sweep: &[(&'static str, u32)] = if quick {
         &[("cs 5%", 5)]
