@@ -113,11 +113,7 @@ pub fn read_trace(path: &Path) -> Result<Vec<Job>> {
     let mut jobs = Vec::new();
     while let Some(rec) = r.next_record() {
         let rec = rec?;
-        let procs = if rec.allocated_procs > 0 {
-            rec.allocated_procs
-        } else {
-            rec.requested_procs
-        };
+        let procs = rec.procs();
         let run = rec.run_time.round() as i64;
         if run <= 0 || procs <= 0 || procs > i64::from(SITE_PROCS) {
             continue;

@@ -53,6 +53,18 @@ pub struct SwfRecord {
     pub think_time: i64,
 }
 
+impl SwfRecord {
+    /// The processors the job held: the allocated ones (field 5), or the requested ones (field
+    /// 8) where the allocation is not recorded.
+    pub fn procs(&self) -> i64 {
+        if self.allocated_procs > 0 {
+            self.allocated_procs
+        } else {
+            self.requested_procs
+        }
+    }
+}
+
 /// Why one token is not a number.
 enum NumError {
     NotANumber,

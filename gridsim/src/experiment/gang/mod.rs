@@ -151,11 +151,7 @@ pub fn source_jobs() -> Result<Vec<Job>> {
     let mut v = Vec::new();
     for rec in reader {
         let rec = rec?;
-        let procs = if rec.allocated_procs > 0 {
-            rec.allocated_procs
-        } else {
-            rec.requested_procs
-        };
+        let procs = rec.procs();
         let run = rec.run_time.round() as i64;
         if (1..=256).contains(&procs) && run > 0 {
             let est = (rec.requested_time.round() as i64).max(run);
