@@ -770,6 +770,7 @@ fn gang_quick_runs_every_configuration_with_a_verdict_per_claim() {
     );
     let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
     assert!(report.contains("## Table 1"), "{report}");
+    assert!(report.contains("## Estimates (§4, Fig. 8)"), "{report}");
     for quote in [
         "“BF always better” — **",
         "“BF better when ρ > 0.65” — **",
@@ -779,6 +780,7 @@ fn gang_quick_runs_every_configuration_with_a_verdict_per_claim() {
         "“MGS wait 50–100 % larger than BGS at all utilizations” — **",
         "“best on κ, slowdown, wait across all utilizations; GS always worst” — **",
         "“BGS-1 slowdown ≈ 2 × BF over 0.55 ≤ ρ ≤ 0.80” — **",
+        "“Individual good estimators get lower wait times” — **",
         "“BGS below ρ_critical = 0.8, BF above it, is at least as good as the better of BGS-5 and BF at every load” — **",
     ] {
         assert!(report.contains(quote), "missing verdict {quote}");

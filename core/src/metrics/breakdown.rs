@@ -1,7 +1,8 @@
 //! The user metrics of Zhang et al. (§2.3, §6.3, §6.6): wait time, response time and bounded
 //! slowdown s = max(t_r, Γ) / max(t_e, Γ) with Γ = 10 s, each as mean and standard deviation (the
 //! fairness measure), for all jobs and broken down by size (small ≤ 32 processors, large above) and
-//! by dedicated run time (short ≤ the median, long above), and utilization eq. (1).
+//! by dedicated run time (short ≤ the median, long above) and by estimate accuracy (the ten
+//! classes of Fig. 8: actual / estimate in (i · 10 %, (i + 1) · 10 %]), and utilization eq. (1).
 
 use crate::model::{Duration, Time};
 
@@ -16,6 +17,8 @@ pub struct Outcome {
     pub end: Time,
     /// Dedicated run time t_e.
     pub run: Duration,
+    /// Its estimate (what the scheduler planned with).
+    pub estimate: Duration,
     /// Processors.
     pub procs: u32,
 }
@@ -130,6 +133,32 @@ pub fn breakdown(
     }
 }
 
+/// Estimate-accuracy classes of Fig. 8 under the Φ model: class `i` holds the jobs whose actual
+/// run time is in (i · 10 %, (i + 1) · 10 %] of their estimate (class 9, the best estimators,
+/// includes the exact ones); a job of no run time is in class 0.
+pub const ACCURACY_CLASSES: usize = 10;
+
+/// The accuracy class of a job of run time `run` and estimate `estimate` (exact integer
+/// arithmetic: ⌈10 · run / estimate⌉ − 1, clamped to 0..=9).
+pub fn accuracy_class(run: Duration, estimate: Duration) -> usize {
+    if run <= 0 || estimate <= 0 {
+        return 0;
+    }
+    let c = (10 * i128::from(run) + i128::from(estimate) - 1) / i128::from(estimate) - 1;
+    c.clamp(0, ACCURACY_CLASSES as i128 - 1) as usize
+}
+
+/// The ten accuracy classes of `jobs`, worst estimators first.
+pub fn by_accuracy(jobs: &[Outcome], gamma: Duration) -> [Group; ACCURACY_CLASSES] {
+    std::array::from_fn(|i| {
+        Group::of(
+            jobs.iter()
+                .filter(|j| accuracy_class(j.run, j.estimate) == i),
+            gamma,
+        )
+    })
+}
+
 /// Utilization, eq. (1): Σ n_i t_e,i / (N · t_f of the last job), the first job arriving at 0.
 pub fn utilization(jobs: &[Outcome], procs: u32) -> f64 {
     let t_f = jobs.iter().map(|j| j.end).max().unwrap_or(0);
@@ -149,6 +178,7 @@ mod tests {
                 start: 0,
                 end: 5,
                 run: 5,
+                estimate: 50,
                 procs: 1,
             },
             Outcome {
@@ -156,6 +186,7 @@ mod tests {
                 start: 100,
                 end: 200,
                 run: 100,
+                estimate: 100,
                 procs: 64,
             },
             Outcome {
@@ -163,6 +194,7 @@ mod tests {
                 start: 50,
                 end: 450,
                 run: 200,
+                estimate: 210,
                 procs: 32,
             },
         ];
@@ -179,5 +211,26 @@ mod tests {
         assert_eq!(b.short.slowdown.std, 0.5);
         // ρ = (5 + 6400 + 6400) / (100 · 450).
         assert!((utilization(&jobs, 100) - 12_805.0 / 45_000.0).abs() < 1e-12);
+        // Accuracy 10 %, 100 % and 95 %: classes 0, 9 and 9.
+        let c = by_accuracy(&jobs, GAMMA);
+        assert_eq!(c.map(|g| g.jobs), [1, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        assert_eq!(c[9].wait.mean, 50.0);
+    }
+
+    #[test]
+    fn accuracy_classes_are_the_open_closed_tenths() {
+        assert_eq!(accuracy_class(1, 10), 0, "10 % is the top of class 0");
+        assert_eq!(accuracy_class(11, 100), 1, "11 % is in (10, 20]");
+        assert_eq!(accuracy_class(20, 100), 1);
+        assert_eq!(accuracy_class(21, 100), 2);
+        assert_eq!(accuracy_class(90, 100), 8, "90 % is the top of class 8");
+        assert_eq!(accuracy_class(91, 100), 9);
+        assert_eq!(accuracy_class(100, 100), 9);
+        assert_eq!(accuracy_class(0, 100), 0);
+        assert_eq!(accuracy_class(150, 100), 9, "an overrun counts as exact");
+        for run in 1..=1000 {
+            let exact = (run as f64 / 1000.0 * 10.0).ceil() as usize - 1;
+            assert_eq!(accuracy_class(run, 1000), exact.min(9), "{run}");
+        }
     }
 }

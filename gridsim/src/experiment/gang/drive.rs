@@ -108,6 +108,7 @@ pub fn drive(cfg: &PolicyConfig, procs: u32, jobs: &[Job]) -> Result<Measured> {
                         start: f.start,
                         end: f.end,
                         run: j.runtime.unwrap_or(j.estimate),
+                        estimate: j.estimate,
                         procs: j.procs,
                     });
                 }

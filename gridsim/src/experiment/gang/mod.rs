@@ -21,7 +21,7 @@ mod report;
 
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
 use anyhow::{Context, Result, anyhow};
-use gridsched_core::metrics::breakdown::{GAMMA, LARGE_ABOVE, breakdown, utilization};
+use gridsched_core::metrics::breakdown::{GAMMA, LARGE_ABOVE, breakdown, by_accuracy, utilization};
 use gridsched_core::model::Job;
 use gridsched_core::policy::gang::{GangOptions, Invocation};
 use gridsched_core::policy::{PolicyConfig, PolicyKind};
@@ -44,6 +44,20 @@ pub const QUICK_JOBS: usize = 300;
 
 /// The main variant (Table 1's settings).
 pub const MAIN: &str = "cs 0%";
+
+/// The metrics of the mean wait of each estimate-accuracy class (Fig. 8), worst estimators first.
+pub const WAIT_BY_ACCURACY: [&str; 10] = [
+    "wait_acc0",
+    "wait_acc1",
+    "wait_acc2",
+    "wait_acc3",
+    "wait_acc4",
+    "wait_acc5",
+    "wait_acc6",
+    "wait_acc7",
+    "wait_acc8",
+    "wait_acc9",
+];
 /// Our adaptive scheduler (`bgs-adaptive` at MPL 5), after §6.3's adaptive idea.
 pub const ADAPTIVE: &str = "adaptive (ours)";
 /// Its ρ_critical: BF above a utilization of 0.8 over the last five slices.
@@ -244,7 +258,8 @@ impl Experiment for GangExperiment {
                 .map_or(0.0, |(_, v)| *v as f64)
         };
         let n = m.outcomes.len().max(1) as f64;
-        Ok(vec![
+        let accuracy = by_accuracy(&m.outcomes, GAMMA);
+        let mut metrics = vec![
             ("finished", m.outcomes.len() as f64),
             ("rho", utilization(&m.outcomes, NODES)),
             ("kappa", m.kappa),
@@ -265,7 +280,14 @@ impl Experiment for GangExperiment {
             ("context_switches_per_job", counter("context_switches") / n),
             ("migrations_per_job", counter("migrations") / n),
             ("wall_ms", wall),
-        ])
+        ];
+        metrics.extend(
+            WAIT_BY_ACCURACY
+                .iter()
+                .zip(&accuracy)
+                .map(|(&name, g)| (name, g.wait.mean)),
+        );
+        Ok(metrics)
     }
 
     fn figures(&self) -> Vec<Figure> {
