@@ -63,6 +63,9 @@ pub struct LocalMetrics {
     pub awaiting_claim: Gauge,
     /// Running jobs the policy preempted, by kind.
     pub preemptions: Family<PreemptionLabel, Counter>,
+    /// Processor-seconds of work thrown away by kills of running jobs that run again from
+    /// scratch (processors × time run).
+    pub lost_work: Counter,
     /// Jobs stopped on their machine, keeping their progress.
     pub suspended: Gauge,
     /// The policy's own counters (a gang scheduler's slices and context switches, dynP's
@@ -82,6 +85,7 @@ impl LocalMetrics {
             pass_seconds: Histogram::new(gridsched_telemetry::duration_buckets()),
             awaiting_claim: Gauge::default(),
             preemptions: Family::default(),
+            lost_work: Counter::default(),
             suspended: Gauge::default(),
             policy: Family::default(),
         };
@@ -125,6 +129,11 @@ impl LocalMetrics {
             "Running jobs the policy preempted: suspended (kind=suspend) or killed and requeued \
              (kind=kill)",
             m.preemptions.clone(),
+        );
+        r.register(
+            "gridsched_local_lost_processor_seconds",
+            "Processor-seconds of work lost by running jobs killed to run again from scratch",
+            m.lost_work.clone(),
         );
         r.register(
             "gridsched_local_suspended_jobs",

@@ -625,10 +625,15 @@ impl Driver {
             reason: "preempted: killed and requeued".into(),
         });
         let detail = "preempted: killed and requeued, its progress lost";
+        let lost = self.jobs.get(&id).map_or(0, |r| {
+            let ran = r.start.map_or(0, |t| (now - t).max(0));
+            u64::from(r.job.procs) * ran as u64
+        });
         if let Some(rec) = self.stop_running(now, id, m, order, JobState::Queued, detail) {
             rec.killed_on = Some(m);
             if let Some((mm, _)) = &self.metrics {
                 mm.preempted("kill");
+                mm.lost_work.inc_by(lost);
             }
         }
     }

@@ -122,6 +122,17 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
         assert_eq!(state_name(JobState::Running as i32), "RUNNING");
+        assert_eq!(state_name(JobState::Suspended as i32), "SUSPENDED");
+        let badge = badge(JobState::Suspended as i32);
+        assert!(
+            badge.contains("SUSPENDED") && badge.contains("#8e5fc9"),
+            "{badge}"
+        );
+        assert_ne!(
+            state_colour(JobState::Suspended as i32),
+            state_colour(JobState::Queued as i32),
+            "a suspended job stands apart from the waiting ones"
+        );
         assert_eq!(state_name(99), "UNSPECIFIED");
         assert_eq!(clock(86_400 + 3_661), "01:01:01");
         let t = table("t", &["a"], &[]);
