@@ -220,14 +220,15 @@ async fn an_urgent_job_kills_a_running_one_which_runs_again_from_scratch() {
         metrics.contains("gridsched_local_preemptions_total{kind=\"kill\"} 1"),
         "{metrics}"
     );
-    // The work thrown away: two processors for the two or more seconds it had run.
+    // The work thrown away: two processors for the time it had run, in whole seconds (two steps
+    // printed, a second apart: at least one).
     let lost = metrics
         .lines()
         .find(|l| l.starts_with("gridsched_local_lost_processor_seconds_total "))
         .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .expect("the lost-work counter");
     assert!(
-        (4..=2 * 30).contains(&lost),
+        (2..=2 * 30).contains(&lost),
         "{lost} processor-seconds lost"
     );
 }
