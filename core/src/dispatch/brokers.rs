@@ -38,7 +38,8 @@ impl Broker {
     }
 }
 
-fn load_of(grid: &GridState, c: ClusterId) -> ClusterLoad {
+/// The polled load of cluster `c`, or an empty one when the driver gave none.
+pub(super) fn load_of(grid: &GridState, c: ClusterId) -> ClusterLoad {
     grid.load
         .as_ref()
         .and_then(|l| l.get(c.index()).cloned())

@@ -18,7 +18,8 @@
 //! it. Plain load balancing for both classes is `least-loaded`; a preferred site that cannot run
 //! the job at all (too small, down, a licence it lacks) is passed over.
 
-use super::{Broker, BrokerKind, ClusterLoad, Dispatcher, GridState, Measure, Placement};
+use super::brokers::load_of;
+use super::{Broker, BrokerKind, Dispatcher, GridState, Measure, Placement};
 use super::{Priority, Reason, UrgentLoad, refuse};
 use crate::model::{ClusterId, Job, JobId, Time};
 
@@ -87,13 +88,6 @@ pub fn urgent_start(total: u32, urgent: &[UrgentLoad], now: Time, procs: u32) ->
         busy += need.0;
     }
     unreachable!("the job itself ends the walk")
-}
-
-fn load_of(grid: &GridState, c: ClusterId) -> ClusterLoad {
-    grid.load
-        .as_ref()
-        .and_then(|l| l.get(c.index()).cloned())
-        .unwrap_or_default()
 }
 
 impl Dispatcher for UrgentBroker {
@@ -178,6 +172,7 @@ impl Dispatcher for UrgentBroker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dispatch::ClusterLoad;
     use crate::model::Urgency;
 
     fn grid(sizes: &[u32], urgent: Vec<Vec<UrgentLoad>>, waiting: &[u64]) -> GridState {

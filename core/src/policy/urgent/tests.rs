@@ -3,33 +3,12 @@
 //! urgent job, and the invariant that no urgent job is ever preempted.
 
 use super::*;
-use crate::model::{Cluster, ClusterId, Machine, Platform, Site, SiteId};
+use crate::model::{ClusterId, Machine, Platform};
 use crate::policy::{PolicyConfig, PolicyKind};
 use crate::runner::{ClusterRunner, Effect, Input, Launch, RunnerConfig};
 
-/// One space-shared machine of `procs` processors.
-fn platform(procs: u32) -> Platform {
-    let mut p = Platform::default();
-    p.machines.push(Machine::new(MachineId(0), "m0", procs, 1));
-    p.clusters.push(Cluster {
-        id: ClusterId(0),
-        name: "site".into(),
-        site: SiteId(0),
-        machines: vec![MachineId(0)],
-        pools: Vec::new(),
-        space_sharing: true,
-    });
-    p.sites.push(Site {
-        id: SiteId(0),
-        name: "s".into(),
-        clusters: vec![ClusterId(0)],
-    });
-    p.validate().unwrap();
-    p
-}
-
 fn runner(procs: u32, kind: PolicyKind, opts: UrgentOptions) -> ClusterRunner {
-    let p = platform(procs);
+    let p = Platform::single_machine(procs);
     let cfg = PolicyConfig {
         urgent: Some(opts),
         ..PolicyConfig::new(kind)
@@ -255,7 +234,7 @@ fn urgent_jobs_are_served_by_level_then_arrival_and_never_preempted() {
 
 #[test]
 fn the_layer_needs_one_space_shared_machine_and_names_it() {
-    let mut p = platform(4);
+    let mut p = Platform::single_machine(4);
     p.machines.push(Machine::new(MachineId(1), "m1", 4, 1));
     p.clusters[0].machines.push(MachineId(1));
     p.validate().unwrap();
@@ -265,7 +244,7 @@ fn the_layer_needs_one_space_shared_machine_and_names_it() {
         ..PolicyConfig::new(PolicyKind::FbMod)
     };
     let e = cfg.build(&p, ClusterId(0)).unwrap_err().to_string();
-    assert!(e.contains("urgent") && e.contains("`site`"), "{e}");
+    assert!(e.contains("urgent") && e.contains("`cluster`"), "{e}");
 }
 
 #[test]
