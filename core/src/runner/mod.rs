@@ -786,20 +786,35 @@ impl ClusterRunner {
         out: &mut Vec<Effect>,
     ) -> Result<(), RunnerError> {
         for &job in killed {
-            let Some(machine) = self.stop(now, job) else {
-                return Err(RunnerError::BadDecision {
-                    time: now,
-                    job,
-                    why: "killed but not running here".into(),
-                });
-            };
-            let t = self.jobs.get_mut(&job).expect("stopped jobs are tracked");
+            out.push(self.preempt(now, job, true)?);
+        }
+        Ok(())
+    }
+
+    /// Stops running `job` for the policy: killed (its progress lost, a restart counted) or
+    /// suspended (its progress kept, where it ran remembered); the effect for the driver.
+    fn preempt(&mut self, now: Time, job: JobId, kill: bool) -> Result<Effect, RunnerError> {
+        let Some(machine) = self.stop(now, job) else {
+            return Err(RunnerError::BadDecision {
+                time: now,
+                job,
+                why: format!(
+                    "{} but not running here",
+                    if kill { "killed" } else { "suspended" }
+                ),
+            });
+        };
+        let t = self.jobs.get_mut(&job).expect("stopped jobs are tracked");
+        Ok(if kill {
             t.reset_progress();
             t.suspended_on = None;
             t.restarts += 1;
-            out.push(Effect::Kill { job, machine });
-        }
-        Ok(())
+            Effect::Kill { job, machine }
+        } else {
+            t.suspensions += 1;
+            t.suspended_on = Some(machine);
+            Effect::Suspend { job, machine }
+        })
     }
 
     fn apply(
@@ -815,13 +830,7 @@ impl ClusterRunner {
             why,
         };
         for &job in suspended {
-            let Some(machine) = self.stop(now, job) else {
-                return Err(bad(job, "suspended but not running here".into()));
-            };
-            let t = self.jobs.get_mut(&job).expect("stopped jobs are tracked");
-            t.suspensions += 1;
-            t.suspended_on = Some(machine);
-            out.push(Effect::Suspend { job, machine });
+            out.push(self.preempt(now, job, false)?);
         }
         for s in starts {
             let t = self
