@@ -298,30 +298,50 @@ fn cs_and_mkp_quick_run_end_to_end() {
     let a = tempfile::tempdir().unwrap();
     experiment("cs", a.path(), &[]);
     let rows = deterministic_csv(a.path());
-    // 2 inter-arrival times × 2 repetitions × 8 algorithms.
-    assert_eq!(rows.len() - 1, 32);
+    // 2 inter-arrival times × 2 repetitions × (4 CS variants as printed and ours + 4 baselines).
+    assert_eq!(rows.len() - 1, 48);
     let finished = rows[0].iter().position(|h| h == "finished").unwrap();
     assert!(
         rows[1..].iter().all(|r| r[finished] == "120.000000"),
         "every job ends"
     );
-    // Fig. 21's metric is a slowdown (≥ 1); only the preemptive CS variants suspend jobs.
+    // Fig. 21's metric is a slowdown (≥ 1); the baselines never suspend, nor do the pinned
+    // non-preemptive variants (ours).
     let col = |h: &str| rows[0].iter().position(|x| x == h).unwrap();
-    let (sd, susp, alg) = (
+    let (sd, susp, alg, var) = (
         col("slowdown_no_deadline"),
         col("suspensions_per_job"),
         col("algorithm"),
+        col("variant"),
     );
     for r in &rows[1..] {
         assert!(r[sd].parse::<f64>().unwrap() >= 1.0, "{r:?}");
-        if !r[alg].ends_with("_p") {
+        let cs = r[alg].starts_with("CS_");
+        if !cs {
+            assert_eq!(r[var], "", "only the CS variants have our readings: {r:?}");
+        }
+        if !cs || (r[alg].ends_with("_np") && r[var] == "ours") {
             assert_eq!(r[susp], "0.000000", "{r:?}");
         }
     }
+    assert_eq!(
+        rows[1..].iter().filter(|r| r[var] == "ours").count(),
+        16,
+        "every CS variant also in our readings"
+    );
     let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    // Six quoted claims, each judged as printed and ours.
+    let claims = report
+        .split("## The paper's claims (D9.2, quoted)")
+        .nth(1)
+        .expect("the claims section");
+    assert!(
+        claims.contains("| \"Fig. 22 — % machine usage: CS keeps all machines always busy\" |")
+    );
     let verdicts =
-        report.matches("- **holds**").count() + report.matches("- **does not hold**").count();
-    assert_eq!(verdicts, 5, "{report}");
+        claims.matches("**holds**").count() + claims.matches("**does not hold**").count();
+    assert_eq!(verdicts, 12, "{report}");
+    assert!(report.contains("| Ta | CS_i_p | CS_i_p (ours) | CS_i_np |"));
     // The explanation section: one row per inter-arrival time, with the hopeless share.
     let why = report
         .split("## Where and why our numbers differ")
@@ -330,6 +350,7 @@ fn cs_and_mkp_quick_run_end_to_end() {
     assert!(why.contains("| 4 |") && why.contains("| 12 |"), "{why}");
     for f in [
         "fig20-deadline-misses",
+        "fig20-deadline-misses-ours",
         "fig21-slowdown",
         "fig22-machine-usage",
         "fig23-scheduling-time",

@@ -15,12 +15,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum LateMachines {
-    /// The formula as printed: `f1 = Min` past the deadline (so `fbar1 = Max − Min`: the largest
-    /// share goes to the machines where the job would be late).
-    Faithful,
-    /// `fbar1 = 0` on late machines; when every machine is late, shares ∝ 1 / Extime (default: on
-    /// the §4.2 set-up at Ta = 6 the faithful formula misses 88 % of the deadlines, this one 63 %).
+    /// The formula as printed (default): `f1 = Min` past the deadline, so `fbar1 = Max − Min` and
+    /// the largest share goes to the machines where the job would be late.
     #[default]
+    Faithful,
+    /// Ours: `fbar1 = 0` on late machines; when every machine is late, shares ∝ 1 / Extime.
     Fixed,
 }
 
@@ -59,6 +58,11 @@ pub struct CsParams {
     pub late: LateMachines,
     /// Wait-minimization normalisation.
     pub wait_scope: WaitScope,
+    /// Ours: in the non-preemptive variants, pin running jobs to their machines as a hard
+    /// constraint (never discarded by the pre-matching, never moved). Off by default: the thesis
+    /// simulates non-preemption by the Δ = 800 bonus alone (D7.2 #6), so a running job can still
+    /// lose its machine when the matching prefers another job there.
+    pub pin: bool,
     /// Bandwidth from the cluster's storage node (data units per second).
     pub bandwidth: f64,
 }
@@ -74,8 +78,9 @@ impl Default for CsParams {
             age_factor: 0.02,
             licence: 2.5,
             wait: 4.0,
-            late: LateMachines::Fixed,
+            late: LateMachines::Faithful,
             wait_scope: WaitScope::PerJob,
+            pin: false,
             bandwidth: 1.0,
         }
     }
@@ -94,6 +99,8 @@ pub struct RowJob<'a> {
     pub running_on: Option<usize>,
     /// Where its partial results are (after a suspension).
     pub results_on: Option<usize>,
+    /// The slots where it can ever run, ascending, if known (else computed from the state).
+    pub eligible: Option<&'a [usize]>,
 }
 
 /// `Nxtime_{i,m}`: the remaining run time of a row on slot `m` (Eq. 3.9).
@@ -116,6 +123,39 @@ pub fn rho(state: &ClusterState, rows: &[RowJob<'_>], nlic: usize) -> Vec<f64> {
         }
     }
     crate::heuristics::criticality(&demand, |l| state.offer(l))
+}
+
+/// `M_Aff_i` of a row into `out`: the machines up where the job can ever run (its cached
+/// eligible slots, or computed), plus the one it runs on.
+fn affinity(state: &ClusterState, r: &RowJob<'_>, out: &mut Vec<usize>) {
+    let slots = state.slots();
+    match r.eligible {
+        Some(e) => {
+            out.clear();
+            out.extend(e.iter().copied().filter(|&m| slots[m].up));
+        }
+        None => {
+            state.eligible_slots(r.job, out);
+            out.retain(|&m| slots[m].up);
+        }
+    }
+    if let Some(m) = r.running_on
+        && let Err(at) = out.binary_search(&m)
+    {
+        out.insert(at, m);
+    }
+}
+
+/// Scratch vectors of one row, kept across rows so that a matrix costs no allocation per row.
+#[derive(Default)]
+struct Scratch {
+    aff: Vec<usize>,
+    nx: Vec<f64>,
+    ext: Vec<f64>,
+    f1: Vec<f64>,
+    fbar: Vec<f64>,
+    deadline: Vec<f64>,
+    transf: Vec<f64>,
 }
 
 /// Builds the matrix for `rows` on the cluster's slots at `now`.
@@ -142,54 +182,50 @@ pub fn build(
         })
         .collect();
     let wmax = w.iter().copied().fold(0.0f64, f64::max);
-    // M_Aff_i: machines up where the job can ever run, plus the one it runs on.
-    let slots = state.slots();
-    let aff: Vec<Vec<usize>> = rows
-        .iter()
-        .map(|r| {
-            let mut a = Vec::new();
-            state.eligible_slots(r.job, &mut a);
-            a.retain(|&m| slots[m].up || r.running_on == Some(m));
-            if let Some(m) = r.running_on
-                && let Err(at) = a.binary_search(&m)
-            {
-                a.insert(at, m);
-            }
-            a
-        })
-        .collect();
+    let mut t = Scratch::default();
     let global_sup = match p.wait_scope {
         WaitScope::PerJob => 0.0,
         WaitScope::Global => rows
             .iter()
-            .zip(&aff)
-            .flat_map(|(r, a)| a.iter().map(move |&m| nxtime(state, r, m)))
+            .flat_map(|r| {
+                affinity(state, r, &mut t.aff);
+                t.aff
+                    .iter()
+                    .map(|&m| nxtime(state, r, m))
+                    .collect::<Vec<f64>>()
+            })
             .fold(0.0f64, f64::max),
     };
     for (i, r) in rows.iter().enumerate() {
-        let a = &aff[i];
+        affinity(state, r, &mut t.aff);
+        let a = &t.aff;
         if a.is_empty() {
             continue;
         }
-        let nx: Vec<f64> = a.iter().map(|&m| nxtime(state, r, m)).collect();
+        t.nx.clear();
+        t.nx.extend(a.iter().map(|&m| nxtime(state, r, m)));
+        let nx = &t.nx;
         // 2. Deadline.
-        let deadline: Vec<f64> = match r.job.deadline {
-            None => vec![0.0; a.len()],
+        t.deadline.clear();
+        match r.job.deadline {
+            None => t.deadline.resize(a.len(), 0.0),
             Some(d) => {
-                let ext: Vec<f64> = nx.iter().map(|x| now as f64 + x).collect();
-                let f1: Vec<f64> = nx
-                    .iter()
-                    .zip(&ext)
-                    .map(|(x, e)| {
-                        let t = d as f64 - p.k * x;
-                        if *e > d as f64 || *e <= t || *x <= 0.0 {
-                            p.min
-                        } else {
-                            (p.max - p.min) / (p.k * x) * (e - t) + p.min
-                        }
-                    })
-                    .collect();
-                let mut fbar: Vec<f64> = f1.iter().map(|f| p.max - f).collect();
+                t.ext.clear();
+                t.ext.extend(nx.iter().map(|x| now as f64 + x));
+                let ext = &t.ext;
+                t.f1.clear();
+                t.f1.extend(nx.iter().zip(ext).map(|(x, e)| {
+                    let urgent_from = d as f64 - p.k * x;
+                    if *e > d as f64 || *e <= urgent_from || *x <= 0.0 {
+                        p.min
+                    } else {
+                        (p.max - p.min) / (p.k * x) * (e - urgent_from) + p.min
+                    }
+                }));
+                let f1 = &t.f1;
+                t.fbar.clear();
+                t.fbar.extend(f1.iter().map(|f| p.max - f));
+                let fbar = &mut t.fbar;
                 if p.late == LateMachines::Fixed {
                     for (k, e) in ext.iter().enumerate() {
                         if *e > d as f64 {
@@ -197,18 +233,20 @@ pub fn build(
                         }
                     }
                     if fbar.iter().all(|f| *f == 0.0) {
-                        fbar = ext.iter().map(|e| 1.0 / e.max(1.0)).collect();
+                        fbar.clear();
+                        fbar.extend(ext.iter().map(|e| 1.0 / e.max(1.0)));
                     }
                 }
                 let urgency: f64 = f1.iter().sum();
                 let di: f64 = fbar.iter().sum();
                 if di > 0.0 {
-                    fbar.iter().map(|f| urgency * f / di).collect()
+                    t.deadline.extend(fbar.iter().map(|f| urgency * f / di));
                 } else {
-                    vec![urgency / a.len() as f64; a.len()]
+                    t.deadline.resize(a.len(), urgency / a.len() as f64);
                 }
             }
-        };
+        }
+        let deadline = &t.deadline;
         // 3. Licences.
         let lic = if wmax > 0.0 {
             p.licence * w[i] / wmax
@@ -216,28 +254,26 @@ pub fn build(
             0.0
         };
         // 4. Input.
-        let transf: Vec<f64> = a
-            .iter()
-            .map(|&m| {
-                r.job
-                    .inputs
-                    .iter()
-                    .map(|inp| {
-                        let local = match inp.machine {
+        t.transf.clear();
+        t.transf.extend(a.iter().map(|&m| {
+            r.job
+                .inputs
+                .iter()
+                .map(|inp| {
+                    let local =
+                        match inp.machine {
                             Some(mid) => state.slot_of(mid) == Some(m),
                             None => false,
-                        } || r.results_on == Some(m)
-                            && inp.machine.is_none()
-                            && r.progress > 0.0;
-                        if local {
-                            0.0
-                        } else {
-                            inp.size as f64 / p.bandwidth.max(1e-9)
-                        }
-                    })
-                    .sum()
-            })
-            .collect();
+                        } || r.results_on == Some(m) && inp.machine.is_none() && r.progress > 0.0;
+                    if local {
+                        0.0
+                    } else {
+                        inp.size as f64 / p.bandwidth.max(1e-9)
+                    }
+                })
+                .sum::<f64>()
+        }));
+        let transf = &t.transf;
         let tsum: f64 = transf.iter().sum();
         // 5. Wait minimization.
         let sup = match p.wait_scope {
@@ -246,6 +282,7 @@ pub fn build(
         };
         // 7. Anti-aging.
         let age = (now - r.arrived) as f64 * p.age_factor;
+        let row = &mut mat.p[i * ncols..(i + 1) * ncols];
         for (k, &m) in a.iter().enumerate() {
             let input = if a.len() == 1 || tsum <= 0.0 {
                 p.input
@@ -262,7 +299,7 @@ pub fn build(
                 _ => 0.0,
             };
             let v = deadline[k] + lic + input + wait + overhead + age;
-            *mat.at_mut(i, m) = v.max(1e-9);
+            row[m] = v.max(1e-9);
         }
     }
     mat
@@ -293,6 +330,7 @@ mod tests {
             progress: 0.0,
             running_on: None,
             results_on: None,
+            eligible: None,
         }
     }
 

@@ -1,14 +1,17 @@
 //! The Convergent Scheduling local policy: at every pass, the matrix of the queued and running
 //! jobs, the licence pre-matching, the matching, then the plan is applied — matched queued jobs
-//! start, and in the preemptive variants running jobs that lost their machine are suspended
-//! keeping their progress (spec `two-level-grid-scheduler.md` D7, D7.5; D12 #20, #21, #23).
+//! start, and running jobs that lost their machine are suspended keeping their progress (spec
+//! `two-level-grid-scheduler.md` D7, D7.5; D12 #20, #21, #23).
 //!
-//! Variants: `cs-i-p` (IMFS, preemptive, Δ = 8), `cs-i-np` (IMFS, non-preemptive, Δ = 800),
-//! `cs-ni-p` (MFS, preemptive), `cs-ni-np` (MFS, non-preemptive); the matching algorithm can be
-//! overridden (MIS, MFS, IMFS). In the non-preemptive variants running jobs are also pinned to their
-//! machines (never discarded by the pre-matching, never moved), as D7.2 #6 recommends. With space
-//! sharing the matching is repeated in rounds over the machines' remaining processors until no job
-//! fits (D12 #23); running jobs are then always pinned.
+//! Variants: `cs-i-p` (IMFS, Δ = 8), `cs-i-np` (IMFS, Δ = 800), `cs-ni-p` (MFS, Δ = 8),
+//! `cs-ni-np` (MFS, Δ = 800); the matching algorithm can be overridden (MIS, MFS, IMFS). As the
+//! thesis simulates them (§4.2), the non-preemptive variants differ from the preemptive ones only
+//! by the Overhead-minimization bonus Δ = 800 on a running job's own machine: a running job the
+//! matching still moves is suspended, and counted. Ours, as an option (`pin`, D7.2 #6): running
+//! jobs of the non-preemptive variants pinned to their machines (never discarded by the
+//! pre-matching, never moved). With space sharing the matching is repeated in rounds over the
+//! machines' remaining processors until no job fits (D12 #23); running jobs are then always
+//! pinned.
 //!
 //! Advance reservations ([`ClusterBook`]) hold one machine's processors and licence copies for a
 //! fixed interval: a queued job is matched only where it leaves them whole for its run, the jobs
@@ -25,21 +28,39 @@ use crate::policy::{
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// The matching algorithm.
+/// The matching algorithm (D7.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum MatchingKind {
     /// Greedy.
     Mis,
     /// Exact.
     Mfs,
-    /// Incremental.
+    /// Incremental, as the thesis describes it: augmenting along the longest-path tree from the
+    /// previous round's matching (the default of the `i` variants).
     Imfs,
+    /// Ours: the previous plan's uncontested pairs kept, short exchanges taken, the rest matched
+    /// exactly ([`imfs`]).
+    ImfsWarm,
+}
+
+impl MatchingKind {
+    /// Its configuration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatchingKind::Mis => "mis",
+            MatchingKind::Mfs => "mfs",
+            MatchingKind::Imfs => "imfs",
+            MatchingKind::ImfsWarm => "imfs-warm",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
 struct Entry {
     job: Job,
+    /// The slots where the job can ever run (static: processors and licence suitability).
+    eligible: Vec<usize>,
     arrived: Time,
     progress: f64,
     last_slot: Option<usize>,
@@ -52,7 +73,8 @@ pub struct ConvergentScheduling {
     name: String,
     state: ClusterState,
     params: CsParams,
-    preemptive: bool,
+    /// Running jobs keep their machines (a non-preemptive variant with `params.pin`).
+    pin: bool,
     matching: MatchingKind,
     jobs: Vec<Entry>,
     index: HashMap<JobId, usize>,
@@ -64,7 +86,8 @@ pub struct ConvergentScheduling {
 }
 
 impl ConvergentScheduling {
-    /// A policy of the given variant; `params.overhead` defaults to 8 (preemptive) or 800.
+    /// A policy of the given variant; `params.overhead` defaults to 8 (preemptive) or 800;
+    /// `params.pin` pins the running jobs of a non-preemptive variant.
     pub fn new(
         state: ClusterState,
         incremental: bool,
@@ -80,21 +103,23 @@ impl ConvergentScheduling {
         } else {
             MatchingKind::Mfs
         });
+        let pin = !preemptive && params.pin;
         let name = format!(
-            "cs-{}-{}{}",
+            "cs-{}-{}{}{}",
             if incremental { "i" } else { "ni" },
             if preemptive { "p" } else { "np" },
             match (incremental, matching) {
                 (true, MatchingKind::Imfs) | (false, MatchingKind::Mfs) => String::new(),
-                (_, m) => format!(" ({m:?} matching)").to_lowercase(),
-            }
+                (_, m) => format!(" ({} matching)", m.name()),
+            },
+            if pin { " (pinned)" } else { "" }
         );
         let nlic = state.licence_slots();
         ConvergentScheduling {
             name,
             state,
             params,
-            preemptive,
+            pin,
             matching,
             jobs: Vec::new(),
             index: HashMap::new(),
@@ -133,6 +158,7 @@ impl ConvergentScheduling {
             progress: e.progress,
             running_on: None,
             results_on: None,
+            eligible: None,
         };
         (nxtime(&self.state, &r, slot).ceil() as i64).max(1)
     }
@@ -226,6 +252,7 @@ impl ConvergentScheduling {
                     progress: self.progress_at(e, now),
                     running_on: e.running.map(|r| r.0),
                     results_on: e.last_slot,
+                    eligible: Some(&e.eligible),
                 }
             })
             .collect();
@@ -289,45 +316,66 @@ impl ConvergentScheduling {
                     .map_or(u32::MAX, |pl| pl.copies)
             })
             .collect();
-        let items: Vec<Item> = rows
+        // Only the jobs asking for an over-asked licence take part (their value `cbar` is read
+        // by the greedy, every other item is kept as it is): with no licence over-asked the
+        // pre-matching keeps every job and is skipped.
+        let mut demand = vec![0u32; caps.len()];
+        let licences: Vec<Vec<usize>> = rows
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                // The mean of the row's positive entries, summed in order.
-                let (mut sum, mut n) = (0.0f64, 0usize);
-                for &v in &p.p[i * p.cols..(i + 1) * p.cols] {
-                    if v > 0.0 {
-                        sum += v;
-                        n += 1;
-                    }
+            .map(|r| {
+                let ls: Vec<usize> = r
+                    .job
+                    .licences
+                    .iter()
+                    .map(|l| l.index())
+                    .filter(|&l| l < caps.len() && caps[l] != u32::MAX)
+                    .collect();
+                for &l in &ls {
+                    demand[l] += 1;
                 }
-                let cbar = if n == 0 { 0.0 } else { sum / n as f64 };
-                Item {
-                    value: cbar,
-                    licences: r
-                        .job
-                        .licences
-                        .iter()
-                        .map(|l| l.index())
-                        .filter(|&l| l < caps.len() && caps[l] != u32::MAX)
-                        .collect(),
-                    pinned: r.running_on.is_some() && (pin_running || !self.preemptive),
-                    order: r.arrived.max(0) as u64 * 1_000_000 + (r.job.id.0 % 1_000_000),
-                }
+                ls
             })
             .collect();
-        let keep = greedy(&items, &caps, true);
-        for (i, k) in keep.iter().enumerate() {
-            if !k {
-                for m in 0..p.cols {
-                    *p.at_mut(i, m) = 0.0;
+        let over: Vec<bool> = demand.iter().zip(&caps).map(|(d, c)| d > c).collect();
+        if over.iter().any(|o| *o) {
+            let items: Vec<Item> = rows
+                .iter()
+                .zip(licences)
+                .enumerate()
+                .map(|(i, (r, licences))| {
+                    let value = if licences.iter().any(|&l| over[l]) {
+                        // The mean of the row's positive entries, summed in order.
+                        let (mut sum, mut n) = (0.0f64, 0usize);
+                        for &v in &p.p[i * p.cols..(i + 1) * p.cols] {
+                            if v > 0.0 {
+                                sum += v;
+                                n += 1;
+                            }
+                        }
+                        if n == 0 { 0.0 } else { sum / n as f64 }
+                    } else {
+                        0.0
+                    };
+                    Item {
+                        value,
+                        licences,
+                        pinned: r.running_on.is_some() && pin_running,
+                        order: r.arrived.max(0) as u64 * 1_000_000 + (r.job.id.0 % 1_000_000),
+                    }
+                })
+                .collect();
+            let keep = greedy(&items, &caps, true);
+            for (i, k) in keep.iter().enumerate() {
+                if !k {
+                    p.p[i * p.cols..(i + 1) * p.cols].fill(0.0);
                 }
             }
         }
         let a = match self.matching {
             MatchingKind::Mis => mis(&p),
             MatchingKind::Mfs => mfs(&p),
-            MatchingKind::Imfs => {
+            // The thesis' IMFS (longest-path tree) is not in yet: both run the warm matcher.
+            MatchingKind::Imfs | MatchingKind::ImfsWarm => {
                 let mut prev: Assignment = vec![None; p.cols];
                 for (row, &i) in order.iter().enumerate() {
                     if let Some(&m) = self.previous.get(&self.jobs[i].job.id)
@@ -356,8 +404,8 @@ impl ConvergentScheduling {
                 target.insert(order[*r], m);
             }
         }
-        // Suspensions first: running jobs not matched to their own machine (preemptive only).
-        if self.preemptive && !self.state.space_sharing() {
+        // Suspensions first: running jobs not matched to their own machine (unless pinned).
+        if !self.pin && !self.state.space_sharing() {
             for i in 0..self.jobs.len() {
                 if let Some((slot, _)) = self.jobs[i].running
                     && target.get(&i) != Some(&slot)
@@ -422,9 +470,12 @@ impl Policy for ConvergentScheduling {
             });
         }
         self.book.check_job(&self.state, now, job)?;
+        let mut eligible = Vec::new();
+        self.state.eligible_slots(job, &mut eligible);
         self.index.insert(job.id, self.jobs.len());
         self.jobs.push(Entry {
             job: job.clone(),
+            eligible,
             arrived: now,
             progress: 0.0,
             last_slot: None,
@@ -468,7 +519,7 @@ impl Policy for ConvergentScheduling {
         if !self.jobs.iter().any(|e| e.running.is_none()) {
             return;
         }
-        let pin = !self.preemptive || self.state.space_sharing();
+        let pin = self.pin || self.state.space_sharing();
         let rounds = if self.state.space_sharing() { 16 } else { 1 };
         for _ in 0..rounds {
             let (a, order) = self.plan(now, pin);
@@ -494,8 +545,11 @@ impl Policy for ConvergentScheduling {
         machine: MachineId,
         _procs: u32,
     ) -> Result<(), Rejection> {
+        let mut eligible = Vec::new();
+        self.state.eligible_slots(job, &mut eligible);
         let mut entry = Entry {
             job: job.clone(),
+            eligible,
             arrived: started,
             progress: 0.0,
             last_slot: None,
@@ -509,6 +563,7 @@ impl Policy for ConvergentScheduling {
                 progress: 0.0,
                 running_on: None,
                 results_on: None,
+                eligible: None,
             };
             (nxtime(st, &r, slot).ceil() as i64).max(1)
         })?;

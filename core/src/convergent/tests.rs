@@ -1,6 +1,7 @@
 //! Convergent Scheduling policy examples: an urgent job preempts a relaxed one in the `_p`
-//! variants (the suspended job keeps its progress) and never in the `_np` ones; licence copies
-//! are respected by the plan.
+//! variants (the suspended job keeps its progress), not in the `_np` ones (Δ = 800 keeps it); a
+//! cardinality-first matching still moves a running job of an `_np` variant as the thesis
+//! simulates it, never when pinned (ours); licence copies are respected by the plan.
 
 use super::*;
 use crate::cluster::ClusterState;
@@ -55,10 +56,45 @@ fn preemptive_variants_suspend_for_an_urgent_job_keeping_progress() {
 }
 
 #[test]
-fn non_preemptive_variants_never_suspend() {
+fn the_non_preemptive_bonus_keeps_the_running_job_from_an_urgent_one() {
+    // Δ = 800: the running job is worth 803.2 on its machine against the urgent job's 13.
     let (cs, started, suspended) = urgent_scenario(false);
     assert!(started.is_empty() && suspended.is_empty());
     assert_eq!(cs.running_len(), 1);
+}
+
+#[test]
+fn as_simulated_a_non_preemptive_variant_moves_a_running_job_for_one_more_pair_pinned_never() {
+    // Job 1 (one processor) starts on the faster 4-processor machine; job 2 needs all four.
+    // Maximum cardinality wants job 1 on the 2-processor machine and job 2 on the big one: the
+    // Δ = 800 bonus does not prevent it (D7.2 #6), so job 1 is suspended and restarted on the
+    // small machine in the same pass. Pinned (ours), job 1 stays and job 2 waits.
+    let ms = vec![
+        Machine::new(MachineId(0), "big", 4, 200),
+        Machine::new(MachineId(1), "small", 2, 100),
+    ];
+    let state = ClusterState::from_parts(ms, &[], false).unwrap();
+    for pin in [false, true] {
+        let params = CsParams {
+            pin,
+            ..CsParams::default()
+        };
+        let mut cs = ConvergentScheduling::new(state.clone(), false, false, None, params);
+        let mut small = Job::new(1, 0, 1, 1_000, 1_000);
+        small.benchmark = Some(100);
+        cs.submit(0, &small).unwrap();
+        assert_eq!(pass(&mut cs, 0), (vec![1], vec![]));
+        assert_eq!(cs.state().running()[&JobId(1)].slot, 0);
+        cs.submit(10, &Job::new(2, 10, 4, 100, 100)).unwrap();
+        if pin {
+            assert_eq!(pass(&mut cs, 10), (vec![], vec![]), "pinned: job 2 waits");
+            assert_eq!(cs.describe(), "cs-ni-np (pinned)");
+        } else {
+            assert_eq!(pass(&mut cs, 10), (vec![2, 1], vec![1]));
+            assert_eq!(cs.state().running()[&JobId(1)].slot, 1);
+            assert_eq!(cs.describe(), "cs-ni-np");
+        }
+    }
 }
 
 #[test]

@@ -110,7 +110,8 @@ pub struct PolicyConfig {
     /// Constants of Convergent Scheduling (D7.5 defaults).
     #[serde(default)]
     pub cs: CsParams,
-    /// Matching algorithm of Convergent Scheduling, overriding the variant's (mis, mfs, imfs).
+    /// Matching algorithm of Convergent Scheduling, overriding the variant's (mis, mfs, imfs,
+    /// imfs-warm).
     #[serde(default)]
     pub matching: Option<MatchingKind>,
     /// Options of the planning policies and dynP.

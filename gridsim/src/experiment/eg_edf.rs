@@ -21,7 +21,8 @@
 //! Table 13's mean time (300–1,100). The paper gives figures only: `report.md` states each claim
 //! of the Results and the rule it is judged by, for each variant and each reading of a gap.
 
-use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup, verdict};
+use super::quoted::{self, Claim};
+use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup};
 use crate::platform::{Meta, PlatformHooks, PlatformRecord, simulate_platform};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
@@ -306,29 +307,7 @@ fn report_variant(r: &mut String, s: &Summary, algs: &[&str], variant: &str) {
     );
     let by_reading: Vec<Vec<Claim>> = READINGS.iter().map(|&g| claims(s, variant, g)).collect();
     let names: Vec<&str> = READINGS.iter().map(|g| g.name).collect();
-    let _ = writeln!(
-        r,
-        "| claim | rule | {} |\n|---|---|{}",
-        names.join(" | "),
-        "---|".repeat(names.len())
-    );
-    let cell = |x: &str| x.replace('|', "\\|");
-    for (i, c) in by_reading[0].iter().enumerate() {
-        let verdicts: Vec<String> = by_reading
-            .iter()
-            .map(|cs| {
-                let c = &cs[i];
-                format!("**{}** — {}", verdict(c.holds), cell(&c.evidence))
-            })
-            .collect();
-        let _ = writeln!(
-            r,
-            "| \"{}\" | {} | {} |",
-            cell(c.quote),
-            cell(&c.rule),
-            verdicts.join(" | ")
-        );
-    }
+    r.push_str(&quoted::table(("claim", "rule"), &names, &by_reading));
     r.push('\n');
 }
 
@@ -438,19 +417,6 @@ pub fn findings(s: &Summary, variant: &str) -> String {
     }
     r.push('\n');
     r
-}
-
-/// A published claim (quoted from the Results), the rule it is tested by, and the outcome.
-#[derive(Clone, Debug)]
-pub struct Claim {
-    /// The claim, word for word.
-    pub quote: &'static str,
-    /// How we test it.
-    pub rule: String,
-    /// Whether it holds on our numbers.
-    pub holds: bool,
-    /// The numbers.
-    pub evidence: String,
 }
 
 /// Tests the Results claims of D10.2 on the summary's `variant`, with EG-EDF and Tabu taken in

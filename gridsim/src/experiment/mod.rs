@@ -20,6 +20,7 @@
 //!   [`shares`]: their load shares against the optimal and capacity shares.
 //! * [`dynp`]: the self-tuning dynP scheduler against FCFS, SJF and LJF planning
 //!   (`self-tuning-and-multisite.md` §4).
+//! * [`quoted`]: published claims quoted, judged as printed and in our readings, side by side.
 //! * [`eg_edf`]: D10.2, the schedule-based EG-EDF and Tabu search of Klusáček & Rudová against
 //!   FCFS and backfilling (thesis §5.2.3, Figs. 39–40).
 //! * [`gang`]: BF, GS, BGS, MGS and MBGS on one 320-processor machine over nine loads (Zhang et
@@ -44,6 +45,7 @@ pub mod ms_fb;
 pub mod multisite;
 pub mod output;
 pub mod plot;
+pub mod quoted;
 pub mod runner;
 pub mod shares;
 pub mod two_level;
