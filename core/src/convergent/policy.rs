@@ -288,14 +288,17 @@ impl ConvergentScheduling {
             if r.running_on.is_some() {
                 continue;
             }
+            // A queued row's entries are positive only on its eligible machines.
+            let e = &self.jobs[order[i]];
             let row = &mut p.p[i * p.cols..(i + 1) * p.cols];
-            for (m, x) in row.iter_mut().enumerate() {
+            for &m in &e.eligible {
+                let x = &mut row[m];
                 let fits = if ss {
                     self.state.slots()[m].free >= r.job.procs
                 } else {
                     idle[m]
                 };
-                if !fits || !(no_book || self.outside_fits(&self.jobs[order[i]], m, now)) {
+                if !fits || !(no_book || self.outside_fits(e, m, now)) {
                     *x = 0.0;
                 }
             }
@@ -344,12 +347,25 @@ impl ConvergentScheduling {
                 .enumerate()
                 .map(|(i, (r, licences))| {
                     let value = if licences.iter().any(|&l| over[l]) {
-                        // The mean of the row's positive entries, summed in order.
+                        // The mean of the row's positive entries, summed in column order: they
+                        // lie on its eligible machines and the one it runs on.
+                        let row = &p.p[i * p.cols..(i + 1) * p.cols];
+                        let eligible = &self.jobs[order[i]].eligible;
+                        let extra = r.running_on.filter(|m| eligible.binary_search(m).is_err());
                         let (mut sum, mut n) = (0.0f64, 0usize);
-                        for &v in &p.p[i * p.cols..(i + 1) * p.cols] {
-                            if v > 0.0 {
-                                sum += v;
+                        let mut add = |m: usize| {
+                            if row[m] > 0.0 {
+                                sum += row[m];
                                 n += 1;
+                            }
+                        };
+                        match extra {
+                            None => eligible.iter().for_each(|&m| add(m)),
+                            Some(x) => {
+                                let at = eligible.partition_point(|&m| m < x);
+                                eligible[..at].iter().for_each(|&m| add(m));
+                                add(x);
+                                eligible[at..].iter().for_each(|&m| add(m));
                             }
                         }
                         if n == 0 { 0.0 } else { sum / n as f64 }
