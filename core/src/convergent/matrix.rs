@@ -254,8 +254,7 @@ pub fn build(
             0.0
         };
         // 4. Input.
-        t.transf.clear();
-        t.transf.extend(a.iter().map(|&m| {
+        let transfer = |m: usize| -> f64 {
             r.job
                 .inputs
                 .iter()
@@ -272,7 +271,15 @@ pub fn build(
                     }
                 })
                 .sum::<f64>()
-        }));
+        };
+        t.transf.clear();
+        let partial = r.results_on.is_some() && r.progress > 0.0;
+        if partial || r.job.inputs.iter().any(|inp| inp.machine.is_some()) {
+            t.transf.extend(a.iter().map(|&m| transfer(m)));
+        } else {
+            // Every input on the storage node: the same time from every machine.
+            t.transf.resize(a.len(), transfer(usize::MAX));
+        }
         let transf = &t.transf;
         let tsum: f64 = transf.iter().sum();
         // 5. Wait minimization.
