@@ -902,3 +902,37 @@ fn urgent_quick_runs_every_broker_and_judges_each_claim() {
         "independent of the threads"
     );
 }
+
+/// `--only` runs the named configurations alone (an algorithm, or an algorithm and its variant),
+/// with the same numbers as in the whole run, and refuses an unknown algorithm by name.
+#[test]
+fn only_runs_the_named_configurations() {
+    let all = tempfile::tempdir().unwrap();
+    experiment("cs", all.path(), &[]);
+    let some = tempfile::tempdir().unwrap();
+    experiment("cs", some.path(), &["--only", "CS_i_p/ours,EDF"]);
+    let rows = deterministic_csv(some.path());
+    let whole = deterministic_csv(all.path());
+    assert_eq!(rows.len() - 1, 8, "2 Ta × 2 repetitions × 2 configurations");
+    for r in &rows[1..] {
+        assert!(
+            (r[0] == "CS_i_p" && r[1] == "ours") || (r[0] == "EDF" && r[1].is_empty()),
+            "{r:?}"
+        );
+        assert!(
+            whole.contains(r),
+            "the same numbers as in the whole run: {r:?}"
+        );
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))
+        .args(["experiment", "cs", "--quick", "--only", "CS_x", "--out"])
+        .arg(some.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--only CS_x: cs has no algorithm `CS_x` (it has: CS_i_p, CS_i_np, CS_ni_p, CS_ni_np, BF-easy, FB_UNMOD, FB_MOD, EDF)"),
+        "{err}"
+    );
+}

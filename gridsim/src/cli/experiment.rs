@@ -77,6 +77,11 @@ pub struct ExperimentArgs {
     /// --reps, which should then describe the merged set).
     #[arg(long, num_args = 1.., value_name = "RUNS_CSV")]
     pub report_from: Vec<PathBuf>,
+    /// Run only these configurations, `ALGORITHM` or `ALGORITHM/VARIANT` (an empty variant:
+    /// `ALGORITHM/`), e.g. to run one algorithm again after a change and merge its runs.csv with
+    /// the others' through --report-from. The report then covers these runs alone.
+    #[arg(long, value_delimiter = ',', value_name = "ALGORITHM[/VARIANT]")]
+    pub only: Vec<String>,
 }
 
 /// Runs the experiment.
@@ -124,7 +129,33 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
     }
     let t0 = Instant::now();
     let progress = !args.quiet && std::io::stderr().is_terminal();
-    let results = runner::run_all(exp.as_ref(), args.threads, progress)?;
+    let mut keys = exp.runs();
+    if !args.only.is_empty() {
+        let wanted = |k: &gridsim::experiment::RunKey| {
+            args.only.iter().any(|o| match o.split_once('/') {
+                Some((a, v)) => k.algorithm == a && k.variant == v,
+                None => k.algorithm == *o,
+            })
+        };
+        for o in &args.only {
+            let alg = o.split_once('/').map_or(o.as_str(), |(a, _)| a);
+            if !keys.iter().any(|k| k.algorithm == alg) {
+                let mut known: Vec<&str> = Vec::new();
+                for k in &keys {
+                    if !known.contains(&k.algorithm.as_str()) {
+                        known.push(&k.algorithm);
+                    }
+                }
+                bail!(
+                    "--only {o}: {} has no algorithm `{alg}` (it has: {})",
+                    exp.name(),
+                    known.join(", ")
+                );
+            }
+        }
+        keys.retain(wanted);
+    }
+    let results = runner::run_keys(exp.as_ref(), keys, args.threads, progress)?;
     output::write_all(exp.as_ref(), &results, &args.out)?;
     eprintln!(
         "experiment {}: {} runs in {:.1} s; results in {}",

@@ -2,7 +2,7 @@
 //! atomic counter and stores each result at its index, so the output does not depend on the
 //! thread count or on scheduling.
 
-use super::{Experiment, RunResult};
+use super::{Experiment, RunKey, RunResult};
 use anyhow::{Result, anyhow};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::Mutex;
@@ -10,7 +10,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Runs every run of `exp` on `threads` threads (0 = all cores), with a progress bar when `progress`.
 pub fn run_all(exp: &dyn Experiment, threads: usize, progress: bool) -> Result<Vec<RunResult>> {
-    let keys = exp.runs();
+    run_keys(exp, exp.runs(), threads, progress)
+}
+
+/// Runs the runs `keys` of `exp`, as [`run_all`].
+pub fn run_keys(
+    exp: &dyn Experiment,
+    keys: Vec<RunKey>,
+    threads: usize,
+    progress: bool,
+) -> Result<Vec<RunResult>> {
     let threads = if threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
