@@ -16,9 +16,15 @@
 //!   (about 65 %), CTC-like on the machine size that gives 76.20 % (1,444 processors with
 //!   SDSC-BLUE's full matrix; SDSC-BLUE's own size would offer about 95 %). These rows compare in
 //!   trend only.
+//!
+//! The claims of §4.8 are quoted word for word from the spec and tested by the rule stated with
+//! each ([`claims`]: SLDwA differences within 2 points, D12 #38; utilization differences within
+//! 0.5 points, the published ones being below 1.3); those about traces with no family here are
+//! listed as not evaluated.
 
+use super::fb::{Claim, NotEvaluated, write_claims, write_not_evaluated};
 use super::output::Row;
-use super::{Summary, trimmed_mean, verdict};
+use super::{Summary, trimmed_mean};
 use gridsched_core::model::Job;
 use gridsched_workload::synthetic::trace_model::{ShapeMatrix, Weibull};
 use std::collections::BTreeMap;
@@ -395,187 +401,298 @@ pub fn report(families: &[Family], factors: &[f64], sets: u32, jobs: u64, s: &Su
         let _ = writeln!(r, "| {} | ours | {} |", f.label, v.join(" | "));
     }
     r.push('\n');
-    let _ = writeln!(r, "### Verdicts (synthetic sets)\n");
-    for (claim, holds, measured) in verdicts(families, factors, s) {
-        let _ = writeln!(
-            r,
-            "* {claim} — **{}**: {measured}",
-            holds.map_or("not measured", verdict)
-        );
-    }
+    let _ = writeln!(r, "### Claims (synthetic sets)\n");
+    let (claims, skipped) = claims(families, factors, s);
+    write_claims(&mut r, &claims);
+    write_not_evaluated(&mut r, "###", &skipped);
     r
 }
 
-/// "About x": within half of x either side.
-fn about(v: f64, x: f64) -> bool {
-    (v - x).abs() <= x.abs() / 2.0
+/// A difference stated in percent of SLDwA ("9.04", "~9%") is met within this many points (the
+/// spec's D12 #38 treats differences under 1–2 points as noise).
+pub const NOISE: f64 = 2.0;
+
+/// A utilization difference stated in points is met within this many points: the published
+/// figures are all below 1.3 points, so D12 #38's 1–2 points would accept any of them.
+pub const UTIL_NOISE: f64 = 0.5;
+
+/// The qualitative ranking of the basic policies at increased load (§4.8 of the spec, after
+/// Tab. A.13/A.14), tested on `variant` at every factor below 1.0; `None` when a value is missing.
+pub fn ranking_claim(s: &Summary, variant: &str, factors: &[f64]) -> Option<Claim> {
+    let loaded: Vec<f64> = factors.iter().copied().filter(|&f| f < 1.0).collect();
+    let g = |a: &str, x: f64, m: &str| s.get(a, variant, x, m);
+    let mut fails = Vec::new();
+    for &x in &loaded {
+        let sl = ["FCFS", "SJF", "LJF"].map(|a| g(a, x, "sldwa"));
+        let ut = ["FCFS", "SJF", "LJF"].map(|a| g(a, x, "util_pct"));
+        let ([Some(a), Some(b), Some(c)], [Some(p), Some(q), Some(u)]) = (sl, ut) else {
+            return None;
+        };
+        let mut why = Vec::new();
+        if !(c > a && c > b) {
+            why.push(format!("LJF's SLDwA {c:.2} not the worst"));
+        }
+        if !(u >= p && u >= q) {
+            why.push(format!("LJF's utilization {u:.2} % not the highest"));
+        }
+        if b >= a {
+            why.push(format!("SJF's SLDwA {b:.2} not below FCFS' {a:.2}"));
+        }
+        if q > p {
+            why.push(format!("SJF's utilization {q:.2} % not the lowest"));
+        }
+        if !why.is_empty() {
+            fails.push(format!("at {x}: {}", why.join(", ")));
+        }
+    }
+    let lowest = loaded.iter().copied().fold(f64::INFINITY, f64::min);
+    let gap = g("LJF", lowest, "util_pct")? - g("SJF", lowest, "util_pct")?;
+    if gap < 10.0 {
+        fails.push(format!("at {lowest} LJF leads SJF by {gap:.2} points only"));
+    }
+    Some(Claim::quoted(
+        "§4.8, after Tab. A.13/A.14",
+        "LJF gives highest utilization and worst slowdown; SJF lowest slowdown, poorest \
+         utilization (gap to LJF ≥ 10 points at high load); FCFS a compromise.",
+        &format!(
+            "on {variant}, at every factor below 1.0: LJF's SLDwA the highest and its utilization \
+             the highest, SJF's SLDwA below FCFS' and its utilization the lowest (FCFS between \
+             them in both: the compromise), and at the lowest factor LJF's utilization at least \
+             10 points above SJF's"
+        ),
+        fails.is_empty() && !loaded.is_empty(),
+        &if fails.is_empty() {
+            vec![format!(
+                "as stated at {loaded:?}; utilization gap LJF − SJF at {lowest}: {gap:.2} points"
+            )]
+        } else {
+            fails
+        },
+    ))
 }
 
-/// The claims of §5.2 on the synthetic sets: (the claim, whether it holds, what we measured).
-pub fn verdicts(
+/// "LJF's utilization gain over FCFS is at most 3.6 points" (§4.8), tested on `variant` at every
+/// factor; `None` when a value is missing.
+pub fn ljf_gain_claim(s: &Summary, variant: &str, factors: &[f64]) -> Option<Claim> {
+    let gains: Vec<(f64, f64)> = factors
+        .iter()
+        .map(|&f| {
+            let u = |a: &str| s.get(a, variant, f, "util_pct");
+            Some((f, u("LJF")? - u("FCFS")?))
+        })
+        .collect::<Option<_>>()?;
+    Some(Claim::quoted(
+        "§4.8, after Tab. A.13/A.14",
+        "LJF's utilization gain over FCFS is at most 3.6 points",
+        &format!("on {variant}, LJF's utilization minus FCFS' at most 3.6 points at every factor"),
+        !gains.is_empty() && gains.iter().all(|(_, g)| *g <= 3.6),
+        &[gains
+            .iter()
+            .map(|(f, g)| format!("{f}: {g:+.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")],
+    ))
+}
+
+/// Tab. 5.13's 0 % column for KTH (the advanced and SJF-preferred deciders' mean SLDwA
+/// difference to SJF over the factors, corrected from Tab. A.17), tested on `variant`.
+pub fn kth_tab_5_13_claim(s: &Summary, variant: &str, how: &str) -> Option<Claim> {
+    let c = condensed(s, variant)?;
+    Some(Claim::quoted(
+        "§4.8, Tab. 5.13, column 0 %",
+        "adv KTH (from A.17) | 0.15 … pref KTH | −0.72",
+        &format!(
+            "on {variant} ({how}), the mean over the factors of (SJF − X) / SJF in SLDwA is \
+             within {NOISE} points of 0.15 % for the advanced decider and of −0.72 % for the \
+             SJF-preferred one"
+        ),
+        (c[0] - 0.15).abs() <= NOISE && (c[1] + 0.72).abs() <= NOISE,
+        &[format!(
+            "advanced {:+.2} %, SJF-preferred {:+.2} % (utilization {:+.2} / {:+.2} points)",
+            c[0], c[1], c[2], c[3]
+        )],
+    ))
+}
+
+/// The claims of §4.8 (§5.2 of the thesis) on the synthetic sets, each quoted word for word from
+/// the spec and tested by the rule stated with it; and those not evaluated, with the reason. The
+/// CTC- and LANL-like families stand for CTC and LANL in trend only (their values are not the
+/// thesis' workloads).
+pub fn claims(
     families: &[Family],
     factors: &[f64],
     s: &Summary,
-) -> Vec<(String, Option<bool>, String)> {
-    let mut v = Vec::new();
-    let fmt4 = |c: &[f64; 4]| {
-        format!(
-            "SLDwA {:+.2} % (advanced) / {:+.2} % (SJF-preferred), utilization {:+.2} / {:+.2} points",
-            c[0], c[1], c[2], c[3]
-        )
-    };
-    if families.iter().any(|f| f.label == "CTC-like") {
-        let c = condensed(s, "CTC-like");
-        v.push((
-            "\"Over all workloads the self-tuning scheduler improves CTC slowdown by ~9% and \
-             SDSC by ~6% while raising utilization by ~1.2 and ~0.9 points versus SJF.\" — tested \
-             on CTC-like (trend only): the advanced decider's mean SLDwA difference to SJF within \
-             4.5–13.5 % and its utilization gain within 0.6–1.8 points"
-                .to_string(),
-            c.map(|c| about(c[0], 9.0) && about(c[2], 1.2)),
-            c.map_or("–".into(), |c| fmt4(&c)),
-        ));
-    }
-    if families.iter().any(|f| f.label == "syn KTH") {
-        let c = condensed(s, "syn KTH");
-        v.push((
-            "Tab. 5.12, KTH row \"0.15 | −0.72 | 0.13 | 0.12\": at increased load dynP and SJF \
-             are about equal on KTH — tested as both deciders within ±2 % SLDwA and ±0.5 \
-             utilization points of SJF"
-                .to_string(),
-            c.map(|c| {
-                c[0].abs() <= 2.0 && c[1].abs() <= 2.0 && c[2].abs() <= 0.5 && c[3].abs() <= 0.5
-            }),
-            c.map_or("–".into(), |c| fmt4(&c)),
-        ));
-        let (fc, sj, lj) = (
-            s.get("FCFS", "syn KTH", 1.0, "sldwa"),
-            s.get("SJF", "syn KTH", 1.0, "sldwa"),
-            s.get("LJF", "syn KTH", 1.0, "sldwa"),
-        );
-        v.push((
-            "Tab. 5.11, KTH synthetic at factor 1.0: SJF 3.3198 < FCFS 4.0572 < LJF 7.3312"
-                .to_string(),
-            fc.zip(sj).zip(lj).map(|((f, s), l)| s < f && f < l),
-            format!(
-                "SJF {}, FCFS {}, LJF {}",
-                cell(sj, 4),
-                cell(fc, 4),
-                cell(lj, 4)
+) -> (Vec<Claim>, Vec<NotEvaluated>) {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    let has = |l: &str| families.iter().any(|f| f.label == l);
+    let g = |a: &str, v: &str, x: f64, m: &str| s.get(a, v, x, m).unwrap_or(f64::NAN);
+    if has("syn KTH") {
+        let v = "syn KTH";
+        let ours = ["FCFS", "SJF", "LJF"].map(|a| g(a, v, 1.0, "sldwa"));
+        let published = [4.0572, 3.3198, 7.3312];
+        let off: Vec<f64> = ours
+            .iter()
+            .zip(published)
+            .map(|(o, p)| 100.0 * (o - p) / p)
+            .collect();
+        out.push(Claim::quoted(
+            "§4.8, Tab. 5.11, synthetic columns",
+            "| KTH | 3.1015 | 2.5488 | 5.8118 | 4.0572 | 3.3198 | 7.3312 |",
+            &format!(
+                "on syn KTH at factor 1.0, FCFS, SJF and LJF each within {NOISE} % of the \
+                 published synthetic SLDwA (4.0572, 3.3198, 7.3312)"
             ),
+            off.iter().all(|x| x.abs() <= NOISE),
+            &[format!(
+                "FCFS {:.4} ({:+.1} %), SJF {:.4} ({:+.1} %), LJF {:.4} ({:+.1} %)",
+                ours[0], off[0], ours[1], off[1], ours[2], off[2]
+            )],
+        ));
+        out.extend(kth_tab_5_13_claim(
+            s,
+            v,
+            "the reproduction of the thesis' KTH sets",
         ));
     }
-    if families.iter().any(|f| f.label == "LANL-like") {
-        let c = condensed(s, "LANL-like");
-        v.push((
-            "Tab. 5.12, LANL row \"1.51 | 1.29 | 0.07 | 0.09\": dynP slightly better than SJF — \
-             tested on LANL-like (trend only) as both deciders 0 to +3 % better in SLDwA and \
-             within ±0.5 utilization points"
-                .to_string(),
-            c.map(|c| {
-                (0.0..=3.0).contains(&c[0])
-                    && (0.0..=3.0).contains(&c[1])
-                    && c[2].abs() <= 0.5
-                    && c[3].abs() <= 0.5
-            }),
-            c.map_or("–".into(), |c| fmt4(&c)),
-        ));
-    }
-    // The basic policies' ranking at increased load, per family.
-    let loaded: Vec<f64> = factors.iter().copied().filter(|&f| f < 1.0).collect();
     for f in families {
-        let g = |a: &str, x: f64, m: &str| s.get(a, f.label, x, m);
-        let mut fails = Vec::new();
-        let mut complete = !loaded.is_empty();
-        for &x in &loaded {
-            let sl = ["FCFS", "SJF", "LJF"].map(|a| g(a, x, "sldwa"));
-            let ut = ["FCFS", "SJF", "LJF"].map(|a| g(a, x, "util_pct"));
-            let ([Some(a), Some(b), Some(c)], [Some(p), Some(q), Some(u)]) = (sl, ut) else {
-                complete = false;
-                continue;
-            };
-            let mut why = Vec::new();
-            if !(c > a && c > b) {
-                why.push(format!("LJF's SLDwA {c:.2} not the worst"));
-            }
-            if !(u >= p && u >= q) {
-                why.push(format!("LJF's utilization {u:.2} % not the highest"));
-            }
-            if b >= a {
-                why.push(format!("SJF's SLDwA {b:.2} not below FCFS' {a:.2}"));
-            }
-            if q > p {
-                why.push(format!("SJF's utilization {q:.2} % not the lowest"));
-            }
-            if !why.is_empty() {
-                fails.push(format!("at {x}: {}", why.join(", ")));
-            }
+        out.extend(ranking_claim(s, f.label, factors));
+        out.extend(ljf_gain_claim(s, f.label, factors));
+    }
+    for (label, thesis, row) in [
+        ("CTC-like", "CTC", "| CTC | 9.04 | 9.92 | 1.22 | 1.21 |"),
+        ("LANL-like", "LANL", "| LANL | 1.51 | 1.29 | 0.07 | 0.09 |"),
+    ] {
+        if !has(label) {
+            continue;
         }
-        let lowest = loaded.iter().copied().fold(f64::INFINITY, f64::min);
-        let gap = g("LJF", lowest, "util_pct")
-            .zip(g("SJF", lowest, "util_pct"))
-            .map(|(l, s)| l - s);
-        if gap.is_some_and(|g| g < 10.0) {
-            fails.push(format!(
-                "at {lowest} LJF leads SJF by {:.2} points only",
-                gap.unwrap_or(0.0)
+        let Some(p) = TAB_5_12.iter().find(|(t, _)| *t == thesis).map(|x| x.1) else {
+            continue;
+        };
+        if let Some(c) = condensed(s, label) {
+            let ok = (0..2).all(|i| (c[i] - p[i]).abs() <= NOISE)
+                && (2..4).all(|i| (c[i] - p[i]).abs() <= UTIL_NOISE);
+            out.push(Claim::quoted(
+                "§4.8, Tab. 5.12 (columns SLD adv, SLD pref, UT adv, UT pref)",
+                row,
+                &format!(
+                    "on {label} (trend only), the mean over the factors of the SLDwA difference \
+                     to SJF within {NOISE} points and of the utilization difference within \
+                     {UTIL_NOISE} points of each published figure"
+                ),
+                ok,
+                &[format!(
+                    "SLDwA {:+.2} % (advanced) / {:+.2} % (SJF-preferred), utilization {:+.2} / \
+                     {:+.2} points",
+                    c[0], c[1], c[2], c[3]
+                )],
             ));
         }
-        v.push((
-            format!(
-                "\"LJF gives highest utilization and worst slowdown; SJF lowest slowdown, poorest \
-                 utilization (gap to LJF ≥ 10 points at high load)\" — on {}, at every factor \
-                 below 1.0, the gap at the lowest",
-                f.label
-            ),
-            complete.then_some(fails.is_empty()),
-            if fails.is_empty() {
-                format!(
-                    "as stated at {loaded:?}; utilization gap LJF − SJF at {lowest}: {} points",
-                    cell(gap, 2)
-                )
+    }
+    if has("CTC-like") {
+        let v = "CTC-like";
+        let (sjf, adv) = (
+            g("SJF", v, 0.6, "util_pct"),
+            g("dynP advanced full", v, 0.6, "util_pct"),
+        );
+        let cut = 100.0 * (1.0 - (100.0 - adv) / (100.0 - sjf));
+        if factors.contains(&0.6) {
+            out.push(Claim::quoted(
+                "§4.8",
+                "Example: CTC at f = 0.6, utilization 85.94% (SJF) → 87.39% (advanced), i.e. \
+                 unused capacity cut by about a tenth.",
+                &format!(
+                    "on CTC-like (trend only) at factor 0.6, the advanced decider cuts SJF's \
+                     unused capacity (100 − utilization) by {}–{} % (about a tenth: {NOISE} \
+                     points either side)",
+                    10.0 - NOISE,
+                    10.0 + NOISE
+                ),
+                (cut - 10.0).abs() <= NOISE,
+                &[format!(
+                    "SJF {sjf:.2} % → advanced {adv:.2} %: unused capacity cut by {cut:.1} %"
+                )],
+            ));
+        }
+        let mut ok = true;
+        let mut ev = Vec::new();
+        for &x in factors {
+            let (fc, sj, lj, ad) = (
+                g("FCFS", v, x, "sldwa"),
+                g("SJF", v, x, "sldwa"),
+                g("LJF", v, x, "sldwa"),
+                g("dynP advanced full", v, x, "sldwa"),
+            );
+            if x > 0.8 + 1e-9 {
+                ok &= fc < sj && fc < lj && (ad - fc).abs() <= NOISE / 100.0 * fc;
             } else {
-                fails.join("; ")
-            },
+                ok &= ad < sj;
+            }
+            ev.push(format!(
+                "{x}: advanced {ad:.2}, FCFS {fc:.2}, SJF {sj:.2}, LJF {lj:.2}"
+            ));
+        }
+        out.push(Claim::quoted(
+            "§4.8",
+            "At low load on CTC the advanced decider tracks FCFS (then best), from f = 0.8 \
+             downwards it tracks SJF and beats it.",
+            &format!(
+                "on CTC-like (trend only): at every factor above 0.8, FCFS has the lowest SLDwA \
+                 of the basic policies and the advanced decider is within {NOISE} % of it; at \
+                 every factor ≤ 0.8 the advanced decider's SLDwA is below SJF's"
+            ),
+            ok && !factors.is_empty(),
+            &ev,
         ));
+        if let Some(c) = condensed(s, v) {
+            out.push(Claim::quoted(
+                "§4.8, conclusions",
+                "Over all workloads the self-tuning scheduler improves CTC slowdown by ~9% and \
+                 SDSC by ~6% while raising utilization by ~1.2 and ~0.9 points versus SJF.",
+                &format!(
+                    "the CTC half, on CTC-like (trend only): the advanced decider's mean SLDwA \
+                     difference to SJF within {NOISE} points of 9 % and its utilization gain \
+                     within {UTIL_NOISE} points of 1.2 (the SDSC half: not evaluated, below)"
+                ),
+                (c[0] - 9.0).abs() <= NOISE && (c[2] - 1.2).abs() <= UTIL_NOISE,
+                &[format!(
+                    "SLDwA {:+.2} % (advanced), utilization {:+.2} points",
+                    c[0], c[2]
+                )],
+            ));
+        }
     }
-    if families.iter().any(|f| f.label == "CTC-like") {
-        let g = |a: &str, x: f64, m: &str| s.get(a, "CTC-like", x, m);
-        let low = factors.iter().copied().filter(|&x| x <= 0.8 + 1e-9);
-        let beats: Vec<(f64, Option<bool>)> = low
-            .map(|x| {
-                (
-                    x,
-                    g("dynP advanced full", x, "sldwa")
-                        .zip(g("SJF", x, "sldwa"))
-                        .map(|(d, s)| d < s),
-                )
-            })
-            .collect();
-        v.push((
-            "\"At low load on CTC the advanced decider tracks FCFS (then best), from f = 0.8 \
-             downwards it tracks SJF and beats it.\" — tested on CTC-like as: the advanced \
-             decider's SLDwA below SJF's at every factor ≤ 0.8"
-                .to_string(),
-            (!beats.is_empty())
-                .then(|| beats.iter().map(|b| b.1).collect::<Option<Vec<bool>>>())
-                .flatten()
-                .map(|b| b.iter().all(|&x| x)),
-            beats
-                .iter()
-                .map(|(x, b)| {
-                    format!(
-                        "{x}: advanced {} vs SJF {} ({})",
-                        cell(g("dynP advanced full", *x, "sldwa"), 2),
-                        cell(g("SJF", *x, "sldwa"), 2),
-                        b.map_or("–", |b| if b { "beats" } else { "does not beat" })
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-        ));
-    }
-    v
+    let no_family = |what: &str| format!("no synthetic family stands for {what}");
+    skipped.push(NotEvaluated::new(
+        "§4.8, conclusions",
+        "Over all workloads the self-tuning scheduler improves … SDSC by ~6% while raising \
+         utilization by … ~0.9 points versus SJF.",
+        no_family("SDSC SP2 (SDSC-BLUE's matrix drives the CTC- and LANL-like families)"),
+    ));
+    skipped.push(NotEvaluated::new(
+        "§4.8, after Tab. A.13/A.14",
+        "on the four low-load traces SJF beats FCFS by at least ~14% on average (the seed says \
+         \"at least 15%\")",
+        no_family("PC2-2001/2002, CHPC or MHPCC (not shared)"),
+    ));
+    skipped.push(NotEvaluated::new(
+        "§4.8, Tab. 5.11–5.13",
+        "the rows of SDSC, PC2-2001, PC2-2002, CHPC and MHPCC",
+        no_family("those traces"),
+    ));
+    skipped.push(NotEvaluated::new(
+        "§4.8, Tab. 5.11",
+        "| CTC | … | 2.6086 | 2.7838 | 3.5543 | and | LANL | … | 2.5263 | 2.4729 | 2.9228 |",
+        "absolute values of the thesis' own synthetic sets; the CTC- and LANL-like families \
+         are SDSC-BLUE shapes and compare in trend only (their values are in the tables above)",
+    ));
+    skipped.push(NotEvaluated::new(
+        "§4.8, Tab. 5.13",
+        "Slackness at increased workload … average SLDwA difference to SJF (%) (columns 2–10 %)",
+        "the synthetic and shrunk runs use no slackness (slackness is run at the original load \
+         only)",
+    ));
+    (out, skipped)
 }
 
 #[cfg(test)]

@@ -275,15 +275,7 @@ fn report(e: &FbExperiment, s: &Summary) -> String {
         r.push('\n');
     }
     let _ = writeln!(r, "## The paper's claims\n");
-    for c in claims(s) {
-        let _ = writeln!(
-            r,
-            "- **{}** — {}: {}",
-            verdict(c.holds),
-            c.claim,
-            c.evidence
-        );
-    }
+    write_claims(&mut r, &claims(s));
     r
 }
 
@@ -298,6 +290,77 @@ pub struct Claim {
     pub evidence: String,
 }
 
+impl Claim {
+    /// A claim quoted word for word from the specification (`source`: its section, figure or
+    /// table, may be empty), the rule it is tested by, the verdict and the numbers; shown as
+    /// `"quote" (source) — tested as: rule`.
+    pub fn quoted(
+        source: &str,
+        quote: &str,
+        rule: &str,
+        holds: bool,
+        evidence: &[String],
+    ) -> Claim {
+        let source = if source.is_empty() {
+            String::new()
+        } else {
+            format!(" ({source})")
+        };
+        Claim {
+            claim: format!("\"{quote}\"{source} — tested as: {rule}"),
+            holds,
+            evidence: evidence.join("; "),
+        }
+    }
+}
+
+/// Writes claims as a list: `- **verdict** — "quote" (source) — tested as: rule: evidence`.
+pub fn write_claims(r: &mut String, claims: &[Claim]) {
+    for c in claims {
+        let _ = writeln!(
+            r,
+            "- **{}** — {}: {}",
+            verdict(c.holds),
+            c.claim,
+            c.evidence
+        );
+    }
+}
+
+/// Writes the claims a report does not judge, each quoted with its source and the reason, under
+/// a "Not evaluated" heading of `level` (`"##"`, `"###"`); nothing when there are none.
+pub fn write_not_evaluated(r: &mut String, level: &str, items: &[NotEvaluated]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(r, "\n{level} Not evaluated\n");
+    for n in items {
+        let _ = writeln!(r, "- \"{}\" ({}) — {}", n.quote, n.source, n.reason);
+    }
+}
+
+/// A published claim a report does not judge, and why.
+#[derive(Debug, Clone)]
+pub struct NotEvaluated {
+    /// The claim, word for word.
+    pub quote: String,
+    /// Its section, figure or table.
+    pub source: String,
+    /// Why it is not judged.
+    pub reason: String,
+}
+
+impl NotEvaluated {
+    /// A claim not judged, and why.
+    pub fn new(source: &str, quote: &str, reason: impl Into<String>) -> NotEvaluated {
+        NotEvaluated {
+            quote: quote.into(),
+            source: source.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// The paper's sentences on Figs. 16–18 and Tables 2–3 (D9.1), each quoted and tested as it is
 /// written: "best in every test" at every inter-arrival time and licence ratio, "outperform" as
 /// strictly better for each of the two variants, differences of at most 2 points read as "no
@@ -309,10 +372,8 @@ pub fn claims(s: &Summary) -> Vec<Claim> {
     let g = |a: &str, v: &str, ta: f64, m: &str| s.get(a, v, ta, m).unwrap_or(f64::NAN);
     let tas = s.tas();
     let fb = ["BF_UNMOD", "BF_MOD"];
-    let claim = |quote: &str, rule: &str, holds: bool, ev: Vec<String>| Claim {
-        claim: format!("\"{quote}\" — tested as: {rule}"),
-        holds,
-        evidence: ev.join("; "),
+    let claim = |quote: &str, rule: &str, holds: bool, ev: Vec<String>| {
+        Claim::quoted("", quote, rule, holds, &ev)
     };
     let over_ta = |a: &str, v: &str, m: &str| {
         tas.iter().map(|&t| g(a, v, t, m)).sum::<f64>() / tas.len().max(1) as f64
