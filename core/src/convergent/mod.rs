@@ -2,6 +2,7 @@
 //! built by seven heuristics ([`matrix`]), a licence pre-matching by knapsack ([`knapsack`]) and a
 //! bipartite matching ([`matching`]), recomputed at every event by the policy ([`policy`]).
 
+pub mod imfs_tree;
 pub mod knapsack;
 pub mod matching;
 pub mod matrix;

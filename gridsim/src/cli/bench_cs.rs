@@ -7,16 +7,27 @@
 //! after one running job ends (the steady state, where IMFS inherits the previous pairs); the
 //! replan is the mean over `REPLANS` consecutive terminations. Wall clock, best of `--repeat`;
 //! no test asserts a timing.
+//!
+//! A second table times each matching algorithm alone — including the thesis' IMFS
+//! ([`imfs_tree`], not a policy option) — on the matrices of the first plan and of the first
+//! replan (as the policy builds them: the matrix, then the licence pre-matching; the replan's
+//! previous pairs are the running jobs, started by MFS), and compares each plan with MFS's:
+//! pairs more or fewer, and the weight gap in percent of MFS's weight.
 
 use super::say;
 use anyhow::{Result, anyhow};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gridsched_core::cluster::ClusterState;
-use gridsched_core::convergent::MatchingKind;
-use gridsched_core::model::{ClusterId, JobId};
-use gridsched_core::policy::{PolicyConfig, PolicyKind, Start};
+use gridsched_core::convergent::imfs_tree::imfs_tree;
+use gridsched_core::convergent::knapsack::{Item, greedy};
+use gridsched_core::convergent::matching::{Assignment, Matrix, imfs, mfs, mis, score};
+use gridsched_core::convergent::matrix::{RowJob, build, rho};
+use gridsched_core::convergent::{ConvergentScheduling, CsParams, MatchingKind};
+use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, Time};
+use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind, Start};
 use gridsched_workload::seed_setups::SetupParams;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// Terminations (and replans) timed per point.
@@ -125,9 +136,220 @@ pub fn measure(
     })
 }
 
-/// Runs every point with IMFS, MFS and MIS and prints a table (or JSON).
+/// One matching algorithm timed alone on a point's first-plan and replan matrices.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatchPoint {
+    /// Matching algorithm.
+    pub matching: String,
+    /// Queued jobs.
+    pub jobs: u64,
+    /// Machines.
+    pub machines: u32,
+    /// Wall time on the first plan's matrix, ms.
+    pub first_ms: f64,
+    /// Its pairs minus MFS's.
+    pub first_pairs: i64,
+    /// Its weight below MFS's, percent of MFS's.
+    pub first_gap_pct: f64,
+    /// Wall time on the replan's matrix, ms.
+    pub replan_ms: f64,
+    /// Its pairs minus MFS's.
+    pub replan_pairs: i64,
+    /// Its weight below MFS's, percent of MFS's.
+    pub replan_gap_pct: f64,
+}
+
+/// A matching algorithm of (matrix, previous pairs).
+type Matcher = fn(&Matrix, &Assignment) -> Assignment;
+
+/// The algorithms timed alone: our IMFS, the thesis' IMFS, MFS, MIS.
+const MATCHERS: [(&str, Matcher); 4] = [
+    ("IMFS", imfs),
+    ("IMFS-TREE", imfs_tree),
+    ("MFS", |p, _| mfs(p)),
+    ("MIS", |p, _| mis(p)),
+];
+
+/// The matrix of a plan at `now` as the cs-i-p policy builds it here (nothing pinned, no space
+/// sharing, no reservation): `jobs` in submission order, those running on a slot of `state`
+/// there since time 0; the rows the licence pre-matching discards zeroed (when a licence is
+/// over-asked). With the running pairs as the previous plan.
+fn plan_matrix(
+    state: &ClusterState,
+    jobs: &[Job],
+    now: Time,
+    params: &CsParams,
+) -> (Matrix, Assignment) {
+    let slot_of: HashMap<JobId, usize> = (state.slots().iter().enumerate())
+        .flat_map(|(m, s)| s.jobs.iter().map(move |&j| (j, m)))
+        .collect();
+    let rows: Vec<RowJob<'_>> = jobs
+        .iter()
+        .map(|j| {
+            let running_on = slot_of.get(&j.id).copied();
+            // The policy's progress of a job running since 0.
+            let progress = running_on.map_or(0.0, |m| {
+                let bm = f64::from(state.slots()[m].machine.benchmark.max(1));
+                let done = j
+                    .benchmark
+                    .map_or(now as f64, |b| now as f64 * bm / f64::from(b.max(1)));
+                (done / j.estimate.max(1) as f64).min(0.999_999)
+            });
+            RowJob {
+                job: j,
+                arrived: 0,
+                progress,
+                running_on,
+                results_on: None,
+                eligible: None,
+            }
+        })
+        .collect();
+    let nlic = state.licence_slots();
+    let mut p = build(state, &rows, now, params, &rho(state, &rows, nlic));
+    let caps: Vec<u32> = (0..nlic)
+        .map(|l| {
+            state
+                .pool(LicenceId(l as u16))
+                .map_or(u32::MAX, |pl| pl.copies)
+        })
+        .collect();
+    let licences: Vec<Vec<usize>> = (rows.iter())
+        .map(|r| {
+            (r.job.licences.iter().map(|l| l.index()))
+                .filter(|&l| l < caps.len() && caps[l] != u32::MAX)
+                .collect()
+        })
+        .collect();
+    let mut demand = vec![0u32; caps.len()];
+    licences.iter().flatten().for_each(|&l| demand[l] += 1);
+    let over: Vec<bool> = demand.iter().zip(&caps).map(|(d, c)| d > c).collect();
+    if over.iter().any(|o| *o) {
+        let items: Vec<Item> = (rows.iter().zip(licences).enumerate())
+            .map(|(i, (r, licences))| {
+                let row = &p.p[i * p.cols..(i + 1) * p.cols];
+                let n = row.iter().filter(|&&v| v > 0.0).count();
+                let sum: f64 = row.iter().filter(|&&v| v > 0.0).sum();
+                let asks = licences.iter().any(|&l| over[l]);
+                Item {
+                    value: if asks && n > 0 { sum / n as f64 } else { 0.0 },
+                    licences,
+                    pinned: false,
+                    order: r.job.id.0 % 1_000_000,
+                }
+            })
+            .collect();
+        for (i, keep) in greedy(&items, &caps, true).into_iter().enumerate() {
+            if !keep {
+                p.p[i * p.cols..(i + 1) * p.cols].fill(0.0);
+            }
+        }
+    }
+    let mut previous = vec![None; p.cols];
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(m) = r.running_on {
+            previous[m] = Some(i);
+        }
+    }
+    (p, previous)
+}
+
+/// Times every algorithm of [`MATCHERS`] alone on one point's first-plan matrix (nothing
+/// running) and first-replan matrix (the MFS plan running, its last started job ended).
+pub fn measure_matchings(
+    jobs: u64,
+    machines: u32,
+    licences: u16,
+    repeat: u32,
+    seed: u64,
+) -> Result<Vec<MatchPoint>> {
+    let setup = SetupParams {
+        clusters: vec![machines],
+        licences,
+        jobs,
+        inter_arrivals: vec![0.0],
+        ..SetupParams::table4()
+    };
+    let platform = setup.platform(seed);
+    let mut stream = setup.jobs(&platform, 0.0, seed);
+    let mut params = PolicyConfig::new(PolicyKind::CsIP).cs;
+    params.overhead.get_or_insert(8.0);
+    let state = ClusterState::new(&platform, ClusterId(0)).map_err(|e| anyhow!("{e}"))?;
+    let first = plan_matrix(&state, &stream, 0, &params);
+    let mut policy = ConvergentScheduling::new(state, true, true, Some(MatchingKind::Mfs), params);
+    for j in &stream {
+        policy
+            .submit(0, j)
+            .map_err(|e| anyhow!("job {}: {e:?}", j.id.0))?;
+    }
+    let mut starts: Vec<Start> = Vec::new();
+    policy.schedule(0, &mut starts);
+    if let Some(done) = starts.last() {
+        policy.terminate(1, done.job);
+        stream.retain(|j| j.id != done.job);
+    }
+    let replan = plan_matrix(policy.state(), &stream, 1, &params);
+    let mut out = Vec::new();
+    let [exact_first, exact_replan] =
+        [&first, &replan].map(|(p, prev)| score(p, &MATCHERS[2].1(p, prev)));
+    for (name, f) in MATCHERS {
+        let mut row = MatchPoint {
+            matching: name.into(),
+            jobs,
+            machines,
+            first_ms: f64::INFINITY,
+            first_pairs: 0,
+            first_gap_pct: 0.0,
+            replan_ms: f64::INFINITY,
+            replan_pairs: 0,
+            replan_gap_pct: 0.0,
+        };
+        for ((p, prev), exact, ms, pairs, gap) in [
+            (
+                &first,
+                exact_first,
+                &mut row.first_ms,
+                &mut row.first_pairs,
+                &mut row.first_gap_pct,
+            ),
+            (
+                &replan,
+                exact_replan,
+                &mut row.replan_ms,
+                &mut row.replan_pairs,
+                &mut row.replan_gap_pct,
+            ),
+        ] {
+            for _ in 0..repeat.max(1) {
+                let t = Instant::now();
+                let a = f(p, prev);
+                *ms = ms.min(t.elapsed().as_secs_f64() * 1e3);
+                let (n, w) = score(p, &a);
+                *pairs = n as i64 - exact.0 as i64;
+                *gap = if exact.1 > 0.0 {
+                    (exact.1 - w) / exact.1 * 100.0
+                } else {
+                    0.0
+                };
+            }
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// Every point's plans and matchings alone.
+#[derive(Debug, Serialize)]
+struct CsReport {
+    plans: Vec<CsPoint>,
+    matchings: Vec<MatchPoint>,
+}
+
+/// Runs every point with IMFS, MFS and MIS and prints a table (or JSON); then every matching
+/// algorithm alone.
 pub fn bench_cs(points: &[(u64, u32)], licences: u16, repeat: u32, json: bool) -> Result<()> {
     let mut out = Vec::new();
+    let mut alone = Vec::new();
     for &(jobs, machines) in points {
         for m in [MatchingKind::Imfs, MatchingKind::Mfs, MatchingKind::Mis] {
             let p = measure(m, jobs, machines, licences, repeat, 1)?;
@@ -137,9 +359,20 @@ pub fn bench_cs(points: &[(u64, u32)], licences: u16, repeat: u32, json: bool) -
             );
             out.push(p);
         }
+        for p in measure_matchings(jobs, machines, licences, repeat, 1)? {
+            eprintln!(
+                "gridsim bench --cs: {} jobs, {} machines, {} alone: first {:.2} ms, replan {:.2} ms",
+                jobs, machines, p.matching, p.first_ms, p.replan_ms
+            );
+            alone.push(p);
+        }
     }
     if json {
-        say!("{}", serde_json::to_string_pretty(&out)?);
+        let report = CsReport {
+            plans: out,
+            matchings: alone,
+        };
+        say!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     let mut t = Table::new();
@@ -169,6 +402,37 @@ pub fn bench_cs(points: &[(u64, u32)], licences: u16, repeat: u32, json: bool) -
          best of {repeat}, replan = mean of {REPLANS} after one termination each"
     );
     say!("{t}");
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "jobs",
+        "machines",
+        "matching",
+        "first (ms)",
+        "first: pairs vs MFS",
+        "first: weight gap vs MFS %",
+        "replan (ms)",
+        "replan: pairs vs MFS",
+        "replan: weight gap vs MFS %",
+    ]);
+    for p in &alone {
+        t.add_row(vec![
+            p.jobs.to_string(),
+            p.machines.to_string(),
+            p.matching.clone(),
+            format!("{:.2}", p.first_ms),
+            format!("{:+}", p.first_pairs),
+            format!("{:.4}", p.first_gap_pct),
+            format!("{:.2}", p.replan_ms),
+            format!("{:+}", p.replan_pairs),
+            format!("{:.4}", p.replan_gap_pct),
+        ]);
+    }
+    say!(
+        "The matching alone on the first plan's matrix and on the first replan's (MFS's plan \
+         running, its last started job ended); best of {repeat}; IMFS-TREE is the thesis' IMFS"
+    );
+    say!("{t}");
     Ok(())
 }
 
@@ -184,6 +448,23 @@ mod tests {
             // each, no space sharing) and starts at least one job.
             assert!(p.started >= 1 && p.started <= 10, "{p:?}");
             assert!(p.first_ms >= 0.0 && p.replan_ms >= 0.0);
+        }
+    }
+
+    #[test]
+    fn the_matchings_alone_are_compared_with_mfs() {
+        let ps = measure_matchings(40, 10, 5, 1, 3).unwrap();
+        assert_eq!(ps.len(), MATCHERS.len());
+        for p in &ps {
+            // The exact algorithms match as many pairs as MFS; nothing beats MFS's weight at
+            // MFS's cardinality.
+            if p.matching != "MIS" {
+                assert_eq!((p.first_pairs, p.replan_pairs), (0, 0), "{p:?}");
+            }
+            assert!(p.first_pairs <= 0 && p.replan_pairs <= 0, "{p:?}");
+            if p.matching == "MFS" || p.matching == "IMFS-TREE" {
+                assert!(p.first_gap_pct.abs() < 1e-6, "{p:?}");
+            }
         }
     }
 }
