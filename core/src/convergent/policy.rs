@@ -17,6 +17,7 @@
 //! fixed interval: a queued job is matched only where it leaves them whole for its run, the jobs
 //! submitted into a reservation start inside it before the matching, and are never preempted.
 
+use super::imfs_tree::imfs_tree;
 use super::knapsack::{Item, greedy};
 use super::matching::{Assignment, imfs, mfs, mis};
 use super::matrix::{CsParams, RowJob, build, nxtime, rho};
@@ -37,10 +38,10 @@ pub enum MatchingKind {
     /// Exact.
     Mfs,
     /// Incremental, as the thesis describes it: augmenting along the longest-path tree from the
-    /// previous round's matching (the default of the `i` variants).
+    /// previous round's matching (the default of the `i` variants, [`imfs_tree`]).
     Imfs,
     /// Ours: the previous plan's uncontested pairs kept, short exchanges taken, the rest matched
-    /// exactly ([`imfs`]).
+    /// exactly ([`imfs`](super::matching::imfs)).
     ImfsWarm,
 }
 
@@ -390,7 +391,6 @@ impl ConvergentScheduling {
         let a = match self.matching {
             MatchingKind::Mis => mis(&p),
             MatchingKind::Mfs => mfs(&p),
-            // The thesis' IMFS (longest-path tree) is not in yet: both run the warm matcher.
             MatchingKind::Imfs | MatchingKind::ImfsWarm => {
                 let mut prev: Assignment = vec![None; p.cols];
                 for (row, &i) in order.iter().enumerate() {
@@ -401,7 +401,10 @@ impl ConvergentScheduling {
                         prev[m] = Some(row);
                     }
                 }
-                imfs(&p, &prev)
+                match self.matching {
+                    MatchingKind::Imfs => imfs_tree(&p, &prev),
+                    _ => imfs(&p, &prev),
+                }
             }
         };
         (a, order)
