@@ -61,10 +61,12 @@
 //!   jobs can still move along paths.
 //! * **Which path**: odd first: the free machine of largest label, ties to the lower machine
 //!   index (within a label, the root is the machine's best free job: lower row on ties). Then
-//!   even: the path of largest cost, which must exceed the tolerance (a zero-gain exchange is
-//!   not made); ties to the lower machine where the path ends (the machine the dropped job
-//!   leaves, or the free machine reached), a path from a free job before a path from a released
-//!   machine. The even path's cost is recomputed along the path before it is taken.
+//!   even: first the paths from a free job, the one of largest cost (ties: the lower machine
+//!   the dropped job leaves); only when none has a positive cost, the paths from a free
+//!   machine, the one of largest cost (ties: the lower free machine) — so the second tree is
+//!   grown only at the end of the exchanges from free jobs. An even path's cost must exceed the
+//!   tolerance (a zero-gain exchange is not made) and is recomputed along the path before it
+//!   is taken.
 //! * **Termination**: each odd path adds a pair (at most `min(rows, cols)` of them); each even
 //!   path raises the weight by more than the tolerance. Even paths are additionally capped at
 //!   `rows + cols` per call (a bound on the work; not reached in the tests).
@@ -128,8 +130,6 @@ struct Tree<'a> {
     /// Whether `pi` may order the next search (no path from a released machine flipped since).
     pi_valid: bool,
     settled: Vec<bool>,
-    /// Whether the last search from the free jobs set `pi`.
-    pi_kept: bool,
     /// Whether label setting may be tried.
     setting_allowed: bool,
 }
@@ -202,7 +202,6 @@ impl<'a> Tree<'a> {
             pi: vec![0.0; cols],
             pi_valid: false,
             settled: vec![false; cols],
-            pi_kept: false,
             setting_allowed: true,
         }
     }
@@ -245,9 +244,19 @@ impl<'a> Tree<'a> {
                     }
                 }
             }
-            let from_job = pick.filter(|&(g, _)| g > self.tol);
-            // Even paths from a free machine: a released held machine to a free machine.
-            let saved = from_job.map(|_| (self.label.clone(), self.from.clone()));
+            if let Some((_, end)) = pick.filter(|&(g, _)| g > self.tol) {
+                if self.gain(end) <= self.tol {
+                    break;
+                }
+                let e = self.job_of[end];
+                self.mach_of[e] = NONE;
+                self.job_of[end] = NONE;
+                self.flip(end);
+                self.freed(e);
+                evens += 1;
+                continue;
+            }
+            // None: even paths from a free machine (a released held machine to a free machine).
             self.search(true);
             self.pi_valid = false;
             let mut other: Option<(f64, usize)> = None;
@@ -259,34 +268,13 @@ impl<'a> Tree<'a> {
                     other = Some((self.label[m], m));
                 }
             }
-            let other = other.filter(|&(g, _)| g > self.tol);
-            let take_job = match (from_job, other) {
-                (Some((g, m)), Some((h, v))) => g > h || (g == h && m <= v),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            let end = if take_job {
-                let (label, from) = saved.expect("kept with a path from a free job");
-                self.label = label;
-                self.from = from;
-                self.pi_valid = self.pi_kept;
-                from_job.expect("checked").1
-            } else {
-                other.expect("checked").1
+            let Some((_, end)) = other.filter(|&(g, _)| g > self.tol) else {
+                break;
             };
             if self.gain(end) <= self.tol {
                 break;
             }
-            if take_job {
-                let e = self.job_of[end];
-                self.mach_of[e] = NONE;
-                self.job_of[end] = NONE;
-                self.flip(end);
-                self.freed(e);
-            } else {
-                self.flip(end);
-            }
+            self.flip(end);
             evens += 1;
         }
     }
@@ -308,7 +296,6 @@ impl<'a> Tree<'a> {
             converged
         };
         self.pi_valid = converged;
-        self.pi_kept = converged;
     }
 
     /// The tree from the free jobs as Dijkstra's algorithm with potentials grows it: each held
