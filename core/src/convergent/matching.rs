@@ -9,10 +9,11 @@
 //!   1971, `O(r²·c)` over the smaller side `r`, after keeping only each machine's best
 //!   `|machines|` jobs) on weights `p + BIG` where `BIG` exceeds any possible total, so that
 //!   cardinality comes first and weight second — the reading the spec's implementation note
-//!   recommends. Its inner scan is branch-free, written with explicit vectors (four doubles at a
-//!   time where the processor has AVX2, chosen at run time) and repeats the textbook dense form's
+//!   recommends. Its inner scan is branch-free, written with explicit vectors (eight doubles at a
+//!   time where the processor has AVX-512, four with AVX2, chosen at run time) and repeats the
+//!   textbook dense form's
 //!   floating-point operations exactly, so ties fall as they did before (see `assign`; the tests
-//!   compare it, pair for pair, with that form kept verbatim, at both vector widths).
+//!   compare it, pair for pair, with that form kept verbatim, at every vector width).
 //! * [`imfs`]: the incremental variant: the previous plan's pairs that are still valid are
 //!   inherited, except where an unmatched job values that machine more, where the held job values
 //!   a machine left free more (repeated while machines are released), or where two held jobs gain
@@ -213,12 +214,22 @@ fn imfs_with(p: &Matrix, previous: &Assignment, exact: Matcher) -> Assignment {
 /// written into `out`.
 fn hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignment) {
     let rows = |i: usize| &p.p[i * p.cols..(i + 1) * p.cols];
-    // Each machine's arcs among the jobs, counted along the matrix's rows.
+    // Every machine of the matrix takes part (the first plan): its rows can be read whole.
+    let all_machines =
+        machines.len() == p.cols && machines.iter().enumerate().all(|(k, &m)| k == m);
+    // Each machine's arcs among the jobs, counted along the matrix's rows (whole rows when every
+    // machine takes part: one vectorised pass).
     let mut arcs = vec![0usize; p.cols];
     for &i in jobs {
         let row = rows(i);
-        for &m in machines {
-            arcs[m] += usize::from(row[m] > 0.0);
+        if all_machines {
+            for (a, &x) in arcs.iter_mut().zip(row) {
+                *a += usize::from(x > 0.0);
+            }
+        } else {
+            for &m in machines {
+                arcs[m] += usize::from(row[m] > 0.0);
+            }
         }
     }
     // Only machines and jobs with at least one arc between them take part.
@@ -243,13 +254,35 @@ fn hungarian(p: &Matrix, machines: &[usize], jobs: &[usize], out: &mut Assignmen
     if machines.is_empty() || jobs.is_empty() {
         return;
     }
-    let max_p = jobs
-        .iter()
-        .flat_map(|&i| {
-            let row = rows(i);
-            machines.iter().map(move |&m| row[m])
-        })
-        .fold(0.0f64, f64::max);
+    // The largest entry (the maximum of the same values in any order: `f64::max` passes over NaN
+    // and only the sign of a zero could depend on the order, which no positive maximum has). When
+    // every machine took part, the machines left out have no arc (entries ≤ 0 or NaN) and cannot
+    // raise it, so the whole rows are read, eight running maxima at a time.
+    let max_p = if all_machines {
+        jobs.iter()
+            .map(|&i| {
+                let mut acc = [0.0f64; 8];
+                let mut chunks = rows(i).chunks_exact(8);
+                for chunk in &mut chunks {
+                    for (a, &x) in acc.iter_mut().zip(chunk) {
+                        *a = a.max(x);
+                    }
+                }
+                chunks
+                    .remainder()
+                    .iter()
+                    .chain(&acc)
+                    .fold(0.0f64, |a, &x| a.max(x))
+            })
+            .fold(0.0f64, f64::max)
+    } else {
+        jobs.iter()
+            .flat_map(|&i| {
+                let row = rows(i);
+                machines.iter().map(move |&m| row[m])
+            })
+            .fold(0.0f64, f64::max)
+    };
     let big = max_p * (machines.len().min(jobs.len()) as f64 + 1.0) + 1.0;
     // The assignment runs over the smaller side as rows (its cost grows with rows² × columns).
     // A column without an arc costs 0 and such pairs are dropped below, so no dummy column is
@@ -324,20 +357,25 @@ struct Step {
 ///
 /// * the slacks of the free columns are lowered by a step's amount at the start of the next
 ///   step, in the same pass as the relaxation, instead of in a pass of their own; when that
-///   amount is `+0.0` (most steps, as the search walks along tight arcs: 85 % of the
-///   69,000 of the first 1,000 × 800 plan) the subtraction, which
-///   would return every value unchanged bit for bit, is left out;
+///   amount is zero (most steps, as the search walks along tight arcs: 85 % of the
+///   69,000 of the first 1,000 × 800 plan) the subtraction, which would return every value
+///   unchanged but for the sign of a zero, is left out, and so are the potentials' moves by
+///   that zero (the sign of a zero changes no comparison — `−0.0 == +0.0` — and no non-zero
+///   result, so no decision);
 /// * the same pass keeps, per lane, the least slack and the first column holding it, so the
-///   lowest-numbered column of least slack needs no second pass;
+///   lowest-numbered column of least slack needs no second pass; it keeps four such running
+///   minima, one per vector of each group of four, so that a vector's comparison and selection
+///   need not wait for the previous vector's, and takes the least of the four at the end (the
+///   lower slack, the lower column among equals: the same column);
 /// * the potentials of the reached rows and columns move through a list of the reached columns
 ///   rather than a scan of all of them;
 /// * a reached column's slack is NaN, which fails every comparison, so the pass has no test of
 ///   whether a column is reached; "`cur` if `cur < slack`, else `slack`" is a comparison and a
 ///   selection, so the pass has no branch at all;
 /// * the pass is written with `pulp`'s vectors and the whole search is compiled once per vector
-///   width, the widest the processor has chosen at run time (x86-64 with AVX2: four doubles at
-///   a time; otherwise `pulp`'s portable form): the same IEEE 754 subtractions and ordered comparisons, lane by
-///   lane, and no fused multiply-add can appear (there is no multiplication, and Rust never
+///   width, the widest the processor has chosen at run time (x86-64 with AVX-512: eight doubles
+///   at a time; with AVX2: four; otherwise `pulp`'s portable form): the same IEEE 754
+///   subtractions and ordered comparisons, lane by lane, and no fused multiply-add can appear (there is no multiplication, and Rust never
 ///   contracts operations);
 /// * the pass does not record from which column a slack last improved: the search records its
 ///   steps, and the few columns of the augmenting path replay them to find it (the same
@@ -415,10 +453,12 @@ fn assign_in<S: pulp::Simd>(simd: S, r: usize, c: usize, cost: &[f64]) -> Vec<(u
                 j1
             };
             let delta = minv[j1];
-            u[row] += delta;
-            for (ur, vr) in ru.iter_mut().zip(rv.iter_mut()) {
-                *ur += delta;
-                *vr -= delta;
+            if delta != 0.0 {
+                u[row] += delta;
+                for (ur, vr) in ru.iter_mut().zip(rv.iter_mut()) {
+                    *ur += delta;
+                    *vr -= delta;
+                }
             }
             if owner[j1] == NONE {
                 break j1;
@@ -502,8 +542,6 @@ fn relax<S: pulp::Simd>(
     let whole = mh.len() * S::F64_LANES;
     let uis = simd.splat_f64s(ui);
     let by = simd.splat_f64s(lowered);
-    let mut acc = simd.splat_f64s(inf);
-    let mut at = simd.splat_u64s(NONE as u64);
     let mut ids = simd.splat_u64s(0);
     for (k, x) in cast_slice_mut::<S::u64s, u64>(std::slice::from_mut(&mut ids))
         .iter_mut()
@@ -512,31 +550,89 @@ fn relax<S: pulp::Simd>(
         *x = k as u64;
     }
     let next = simd.splat_u64s(S::F64_LANES as u64);
-    let columns = mh.iter_mut().zip(ch).zip(vh);
-    // `x - +0.0` is `x` for every `x` (NaN, infinities and −0.0 included); `x - −0.0` is not
-    // (−0.0 becomes +0.0), so only the positive zero is left out.
-    if lowered.to_bits() == 0 {
-        for ((m, &cc), &vv) in columns {
-            let cur = simd.sub_f64s(simd.sub_f64s(cc, uis), vv);
-            let x = simd.select_f64s(simd.less_than_f64s(cur, *m), cur, *m);
-            *m = x;
-            let less = simd.less_than_f64s(x, acc);
-            acc = simd.select_f64s(less, x, acc);
-            at = simd.select_u64s(less, ids, at);
-            ids = simd.add_u64s(ids, next);
-        }
-    } else {
-        for ((m, &cc), &vv) in columns {
-            let low = simd.sub_f64s(*m, by);
-            let cur = simd.sub_f64s(simd.sub_f64s(cc, uis), vv);
-            let x = simd.select_f64s(simd.less_than_f64s(cur, low), cur, low);
-            *m = x;
-            let less = simd.less_than_f64s(x, acc);
-            acc = simd.select_f64s(less, x, acc);
-            at = simd.select_u64s(less, ids, at);
-            ids = simd.add_u64s(ids, next);
-        }
+    // One vector of columns: lowered (when `LOWER`), relaxed, stored, and folded into the running
+    // minimum `acc` and its columns `at`. `x - +0.0` and `x - −0.0` differ from `x` at most in
+    // the sign of a zero, which no comparison sees and no later non-zero result keeps, so both
+    // zeros are left out.
+    #[inline(always)]
+    fn one<S: pulp::Simd, const LOWER: bool>(
+        simd: S,
+        m: &mut S::f64s,
+        (cc, vv): (S::f64s, S::f64s),
+        (uis, by): (S::f64s, S::f64s),
+        (acc, at, ids): (&mut S::f64s, &mut S::u64s, S::u64s),
+    ) {
+        let low = if LOWER { simd.sub_f64s(*m, by) } else { *m };
+        let cur = simd.sub_f64s(simd.sub_f64s(cc, uis), vv);
+        let x = simd.select_f64s(simd.less_than_f64s(cur, low), cur, low);
+        *m = x;
+        let less = simd.less_than_f64s(x, *acc);
+        *acc = simd.select_f64s(less, x, *acc);
+        *at = simd.select_u64s(less, ids, *at);
     }
+    // The least of two (slack, column) vectors, lane by lane: the lower slack, the lower column
+    // among equal slacks (no lane holds NaN).
+    #[inline(always)]
+    fn least<S: pulp::Simd>(
+        simd: S,
+        (a, t): (S::f64s, S::u64s),
+        (b, u): (S::f64s, S::u64s),
+    ) -> (S::f64s, S::u64s) {
+        let take = simd.or_m64s(
+            simd.less_than_f64s(b, a),
+            simd.and_m64s(simd.equal_f64s(b, a), simd.less_than_u64s(u, t)),
+        );
+        (simd.select_f64s(take, b, a), simd.select_u64s(take, u, t))
+    }
+    // Four vectors at a time, each into its own running minimum (so that one vector's comparison
+    // and selection need not wait for the previous one's); the vectors left over into the first
+    // (each minimum still sees its columns in increasing order); then the least of the four.
+    #[inline(always)]
+    fn pass<S: pulp::Simd, const LOWER: bool>(
+        simd: S,
+        mh: &mut [S::f64s],
+        ch: &[S::f64s],
+        vh: &[S::f64s],
+        k: (S::f64s, S::f64s),
+        (mut ids, next): (S::u64s, S::u64s),
+    ) -> (S::f64s, S::u64s) {
+        let inf = simd.splat_f64s(f64::INFINITY);
+        let none = simd.splat_u64s(NONE as u64);
+        let (mut a0, mut a1, mut a2, mut a3) = (inf, inf, inf, inf);
+        let (mut t0, mut t1, mut t2, mut t3) = (none, none, none, none);
+        let mut ms = mh.chunks_exact_mut(4);
+        let mut cs = ch.chunks_exact(4);
+        let mut vs = vh.chunks_exact(4);
+        for ((m, c), v) in (&mut ms).zip(&mut cs).zip(&mut vs) {
+            let ids1 = simd.add_u64s(ids, next);
+            let ids2 = simd.add_u64s(ids1, next);
+            let ids3 = simd.add_u64s(ids2, next);
+            one::<S, LOWER>(simd, &mut m[0], (c[0], v[0]), k, (&mut a0, &mut t0, ids));
+            one::<S, LOWER>(simd, &mut m[1], (c[1], v[1]), k, (&mut a1, &mut t1, ids1));
+            one::<S, LOWER>(simd, &mut m[2], (c[2], v[2]), k, (&mut a2, &mut t2, ids2));
+            one::<S, LOWER>(simd, &mut m[3], (c[3], v[3]), k, (&mut a3, &mut t3, ids3));
+            ids = simd.add_u64s(ids3, next);
+        }
+        let rest = ms
+            .into_remainder()
+            .iter_mut()
+            .zip(cs.remainder())
+            .zip(vs.remainder());
+        for ((m, &c), &v) in rest {
+            one::<S, LOWER>(simd, m, (c, v), k, (&mut a0, &mut t0, ids));
+            ids = simd.add_u64s(ids, next);
+        }
+        least(
+            simd,
+            least(simd, (a0, t0), (a1, t1)),
+            least(simd, (a2, t2), (a3, t3)),
+        )
+    }
+    let (acc, at) = if lowered == 0.0 {
+        pass::<S, false>(simd, mh, ch, vh, (uis, by), (ids, next))
+    } else {
+        pass::<S, true>(simd, mh, ch, vh, (uis, by), (ids, next))
+    };
     // Each lane holds its first column of least slack; the least over the lanes, the lowest
     // column among equals, then the columns past the last whole vector (higher-numbered, so only
     // a strictly lower slack replaces it).
@@ -957,7 +1053,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
-        /// The assignment, dispatched (AVX2 where present) and portable, against the textbook
+        /// The assignment, dispatched (AVX-512 or AVX2 where present), with AVX2 and portable,
+        /// against the textbook
         /// form, on costs shaped like the matching's (`0`, also `−0.0`, or `−(p + BIG)`), square
         /// and wide, around the eight-column blocks.
         #[test]
@@ -977,7 +1074,15 @@ mod tests {
                 p.p.iter().map(|&x| if x > 0.0 { -(x + big) } else { zero }).collect();
             let expected = reference_assign(r, c, &cost);
             prop_assert_eq!(assign(r, c, &cost), expected.clone());
-            prop_assert_eq!(assign_in(pulp::Scalar::new(), r, c, &cost), expected);
+            prop_assert_eq!(assign_in(pulp::Scalar::new(), r, c, &cost), expected.clone());
+            #[cfg(target_arch = "x86_64")]
+            {
+                use pulp::Simd;
+                if let Some(simd) = pulp::x86::V3::try_new() {
+                    let pairs = Simd::vectorize(simd, Assign { r, c, cost: &cost });
+                    prop_assert_eq!(pairs, expected);
+                }
+            }
         }
 
         /// MFS and IMFS against the plans of the textbook form, with more jobs than machines and
@@ -991,6 +1096,52 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let p = drawn_matrix(rows, cols, kind, density, seed);
+            let a = mfs(&p);
+            prop_assert_eq!(&a, &mfs_with(&p, reference_hungarian));
+            let mut shuffled = mis(&p);
+            shuffled.rotate_left(seed as usize % cols);
+            for prev in [a, mis(&p), shuffled, vec![None; cols]] {
+                prop_assert_eq!(
+                    imfs(&p, &prev),
+                    imfs_with(&p, &prev, reference_hungarian)
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        /// Larger shapes, past several blocks of four eight-lane vectors and with a remainder of
+        /// whole vectors and of single columns: the assignment at every width, then MFS and IMFS,
+        /// against the textbook form, with ties and many zero (non-arc) entries.
+        #[test]
+        fn larger_plans_are_the_textbook_form_at_every_width(
+            rows in 1usize..=72,
+            cols in 1usize..=72,
+            kind in 0u8..4,
+            density in prop_oneof![0.0f64..=0.2, 0.2f64..=1.0],
+            seed in any::<u64>(),
+        ) {
+            let p = drawn_matrix(rows, cols, kind, density, seed);
+            let (r, c) = (rows.min(cols), rows.max(cols));
+            let big = p.p.iter().copied().fold(0.0f64, f64::max) * (r as f64 + 1.0) + 1.0;
+            let cost: Vec<f64> = (0..r)
+                .flat_map(|a| (0..c).map(move |b| if rows <= cols { (a, b) } else { (b, a) }))
+                .map(|(i, m)| p.at(i, m))
+                .map(|x| if x > 0.0 { -(x + big) } else { 0.0 })
+                .collect();
+            let expected = reference_assign(r, c, &cost);
+            prop_assert_eq!(assign(r, c, &cost), expected.clone());
+            prop_assert_eq!(assign_in(pulp::Scalar::new(), r, c, &cost), expected.clone());
+            #[cfg(target_arch = "x86_64")]
+            {
+                use pulp::Simd;
+                if let Some(simd) = pulp::x86::V3::try_new() {
+                    let pairs = Simd::vectorize(simd, Assign { r, c, cost: &cost });
+                    prop_assert_eq!(pairs, expected);
+                }
+            }
             let a = mfs(&p);
             prop_assert_eq!(&a, &mfs_with(&p, reference_hungarian));
             let mut shuffled = mis(&p);
