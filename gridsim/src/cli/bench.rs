@@ -50,7 +50,7 @@ pub struct BenchArgs {
         default_value = "100x50,1000x200,10000x800"
     )]
     pub fb_sizes: Vec<String>,
-    /// Time one Convergent Scheduling plan (IMFS, MFS, MIS) instead of the traces.
+    /// Time one Convergent Scheduling plan (IMFS, IMFS-warm, MFS, MIS) instead of the traces.
     #[arg(long)]
     pub cs: bool,
     /// With --cs: the (jobs x machines) points, e.g. `1000x200,5000x200` (default: 1,000 x 200,
