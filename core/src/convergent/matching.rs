@@ -1054,9 +1054,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
         /// The assignment, dispatched (AVX-512 or AVX2 where present), with AVX2 and portable,
-        /// against the textbook
-        /// form, on costs shaped like the matching's (`0`, also `−0.0`, or `−(p + BIG)`), square
-        /// and wide, around the eight-column blocks.
+        /// against the textbook form, on costs shaped like the matching's (`0`, also `−0.0`, or
+        /// `−(p + BIG)`), square and wide, around the eight-column blocks.
         #[test]
         fn the_assignment_is_the_textbook_form_on_drawn_costs(
             r in 1usize..=24,
