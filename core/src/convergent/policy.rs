@@ -29,6 +29,14 @@ use crate::policy::{
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+/// The licences of a job that have a pool of limited copies (`caps` below `u32::MAX`).
+fn pooled<'a>(job: &'a Job, caps: &'a [u32]) -> impl Iterator<Item = usize> + 'a {
+    job.licences
+        .iter()
+        .map(|l| l.index())
+        .filter(|&l| l < caps.len() && caps[l] != u32::MAX)
+}
+
 /// The matching algorithm (D7.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -324,29 +332,16 @@ impl ConvergentScheduling {
         // by the greedy, every other item is kept as it is): with no licence over-asked the
         // pre-matching keeps every job and is skipped.
         let mut demand = vec![0u32; caps.len()];
-        let licences: Vec<Vec<usize>> = rows
-            .iter()
-            .map(|r| {
-                let ls: Vec<usize> = r
-                    .job
-                    .licences
-                    .iter()
-                    .map(|l| l.index())
-                    .filter(|&l| l < caps.len() && caps[l] != u32::MAX)
-                    .collect();
-                for &l in &ls {
-                    demand[l] += 1;
-                }
-                ls
-            })
-            .collect();
+        for r in &rows {
+            pooled(r.job, &caps).for_each(|l| demand[l] += 1);
+        }
         let over: Vec<bool> = demand.iter().zip(&caps).map(|(d, c)| d > c).collect();
         if over.iter().any(|o| *o) {
             let items: Vec<Item> = rows
                 .iter()
-                .zip(licences)
                 .enumerate()
-                .map(|(i, (r, licences))| {
+                .map(|(i, r)| {
+                    let licences: Vec<usize> = pooled(r.job, &caps).collect();
                     let value = if licences.iter().any(|&l| over[l]) {
                         // The mean of the row's positive entries, summed in column order: they
                         // lie on its eligible machines and the one it runs on.

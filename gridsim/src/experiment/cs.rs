@@ -294,31 +294,14 @@ pub const FIG24: &str = "CS-incr scales very well";
 /// A Markdown table of `metric`: one row per Ta; each CS variant as printed and ours, then the
 /// baselines.
 pub fn table(s: &Summary, metric: &str) -> String {
-    let mut cols: Vec<(String, &str, &str)> = Vec::new();
-    for a in CS {
-        cols.push((a.to_string(), a, ""));
-        cols.push((format!("{a} (ours)"), a, OURS));
+    let ours: Vec<String> = CS.iter().map(|a| format!("{a} (ours)")).collect();
+    let mut cols: Vec<(&str, &str, &str)> = Vec::new();
+    for (a, o) in CS.iter().zip(&ours) {
+        cols.push((a, a, ""));
+        cols.push((o, a, OURS));
     }
-    for a in BASELINES {
-        cols.push((a.to_string(), a, ""));
-    }
-    let names: Vec<&str> = cols.iter().map(|c| c.0.as_str()).collect();
-    let mut t = format!(
-        "| Ta | {} |\n|---|{}\n",
-        names.join(" | "),
-        "---|".repeat(cols.len())
-    );
-    for ta in s.tas() {
-        let cells: Vec<String> = cols
-            .iter()
-            .map(|(_, a, v)| {
-                s.get(a, v, ta, metric)
-                    .map_or("–".into(), |x| format!("{x:.2}"))
-            })
-            .collect();
-        let _ = writeln!(t, "| {ta} | {} |", cells.join(" | "));
-    }
-    t
+    cols.extend(BASELINES.iter().map(|a| (*a, *a, "")));
+    s.table_of("Ta", &cols, metric)
 }
 
 /// Points within which two percentages are "equal" (D12 #38).

@@ -259,16 +259,24 @@ impl Summary {
     /// A Markdown table of `metric`: one row per x value (headed `x`), one column per algorithm,
     /// for `variant`; missing cells are `–`.
     pub fn table(&self, x: &str, algs: &[&str], variant: &str, metric: &str) -> String {
+        let cols: Vec<(&str, &str, &str)> = algs.iter().map(|a| (*a, *a, variant)).collect();
+        self.table_of(x, &cols, metric)
+    }
+
+    /// A Markdown table of `metric`: one row per x value (headed `x`), one column per
+    /// (heading, algorithm, variant); missing cells are `–`.
+    pub fn table_of(&self, x: &str, cols: &[(&str, &str, &str)], metric: &str) -> String {
+        let names: Vec<&str> = cols.iter().map(|c| c.0).collect();
         let mut t = format!(
             "| {x} | {} |\n|---|{}\n",
-            algs.join(" | "),
-            "---|".repeat(algs.len())
+            names.join(" | "),
+            "---|".repeat(cols.len())
         );
         for ta in self.tas() {
-            let cells: Vec<String> = algs
+            let cells: Vec<String> = cols
                 .iter()
-                .map(|a| {
-                    self.get(a, variant, ta, metric)
+                .map(|(_, a, v)| {
+                    self.get(a, v, ta, metric)
                         .map_or("–".into(), |v| format!("{v:.2}"))
                 })
                 .collect();

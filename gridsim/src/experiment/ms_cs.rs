@@ -22,6 +22,7 @@
 
 use super::Summary;
 use super::fb::Claim;
+use super::ms_fb::fmt4;
 use super::shares;
 use super::two_level::{self, Config, Spec, TwoLevelSetup};
 use gridsched_core::convergent::{LateMachines, MatchingKind};
@@ -97,18 +98,9 @@ pub fn claims(s: &Summary, setup: &TwoLevelSetup) -> Vec<Claim> {
         .collect()
 }
 
-/// One quoted claim, its rule and outcome, for one reading of CS.
+/// One quoted claim, its rule and outcome, for one reading of CS (named after the rule).
 fn quoted(cs: &str, source: &str, quote: &str, rule: &str, holds: bool, evidence: String) -> Claim {
-    Claim {
-        claim: format!("\"{quote}\" ({source}) — tested as: {rule} [{cs}]"),
-        holds,
-        evidence,
-    }
-}
-
-fn fmt4(v: &[f64; 4]) -> String {
-    let c: Vec<String> = v.iter().map(|x| format!("{x:.1}")).collect();
-    c.join("/")
+    Claim::quoted(source, quote, &format!("{rule} [{cs}]"), holds, &[evidence])
 }
 
 /// D9.4's sentences with `cs` as the Convergent Scheduler's line.

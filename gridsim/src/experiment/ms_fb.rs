@@ -80,7 +80,8 @@ fn header(setup: &TwoLevelSetup) -> String {
     )
 }
 
-fn fmt4(v: &[f64; CLUSTERS]) -> String {
+/// Four per-cluster values as `a/b/c/d`, one decimal.
+pub fn fmt4(v: &[f64; CLUSTERS]) -> String {
     let c: Vec<String> = v.iter().map(|x| format!("{x:.1}")).collect();
     c.join("/")
 }
