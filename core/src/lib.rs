@@ -17,6 +17,8 @@
 //!   `two-level-grid-scheduler.md` D4.2).
 //! * [`metrics`]: per-job and aggregate metrics (`self-tuning-and-multisite.md` §3,
 //!   `gang-urgent-scaling.md` A.4 and C.4).
+//! * [`grid`]: the grid runner that drives the meta-scheduler's decisions for both clocks
+//!   (classification, dispatch, the meta-level queue, co-allocation, sites down and up).
 //! * [`runner`]: the cluster runner that drives a policy for both clocks (submissions with the
 //!   meta priority, passes, suspensions, overruns, machine changes, validation of every start).
 //! * [`structures`]: the data structures the policies are built on (ordered queue with summaries,
@@ -26,6 +28,7 @@ pub mod classify;
 pub mod cluster;
 pub mod convergent;
 pub mod dispatch;
+pub mod grid;
 pub mod heuristics;
 pub mod metrics;
 pub mod model;

@@ -42,7 +42,7 @@ pub type Priority = u8;
 
 /// What every strategy may know of a cluster: its static capabilities, registered once (D12 #12),
 /// and whether it is reachable.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClusterCaps {
     /// The cluster.
     pub cluster: ClusterId,
@@ -69,7 +69,7 @@ impl ClusterCaps {
 
 /// Dynamic state of a cluster, for the strategies allowed to query sites (BestFit, least-loaded,
 /// minimum completion time, multi-site). `None` in [`GridState::load`] when not available.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClusterLoad {
     /// Processors free now.
     pub free_procs: u64,
@@ -85,7 +85,7 @@ pub struct ClusterLoad {
 }
 
 /// An urgent job at a cluster, as the urgent brokers see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UrgentLoad {
     /// Its processors.
     pub procs: u32,
@@ -134,7 +134,7 @@ impl GridState {
 }
 
 /// One part of a job split over several clusters (multi-site execution).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Part {
     /// The cluster running this part.
     pub cluster: ClusterId,

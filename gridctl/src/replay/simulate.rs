@@ -10,12 +10,13 @@
 use super::Outcome;
 use crate::up::grid_file::GridFile;
 use gridsched_core::classify::Classifier;
-use gridsched_core::dispatch::Priority;
 use gridsched_core::model::{
     ClusterId, Job, LicenceId, LicenceType, MachineId, Platform, Site, SiteId,
 };
 use gridsched_core::policy::Policy;
-use gridsim::platform::{Meta, PlatformHooks, PlatformRecord, SplitRules, simulate_platform};
+use gridsim::platform::{
+    Classify, Meta, PlatformHooks, PlatformRecord, SplitRules, simulate_platform,
+};
 use meta_scheduler::MetaConfig;
 use std::path::Path;
 
@@ -67,24 +68,25 @@ impl SimGrid {
     /// outcome, in job order, and the refusals.
     pub fn run(self, jobs: Vec<Job>) -> anyhow::Result<(Vec<Outcome>, Vec<String>)> {
         let n = jobs.len();
-        let mut classifier = Classifier::new(self.meta.classifier)?;
+        let classifier = Classifier::new(self.meta.classifier)?;
         // Split jobs are co-allocated as the live meta-scheduler does, with its settings.
-        let splits = self.meta.dispatch.splits().then(|| SplitRules {
-            multi_site: self.meta.dispatch.multi_site.clone(),
-            rounds: self.meta.links.coallocation_rounds,
+        let splits = self.meta.dispatch.splits().then(|| {
+            SplitRules::new(
+                self.meta.dispatch.multi_site.clone(),
+                self.meta.links.coallocation_rounds,
+            )
         });
         let mut dispatch = self.meta.dispatch;
         dispatch.max_priority = self.meta.classifier.max;
-        let mut dispatcher = dispatch.build();
-        let mut classify = |_now, job: &Job| -> Priority { classifier.classify(job) };
+        let dispatcher = dispatch.build();
         let mut records: Vec<PlatformRecord> = Vec::with_capacity(n);
         let mut record = |r: &PlatformRecord| records.push(r.clone());
         let report = simulate_platform(
             &self.platform,
             self.policies,
             Meta {
-                classify: &mut classify,
-                dispatcher: dispatcher.as_mut(),
+                classify: Classify::By(Box::new(classifier)),
+                dispatcher,
                 splits,
             },
             jobs.into_iter().map(Ok::<_, std::convert::Infallible>),

@@ -11,11 +11,11 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gridsched_core::classify::{Classifier, ClassifierConfig};
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
 use gridsched_core::heuristics::HeuristicParams;
-use gridsched_core::model::{ClusterId, Job, Platform, Time};
+use gridsched_core::model::{ClusterId, Job, Platform};
 use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
 use gridsched_workload::JsonlReader;
 use gridsched_workload::seed_setups::SetupParams;
-use gridsim::platform::{Meta, PlatformReport, simulate_jobs};
+use gridsim::platform::{Classify, Meta, PlatformReport, simulate_jobs};
 use std::path::PathBuf;
 
 /// Arguments of `gridsim cluster`.
@@ -151,25 +151,25 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
     let policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
         .map(|c| cfg.build(&platform, ClusterId(c as u32)))
         .collect::<Result<_, _>>()?;
-    let mut classifier = Classifier::new(ClassifierConfig {
+    let classifier = Classifier::new(ClassifierConfig {
         licence_types: platform.licences.len(),
         ..Default::default()
     })?;
-    let mut classify = |_: Time, j: &Job| classifier.classify(j);
     let kind = args.dispatch;
-    let mut dispatcher = DispatchConfig {
+    let dispatcher = DispatchConfig {
         seed: args.seed,
         ..DispatchConfig::new(kind)
     }
     .build();
     let n = jobs.len();
     let described = policies[0].describe();
+    let dispatched_by = dispatcher.describe();
     let report = simulate_jobs(
         &platform,
         policies,
         Meta {
-            classify: &mut classify,
-            dispatcher: dispatcher.as_mut(),
+            classify: Classify::By(Box::new(classifier)),
+            dispatcher,
             splits: None,
         },
         jobs,
@@ -183,7 +183,7 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
             described,
             platform.clusters.len(),
             platform.machines.len(),
-            dispatcher.describe(),
+            dispatched_by,
             group(n as i64)
         );
         say!("{}", table(&report));

@@ -23,7 +23,7 @@
 
 use super::quoted::{self, Claim};
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup};
-use crate::platform::{Meta, PlatformHooks, PlatformRecord, simulate_platform};
+use crate::platform::{Classify, Meta, PlatformHooks, PlatformRecord, simulate_platform};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
 use gridsched_core::model::{ClusterId, Job, Platform, Time};
@@ -317,8 +317,6 @@ fn report_variant(r: &mut String, s: &Summary, algs: &[&str], variant: &str) {
 /// and the Tabu moves per job (from the policy's counters).
 pub fn metrics(platform: &Platform, kind: PolicyKind, jobs: Vec<Job>) -> Result<Metrics> {
     let policy = PolicyConfig::new(kind).build(platform, ClusterId(0))?;
-    let mut rr = RoundRobin::default();
-    let mut classify = |_: Time, _: &Job| 1;
     let (mut ended, mut waited, mut delayed, mut delayed_waited) = (0u64, 0u64, 0u64, 0u64);
     let mut record = |r: &PlatformRecord| {
         ended += 1;
@@ -335,8 +333,8 @@ pub fn metrics(platform: &Platform, kind: PolicyKind, jobs: Vec<Job>) -> Result<
         platform,
         vec![policy],
         Meta {
-            classify: &mut classify,
-            dispatcher: &mut rr,
+            classify: Classify::Fixed(1),
+            dispatcher: Box::new(RoundRobin::default()),
             splits: None,
         },
         jobs.into_iter().map(Ok::<Job, std::convert::Infallible>),

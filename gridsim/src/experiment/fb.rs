@@ -9,10 +9,10 @@
 //! same platform and jobs for a given repetition (common random numbers).
 
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, lookup, verdict};
-use crate::platform::{Meta, simulate_jobs};
+use crate::platform::{Classify, Meta, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
-use gridsched_core::model::{ClusterId, Job, Time};
+use gridsched_core::model::{ClusterId, Job};
 use gridsched_core::policy::{PolicyConfig, PolicyKind};
 use gridsched_workload::seed_setups::SetupParams;
 use std::fmt::Write as _;
@@ -90,14 +90,12 @@ pub fn single_cluster_metrics(
     jobs: Vec<Job>,
 ) -> Result<Metrics> {
     let policies = vec![cfg.build(platform, ClusterId(0))?];
-    let mut rr = RoundRobin::default();
-    let mut classify = |_: Time, _: &Job| 1;
     let rep = simulate_jobs(
         platform,
         policies,
         Meta {
-            classify: &mut classify,
-            dispatcher: &mut rr,
+            classify: Classify::Fixed(1),
+            dispatcher: Box::new(RoundRobin::default()),
             splits: None,
         },
         jobs,

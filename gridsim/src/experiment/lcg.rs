@@ -32,7 +32,7 @@
 
 use super::fb::{NotEvaluated, write_not_evaluated};
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
-use crate::platform::{Meta, PlatformHooks, PlatformRecord, simulate_platform};
+use crate::platform::{Classify, Meta, PlatformHooks, PlatformRecord, simulate_platform};
 use anyhow::{Result, anyhow, bail};
 use gridsched_core::classify::{Classifier, ClassifierConfig};
 use gridsched_core::dispatch::{
@@ -186,7 +186,7 @@ pub struct LcgOutcome {
 /// Runs `w` at capacity factor `f` with the named strategy (`home-site` or a [`DispatchKind`]).
 pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Result<LcgOutcome> {
     let platform = w.platform(f);
-    let mut dispatcher: Box<dyn Dispatcher> = if strategy == HOME_SITE {
+    let dispatcher: Box<dyn Dispatcher> = if strategy == HOME_SITE {
         Box::new(HomeSite::new(w.home_map()))
     } else {
         let kind: DispatchKind = strategy.parse().map_err(|e: String| anyhow!(e))?;
@@ -199,8 +199,7 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
     let policies = (0..platform.clusters.len())
         .map(|c| PolicyConfig::new(PolicyKind::Easy).build(&platform, ClusterId(c as u32)))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut classifier = Classifier::new(ClassifierConfig::default())?;
-    let mut classify = |_: Time, j: &Job| classifier.classify(j);
+    let classifier = Classifier::new(ClassifierConfig::default())?;
     let home = w.home_map();
     let (mut area, mut weighted, mut moved, mut n) = (0f64, 0f64, 0u64, 0u64);
     let mut partition_of: HashMap<JobId, u32> = HashMap::new();
@@ -222,8 +221,8 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
         &platform,
         policies,
         Meta {
-            classify: &mut classify,
-            dispatcher: dispatcher.as_mut(),
+            classify: Classify::By(Box::new(classifier)),
+            dispatcher,
             splits: None,
         },
         w.jobs

@@ -15,11 +15,11 @@
 use super::fb::Claim;
 use super::shares;
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
-use crate::platform::{Meta, PlatformReport, simulate_jobs};
+use crate::platform::{Classify, Meta, PlatformReport, simulate_jobs};
 use anyhow::{Result, anyhow};
 use gridsched_core::classify::{Classifier, ClassifierConfig};
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
-use gridsched_core::model::{ClusterId, Job, Platform, Time};
+use gridsched_core::model::{ClusterId, Job, Platform};
 use gridsched_core::policy::{Policy, PolicyConfig};
 use gridsched_workload::seed_setups::SetupParams;
 use std::fmt::Write as _;
@@ -290,13 +290,15 @@ pub fn simulate(
     let policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
         .map(|c| cfg.policy.build(platform, ClusterId(c as u32)))
         .collect::<Result<_, _>>()?;
-    let mut classifier = Classifier::new(ClassifierConfig {
+    let classifier = Classifier::new(ClassifierConfig {
         licence_types: platform.licences.len(),
         ..Default::default()
     })?;
-    let on = cfg.classify;
-    let mut classify = |_: Time, j: &Job| if on { classifier.classify(j) } else { 1 };
-    let mut dispatcher = DispatchConfig {
+    let classify = match cfg.classify {
+        true => Classify::By(Box::new(classifier)),
+        false => Classify::Fixed(1),
+    };
+    let dispatcher = DispatchConfig {
         seed,
         ..DispatchConfig::new(cfg.dispatch)
     }
@@ -305,8 +307,8 @@ pub fn simulate(
         platform,
         policies,
         Meta {
-            classify: &mut classify,
-            dispatcher: dispatcher.as_mut(),
+            classify,
+            dispatcher,
             splits: None,
         },
         jobs,

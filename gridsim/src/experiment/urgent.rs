@@ -36,7 +36,7 @@
 //! start; lost processor-hours; mean bounded slowdown of typical jobs (Γ = 10 s).
 
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, verdict};
-use crate::platform::{Meta, PlatformHooks, PlatformRecord, simulate_platform};
+use crate::platform::{Classify, Meta, PlatformHooks, PlatformRecord, simulate_platform};
 use anyhow::{Context, Result, anyhow};
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
 use gridsched_core::model::{ClusterId, Job, JobId, Platform, Time, Urgency};
@@ -205,13 +205,12 @@ fn local(variant: &str) -> Result<PolicyConfig> {
 pub fn run(jobs: &[Job], broker: &str, variant: &str) -> Result<Metrics> {
     let platform = platform();
     let kind: DispatchKind = broker.parse().map_err(|e: String| anyhow!(e))?;
-    let mut dispatcher = DispatchConfig::new(kind).build();
+    let dispatcher = DispatchConfig::new(kind).build();
     let cfg = local(variant)?;
     let policies = (0..SITES)
         .map(|c| cfg.build(&platform, ClusterId(c)))
         .collect::<Result<Vec<_>, _>>()?;
     let by_id: HashMap<JobId, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
-    let mut classify = |_: Time, _: &Job| 1;
     #[derive(Default)]
     struct Acc {
         busy: f64,
@@ -247,8 +246,8 @@ pub fn run(jobs: &[Job], broker: &str, variant: &str) -> Result<Metrics> {
         &platform,
         policies,
         Meta {
-            classify: &mut classify,
-            dispatcher: dispatcher.as_mut(),
+            classify: Classify::Fixed(1),
+            dispatcher,
             splits: None,
         },
         jobs.iter().cloned().map(Ok::<_, std::convert::Infallible>),

@@ -13,7 +13,11 @@
 //! becomes ⌈w/M⌉ independent jobs of widths M, …, remainder with the same submission, estimate and
 //! run time, all at its home site.
 //!
-//! The event loop handles, at each instant, the ends, then the submissions, then one pass.
+//! The event loop handles, at each instant, the ends, then the submissions, then one release
+//! pass, through the core's [`GridRunner`] (the grid level's one engine, which the live
+//! meta-scheduler drives too); the grid scheduler's splits start at once
+//! ([`GridSettings::splits_at_once`]), since each site is one machine whose occupancy the grid
+//! scheduler tracks itself.
 
 pub mod config;
 #[cfg(test)]
@@ -21,8 +25,9 @@ mod tests;
 
 pub use config::{Fragments, GridConfig, MachineConfig, Modification, Scenario};
 
-use gridsched_core::dispatch::{Dispatcher, GridScheduler, GridState, Placement, Release};
-use gridsched_core::model::{ClusterId, Job, JobId, Time};
+use gridsched_core::dispatch::{GridScheduler, GridState};
+use gridsched_core::grid::{Classify, Effect, GridRunner, GridSettings, Input, SiteSpec};
+use gridsched_core::model::{Job, JobId, Time};
 use gridsched_workload::WorkloadError;
 use gridsched_workload::scale::{self, SplitJob};
 use serde::Serialize;
@@ -131,31 +136,53 @@ pub fn simulate_grid(
 }
 
 /// The central scheduler's event loop over `work` (sorted by submission): at each instant the
-/// ends, then the submissions, then one [`Dispatcher::release`] pass.
+/// ends, then the submissions, then one release pass — all through the core's grid runner, whose
+/// splits start at once (each site is one machine the grid scheduler tracks itself).
 fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridRecord>, u64) {
     let ms = cfg.multi_site();
-    let mut grid = GridScheduler::new(cfg.scenario == Scenario::MultiSite, ms.clone());
-    let state = GridState::single_machines(sizes);
-    let mut ends: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
+    let strategy = GridScheduler::new(cfg.scenario == Scenario::MultiSite, ms.clone());
+    let sites = GridState::single_machines(sizes)
+        .caps
+        .into_iter()
+        .enumerate()
+        .map(|(i, caps)| SiteSpec {
+            name: format!("m{i}"),
+            caps,
+            max_estimate: None,
+            machines: None,
+        })
+        .collect();
+    let settings = GridSettings {
+        splits_at_once: true,
+        ..GridSettings::default()
+    };
+    let mut grid = GridRunner::new(sites, Box::new(strategy), Classify::Fixed(1), settings);
+    // (end, job, a site it ran on)
+    let mut ends: BinaryHeap<Reverse<(Time, usize, usize)>> = BinaryHeap::new();
     let mut records: Vec<Option<GridRecord>> = vec![None; work.len()];
     let mut refused = 0;
     let mut next = 0;
-    let mut out: Vec<Release> = Vec::new();
+    let mut out: Vec<Effect> = Vec::new();
     loop {
         let t_sub = work.get(next).map(|x| x.job.submit);
-        let t_end = ends.peek().map(|Reverse((t, _))| *t);
+        let t_end = ends.peek().map(|Reverse((t, _, _))| *t);
         let now = match (t_sub, t_end) {
             (None, None) => break,
             (Some(a), None) => a,
             (None, Some(b)) => b,
             (Some(a), Some(b)) => a.min(b),
         };
-        while let Some(Reverse((t, idx))) = ends.peek().copied() {
+        out.clear();
+        while let Some(Reverse((t, idx, site))) = ends.peek().copied() {
             if t != now {
                 break;
             }
             ends.pop();
-            grid.job_ended(now, JobId(idx as u64), ClusterId(0));
+            let ended = Input::Ended {
+                job: JobId(idx as u64),
+                site,
+            };
+            grid.on(now, ended, &mut out).expect("a site of the grid");
         }
         while work.get(next).is_some_and(|x| x.job.submit == now) {
             let j = &work[next].job;
@@ -164,30 +191,42 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
                 estimate: j.estimate.max(1),
                 ..j.clone()
             };
-            match grid.dispatch(now, &job, 1, &state) {
-                Placement::Hold => {}
-                Placement::Refuse(_) => refused += 1,
-                other => unreachable!("the grid scheduler holds every job it takes: {other:?}"),
-            }
+            let submit = Input::Submit {
+                job,
+                priority: None,
+                only: None,
+            };
+            grid.on(now, submit, &mut out).expect("a new job id");
             next += 1;
         }
-        out.clear();
-        grid.release(now, &state, &mut out);
-        for r in &out {
-            let idx = r.job.0 as usize;
+        grid.on(now, Input::Release, &mut out)
+            .expect("a release pass");
+        for e in &out {
+            let (idx, parts): (usize, Alloc) = match e {
+                Effect::Refuse { .. } => {
+                    refused += 1;
+                    continue;
+                }
+                Effect::Place { job, site, .. } => {
+                    let idx = job.0 as usize;
+                    (idx, vec![(*site, work[idx].job.procs)])
+                }
+                Effect::StartSplit { job, parts } => (
+                    job.0 as usize,
+                    parts.iter().map(|p| (p.cluster.index(), p.procs)).collect(),
+                ),
+                Effect::Wait { held: true, .. } => continue,
+                other => unreachable!("the grid scheduler holds every job it takes: {other:?}"),
+            };
             let SplitJob { job: j, site, .. } = &work[idx];
             let est = j.estimate.max(1);
             let base_run = j.runtime.unwrap_or(j.estimate).clamp(0, est);
-            let parts: Alloc = match &r.placement {
-                Placement::Cluster(c) => vec![(c.index(), j.procs)],
-                Placement::Split(p) => p.iter().map(|p| (p.cluster.index(), p.procs)).collect(),
-                other => unreachable!("a release places its job: {other:?}"),
-            };
             let run = if parts.len() > 1 {
                 ms.stretch_over(base_run, parts.iter().map(|p| p.0 as u32))
             } else {
                 base_run
             };
+            ends.push(Reverse((now + run, idx, parts[0].0)));
             records[idx] = Some(GridRecord {
                 idx,
                 site: *site,
@@ -199,7 +238,6 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
                 fragments: parts.len(),
                 parts,
             });
-            ends.push(Reverse((now + run, idx)));
         }
     }
     debug_assert_eq!(grid.held(), 0, "every feasible job ends");

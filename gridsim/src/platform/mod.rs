@@ -14,9 +14,11 @@
 //! drives in real time: it validates every start against the cluster's own accounting, and a
 //! schedule that would oversubscribe a machine or a licence pool stops the run with an error.
 //!
-//! A job the dispatcher splits over clusters ([`Placement::Split`](gridsched_core::dispatch::Placement))
-//! is co-allocated as the live meta-scheduler does it, by the core's protocol, when the run is
-//! given [`SplitRules`]: see [`split`].
+//! The meta-scheduler's side — classification, dispatch, the meta-level queue and its release
+//! passes, the co-allocation of a job the dispatcher splits over clusters
+//! ([`Placement::Split`](gridsched_core::dispatch::Placement), when the run is given
+//! [`SplitRules`]: see [`split`]) — is the core's [`GridRunner`], the code the live
+//! meta-scheduler drives; this engine carries out its effects against the cluster runners.
 //!
 //! This engine is separate from [`crate::engine`], which reproduces the reference trace simulator's
 //! exact event order on space-shared machines.
@@ -28,10 +30,12 @@ pub mod split;
 #[cfg(test)]
 mod tests;
 
+pub use gridsched_core::grid::Classify;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
 
-use gridsched_core::dispatch::{ClusterCaps, Dispatcher, GridState, Priority};
+use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Priority};
+use gridsched_core::grid::{GridRunner, GridSettings, Input as GridInput, SiteSpec};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::{Policy, Start};
 use gridsched_core::runner::{ClusterRunner, Effect, RunnerConfig};
@@ -198,23 +202,18 @@ impl std::fmt::Debug for PlatformHooks<'_> {
     }
 }
 
-/// The meta-scheduler of a run: a classifier giving each job its priority and a dispatcher.
-pub struct Meta<'a> {
+/// The meta-scheduler of a run: how each job gets its priority, the dispatch strategy, and how
+/// split jobs are co-allocated. The engine builds the grid runner ([`GridRunner`]) from it, the
+/// one the live meta-scheduler drives.
+#[derive(Debug)]
+pub struct Meta {
     /// Priority of a job at its submission.
-    pub classify: &'a mut dyn FnMut(Time, &Job) -> Priority,
+    pub classify: Classify,
     /// Chooses the cluster.
-    pub dispatcher: &'a mut dyn Dispatcher,
+    pub dispatcher: Box<dyn Dispatcher>,
     /// How split jobs are co-allocated; `None`: a split is refused (the engine runs one cluster
     /// per job).
     pub splits: Option<SplitRules>,
-}
-
-impl std::fmt::Debug for Meta<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Meta")
-            .field("dispatcher", &self.dispatcher.describe())
-            .finish()
-    }
 }
 
 /// A dispatched job (or a split job's fragment) at its cluster, for the engine: the generation of
@@ -245,14 +244,11 @@ struct Sim<'p, 'h> {
     runners: Vec<ClusterRunner>,
     /// Keyed by job and cluster: a split job has a fragment at each of its clusters.
     flights: HashMap<(JobId, ClusterId), Flight>,
+    /// The meta-scheduler's decisions: classification, dispatch, the meta-level queue,
+    /// co-allocation.
+    grid: GridRunner,
     /// Split jobs running as fragments.
     splits: HashMap<JobId, split::SplitJob>,
-    /// Split jobs waiting to be dispatched again after a co-allocation given up.
-    retrying: HashMap<JobId, (Job, Priority)>,
-    /// Per split job: its co-allocations refused in a row.
-    refused_in_a_row: HashMap<JobId, u32>,
-    /// The last reservation id given to a co-allocation's hold.
-    last_reservation: u64,
     events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
     seq: u64,
     wakes: BTreeSet<(Time, ClusterId)>,
@@ -263,9 +259,6 @@ struct Sim<'p, 'h> {
     platform_jobs: JobStats,
     dispatched: Vec<u64>,
     workload: Vec<f64>,
-    /// Jobs the dispatcher holds at the meta level ([`Placement::Hold`]), until a release pass
-    /// places them.
-    held_jobs: HashMap<JobId, (Job, Priority)>,
     stats: PlatformStats,
     pass_time: f64,
     hooks: PlatformHooks<'h>,
@@ -276,7 +269,7 @@ struct Sim<'p, 'h> {
 pub fn simulate_platform<I, E>(
     platform: &Platform,
     policies: Vec<Box<dyn Policy>>,
-    mut meta: Meta<'_>,
+    meta: Meta,
     jobs: I,
     hooks: PlatformHooks<'_>,
 ) -> Result<PlatformReport, PlatformError<E>>
@@ -313,14 +306,34 @@ where
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let mut caps = caps_of(platform);
+    // A partition's jobs may span its nodes: the widest job it runs is its whole size.
+    for (c, r) in caps.iter_mut().zip(&runners) {
+        if r.is_partition() {
+            c.max_machine_procs = u32::try_from(c.total_procs).unwrap_or(u32::MAX);
+        }
+    }
+    let sites = caps
+        .into_iter()
+        .zip(&platform.clusters)
+        .map(|(caps, c)| SiteSpec {
+            name: c.name.clone(),
+            caps,
+            max_estimate: None,
+            machines: None,
+        })
+        .collect();
+    let settings = GridSettings {
+        coallocation: meta.splits,
+        ..GridSettings::default()
+    };
+    let grid = GridRunner::new(sites, meta.dispatcher, meta.classify, settings);
     let mut sim = Sim {
         platform,
         runners,
         flights: HashMap::new(),
+        grid,
         splits: HashMap::new(),
-        retrying: HashMap::new(),
-        refused_in_a_row: HashMap::new(),
-        last_reservation: 0,
         events: BinaryHeap::new(),
         seq: 0,
         wakes: BTreeSet::new(),
@@ -331,22 +344,11 @@ where
         platform_jobs: JobStats::default(),
         dispatched: vec![0; n],
         workload: vec![0.0; n],
-        held_jobs: HashMap::new(),
         stats: PlatformStats::default(),
         pass_time: 0.0,
         hooks,
         effects: Vec::new(),
     };
-    let mut grid = GridState {
-        caps: caps_of(platform),
-        load: None,
-    };
-    // A partition's jobs may span its nodes: the widest job it runs is its whole size.
-    for (c, r) in grid.caps.iter_mut().zip(&sim.runners) {
-        if r.is_partition() {
-            c.max_machine_procs = u32::try_from(c.total_procs).unwrap_or(u32::MAX);
-        }
-    }
     let mut jobs = jobs.into_iter();
     let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
     let mut clock = Time::MIN;
@@ -383,17 +385,13 @@ where
                     cluster,
                     generation,
                 } => {
-                    if let Some(over) = sim.end(t, job, cluster, generation)? {
-                        if let Some(c) = over {
-                            meta.dispatcher.job_ended(t, job, c);
-                        }
+                    if sim.end(t, job, cluster, generation, &mut dirty)? {
                         dirty[cluster.index()] = true;
                     }
                 }
                 Ev::Retry { job } => {
-                    if let Some((job, priority)) = sim.retrying.remove(&job) {
-                        sim.dispatch(t, job, Some(priority), &mut grid, &mut meta, &mut dirty);
-                    }
+                    sim.report_loads(t);
+                    sim.feed(t, GridInput::Retry { job }, &mut dirty)?;
                 }
                 Ev::Wake { cluster } => {
                     sim.wakes.remove(&(t, cluster));
@@ -407,11 +405,17 @@ where
             if sim.has(job.id) {
                 return Err(PlatformError::DuplicateJob(job.id));
             }
-            sim.dispatch(t, job, None, &mut grid, &mut meta, &mut dirty);
+            sim.report_loads(t);
+            let submit = GridInput::Submit {
+                job,
+                priority: None,
+                only: None,
+            };
+            sim.feed(t, submit, &mut dirty)?;
             next = jobs.next().transpose().map_err(PlatformError::Workload)?;
         }
-        if meta.dispatcher.held() > 0 {
-            sim.release(t, &grid, &mut meta, &mut dirty);
+        if sim.grid.held() > 0 {
+            sim.feed(t, GridInput::Release, &mut dirty)?;
         }
         for (c, d) in dirty.iter_mut().enumerate() {
             if std::mem::take(d) {
@@ -419,9 +423,7 @@ where
             }
         }
     }
-    let waiting = sim.runners.iter().map(ClusterRunner::len).sum::<usize>()
-        + sim.held_jobs.len()
-        + sim.retrying.len();
+    let waiting = sim.runners.iter().map(ClusterRunner::len).sum::<usize>() + sim.grid.waiting();
     if waiting > 0 {
         return Err(PlatformError::Stalled {
             time: clock,
@@ -435,7 +437,7 @@ where
 pub fn simulate_jobs(
     platform: &Platform,
     policies: Vec<Box<dyn Policy>>,
-    meta: Meta<'_>,
+    meta: Meta,
     jobs: Vec<Job>,
 ) -> Result<PlatformReport, PlatformError<std::convert::Infallible>> {
     simulate_platform(

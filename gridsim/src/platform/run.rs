@@ -1,11 +1,14 @@
-//! The platform engine's event handlers: dispatch at submission, a cluster's scheduling pass
-//! (through its [`ClusterRunner`](gridsched_core::runner::ClusterRunner)), the end of a job, time
-//! integration of the usage levels, and the final report.
+//! The platform engine's event handlers: the grid runner's decisions carried out against the
+//! clusters' runners (a job sent to its cluster, the holds and commits of a co-allocation, the
+//! reservations let go), a cluster's scheduling pass (through its
+//! [`ClusterRunner`](gridsched_core::runner::ClusterRunner)), the end of a job, time integration
+//! of the usage levels, and the final report.
 
-use super::{ClusterReport, Ev, Flight, Meta, PlatformError, PlatformRecord, PlatformReport, Sim};
-use gridsched_core::dispatch::{ClusterLoad, GridState, Placement, Priority, UrgentLoad};
+use super::{ClusterReport, Ev, Flight, PlatformError, PlatformRecord, PlatformReport, Sim};
+use gridsched_core::dispatch::{ClusterLoad, Priority, UrgentLoad};
+use gridsched_core::grid::{Effect as GridEffect, GridError, Input as GridInput};
 use gridsched_core::model::{ClusterId, Job, JobId, Time};
-use gridsched_core::policy::Start;
+use gridsched_core::policy::{AdvanceReservation, Start};
 use gridsched_core::runner::{Effect, Input, RunnerError};
 use std::cmp::Reverse;
 use std::time::Instant;
@@ -16,11 +19,9 @@ impl Sim<'_, '_> {
         self.events.push(Reverse((t, self.seq, ev)));
     }
 
-    /// Whether job `id` is in the system (held, at a cluster, or about to be dispatched again).
+    /// Whether job `id` is in the system (at the meta level, or at a cluster).
     pub(super) fn has(&self, id: JobId) -> bool {
-        self.held_jobs.contains_key(&id)
-            || self.retrying.contains_key(&id)
-            || self.runners.iter().any(|r| r.contains(id))
+        self.grid.contains(id) || self.runners.iter().any(|r| r.contains(id))
     }
 
     pub(super) fn reject(&mut self, why: String) {
@@ -66,99 +67,126 @@ impl Sim<'_, '_> {
             .collect()
     }
 
-    /// Classifies (unless `priority` is known from an earlier hold) and dispatches a job.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn dispatch(
-        &mut self,
-        t: Time,
-        job: Job,
-        priority: Option<Priority>,
-        grid: &mut GridState,
-        meta: &mut Meta<'_>,
-        dirty: &mut [bool],
-    ) {
-        if let Err(e) = job.validate() {
-            self.reject(format!("job {}: {e}", job.id));
-            return;
+    /// Gives the grid runner the sites' state when its strategy reads it (computing it walks
+    /// every job), before a dispatch.
+    pub(super) fn report_loads(&mut self, t: Time) {
+        if self.grid.reads_site_state() {
+            let loads = self.site_loads(t);
+            let mut none = Vec::new();
+            let _ = self.grid.on(t, GridInput::Loads { loads }, &mut none);
         }
-        let priority = priority.unwrap_or_else(|| (meta.classify)(t, &job));
-        // Only strategies that may see the sites get their state (computing it walks every job).
-        grid.load = meta
-            .dispatcher
-            .reads_site_state()
-            .then(|| self.site_loads(t));
-        let cluster = match meta.dispatcher.dispatch(t, &job, priority, grid) {
-            Placement::Cluster(c) if c.index() < self.runners.len() => c,
-            Placement::Cluster(c) => {
-                self.reject(format!("job {}: dispatched to unknown cluster {c}", job.id));
-                return;
-            }
-            Placement::Hold => {
-                self.held_jobs.insert(job.id, (job, priority));
-                return;
-            }
-            Placement::Split(parts) => {
-                let reason = meta.dispatcher.last_reason();
-                self.co_allocate(t, job, priority, parts, reason.as_ref(), meta, dirty);
-                return;
-            }
-            Placement::Refuse(why) => {
-                self.reject(format!("job {}: {why}", job.id));
-                return;
-            }
-        };
-        self.send(t, job, priority, cluster, meta, dirty);
     }
 
-    pub(super) fn no_split(job: JobId) -> String {
-        format!("job {job}: the platform engine does not co-allocate a job over several clusters")
-    }
-
-    /// A release pass of the dispatcher: the jobs it places now go to their clusters.
-    pub(super) fn release(
+    /// Feeds the grid runner `input` at `t` and carries out what it decides, depth first: an
+    /// effect answered at once (a hold asked of a cluster's runner) has its answer fed back, and
+    /// that answer's effects carried out, before the next effect.
+    pub(super) fn feed<E>(
         &mut self,
         t: Time,
-        grid: &GridState,
-        meta: &mut Meta<'_>,
+        input: GridInput,
         dirty: &mut [bool],
-    ) {
+    ) -> Result<(), PlatformError<E>> {
         let mut out = Vec::new();
-        meta.dispatcher.release(t, grid, &mut out);
-        for r in out {
-            let (job, priority) = self
-                .held_jobs
-                .remove(&r.job)
-                .expect("a released job was held");
-            match r.placement {
-                Placement::Cluster(c) if c.index() < self.runners.len() => {
-                    self.send(t, job, priority, c, meta, dirty);
-                }
-                Placement::Split(parts) => {
-                    self.co_allocate(t, job, priority, parts, Some(&r.reason), meta, dirty);
-                }
-                other => {
-                    meta.dispatcher.job_returned(t, job.id, ClusterId(0));
-                    self.reject(format!("job {}: released as {other:?}", job.id));
-                }
-            }
+        self.grid.on(t, input, &mut out).map_err(|e| match e {
+            GridError::DuplicateJob(id) => PlatformError::DuplicateJob(id),
+            other => PlatformError::BadDecision {
+                time: t,
+                cluster: ClusterId(0),
+                job: JobId(0),
+                why: other.to_string(),
+            },
+        })?;
+        for e in out {
+            self.carry_out(t, e, dirty)?;
         }
+        Ok(())
     }
 
-    /// Submits a dispatched job to its cluster's runner.
-    fn send(
+    /// Carries out one effect of the grid runner.
+    fn carry_out<E>(
         &mut self,
         t: Time,
-        job: Job,
-        priority: Priority,
-        cluster: ClusterId,
-        meta: &mut Meta<'_>,
+        effect: GridEffect,
         dirty: &mut [bool],
-    ) {
-        let id = job.id;
-        if let Err(e) = self.submit_to(t, job, priority, cluster, dirty) {
-            meta.dispatcher.job_returned(t, id, cluster);
-            self.reject(e.to_string());
+    ) -> Result<(), PlatformError<E>> {
+        match effect {
+            GridEffect::Place { job, site, .. } => {
+                let (j, priority) = self.grid.job(job).expect("a placed job is open");
+                let j = j.clone();
+                if let Err(e) = self.submit_to(t, j, priority, ClusterId(site as u32), dirty) {
+                    let why = e.to_string();
+                    self.feed(t, GridInput::Refused { job, site, why }, dirty)?;
+                }
+            }
+            GridEffect::Refuse { why, .. } => self.reject(why),
+            GridEffect::Hold {
+                job,
+                fragment,
+                site,
+                reservation,
+                from,
+                length,
+                procs,
+            } => {
+                let ask = Input::ReserveEarliest {
+                    reservation: AdvanceReservation {
+                        id: reservation,
+                        start: from,
+                        end: from + length,
+                        procs,
+                        ..AdvanceReservation::default()
+                    },
+                };
+                dirty[site] = true;
+                let runner = &mut self.runners[site];
+                let answer = match runner.on(t, ask, &mut self.effects) {
+                    Ok(()) => {
+                        let held = runner.advance_reservations();
+                        let start = held.iter().find(|a| a.id == reservation).map(|a| a.start);
+                        Ok(start.expect("an admitted reservation is held"))
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                let held = GridInput::Held {
+                    job,
+                    fragment,
+                    site,
+                    reservation,
+                    answer,
+                };
+                self.feed(t, held, dirty)?;
+            }
+            GridEffect::LetGo {
+                site, reservation, ..
+            } => self.let_go(t, ClusterId(site as u32), reservation),
+            // A runner's hold is already firm: every commit succeeds.
+            GridEffect::Commit { job, fragment, .. } => {
+                let answer = Ok(());
+                let committed = GridInput::Committed {
+                    job,
+                    fragment,
+                    answer,
+                };
+                self.feed(t, committed, dirty)?;
+            }
+            GridEffect::Send { job, fragments, .. } => {
+                self.send_fragments(t, job, &fragments, dirty)?
+            }
+            GridEffect::GivenUp { job, retry_at, .. } => {
+                self.stats.coallocations_given_up += 1;
+                if let Some(at) = retry_at {
+                    self.push(at, Ev::Retry { job });
+                }
+            }
+            GridEffect::Over { job, site } => self.split_over(t, job, ClusterId(site as u32)),
+            GridEffect::Classified { .. }
+            | GridEffect::Wait { .. }
+            | GridEffect::Kill { .. }
+            | GridEffect::StartSplit { .. }
+            | GridEffect::SiteDown { .. }
+            | GridEffect::SiteUp { .. } => {}
         }
+        Ok(())
     }
 
     /// Submits `job` (a whole job or a fragment) to `cluster`'s runner and accounts it there.
@@ -193,19 +221,19 @@ impl Sim<'_, '_> {
         Ok(())
     }
 
-    /// Handles an end event at cluster `c`: `None` when the event was stale, else whether the job
-    /// is over, with the cluster to report its end from (a split job's first fragment's, once
-    /// its last fragment ended).
+    /// Handles an end event at cluster `c` (the grid runner is told): whether it was current
+    /// (a stale one, from before a suspension, changes nothing).
     pub(super) fn end<E>(
         &mut self,
         t: Time,
         job: JobId,
         c: ClusterId,
         generation: u64,
-    ) -> Result<Option<Option<ClusterId>>, PlatformError<E>> {
+        dirty: &mut [bool],
+    ) -> Result<bool, PlatformError<E>> {
         let current = self.flights.get(&(job, c)).map(|f| f.generation);
         if current != Some(Some(generation)) {
-            return Ok(None);
+            return Ok(false);
         }
         let (procs, licences) = self.runners[c.index()]
             .job(job)
@@ -223,7 +251,18 @@ impl Sim<'_, '_> {
         l.req_procs -= procs;
         l.req_licences -= licences;
         if self.splits.contains_key(&job) {
-            return Ok(Some(self.fragment_ended(t, job, c, &done)));
+            self.fragment_ended(t, job, c, &done);
+            let site = c.index();
+            self.feed(
+                t,
+                GridInput::FragmentEnded {
+                    job,
+                    site,
+                    ok: true,
+                },
+                dirty,
+            )?;
+            return Ok(true);
         }
         let rec = PlatformRecord {
             id: job,
@@ -239,7 +278,15 @@ impl Sim<'_, '_> {
         };
         self.job_stats[c.index()].add(rec.submit, rec.end, rec.exec, rec.deadline);
         self.record(&rec);
-        Ok(Some(Some(c)))
+        self.feed(
+            t,
+            GridInput::Ended {
+                job,
+                site: c.index(),
+            },
+            dirty,
+        )?;
+        Ok(true)
     }
 
     /// A job is over: its record counts over the platform and goes to the hook.

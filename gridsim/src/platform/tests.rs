@@ -68,14 +68,12 @@ fn run(
     jobs: &[Job],
     hooks: PlatformHooks<'_>,
 ) -> PlatformReport {
-    let mut rr = RoundRobin::default();
-    let mut classify = |_: Time, _: &Job| 1;
     simulate_platform::<_, Infallible>(
         p,
         policies,
         Meta {
-            classify: &mut classify,
-            dispatcher: &mut rr,
+            classify: Classify::Fixed(1),
+            dispatcher: Box::new(RoundRobin::default()),
             splits: None,
         },
         jobs.iter().cloned().map(Ok),
@@ -271,17 +269,15 @@ fn the_ms_priority_reaches_the_local_queue() {
     let jobs: Vec<Job> = (1..=4)
         .map(|i| Job::new(i, i as i64 - 1, 4, 100, 100))
         .collect();
-    let order = |prio: &dyn Fn(&Job) -> u8| {
+    let order = |prio: fn(&Job) -> u8| {
         let mut recs = Vec::new();
         let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.priority));
-        let mut rr = RoundRobin::default();
-        let mut classify = |_: Time, j: &Job| prio(j);
         simulate_platform::<_, Infallible>(
             &p,
             build(&p, PolicyKind::FbMeta),
             Meta {
-                classify: &mut classify,
-                dispatcher: &mut rr,
+                classify: Classify::With(prio),
+                dispatcher: Box::new(RoundRobin::default()),
                 splits: None,
             },
             jobs.iter().cloned().map(Ok),
@@ -295,11 +291,11 @@ fn the_ms_priority_reaches_the_local_queue() {
         recs
     };
     assert_eq!(
-        order(&|j| j.id.0 as u8),
+        order(|j| j.id.0 as u8),
         vec![(1, 0, 1), (2, 100, 2), (4, 200, 4), (3, 300, 3)]
     );
     assert_eq!(
-        order(&|_| 1),
+        order(|_| 1),
         vec![(1, 0, 1), (2, 100, 1), (3, 200, 1), (4, 300, 1)]
     );
 }
@@ -308,7 +304,7 @@ fn the_ms_priority_reaches_the_local_queue() {
 #[derive(Debug)]
 struct Spy {
     reads: bool,
-    saw_load: Vec<bool>,
+    saw_load: std::sync::Arc<std::sync::Mutex<Vec<bool>>>,
 }
 
 impl gridsched_core::dispatch::Dispatcher for Spy {
@@ -322,7 +318,7 @@ impl gridsched_core::dispatch::Dispatcher for Spy {
         _: gridsched_core::dispatch::Priority,
         grid: &gridsched_core::dispatch::GridState,
     ) -> gridsched_core::dispatch::Placement {
-        self.saw_load.push(grid.load.is_some());
+        self.saw_load.lock().unwrap().push(grid.load.is_some());
         gridsched_core::dispatch::Placement::Cluster(ClusterId(0))
     }
     fn job_ended(&mut self, _: Time, _: JobId, _: ClusterId) {}
@@ -336,23 +332,23 @@ fn only_state_reading_dispatchers_get_the_sites_state() {
     let p = platform(&[(&[(4, 100)], true, &[])]);
     let jobs = vec![Job::new(1, 0, 1, 10, 10), Job::new(2, 5, 1, 10, 10)];
     for reads in [false, true] {
-        let mut spy = Spy {
+        let saw_load = std::sync::Arc::default();
+        let spy = Spy {
             reads,
-            saw_load: Vec::new(),
+            saw_load: std::sync::Arc::clone(&saw_load),
         };
-        let mut classify = |_: Time, _: &Job| 1;
         simulate_jobs(
             &p,
             build(&p, PolicyKind::Fcfs),
             Meta {
-                classify: &mut classify,
-                dispatcher: &mut spy,
+                classify: Classify::Fixed(1),
+                dispatcher: Box::new(spy),
                 splits: None,
             },
             jobs.clone(),
         )
         .unwrap();
-        assert_eq!(spy.saw_load, vec![reads, reads]);
+        assert_eq!(*saw_load.lock().unwrap(), vec![reads, reads]);
     }
 }
 
@@ -412,16 +408,15 @@ fn run_wide_on(
     jobs: &[Job],
     splits: Option<SplitRules>,
 ) -> (Vec<(u64, u32, Time, Time)>, PlatformReport) {
-    let mut d = gridsched_core::dispatch::WideSplit::new(Box::new(RoundRobin::default()));
-    let mut classify = |_: Time, _: &Job| 1;
+    let d = gridsched_core::dispatch::WideSplit::new(Box::new(RoundRobin::default()));
     let mut recs = Vec::new();
     let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.cluster.0, r.start, r.end));
     let report = simulate_platform::<_, Infallible>(
         p,
         policies,
         Meta {
-            classify: &mut classify,
-            dispatcher: &mut d,
+            classify: Classify::Fixed(1),
+            dispatcher: Box::new(d),
             splits,
         },
         jobs.iter().cloned().map(Ok),
@@ -450,13 +445,11 @@ fn a_wide_job_is_co_allocated_over_two_clusters_and_starts_together() {
         Job::new(2, 10, 12, 50, 40),
         Job::new(3, 20, 8, 90, 90),
     ];
-    let rules = SplitRules {
-        multi_site: gridsched_core::dispatch::MultiSiteConfig {
-            overhead_pct: 10,
-            ..Default::default()
-        },
-        rounds: 8,
+    let multi_site = gridsched_core::dispatch::MultiSiteConfig {
+        overhead_pct: 10,
+        ..Default::default()
     };
+    let rules = SplitRules::new(multi_site, 8);
     let (recs, report) = run_wide(&p, &jobs, Some(rules));
     assert_eq!(
         recs,
@@ -490,16 +483,13 @@ fn a_split_refused_by_a_cluster_is_tried_again_then_refused() {
         Box::new(Preemptor::default()),
     ];
     let jobs = [Job::new(1, 0, 12, 50, 40), Job::new(2, 5, 8, 20, 20)];
-    let rules = SplitRules {
-        multi_site: gridsched_core::dispatch::MultiSiteConfig::default(),
-        rounds: 8,
-    };
+    let rules = SplitRules::new(gridsched_core::dispatch::MultiSiteConfig::default(), 8);
     let (recs, report) = run_wide_on(&p, policies, &jobs, Some(rules));
     assert_eq!(recs, [(2, 0, 5, 25)], "{:?}", report.stats);
     assert_eq!(report.stats.coallocations, 0);
     assert_eq!(
         report.stats.coallocations_given_up,
-        u64::from(split::MAX_REFUSED)
+        u64::from(gridsched_core::grid::MAX_REFUSED)
     );
     assert_eq!(report.stats.rejected, 1);
     let why = &report.stats.rejections[0];

@@ -1,0 +1,301 @@
+//! Co-allocation of a split job at the grid level (Streit, thesis §6.3: the fragments of a
+//! multi-site job start together; §6.4 step 5: in adaptive mode the split must end before the
+//! best single-site end): the runner carries the core's two-phase protocol ([`CoAllocation`]) for
+//! each job being split, gives its holds their reservation ids, and turns each step into effects —
+//! holds asked of every fragment's site, the holds that must move let go first, the commits, and
+//! the fragments sent into their committed reservations. A given-up co-allocation lets every hold
+//! go and is dispatched again [`CoallocationRules::retry_after`](super::CoallocationRules)
+//! seconds later, so a live meta-scheduler and the simulator retry alike; after
+//! [`MAX_REFUSED`] co-allocations in a row that a site refused (a site whose policy takes no
+//! reservations, say), the job is refused instead of being tried forever. An answer that comes
+//! after its co-allocation was given up (or to a hold since replaced) has its hold let go.
+
+use super::{At, Effect, Fragment, GridRunner, cluster};
+use crate::dispatch::{CoAllocation, CoAllocationStep as Step, Part, Reason, stretch_by};
+use crate::model::{JobId, ReservationId, Time};
+
+/// Co-allocations of one job in a row that a site refused before the job is refused.
+pub const MAX_REFUSED: u32 = 10;
+
+/// One job's co-allocation under way.
+#[derive(Clone, Debug)]
+pub(super) struct Coalloc {
+    c: CoAllocation,
+    /// Per fragment: the reservation of its current hold (asked or answered).
+    ids: Vec<Option<ReservationId>>,
+    /// A site refused (rather than the rounds running out or the adaptive rule).
+    refused: bool,
+    /// The WAN overhead p, percent.
+    overhead_pct: u32,
+}
+
+impl Coalloc {
+    /// The site of the first fragment.
+    pub(super) fn first(&self) -> usize {
+        self.c.parts().first().map_or(0, |p| p.cluster.index())
+    }
+
+    /// Lets every hold go, answered or still asked.
+    pub(super) fn let_go_all(&self, job: JobId, out: &mut Vec<Effect>) {
+        for (i, id) in self.ids.iter().enumerate() {
+            if let Some(reservation) = *id {
+                out.push(Effect::LetGo {
+                    job,
+                    site: self.c.parts()[i].cluster.index(),
+                    reservation,
+                });
+            }
+        }
+    }
+}
+
+impl GridRunner {
+    /// The strategy split open job `id` into `parts`: its co-allocation begins.
+    pub(super) fn co_allocate(
+        &mut self,
+        now: Time,
+        id: JobId,
+        parts: Vec<Part>,
+        reason: Option<&Reason>,
+        out: &mut Vec<Effect>,
+    ) {
+        let first = parts.first().map_or(0, |p| p.cluster.index());
+        if self.settings.splits_at_once && !parts.is_empty() {
+            let sites = parts.iter().map(|p| p.cluster.index()).collect();
+            self.set_at(id, At::SplitAtOnce(sites));
+            out.push(Effect::StartSplit { job: id, parts });
+            return;
+        }
+        let Some(rules) = self.settings.coallocation.clone() else {
+            self.placer.dispatcher.job_returned(now, id, cluster(first));
+            self.refuse(
+                id,
+                format!(
+                    "job {id}: the platform engine does not co-allocate a job over several \
+                     clusters"
+                ),
+                out,
+            );
+            return;
+        };
+        if parts.is_empty() {
+            self.placer.dispatcher.job_returned(now, id, cluster(first));
+            self.refuse(id, format!("job {id}: split into no fragment"), out);
+            return;
+        }
+        if let Some(p) = parts
+            .iter()
+            .find(|p| p.cluster.index() >= self.placer.sites.len())
+        {
+            self.placer.dispatcher.job_returned(now, id, cluster(first));
+            let why = format!("job {id}: split onto unknown cluster {}", p.cluster);
+            self.refuse(id, why, out);
+            return;
+        }
+        let sites = parts.iter().map(|p| p.cluster.0);
+        let overhead_pct = rules.multi_site.overhead_over(sites);
+        let length = stretch_by(self.jobs[&id].job.estimate, overhead_pct);
+        let single_end = match reason {
+            Some(Reason::Split { single, .. }) if rules.multi_site.adaptive => *single,
+            _ => None,
+        };
+        let n = parts.len();
+        let mut c = CoAllocation::new(parts, length, rules.rounds, single_end);
+        let step = c.start(now);
+        self.set_at(
+            id,
+            At::Coallocating(Box::new(Coalloc {
+                c,
+                ids: vec![None; n],
+                refused: false,
+                overhead_pct,
+            })),
+        );
+        self.step(now, id, step, out);
+    }
+
+    fn coalloc(&mut self, id: JobId) -> Option<&mut Coalloc> {
+        match &mut self.jobs.get_mut(&id)?.at {
+            At::Coallocating(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Carries out a step of job `id`'s protocol.
+    fn step(&mut self, now: Time, id: JobId, step: Step, out: &mut Vec<Effect>) {
+        match step {
+            Step::Wait => {}
+            Step::Hold { fragments, from } => {
+                let mut next = self.last_reservation;
+                let c = self.coalloc(id).expect("co-allocating");
+                for i in fragments {
+                    let p = c.c.parts()[i];
+                    if let Some(old) = c.ids[i].take() {
+                        out.push(Effect::LetGo {
+                            job: id,
+                            site: p.cluster.index(),
+                            reservation: old,
+                        });
+                    }
+                    next += 1;
+                    c.ids[i] = Some(ReservationId(next));
+                    out.push(Effect::Hold {
+                        job: id,
+                        fragment: i,
+                        site: p.cluster.index(),
+                        reservation: ReservationId(next),
+                        from,
+                        length: c.c.held_for(),
+                        procs: p.procs,
+                    });
+                }
+                self.last_reservation = next;
+            }
+            Step::Commit { start } => {
+                let c = self.coalloc(id).expect("co-allocating");
+                for (i, p) in c.c.parts().iter().enumerate() {
+                    out.push(Effect::Commit {
+                        job: id,
+                        fragment: i,
+                        site: p.cluster.index(),
+                        reservation: c.ids[i].expect("a committed fragment holds"),
+                        start,
+                    });
+                }
+            }
+            Step::Send { start } => {
+                let Some(At::Coallocating(c)) = self.jobs.get(&id).map(|o| o.at.clone()) else {
+                    return;
+                };
+                let fragments: Vec<Fragment> =
+                    c.c.parts()
+                        .iter()
+                        .zip(&c.ids)
+                        .map(|(p, r)| Fragment {
+                            site: p.cluster.index(),
+                            procs: p.procs,
+                            reservation: r.expect("a committed fragment holds"),
+                            length: c.c.length(),
+                            overhead_pct: c.overhead_pct,
+                        })
+                        .collect();
+                self.refused_in_a_row.remove(&id);
+                let at = fragments
+                    .iter()
+                    .map(|f| (f.site, f.reservation, false))
+                    .collect();
+                self.set_at(id, At::Split(at));
+                out.push(Effect::Send {
+                    job: id,
+                    start,
+                    rounds: c.c.rounds(),
+                    fragments,
+                });
+            }
+            Step::Abort { why } => {
+                let Some(At::Coallocating(c)) = self.jobs.get(&id).map(|o| o.at.clone()) else {
+                    return;
+                };
+                // The holds answered are let go now; those still asked when their answer comes.
+                for (i, _) in c.c.holds() {
+                    if let Some(reservation) = c.ids[i] {
+                        out.push(Effect::LetGo {
+                            job: id,
+                            site: c.c.parts()[i].cluster.index(),
+                            reservation,
+                        });
+                    }
+                }
+                self.placer
+                    .dispatcher
+                    .job_returned(now, id, cluster(c.first()));
+                let max = self
+                    .settings
+                    .coallocation
+                    .as_ref()
+                    .map_or(MAX_REFUSED, |r| r.max_refused);
+                let n = self.refused_in_a_row.entry(id).or_default();
+                *n = if c.refused { *n + 1 } else { 0 };
+                if *n >= max {
+                    out.push(Effect::GivenUp {
+                        job: id,
+                        why: why.clone(),
+                        retry_at: None,
+                    });
+                    let why =
+                        format!("job {id}: co-allocation refused {max} times in a row: {why}");
+                    self.refuse(id, why, out);
+                    return;
+                }
+                let after = self
+                    .settings
+                    .coallocation
+                    .as_ref()
+                    .map_or(1, |r| r.retry_after);
+                self.set_at(id, At::Retrying);
+                out.push(Effect::GivenUp {
+                    job: id,
+                    why,
+                    retry_at: Some(now + after.max(1)),
+                });
+            }
+        }
+    }
+
+    /// A site answered a hold.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn held_answer(
+        &mut self,
+        now: Time,
+        id: JobId,
+        fragment: usize,
+        site: usize,
+        reservation: ReservationId,
+        answer: Result<Time, String>,
+        out: &mut Vec<Effect>,
+    ) {
+        let current = self
+            .coalloc(id)
+            .is_some_and(|c| c.ids.get(fragment) == Some(&Some(reservation)));
+        if !current {
+            // Given up, cancelled or replaced meanwhile: a hold made is let go.
+            if answer.is_ok() {
+                out.push(Effect::LetGo {
+                    job: id,
+                    site,
+                    reservation,
+                });
+            }
+            return;
+        }
+        let c = self.coalloc(id).expect("co-allocating");
+        let step = match answer {
+            Ok(start) => c.c.held(fragment, start),
+            Err(why) => {
+                c.ids[fragment] = None;
+                c.refused = true;
+                c.c.refused(fragment, &why)
+            }
+        };
+        self.step(now, id, step, out);
+    }
+
+    /// A site answered a commit.
+    pub(super) fn committed(
+        &mut self,
+        now: Time,
+        id: JobId,
+        fragment: usize,
+        answer: Result<(), String>,
+        out: &mut Vec<Effect>,
+    ) {
+        let Some(c) = self.coalloc(id) else {
+            return;
+        };
+        let step = match answer {
+            Ok(()) => c.c.committed(fragment),
+            Err(why) => c.c.refused(fragment, &format!("commit: {why}")),
+        };
+        self.step(now, id, step, out);
+    }
+}

@@ -1,0 +1,451 @@
+//! Dispatching one job at the grid level (Pasquali, thesis §3.1.2, D4.2: the Meta-Scheduler sends
+//! each classified job to one cluster by its dispatch strategy): the sites a job may not go to are
+//! hidden from the strategy (a site's estimate limit, the machines of its inputs, its advance
+//! reservation's site, the site it is being withdrawn from), the strategy decides, and the outcome
+//! becomes the job's place — a site, the strategy's queue, a co-allocation, a wait for a site
+//! that is up, or a refusal. With [`GridSettings::explain`](super::GridSettings) each decision
+//! comes with its [`Explanation`]: every candidate site, its Load / Count at the job's priority,
+//! and why it was or was not chosen.
+
+use super::{At, Cause, Effect, GridRunner, SiteSpec, cluster};
+use crate::dispatch::{
+    ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, GridState, Part, Placement, Priority,
+    Reason,
+};
+use crate::model::{ClusterId, Job, JobId, Time};
+use serde::Serialize;
+
+/// The dispatch strategy and what it may see of the grid: the sites with their capabilities and
+/// limits, which are up, and their polled load. Both the grid runner and the live
+/// meta-scheduler's restore and explain paths ask it where a job goes.
+#[derive(Debug)]
+pub struct Placer {
+    pub(super) sites: Vec<SiteSpec>,
+    /// Whether any site limits estimates or pins inputs (else nothing is ever hidden).
+    filters: bool,
+    pub(super) grid: GridState,
+    pub(super) dispatcher: Box<dyn Dispatcher>,
+    pub(super) describe: String,
+}
+
+/// Why a dispatch went where it went, for people (`explain`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// When.
+    pub time: Time,
+    /// The site chosen, if any.
+    pub site: Option<usize>,
+    /// The strategy and its reason, or why the job waits.
+    pub decided_by: String,
+    /// Every site, in order (empty for a release pass, which decides over its own queue).
+    pub candidates: Vec<Candidate>,
+}
+
+/// One site at a dispatch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    /// The site.
+    pub site: usize,
+    /// Its Load at the job's priority, before the decision.
+    pub load: i128,
+    /// Its Count at the job's priority, before the decision.
+    pub count: u64,
+    /// Whether it could take the job.
+    pub feasible: bool,
+    /// Why not, or why it was not chosen (empty for the site chosen).
+    pub note: String,
+}
+
+/// What a dispatch decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// To this site.
+    Site(usize),
+    /// Into the strategy's own queue.
+    Held,
+    /// Split over sites (at a dispatch; strategies split in their release passes).
+    Split(Vec<Part>, Option<Reason>),
+    /// No site that is up (and shown) can take it now; `last` when every site was up and
+    /// shown, so that no site ever will.
+    Waits {
+        /// The strategy's reason.
+        why: String,
+        /// No site ever will.
+        last: bool,
+    },
+    /// The strategy broke a rule (a cluster that is not a site).
+    Refused(String),
+}
+
+impl Placer {
+    /// The strategy `dispatcher` over `sites` (site `i` is cluster `ClusterId(i)`).
+    pub fn new(sites: Vec<SiteSpec>, dispatcher: Box<dyn Dispatcher>) -> Placer {
+        let reads = dispatcher.reads_site_state();
+        let caps: Vec<ClusterCaps> = sites.iter().map(|s| s.caps.clone()).collect();
+        let n = caps.len();
+        Placer {
+            filters: sites
+                .iter()
+                .any(|s| s.max_estimate.is_some() || s.machines.is_some()),
+            sites,
+            grid: GridState {
+                load: reads.then(|| vec![ClusterLoad::default(); n]),
+                caps,
+            },
+            describe: dispatcher.describe(),
+            dispatcher,
+        }
+    }
+
+    /// The strategy.
+    pub fn dispatcher(&mut self) -> &mut dyn Dispatcher {
+        self.dispatcher.as_mut()
+    }
+
+    /// What the strategy sees of the grid.
+    pub fn grid(&self) -> &GridState {
+        &self.grid
+    }
+
+    /// The strategy's release pass over the jobs it holds.
+    pub fn release(&mut self, now: Time, out: &mut Vec<crate::dispatch::Release>) {
+        self.dispatcher.release(now, &self.grid, out);
+    }
+
+    /// The sites.
+    pub fn sites(&self) -> &[SiteSpec] {
+        &self.sites
+    }
+
+    /// The strategy's description, e.g. `load-ordering`.
+    pub fn describe(&self) -> &str {
+        &self.describe
+    }
+
+    /// Whether the strategy reads the sites' dynamic state.
+    pub fn reads_site_state(&self) -> bool {
+        self.grid.load.is_some()
+    }
+
+    /// Marks site `i` up or down; whether it changed.
+    pub fn set_up(&mut self, i: usize, up: bool) -> bool {
+        std::mem::replace(&mut self.grid.caps[i].up, up) != up
+    }
+
+    /// Whether site `i` is up.
+    pub fn is_up(&self, i: usize) -> bool {
+        self.grid.caps.get(i).is_some_and(|c| c.up)
+    }
+
+    /// Records the polled state of site `i` (for the strategies that read it).
+    pub fn set_load(&mut self, i: usize, load: ClusterLoad) {
+        if let Some(l) = self.grid.load.as_mut().and_then(|v| v.get_mut(i)) {
+            *l = load;
+        }
+    }
+
+    /// The Load / Count arrays of every site.
+    pub fn arrays(&self) -> Vec<ClusterArrays> {
+        self.dispatcher.arrays(self.sites.len())
+    }
+
+    /// Whether `site` takes `job` on what the strategies do not know: its estimate is within the
+    /// site's limit and its inputs are on the site's machines.
+    pub fn takes(&self, site: usize, job: &Job) -> bool {
+        let s = &self.sites[site];
+        s.max_estimate.is_none_or(|m| job.estimate <= m)
+            && s.machines.as_ref().is_none_or(|ms| {
+                job.inputs
+                    .iter()
+                    .all(|i| i.machine.is_none_or(|m| ms.contains(&m)))
+            })
+    }
+
+    /// Whether `site` could ever run `job` (processors, licences, estimate limit, inputs), up or
+    /// not.
+    pub fn can_ever_run(&self, site: usize, job: &Job) -> bool {
+        let c = &self.grid.caps[site];
+        job.procs <= c.max_machine_procs
+            && job.licences.iter().all(|l| c.licences.contains(l))
+            && self.takes(site, job)
+    }
+
+    /// Asks the strategy where `job` of priority `p` goes at `now`: only to site `only` when
+    /// given, never to `exclude`, nor to a site whose limits it breaks; with the explanation
+    /// when `explain`.
+    pub fn decide(
+        &mut self,
+        now: Time,
+        job: &Job,
+        p: Priority,
+        only: Option<usize>,
+        exclude: Option<usize>,
+        explain: bool,
+    ) -> (Decision, Option<Explanation>) {
+        let id = job.id;
+        let n = self.sites.len();
+        let before = if explain {
+            self.dispatcher.arrays(n)
+        } else {
+            Vec::new()
+        };
+        let elsewhere = |i: usize| only.is_some_and(|o| o != i);
+        let mut hidden: Vec<(usize, bool)> = Vec::new();
+        if self.filters || exclude.is_some() || only.is_some() {
+            for i in 0..n {
+                if exclude == Some(i) || elsewhere(i) || !self.takes(i, job) {
+                    hidden.push((i, std::mem::replace(&mut self.grid.caps[i].up, false)));
+                }
+            }
+        }
+        let placement = self.dispatcher.dispatch(now, job, p, &self.grid);
+        for &(i, up) in &hidden {
+            self.grid.caps[i].up = up;
+        }
+        let all_shown_up = hidden.is_empty() && self.grid.caps.iter().all(|c| c.up);
+        let reason = self.dispatcher.last_reason();
+        let decision = match placement {
+            Placement::Cluster(c) if c.index() < n => Decision::Site(c.index()),
+            Placement::Cluster(c) => {
+                Decision::Refused(format!("job {id}: dispatched to unknown cluster {c}"))
+            }
+            Placement::Hold => Decision::Held,
+            Placement::Split(parts) => Decision::Split(parts, reason),
+            Placement::Refuse(why) => Decision::Waits {
+                why,
+                last: all_shown_up,
+            },
+        };
+        let explanation = explain.then(|| {
+            let why = Why {
+                decision: &decision,
+                reason: reason.as_ref(),
+                before: &before,
+            };
+            self.explain(now, job, p, only, exclude, why)
+        });
+        (decision, explanation)
+    }
+
+    fn explain(
+        &self,
+        now: Time,
+        job: &Job,
+        p: Priority,
+        only: Option<usize>,
+        exclude: Option<usize>,
+        why: Why<'_>,
+    ) -> Explanation {
+        let Why {
+            decision,
+            reason,
+            before,
+        } = why;
+        let pi = usize::from(p);
+        let chosen = match decision {
+            Decision::Site(i) => Some(*i),
+            _ => None,
+        };
+        let candidates = self
+            .grid
+            .caps
+            .iter()
+            .enumerate()
+            .map(|(i, caps)| {
+                let (load, count) = before.get(i).map_or((0, 0), |a| {
+                    (
+                        a.load.get(pi).copied().unwrap_or(0),
+                        a.count.get(pi).copied().unwrap_or(0),
+                    )
+                });
+                let elsewhere = only.is_some_and(|o| o != i);
+                let limit = self.sites[i].max_estimate.filter(|&m| job.estimate > m);
+                let takes = self.takes(i, job);
+                let fits = caps.can_run(job) && takes;
+                let note = if elsewhere {
+                    "the job's advance reservation is at another site".into()
+                } else if exclude == Some(i) {
+                    "refused the job or went down".into()
+                } else if !caps.up {
+                    "site down".into()
+                } else if let Some(m) = limit {
+                    format!("estimate above the site's limit of {m} s")
+                } else if !takes {
+                    "does not hold the machines of the job's inputs".into()
+                } else if !fits {
+                    "cannot run the job (processors or licences)".into()
+                } else if chosen == Some(i) {
+                    String::new()
+                } else {
+                    "not chosen by the strategy".into()
+                };
+                Candidate {
+                    site: i,
+                    load,
+                    count,
+                    feasible: fits && exclude != Some(i) && !elsewhere,
+                    note,
+                }
+            })
+            .collect();
+        let name = |c: ClusterId| self.sites[c.index()].name.clone();
+        let decided_by = match (decision, reason) {
+            (Decision::Site(_), Some(why)) => format!("{} ({})", self.describe, why.text(&name)),
+            (Decision::Site(_), None) => self.describe.clone(),
+            (Decision::Waits { why, .. }, _) | (Decision::Refused(why), _) => {
+                format!("waiting: {why}")
+            }
+            (Decision::Held, _) => format!(
+                "{}: held in the meta-level queue until its processors are free at a site",
+                self.describe
+            ),
+            (Decision::Split(_, why), _) => match why {
+                Some(why) => format!("{} ({})", self.describe, why.text(&name)),
+                None => self.describe.clone(),
+            },
+        };
+        Explanation {
+            time: now,
+            site: chosen,
+            decided_by,
+            candidates,
+        }
+    }
+
+    /// The explanation of a release pass's placement on `site`.
+    pub fn released(&self, now: Time, site: usize, reason: &Reason) -> Explanation {
+        let name = |c: ClusterId| self.sites[c.index()].name.clone();
+        Explanation {
+            time: now,
+            site: Some(site),
+            decided_by: format!("{} ({})", self.describe, reason.text(&name)),
+            candidates: Vec::new(),
+        }
+    }
+}
+
+/// What an explanation explains.
+struct Why<'a> {
+    decision: &'a Decision,
+    reason: Option<&'a Reason>,
+    before: &'a [ClusterArrays],
+}
+
+impl GridRunner {
+    /// Asks the placer where open job `id` goes at `now`, `exclude` hidden.
+    pub(super) fn decide(
+        &mut self,
+        now: Time,
+        id: JobId,
+        exclude: Option<usize>,
+    ) -> (Decision, Option<Explanation>) {
+        let open = &self.jobs[&id];
+        let explain = self.settings.explain;
+        self.placer
+            .decide(now, &open.job, open.priority, open.only, exclude, explain)
+    }
+
+    /// Carries out a decision that sends job `id` somewhere (a site, the strategy's queue, a
+    /// co-allocation); gives back a decision that leaves it where it is.
+    fn carry_out(
+        &mut self,
+        now: Time,
+        id: JobId,
+        decision: Decision,
+        explanation: Option<Explanation>,
+        cause: Cause,
+        out: &mut Vec<Effect>,
+    ) -> Option<(Decision, Option<Explanation>)> {
+        match decision {
+            Decision::Site(site) => {
+                let claimed = false;
+                self.set_at(id, At::Site { site, claimed });
+                out.push(Effect::Place {
+                    job: id,
+                    site,
+                    cause,
+                    explanation,
+                });
+            }
+            Decision::Held => {
+                self.set_at(id, At::Held);
+                out.push(Effect::Wait {
+                    job: id,
+                    held: true,
+                    cause,
+                    explanation,
+                });
+            }
+            Decision::Split(parts, reason) => {
+                self.co_allocate(now, id, parts, reason.as_ref(), out);
+            }
+            other => return Some((other, explanation)),
+        }
+        None
+    }
+
+    /// Dispatches open job `id` (waiting at the meta level) and carries out the decision.
+    pub(super) fn dispatch(&mut self, now: Time, id: JobId, cause: Cause, out: &mut Vec<Effect>) {
+        let (decision, explanation) = self.decide(now, id, None);
+        let Some((left, explanation)) = self.carry_out(now, id, decision, explanation, cause, out)
+        else {
+            return;
+        };
+        match left {
+            Decision::Waits { why, last: true } => self.refuse(id, format!("job {id}: {why}"), out),
+            Decision::Waits { .. } => {
+                let was = matches!(self.jobs[&id].at, At::Unplaced);
+                self.set_at(id, At::Unplaced);
+                // A job still waiting says so once, not at every pass.
+                if !was || cause == Cause::Submitted {
+                    out.push(Effect::Wait {
+                        job: id,
+                        held: false,
+                        cause,
+                        explanation,
+                    });
+                }
+            }
+            Decision::Refused(why) => self.refuse(id, why, out),
+            _ => unreachable!("carried out"),
+        }
+    }
+
+    /// Dispatches again the jobs waiting for a site and, when `down` is given (that site went
+    /// down), the jobs of `down` that have not started there; in id order. A job no other site
+    /// can take stays with its down site, unless the strategy holds it in its queue.
+    pub(super) fn redispatch(&mut self, now: Time, down: Option<usize>, out: &mut Vec<Effect>) {
+        let ids: Vec<(JobId, Option<usize>)> = self
+            .jobs
+            .iter()
+            .filter_map(|(&id, o)| match o.at {
+                At::Unplaced => Some((id, None)),
+                At::Site {
+                    site,
+                    claimed: false,
+                } if Some(site) == down => Some((id, Some(site))),
+                _ => None,
+            })
+            .collect();
+        for (id, from) in ids {
+            let Some(from) = from else {
+                self.dispatch(now, id, Cause::Waited, out);
+                continue;
+            };
+            self.placer.dispatcher.job_returned(now, id, cluster(from));
+            let (decision, explanation) = self.decide(now, id, Some(from));
+            let cause = Cause::Withdrawn { from };
+            if self
+                .carry_out(now, id, decision, explanation, cause, out)
+                .is_some()
+            {
+                // Nowhere else: it stays with its down site, and counts there again.
+                let o = &self.jobs[&id];
+                let back = Placement::Cluster(cluster(from));
+                self.placer
+                    .dispatcher
+                    .restore(&o.job, o.priority, &back, now);
+            }
+        }
+    }
+}

@@ -1,0 +1,855 @@
+//! Worked examples of the grid runner: dispatch and its bookkeeping, refusals, the meta-level
+//! queue, co-allocation round by round, given-up co-allocations and their retries, sites going
+//! down and up.
+
+use super::*;
+use crate::dispatch::DispatchKind;
+
+fn site(i: u32, procs: u32) -> SiteSpec {
+    SiteSpec {
+        name: format!("s{i}"),
+        caps: ClusterCaps {
+            cluster: ClusterId(i),
+            up: true,
+            total_procs: u64::from(procs),
+            max_machine_procs: procs,
+            licences: Vec::new(),
+        },
+        max_estimate: None,
+        machines: None,
+    }
+}
+
+fn runner(kind: DispatchKind, sizes: &[u32], settings: GridSettings) -> GridRunner {
+    let cfg = GridConfig {
+        sites: sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| site(i as u32, p))
+            .collect(),
+        dispatch: DispatchConfig {
+            split_wide: true,
+            ..DispatchConfig::new(kind)
+        },
+        classifier: None,
+        settings,
+    };
+    GridRunner::from_config(&cfg).unwrap()
+}
+
+fn job(id: u64, procs: u32, estimate: i64) -> Job {
+    Job::new(id, 0, procs, estimate, estimate)
+}
+
+fn on(r: &mut GridRunner, now: Time, input: Input) -> Vec<Effect> {
+    let mut out = Vec::new();
+    r.on(now, input, &mut out).unwrap();
+    out
+}
+
+fn submit(r: &mut GridRunner, now: Time, j: Job) -> Vec<Effect> {
+    on(
+        r,
+        now,
+        Input::Submit {
+            job: j,
+            priority: None,
+            only: None,
+        },
+    )
+}
+
+fn placed(effects: &[Effect]) -> Vec<(u64, usize)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Place { job, site, .. } => Some((job.0, *site)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn splitting() -> GridSettings {
+    GridSettings {
+        coallocation: Some(CoallocationRules::new(
+            MultiSiteConfig {
+                overhead_pct: 25,
+                ..MultiSiteConfig::default()
+            },
+            5,
+        )),
+        ..GridSettings::default()
+    }
+}
+
+#[test]
+fn load_ordering_places_on_idle_sites_and_counts_ends() {
+    let mut r = runner(
+        DispatchKind::LoadOrdering,
+        &[8, 16],
+        GridSettings::default(),
+    );
+    assert_eq!(placed(&submit(&mut r, 0, job(1, 4, 100))), [(1, 0)]);
+    assert_eq!(placed(&submit(&mut r, 0, job(2, 4, 100))), [(2, 1)]);
+    // Wider than site 0's machine: only site 1.
+    assert_eq!(placed(&submit(&mut r, 0, job(3, 12, 100))), [(3, 1)]);
+    assert_eq!(r.arrays()[1].count[1], 2);
+    // An end reported from the wrong site changes nothing; from its own, the job leaves.
+    on(
+        &mut r,
+        5,
+        Input::Ended {
+            job: JobId(2),
+            site: 0,
+        },
+    );
+    assert!(r.contains(JobId(2)));
+    on(
+        &mut r,
+        5,
+        Input::Ended {
+            job: JobId(2),
+            site: 1,
+        },
+    );
+    assert!(!r.contains(JobId(2)));
+    assert_eq!(r.arrays()[1].count[1], 1);
+    // A job id in the grid cannot come in again.
+    let mut out = Vec::new();
+    let again = Input::Submit {
+        job: job(1, 1, 1),
+        priority: None,
+        only: None,
+    };
+    assert_eq!(
+        r.on(6, again, &mut out),
+        Err(GridError::DuplicateJob(JobId(1)))
+    );
+    assert!(out.is_empty());
+}
+
+#[test]
+fn invalid_and_impossible_jobs_are_refused_with_the_reason() {
+    let mut r = runner(DispatchKind::LoadOrdering, &[8], GridSettings::default());
+    let e = submit(&mut r, 0, job(1, 0, 100));
+    assert!(
+        matches!(&e[..], [Effect::Refuse { job: JobId(1), why }] if why.starts_with("job 1: ")),
+        "{e:?}"
+    );
+    // Wider than every site together: refused, not left waiting.
+    let e = submit(&mut r, 0, job(2, 9, 100));
+    assert!(
+        matches!(&e[..], [Effect::Refuse { job: JobId(2), why }] if why.contains("9 processors exceed")),
+        "{e:?}"
+    );
+    assert!(!r.contains(JobId(2)));
+    // A site refusing a job it was sent: the job leaves, the strategy forgets it.
+    assert_eq!(placed(&submit(&mut r, 0, job(3, 4, 100))), [(3, 0)]);
+    let e = on(
+        &mut r,
+        1,
+        Input::Refused {
+            job: JobId(3),
+            site: 0,
+            why: "no".into(),
+        },
+    );
+    assert_eq!(
+        e,
+        [Effect::Refuse {
+            job: JobId(3),
+            why: "no".into()
+        }]
+    );
+    assert_eq!(r.arrays()[0].count[1], 0);
+}
+
+#[test]
+fn a_wide_job_is_co_allocated_round_by_round_and_sent_stretched() {
+    let mut r = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
+    let e = submit(&mut r, 0, job(1, 10, 100));
+    assert!(matches!(&e[..], [Effect::Wait { held: true, .. }]), "{e:?}");
+    assert_eq!(r.waiting(), 1);
+    let e = on(&mut r, 0, Input::Release);
+    // Fragments 8 + 2, held for 125 s (p = 25 %) and the send grace.
+    let holds: Vec<(usize, usize, u64, Time, i64, u32)> = e
+        .iter()
+        .filter_map(|e| match *e {
+            Effect::Hold {
+                fragment,
+                site,
+                reservation,
+                from,
+                length,
+                procs,
+                ..
+            } => Some((fragment, site, reservation.0, from, length, procs)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(holds, [(0, 0, 1, 0, 127, 8), (1, 1, 2, 0, 127, 2)]);
+    let held = |fragment, site, reservation, start| Input::Held {
+        job: JobId(1),
+        fragment,
+        site,
+        reservation: ReservationId(reservation),
+        answer: Ok(start),
+    };
+    // Site 0 can start at 0, site 1 only at 30: site 0 is asked again from 30.
+    assert!(on(&mut r, 0, held(0, 0, 1, 0)).is_empty());
+    let e = on(&mut r, 0, held(1, 1, 2, 30));
+    assert_eq!(
+        e,
+        [
+            Effect::LetGo {
+                job: JobId(1),
+                site: 0,
+                reservation: ReservationId(1)
+            },
+            Effect::Hold {
+                job: JobId(1),
+                fragment: 0,
+                site: 0,
+                reservation: ReservationId(3),
+                from: 30,
+                length: 127,
+                procs: 8
+            }
+        ]
+    );
+    // The stale answer of the first hold is let go if it comes late.
+    let e = on(&mut r, 0, held(0, 0, 1, 0));
+    assert!(matches!(
+        &e[..],
+        [Effect::LetGo {
+            reservation: ReservationId(1),
+            ..
+        }]
+    ));
+    let e = on(&mut r, 0, held(0, 0, 3, 30));
+    assert_eq!(e.len(), 2);
+    assert!(
+        e.iter()
+            .all(|e| matches!(e, Effect::Commit { start: 30, .. }))
+    );
+    let commit = |fragment| Input::Committed {
+        job: JobId(1),
+        fragment,
+        answer: Ok(()),
+    };
+    assert!(on(&mut r, 0, commit(1)).is_empty());
+    let e = on(&mut r, 0, commit(0));
+    let [
+        Effect::Send {
+            start: 30,
+            rounds: 2,
+            fragments,
+            ..
+        },
+    ] = &e[..]
+    else {
+        panic!("{e:?}")
+    };
+    assert_eq!(
+        fragments
+            .iter()
+            .map(|f| (f.site, f.procs, f.reservation.0, f.length, f.overhead_pct))
+            .collect::<Vec<_>>(),
+        [(0, 8, 3, 125, 25), (1, 2, 2, 125, 25)]
+    );
+    assert_eq!(r.waiting(), 0);
+    // Each fragment's end lets its reservation go; the last one ends the job.
+    let e = on(
+        &mut r,
+        200,
+        Input::FragmentEnded {
+            job: JobId(1),
+            site: 1,
+            ok: true,
+        },
+    );
+    assert_eq!(
+        e,
+        [Effect::LetGo {
+            job: JobId(1),
+            site: 1,
+            reservation: ReservationId(2)
+        }]
+    );
+    let e = on(
+        &mut r,
+        201,
+        Input::FragmentEnded {
+            job: JobId(1),
+            site: 0,
+            ok: true,
+        },
+    );
+    assert_eq!(
+        e.last(),
+        Some(&Effect::Over {
+            job: JobId(1),
+            site: 0
+        })
+    );
+    assert!(!r.contains(JobId(1)));
+}
+
+#[test]
+fn a_refused_co_allocation_is_retried_a_second_later_then_refused_for_good() {
+    let mut r = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
+    submit(&mut r, 0, job(1, 10, 100));
+    let mut now = 0;
+    let mut effects = on(&mut r, now, Input::Release);
+    for attempt in 1..=MAX_REFUSED_FOR_TEST {
+        let holds: Vec<(usize, usize, ReservationId)> = effects
+            .iter()
+            .filter_map(|e| match *e {
+                Effect::Hold {
+                    fragment,
+                    site,
+                    reservation,
+                    ..
+                } => Some((fragment, site, reservation)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(holds.len(), 2, "attempt {attempt}: {effects:?}");
+        // Site 0 holds; site 1 refuses.
+        let (f, s, id) = holds[0];
+        let ok = Input::Held {
+            job: JobId(1),
+            fragment: f,
+            site: s,
+            reservation: id,
+            answer: Ok(now),
+        };
+        assert!(on(&mut r, now, ok).is_empty());
+        let (f, s, id) = holds[1];
+        let no = Input::Held {
+            job: JobId(1),
+            fragment: f,
+            site: s,
+            reservation: id,
+            answer: Err("takes no reservations".into()),
+        };
+        let e = on(&mut r, now, no);
+        assert!(matches!(e[0], Effect::LetGo { site: 0, .. }), "{e:?}");
+        if attempt < MAX_REFUSED_FOR_TEST {
+            let Effect::GivenUp {
+                retry_at: Some(at), ..
+            } = e[1]
+            else {
+                panic!("{e:?}")
+            };
+            assert_eq!(at, now + 1);
+            assert_eq!(r.waiting(), 1);
+            // Nothing happens before the retry; the retry asks again.
+            now = at;
+            effects = on(&mut r, now, Input::Retry { job: JobId(1) });
+            let e = on(&mut r, now, Input::Release);
+            effects.extend(e);
+        } else {
+            assert!(
+                matches!(e[1], Effect::GivenUp { retry_at: None, .. }),
+                "{e:?}"
+            );
+            assert!(
+                matches!(&e[2], Effect::Refuse { why, .. } if why.contains("refused 10 times in a row")),
+                "{e:?}"
+            );
+            assert!(!r.contains(JobId(1)));
+        }
+    }
+}
+
+const MAX_REFUSED_FOR_TEST: u32 = MAX_REFUSED;
+
+#[test]
+fn a_site_down_long_enough_loses_its_unstarted_jobs_and_gets_them_back_when_up() {
+    let settings = GridSettings {
+        site_down_after_ms: Some(1_000),
+        ..GridSettings::default()
+    };
+    let mut r = runner(DispatchKind::RoundRobin, &[8, 8], settings);
+    for s in 0..2 {
+        on(
+            &mut r,
+            0,
+            Input::Link {
+                site: s,
+                reachable: true,
+                at_ms: 0,
+            },
+        );
+    }
+    assert_eq!(placed(&submit(&mut r, 0, job(1, 4, 100))), [(1, 0)]);
+    assert_eq!(placed(&submit(&mut r, 0, job(2, 4, 100))), [(2, 1)]);
+    assert_eq!(placed(&submit(&mut r, 0, job(3, 4, 100))), [(3, 0)]);
+    // Job 1 started at site 0 (claimed): it stays whatever happens.
+    on(
+        &mut r,
+        1,
+        Input::Claimed {
+            job: JobId(1),
+            site: 0,
+        },
+    );
+    on(
+        &mut r,
+        1,
+        Input::Link {
+            site: 0,
+            reachable: false,
+            at_ms: 1_000,
+        },
+    );
+    assert!(on(&mut r, 1, Input::Tick { at_ms: 1_999 }).is_empty());
+    assert!(r.is_up(0));
+    let e = on(&mut r, 2, Input::Tick { at_ms: 2_000 });
+    assert_eq!(e[0], Effect::SiteDown { site: 0 });
+    assert!(
+        matches!(
+            e[1],
+            Effect::Place {
+                job: JobId(3),
+                site: 1,
+                cause: Cause::Withdrawn { from: 0 },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.len(), 2);
+    // A new job goes to site 1 alone; one that only site 0 could run waits for it.
+    assert_eq!(placed(&submit(&mut r, 2, job(4, 4, 100))), [(4, 1)]);
+    let mut big = runner(
+        DispatchKind::LoadOrdering,
+        &[8, 4],
+        GridSettings {
+            site_down_after_ms: Some(1_000),
+            ..GridSettings::default()
+        },
+    );
+    on(
+        &mut big,
+        0,
+        Input::Link {
+            site: 1,
+            reachable: true,
+            at_ms: 0,
+        },
+    );
+    // Unreachable from the first tick on (at 0), down a second later.
+    on(&mut big, 0, Input::Tick { at_ms: 0 });
+    assert!(big.is_up(0));
+    on(&mut big, 0, Input::Tick { at_ms: 1_000 });
+    assert!(!big.is_up(0) && big.is_up(1));
+    let e = submit(&mut big, 1, job(7, 6, 100));
+    assert!(
+        matches!(&e[..], [Effect::Wait { held: false, .. }]),
+        "{e:?}"
+    );
+    assert!(
+        on(&mut big, 2, Input::Tick { at_ms: 1_200 }).is_empty(),
+        "waits quietly"
+    );
+    let e = on(
+        &mut big,
+        3,
+        Input::Link {
+            site: 0,
+            reachable: true,
+            at_ms: 1_400,
+        },
+    );
+    assert_eq!(e[0], Effect::SiteUp { site: 0 });
+    assert_eq!(placed(&e), [(7, 0)]);
+}
+
+#[test]
+fn explanations_name_every_candidate() {
+    let mut r = runner(
+        DispatchKind::LoadOrdering,
+        &[8, 16],
+        GridSettings {
+            explain: true,
+            ..GridSettings::default()
+        },
+    );
+    let e = submit(&mut r, 0, job(1, 12, 100));
+    let Some(Effect::Place {
+        explanation: Some(x),
+        ..
+    }) = e.iter().find(|e| matches!(e, Effect::Place { .. }))
+    else {
+        panic!("{e:?}")
+    };
+    assert_eq!(x.site, Some(1));
+    assert!(!x.candidates[0].feasible);
+    assert_eq!(
+        x.candidates[0].note,
+        "cannot run the job (processors or licences)"
+    );
+    assert_eq!(x.candidates[1].note, "");
+    assert!(
+        x.decided_by.starts_with("load-ordering ("),
+        "{}",
+        x.decided_by
+    );
+}
+
+#[test]
+fn inputs_are_plain_data() {
+    let inputs = [
+        Input::Submit {
+            job: job(1, 2, 3),
+            priority: Some(2),
+            only: None,
+        },
+        Input::Held {
+            job: JobId(1),
+            fragment: 0,
+            site: 1,
+            reservation: ReservationId(4),
+            answer: Err("no".into()),
+        },
+        Input::Loads {
+            loads: vec![ClusterLoad {
+                waiting_area: i128::from(u64::MAX) * 4,
+                ..ClusterLoad::default()
+            }],
+        },
+        Input::Tick { at_ms: 5 },
+    ];
+    for i in inputs {
+        let text = serde_json::to_string(&i).unwrap();
+        assert_eq!(serde_json::from_str::<Input>(&text).unwrap(), i, "{text}");
+    }
+}
+
+/// A seeded random driver: submissions (some wider than every site), hold and commit answers
+/// (some refused, some late), ends, links going down and up, ticks, release passes and retries,
+/// over random grids and strategies. After every effect: no job is placed on a site marked
+/// down, no job is placed while it is at another site (unless withdrawn from it), nothing comes
+/// for a refused job but the release of a late hold; at the end, with every link up and every
+/// answer in, every hold that was made is let go or served, and no job is left waiting. The same
+/// seed gives the same effects.
+#[test]
+fn random_drives_keep_the_grid_invariants() {
+    use rand::{RngExt, SeedableRng};
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut all = String::new();
+    for seed in 0..300u64 {
+        let a = drive(seed);
+        assert_eq!(a, drive(seed), "seed {seed}: not deterministic");
+        all.push_str(&a);
+    }
+    // The drives reach every part of the runner.
+    for (what, at_least) in [
+        ("Send {", 100),
+        ("GivenUp {", 100),
+        ("retry_at: Some", 100),
+        ("SiteDown {", 50),
+        ("SiteUp {", 50),
+        ("Withdrawn {", 20),
+        ("Refuse {", 50),
+        ("LetGo {", 200),
+        ("Over {", 50),
+    ] {
+        let n = all.matches(what).count();
+        assert!(
+            n >= at_least,
+            "{what} seen {n} times, fewer than {at_least}"
+        );
+    }
+
+    fn drive(seed: u64) -> String {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let n = rng.random_range(2..=4usize);
+        let sizes: Vec<u32> = (0..n).map(|_| rng.random_range(2..=16u32)).collect();
+        let kinds = [
+            DispatchKind::LoadOrdering,
+            DispatchKind::RoundRobin,
+            DispatchKind::LeastLoaded,
+            DispatchKind::JobSharing,
+            DispatchKind::MultiSite,
+        ];
+        let kind = kinds[rng.random_range(0..kinds.len())];
+        let settings = GridSettings {
+            coallocation: Some(CoallocationRules::new(MultiSiteConfig::default(), 3)),
+            site_down_after_ms: Some(1_000),
+            ..splitting()
+        };
+        let mut r = runner(kind, &sizes, settings);
+        let total: u32 = sizes.iter().sum();
+        let mut log = String::new();
+        let mut now: Time = 0;
+        let mut ms: u64 = 0;
+        let mut up = vec![true; n];
+        let mut next_id = 1u64;
+        // Where each job is, as the effects said: site, or None at the meta level.
+        let mut at: BTreeMap<JobId, Option<usize>> = BTreeMap::new();
+        let mut refused: BTreeSet<JobId> = BTreeSet::new();
+        let mut holds: Vec<(JobId, usize, usize, ReservationId, Time)> = Vec::new();
+        let mut commits: Vec<(JobId, usize)> = Vec::new();
+        let mut made: BTreeSet<ReservationId> = BTreeSet::new();
+        let mut gone: BTreeSet<ReservationId> = BTreeSet::new();
+        let mut running_splits: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
+        let mut retries: Vec<(Time, JobId)> = Vec::new();
+        let step = |r: &mut GridRunner,
+                    now: Time,
+                    input: Input,
+                    log: &mut String,
+                    up: &mut Vec<bool>,
+                    at: &mut BTreeMap<JobId, Option<usize>>,
+                    refused: &mut BTreeSet<JobId>,
+                    holds: &mut Vec<(JobId, usize, usize, ReservationId, Time)>,
+                    commits: &mut Vec<(JobId, usize)>,
+                    gone: &mut BTreeSet<ReservationId>,
+                    running_splits: &mut BTreeMap<JobId, Vec<usize>>,
+                    retries: &mut Vec<(Time, JobId)>| {
+            let mut out = Vec::new();
+            r.on(now, input, &mut out).unwrap();
+            for e in out {
+                log.push_str(&format!("{now} {e:?}\n"));
+                match e {
+                    Effect::SiteDown { site } => up[site] = false,
+                    Effect::SiteUp { site } => up[site] = true,
+                    Effect::Place {
+                        job, site, cause, ..
+                    } => {
+                        assert!(up[site], "seed {seed}: {job} placed on down site {site}");
+                        assert!(!refused.contains(&job), "seed {seed}: {job} refused");
+                        match (at.get(&job).copied().flatten(), cause) {
+                            (None, _) => {}
+                            (Some(s), Cause::Withdrawn { from }) if s == from => {}
+                            (Some(s), c) => {
+                                panic!("seed {seed}: {job} at {s} placed again on {site} ({c:?})")
+                            }
+                        }
+                        at.insert(job, Some(site));
+                    }
+                    Effect::Wait { job, .. } | Effect::GivenUp { job, .. } => {
+                        at.insert(job, None);
+                        if let Effect::GivenUp {
+                            retry_at: Some(t), ..
+                        } = e
+                        {
+                            retries.push((t, job));
+                        }
+                    }
+                    Effect::Refuse { job, .. } => {
+                        refused.insert(job);
+                        at.remove(&job);
+                    }
+                    Effect::Hold {
+                        job,
+                        fragment,
+                        site,
+                        reservation,
+                        from,
+                        ..
+                    } => {
+                        assert!(!refused.contains(&job));
+                        holds.push((job, fragment, site, reservation, from));
+                    }
+                    Effect::Commit { job, fragment, .. } => commits.push((job, fragment)),
+                    Effect::LetGo { reservation, .. } => {
+                        gone.insert(reservation);
+                    }
+                    Effect::Send { job, fragments, .. } => {
+                        assert!(!refused.contains(&job));
+                        running_splits.insert(job, fragments.iter().map(|f| f.site).collect());
+                        at.insert(job, None);
+                    }
+                    Effect::StartSplit { .. } => unreachable!("not at once here"),
+                    Effect::Over { job, .. } => {
+                        running_splits.remove(&job);
+                        at.remove(&job);
+                    }
+                    Effect::Classified { .. } | Effect::Kill { .. } => {}
+                }
+            }
+        };
+        macro_rules! go {
+            ($input:expr) => {
+                step(
+                    &mut r,
+                    now,
+                    $input,
+                    &mut log,
+                    &mut up,
+                    &mut at,
+                    &mut refused,
+                    &mut holds,
+                    &mut commits,
+                    &mut gone,
+                    &mut running_splits,
+                    &mut retries,
+                )
+            };
+        }
+        for s in 0..n {
+            go!(Input::Link {
+                site: s,
+                reachable: true,
+                at_ms: ms
+            });
+        }
+        for _ in 0..120 {
+            now += rng.random_range(0..3i64);
+            ms = now as u64 * 1_000 + rng.random_range(0..1_000u64);
+            match rng.random_range(0..10u32) {
+                0..=2 => {
+                    let procs = rng.random_range(1..=total + 2);
+                    let j = Job::new(next_id, now, procs, rng.random_range(1..100i64), 10);
+                    next_id += 1;
+                    go!(Input::Submit {
+                        job: j,
+                        priority: None,
+                        only: None
+                    });
+                }
+                3 if !holds.is_empty() => {
+                    let k = rng.random_range(0..holds.len());
+                    let (job, fragment, site, reservation, from) = holds.remove(k);
+                    let answer = if rng.random_range(0..5u32) == 0 {
+                        Err("no".to_string())
+                    } else {
+                        made.insert(reservation);
+                        Ok(from + rng.random_range(0..3i64))
+                    };
+                    go!(Input::Held {
+                        job,
+                        fragment,
+                        site,
+                        reservation,
+                        answer
+                    });
+                }
+                4 if !commits.is_empty() => {
+                    let (job, fragment) = commits.remove(0);
+                    let answer = match rng.random_range(0..8u32) {
+                        0 => Err("lapsed".to_string()),
+                        _ => Ok(()),
+                    };
+                    go!(Input::Committed {
+                        job,
+                        fragment,
+                        answer
+                    });
+                }
+                5 => {
+                    let placed: Vec<(JobId, usize)> =
+                        at.iter().filter_map(|(&j, &s)| s.map(|s| (j, s))).collect();
+                    if let Some(&(job, site)) = placed.first() {
+                        if rng.random_range(0..2u32) == 0 {
+                            go!(Input::Claimed { job, site });
+                        }
+                        go!(Input::Ended { job, site });
+                        at.remove(&job);
+                    }
+                    if let Some((&job, sites)) = running_splits.iter().next() {
+                        let site = sites[0];
+                        go!(Input::FragmentEnded {
+                            job,
+                            site,
+                            ok: true
+                        });
+                        if let Some(v) = running_splits.get_mut(&job) {
+                            v.retain(|&s| s != site);
+                        }
+                    }
+                }
+                6 => {
+                    let site = rng.random_range(0..n);
+                    let reachable = rng.random_range(0..3u32) > 0;
+                    go!(Input::Link {
+                        site,
+                        reachable,
+                        at_ms: ms
+                    });
+                }
+                7 => go!(Input::Tick { at_ms: ms }),
+                _ => {
+                    let due: Vec<JobId> = retries
+                        .iter()
+                        .filter(|(t, _)| *t <= now)
+                        .map(|x| x.1)
+                        .collect();
+                    retries.retain(|(t, _)| *t > now);
+                    for job in due {
+                        go!(Input::Retry { job });
+                    }
+                    go!(Input::Release);
+                }
+            }
+        }
+        // Every link up, every answer in (holds granted, commits made), every job ended.
+        for s in 0..n {
+            go!(Input::Link {
+                site: s,
+                reachable: true,
+                at_ms: ms
+            });
+        }
+        for _ in 0..400 {
+            now += 1;
+            ms += 1_000;
+            if let Some((job, fragment, site, reservation, from)) = holds.pop() {
+                made.insert(reservation);
+                go!(Input::Held {
+                    job,
+                    fragment,
+                    site,
+                    reservation,
+                    answer: Ok(from)
+                });
+                continue;
+            }
+            if let Some((job, fragment)) = commits.pop() {
+                go!(Input::Committed {
+                    job,
+                    fragment,
+                    answer: Ok(())
+                });
+                continue;
+            }
+            let placed: Vec<(JobId, usize)> =
+                at.iter().filter_map(|(&j, &s)| s.map(|s| (j, s))).collect();
+            for (job, site) in placed {
+                go!(Input::Ended { job, site });
+                at.remove(&job);
+            }
+            let splits: Vec<(JobId, Vec<usize>)> =
+                std::mem::take(&mut running_splits).into_iter().collect();
+            for (job, sites) in splits {
+                for site in sites {
+                    go!(Input::FragmentEnded {
+                        job,
+                        site,
+                        ok: true
+                    });
+                }
+            }
+            let due: Vec<JobId> = retries.drain(..).map(|x| x.1).collect();
+            for job in due {
+                go!(Input::Retry { job });
+            }
+            go!(Input::Release);
+            go!(Input::Tick { at_ms: ms });
+        }
+        assert!(
+            holds.is_empty() && commits.is_empty(),
+            "seed {seed}: answers left"
+        );
+        let leaked: Vec<&ReservationId> = made.difference(&gone).collect();
+        assert!(
+            leaked.is_empty(),
+            "seed {seed}: holds never let go: {leaked:?}\n{log}"
+        );
+        assert_eq!(r.waiting(), 0, "seed {seed}: jobs left waiting\n{log}");
+        log
+    }
+}
