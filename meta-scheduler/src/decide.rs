@@ -22,9 +22,10 @@
 use crate::config::MetaConfig;
 use gridsched_core::classify::{Classifier, ClassifierError};
 use gridsched_core::dispatch::{
-    ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, GridState, MultiSiteConfig, Part,
-    Placement, Priority, Reason,
+    ClusterArrays, ClusterCaps, ClusterLoad, MultiSiteConfig, Part, Placement, Priority, Reason,
+    UrgentLoad,
 };
+use gridsched_core::grid::{Decision, Explanation, Placer, SiteSpec};
 use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, MachineId};
 use gridsched_proto::v1;
 use gridsched_proto::{ConvertError, NameTable, job_from_spec};
@@ -51,19 +52,13 @@ pub struct Split {
     pub single_end: Option<i64>,
 }
 
-/// The classifier, the dispatcher and what they may see of the grid.
+/// The classifier, and the dispatch strategy with what it may see of the grid (the core's
+/// [`Placer`], the grid runner's own).
 #[derive(Debug)]
 pub struct Decider {
     names: NameTable,
     classifier: Classifier,
-    dispatcher: Box<dyn Dispatcher>,
-    grid: GridState,
-    names_of_sites: Vec<String>,
-    /// Per site: the longest estimate it runs (its `max_estimate_s` within the grid's cap).
-    max_estimate: Vec<i64>,
-    /// Per site: its machines (the only ones its local scheduler accepts in a job's inputs).
-    machines: Vec<Vec<MachineId>>,
-    describe: String,
+    placer: Placer,
     /// The last dispatch left the job in the strategy's own queue ([`Placement::Hold`]).
     held_last: bool,
     /// The multi-site settings (the WAN overhead of a split).
@@ -77,23 +72,26 @@ impl Decider {
     /// already accepted `accepted_before` jobs (0 on a fresh start).
     pub fn new(cfg: &MetaConfig, accepted_before: u64) -> Result<Decider, ClassifierError> {
         let mut names = NameTable::new();
-        let mut caps = Vec::with_capacity(cfg.sites.len());
-        let mut machines = Vec::with_capacity(cfg.sites.len());
+        let mut sites = Vec::with_capacity(cfg.sites.len());
         for (i, s) in cfg.sites.iter().enumerate() {
-            machines.push(
-                s.machines
-                    .iter()
-                    .map(|m| names.add_machine(&m.name))
-                    .collect(),
-            );
+            let machines: Vec<MachineId> = s
+                .machines
+                .iter()
+                .map(|m| names.add_machine(&m.name))
+                .collect();
             let licences: Vec<LicenceId> =
                 s.licences.iter().map(|l| names.add_licence(l)).collect();
-            caps.push(ClusterCaps {
-                cluster: ClusterId(i as u32),
-                up: true,
-                total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
-                max_machine_procs: s.widest_job(),
-                licences,
+            sites.push(SiteSpec {
+                name: s.name.clone(),
+                caps: ClusterCaps {
+                    cluster: ClusterId(i as u32),
+                    up: true,
+                    total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
+                    max_machine_procs: s.widest_job(),
+                    licences,
+                },
+                max_estimate: Some(s.max_estimate(cfg.limits.max_estimate_s)),
+                machines: Some(machines),
             });
         }
         let mut dispatch = cfg.dispatch.clone();
@@ -101,24 +99,10 @@ impl Decider {
         dispatch.seed = dispatch
             .seed
             .wrapping_add(accepted_before.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let dispatcher = dispatch.build();
-        let reads = dispatcher.reads_site_state();
         Ok(Decider {
             classifier: Classifier::new(cfg.classifier)?,
-            describe: dispatcher.describe(),
-            dispatcher,
-            grid: GridState {
-                load: reads.then(|| vec![ClusterLoad::default(); caps.len()]),
-                caps,
-            },
+            placer: Placer::new(sites, dispatch.build()),
             names,
-            names_of_sites: cfg.sites.iter().map(|s| s.name.clone()).collect(),
-            max_estimate: cfg
-                .sites
-                .iter()
-                .map(|s| s.max_estimate(cfg.limits.max_estimate_s))
-                .collect(),
-            machines,
             held_last: false,
             multi_site: cfg.dispatch.multi_site.clone(),
             estimates: std::collections::HashMap::new(),
@@ -127,12 +111,12 @@ impl Decider {
 
     /// The strategy's description, e.g. `load-ordering`.
     pub fn describe(&self) -> &str {
-        &self.describe
+        self.placer.describe()
     }
 
     /// Whether the strategy reads the sites' dynamic state (then the links poll it).
     pub fn reads_site_state(&self) -> bool {
-        self.grid.load.is_some()
+        self.placer.reads_site_state()
     }
 
     /// The model job of a submitted spec.
@@ -188,7 +172,9 @@ impl Decider {
     }
 
     /// [`Decider::dispatch`] among site `only` alone when it is given (a job submitted into an
-    /// advance reservation goes to the reservation's site, or waits for it).
+    /// advance reservation goes to the reservation's site, or waits for it). The sites that
+    /// cannot take the job for what the strategies do not know (their estimate limit, the
+    /// machines of its inputs) are hidden from the strategy, as in the grid runner.
     pub fn dispatch_within(
         &mut self,
         now: i64,
@@ -198,91 +184,38 @@ impl Decider {
         only: Option<usize>,
     ) -> (Option<usize>, v1::DispatchExplanation) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        let before = self.dispatcher.arrays(self.grid.caps.len());
-        // The core's strategies know processors and licences, not the sites' estimate limits nor
-        // where the inputs are: the sites that cannot take the job for those look down to them.
-        let elsewhere = |i: usize| only.is_some_and(|o| o != i);
-        let hide: Vec<usize> = (0..self.grid.caps.len())
-            .filter(|&i| exclude == Some(i) || elsewhere(i) || !self.takes(i, job))
-            .collect();
-        let hidden: Vec<(usize, bool)> = hide
-            .into_iter()
-            .map(|i| (i, std::mem::replace(&mut self.grid.caps[i].up, false)))
-            .collect();
-        let placement = self.dispatcher.dispatch(now, job, p, &self.grid);
-        self.held_last = placement == Placement::Hold;
+        let (decision, explained) = self.placer.decide(now, job, p, only, exclude, true);
+        self.held_last = decision == Decision::Held;
         if self.held_last {
             self.estimates.insert(job.id.0, job.estimate.max(1));
         }
-        for (i, up) in hidden {
-            self.grid.caps[i].up = up;
-        }
-        let chosen = match &placement {
-            Placement::Cluster(c) => Some(c.index()),
+        let x = explained.expect("asked to explain");
+        let chosen = match decision {
+            Decision::Site(i) => Some(i),
             _ => None,
         };
-        let pi = usize::from(p);
-        let candidates = self
-            .grid
-            .caps
-            .iter()
-            .enumerate()
-            .map(|(i, caps)| {
-                let (load, count) = before.get(i).map_or((0, 0), |a| (a.load[pi], a.count[pi]));
-                let long = job.estimate > self.max_estimate[i];
-                let takes = self.takes(i, job);
-                let fits = caps.up && caps.can_run(job) && takes;
-                let note = if elsewhere(i) {
-                    "the job's advance reservation is at another site".into()
-                } else if exclude == Some(i) {
-                    "refused the job or went down".into()
-                } else if !caps.up {
-                    "site down".into()
-                } else if long {
-                    format!(
-                        "estimate above the site's limit of {} s",
-                        self.max_estimate[i]
-                    )
-                } else if !takes {
-                    "does not hold the machines of the job's inputs".into()
-                } else if !fits {
-                    "cannot run the job (processors or licences)".into()
-                } else if chosen == Some(i) {
-                    String::new()
-                } else {
-                    "not chosen by the strategy".into()
-                };
-                v1::DispatchCandidate {
-                    cluster: self.names_of_sites[i].clone(),
-                    load: u64::try_from(load).unwrap_or(0),
-                    count: u32::try_from(count).unwrap_or(u32::MAX),
-                    feasible: fits && exclude != Some(i) && !elsewhere(i),
-                    note,
-                }
-            })
-            .collect();
-        let decided_by = match (&placement, self.dispatcher.last_reason()) {
-            (Placement::Cluster(_), Some(why)) => {
-                let name = |c: ClusterId| self.names_of_sites[c.index()].clone();
-                format!("{} ({})", self.describe, why.text(&name))
-            }
-            (Placement::Cluster(_), None) => self.describe.clone(),
-            (Placement::Refuse(why), _) => format!("waiting: {why}"),
-            (Placement::Hold, _) => format!(
-                "{}: held in the meta-level queue until its processors are free at a site",
-                self.describe
-            ),
-            (other, _) => format!("waiting: {other:?} is not supported live"),
-        };
-        let explanation = v1::DispatchExplanation {
-            time: now,
-            cluster: chosen
-                .map(|i| self.names_of_sites[i].clone())
-                .unwrap_or_default(),
-            decided_by,
-            candidates,
-        };
-        (chosen, explanation)
+        (chosen, self.shown(x))
+    }
+
+    /// An explanation as the API shows it.
+    fn shown(&self, x: Explanation) -> v1::DispatchExplanation {
+        let name = |i: usize| self.placer.sites()[i].name.clone();
+        v1::DispatchExplanation {
+            time: x.time,
+            cluster: x.site.map(name).unwrap_or_default(),
+            decided_by: x.decided_by,
+            candidates: x
+                .candidates
+                .into_iter()
+                .map(|c| v1::DispatchCandidate {
+                    cluster: name(c.site),
+                    load: u64::try_from(c.load).unwrap_or(0),
+                    count: u32::try_from(c.count).unwrap_or(u32::MAX),
+                    feasible: c.feasible,
+                    note: c.note,
+                })
+                .collect(),
+        }
     }
 
     /// Whether the last dispatch left its job in the strategy's queue at the meta level (it has
@@ -293,18 +226,18 @@ impl Decider {
 
     /// How many jobs the strategy holds at the meta level.
     pub fn held(&self) -> usize {
-        self.dispatcher.held()
+        self.placer.held()
     }
 
     /// A release pass at `now` of the jobs the strategy holds: (job, site, explanation) of those
     /// it places now, in its order.
     pub fn release(&mut self, now: i64) -> Vec<(u64, Target, v1::DispatchExplanation)> {
         let mut out = Vec::new();
-        self.dispatcher.release(now, &self.grid, &mut out);
+        self.placer.release(now, &mut out);
         let mut placed = Vec::with_capacity(out.len());
         for r in out {
             let estimate = self.estimates.remove(&r.job.0).unwrap_or(1);
-            let name = |c: ClusterId| self.names_of_sites[c.index()].clone();
+            let name = |c: ClusterId| self.placer.sites()[c.index()].name.clone();
             let (target, cluster) = match r.placement {
                 Placement::Cluster(c) => (Target::Site(c.index()), name(c)),
                 Placement::Split(parts) => {
@@ -325,14 +258,16 @@ impl Decider {
                 }
                 other => {
                     tracing::error!(job = r.job.0, "release placed nothing: {other:?}");
-                    self.dispatcher.job_returned(now, r.job, ClusterId(0));
+                    self.placer
+                        .dispatcher()
+                        .job_returned(now, r.job, ClusterId(0));
                     continue;
                 }
             };
             let explanation = v1::DispatchExplanation {
                 time: now,
                 cluster,
-                decided_by: format!("{} ({})", self.describe, r.reason.text(&name)),
+                decided_by: format!("{} ({})", self.placer.describe(), r.reason.text(&name)),
                 candidates: Vec::new(),
             };
             placed.push((r.job.0, target, explanation));
@@ -343,14 +278,15 @@ impl Decider {
     /// Re-enters a split placement decided before a restart, from `since`.
     pub fn restore_split(&mut self, job: &Job, priority: u32, parts: Vec<Part>, since: i64) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        self.dispatcher
+        self.placer
+            .dispatcher()
             .restore(job, p, &Placement::Split(parts), since);
     }
 
     /// A job the strategy holds left the grid (cancelled).
     pub fn withdraw(&mut self, job: u64) {
         self.estimates.remove(&job);
-        self.dispatcher.withdraw(JobId(job));
+        self.placer.dispatcher().withdraw(JobId(job));
     }
 
     /// Re-enters a job waiting at the meta level before a restart (`only`: the site of its
@@ -359,23 +295,26 @@ impl Decider {
     /// it waits as before, to be dispatched again.
     pub fn restore_held(&mut self, job: &Job, priority: u32, only: Option<usize>) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        let before = self.dispatcher.held();
-        self.dispatcher
+        let before = self.placer.held();
+        self.placer
+            .dispatcher()
             .restore(job, p, &Placement::Hold, job.submit);
-        if self.dispatcher.held() > before {
+        if self.placer.held() > before {
             self.dispatch_within(job.submit, job, priority, None, only);
         }
     }
 
     /// The local scheduler of `site` reported `job` terminated.
     pub fn ended(&mut self, now: i64, job: u64, site: usize) {
-        self.dispatcher
+        self.placer
+            .dispatcher()
             .job_ended(now, JobId(job), ClusterId(site as u32));
     }
 
     /// `job` left `site` before starting (to be dispatched again).
     pub fn returned(&mut self, now: i64, job: u64, site: usize) {
-        self.dispatcher
+        self.placer
+            .dispatcher()
             .job_returned(now, JobId(job), ClusterId(site as u32));
     }
 
@@ -383,57 +322,58 @@ impl Decider {
     /// or was sent, as far as the state knows).
     pub fn restore(&mut self, job: &Job, priority: u32, site: usize, since: i64) {
         let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        self.dispatcher
-            .restore(job, p, &Placement::Cluster(ClusterId(site as u32)), since);
+        self.placer.dispatcher().restore(
+            job,
+            p,
+            &Placement::Cluster(ClusterId(site as u32)),
+            since,
+        );
     }
 
     /// Marks a site up or down; returns whether it changed.
     pub fn set_up(&mut self, site: usize, up: bool) -> bool {
-        let c = &mut self.grid.caps[site];
-        std::mem::replace(&mut c.up, up) != up
+        self.placer.set_up(site, up)
     }
 
     /// Whether a site is up.
     pub fn is_up(&self, site: usize) -> bool {
-        self.grid.caps[site].up
+        self.placer.is_up(site)
     }
 
     /// Whether `site` could run `job` at all (processors, licences, estimate limit, inputs), up
     /// or not.
     pub fn can_ever_run(&self, site: usize, job: &Job) -> bool {
-        let c = &self.grid.caps[site];
-        job.procs <= c.max_machine_procs
-            && job.licences.iter().all(|l| c.licences.contains(l))
-            && self.takes(site, job)
-    }
-
-    /// Whether `site` takes `job` on what the core's capabilities do not say: its estimate is
-    /// within the site's limit and its inputs are on the site's machines.
-    fn takes(&self, site: usize, job: &Job) -> bool {
-        job.estimate <= self.max_estimate[site]
-            && job
-                .inputs
-                .iter()
-                .all(|i| i.machine.is_none_or(|m| self.machines[site].contains(&m)))
+        self.placer.can_ever_run(site, job)
     }
 
     /// Records the polled state of a site (for the strategies that read it).
     pub fn set_load(&mut self, site: usize, load: ClusterLoad) {
-        if let Some(l) = self.grid.load.as_mut().and_then(|v| v.get_mut(site)) {
-            *l = load;
-        }
+        self.placer.set_load(site, load);
     }
 
     /// The Load / Count arrays of every site (index `p` for priority `p`).
     pub fn arrays(&self) -> Vec<ClusterArrays> {
-        self.dispatcher.arrays(self.grid.caps.len())
+        self.placer.arrays()
     }
 }
 
 /// The dynamic state of a cluster as the brokers read it, from its local scheduler's status.
+///
+/// Its urgent jobs (any urgency other than UNSPECIFIED, a level this build does not know
+/// included) are those of the simulator's site loads: every running one (a held one, awaiting
+/// its start claim, included: it holds its processors) until its predicted end, then every waiting
+/// one, without an end. Running ones come in the status's order (job id), waiting ones in the
+/// site's queue order, head first, the order in which the site will serve them
+/// ([`urgent_start`](gridsched_core::dispatch::urgent_start) serves waiting ones in
+/// order; the order of running ones does not matter to it). A running job's estimate is the one
+/// the site reports, else its planned run (predicted end − start) from a site too old to report
+/// it.
 pub fn load_of(status: &v1::StatusResponse) -> ClusterLoad {
     let now = status.time;
     let area = |p: u32, s: i64| i128::from(p) * i128::from(s.max(0));
+    let urgent = |u: i32| u != v1::Urgency::Unspecified as i32;
+    let running = status.running.iter().filter(|r| urgent(r.urgency));
+    let queued = status.queue.iter().filter(|q| urgent(q.urgency));
     ClusterLoad {
         free_procs: status
             .machines
@@ -452,8 +392,21 @@ pub fn load_of(status: &v1::StatusResponse) -> ClusterLoad {
             .iter()
             .map(|r| area(r.processors, r.predicted_end - now))
             .sum(),
-        // Sites do not report their urgent jobs to the meta-scheduler yet.
-        urgent: Vec::new(),
+        urgent: running
+            .map(|r| UrgentLoad {
+                procs: r.processors,
+                end: Some(r.predicted_end),
+                estimate: r
+                    .estimate_s
+                    .unwrap_or(r.predicted_end - r.start_time)
+                    .max(0),
+            })
+            .chain(queued.map(|q| UrgentLoad {
+                procs: q.processors,
+                end: None,
+                estimate: q.estimate_s,
+            }))
+            .collect(),
     }
 }
 
@@ -637,5 +590,114 @@ mod tests {
             },
         );
         assert_eq!(d.dispatch(0, &job, 1, None).0, Some(0));
+    }
+
+    /// Site a's status at 100: a critical job of 6 processors running from 40 until 250 (its
+    /// estimate 200 on the reference machine), a typical one of 2 running, then, waiting, a
+    /// typical job and a high one of 1 processor for 300 s.
+    fn urgent_status(urgent: bool) -> v1::StatusResponse {
+        let level = |u: v1::Urgency| if urgent { u as i32 } else { 0 };
+        v1::StatusResponse {
+            time: 100,
+            running: vec![
+                v1::RunningJob {
+                    job_id: 1,
+                    processors: 6,
+                    start_time: 40,
+                    predicted_end: 250,
+                    urgency: level(v1::Urgency::Critical),
+                    estimate_s: Some(200),
+                    ..Default::default()
+                },
+                v1::RunningJob {
+                    job_id: 2,
+                    processors: 2,
+                    start_time: 50,
+                    predicted_end: 150,
+                    ..Default::default()
+                },
+            ],
+            queue: vec![
+                v1::QueuedJob {
+                    job_id: 3,
+                    processors: 8,
+                    estimate_s: 50,
+                    ..Default::default()
+                },
+                v1::QueuedJob {
+                    job_id: 4,
+                    processors: 1,
+                    estimate_s: 300,
+                    urgency: level(v1::Urgency::High),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_polled_load_carries_the_site_s_urgent_jobs() {
+        let load = load_of(&urgent_status(true));
+        assert_eq!(
+            load.urgent,
+            [
+                UrgentLoad {
+                    procs: 6,
+                    end: Some(250),
+                    estimate: 200,
+                },
+                UrgentLoad {
+                    procs: 1,
+                    end: None,
+                    estimate: 300,
+                },
+            ]
+        );
+        assert_eq!(load.waiting_jobs, 2);
+        assert!(load_of(&urgent_status(false)).urgent.is_empty());
+        // A site too old to report a running job's estimate: its planned run stands for it.
+        let mut old = urgent_status(true);
+        old.running[0].estimate_s = None;
+        assert_eq!(load_of(&old).urgent[0].estimate, 210);
+    }
+
+    #[test]
+    fn resource_priority_reads_the_polled_urgent_load() {
+        let text = "[dispatch]\nstrategy = \"resource-priority\"\npreferred = 0\n\
+                    [[sites]]\nname = \"a\"\nmachines = [{ name = \"a1\", processors = 8 }]\n\
+                    [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 16 }]\n";
+        let mut d = Decider::new(&MetaConfig::from_toml(text).unwrap(), 0).unwrap();
+        assert!(d.reads_site_state());
+        let urgent = v1::JobSpec {
+            urgency: v1::Urgency::Critical as i32,
+            ..spec(4, &[])
+        };
+        let job = d.job(&urgent, 10, 100).unwrap();
+        assert!(job.is_urgent());
+        // Site a, the preferred one, is busy with typical jobs only: they are preemptible, so
+        // the urgent job goes there, however many jobs wait at a.
+        d.set_load(0, load_of(&urgent_status(false)));
+        let (site, e) = d.dispatch(100, &job, 1, None);
+        assert_eq!(site, Some(0));
+        assert!(
+            e.decided_by.contains("preferred site can run it now (8 "),
+            "{}",
+            e.decided_by
+        );
+        // The same jobs, two of them urgent: 7 of a's 8 processors are held by urgent jobs, too
+        // few for 4, so the job goes by load balancing, to b (no job waits there, 2 at a).
+        d.set_load(0, load_of(&urgent_status(true)));
+        let (site, e) = d.dispatch(100, &job, 1, None);
+        assert_eq!(site, Some(1), "{}", e.decided_by);
+        assert!(
+            e.decided_by
+                .ends_with("(waiting jobs 0, least of 2; next: a 2)"),
+            "{}",
+            e.decided_by
+        );
+        // A typical job goes by load balancing whatever the urgent load.
+        let typical = d.job(&spec(4, &[]), 11, 100).unwrap();
+        assert_eq!(d.dispatch(100, &typical, 1, None).0, Some(1));
     }
 }

@@ -16,6 +16,7 @@ use crate::decide::load_of;
 use crate::service::MetaService;
 use futures_util::FutureExt;
 use futures_util::stream::{self, StreamExt};
+use gridsched_core::grid::SiteLinks;
 use gridsched_proto::v1::{self, JobState};
 use std::time::{Duration, Instant};
 use tonic::Code;
@@ -286,26 +287,28 @@ async fn claim_link(svc: MetaService, i: usize) {
     }
 }
 
-/// Marks sites down after `site_down_after_ms` without a link, and retries waiting jobs.
+/// Marks sites down after `site_down_after_ms` without a link, and retries waiting jobs. The
+/// rule is the grid runner's ([`SiteLinks`]): this loop is its clock edge, reading the monotonic
+/// clock once per round and handing it over as milliseconds.
 async fn monitor(svc: MetaService) {
-    let down_after = Duration::from_millis(svc.inner.cfg.links.site_down_after_ms);
     let n = svc.inner.cfg.sites.len();
-    let started = Instant::now();
-    let mut unreachable_since: Vec<Option<Instant>> = vec![Some(started); n];
+    let origin = Instant::now();
+    let mut links = SiteLinks::new(n, Some(svc.inner.cfg.links.site_down_after_ms));
+    // Unreachable from the start until a link opens.
+    for i in 0..n {
+        links.report(i, false, 0);
+    }
     for round in 0u64.. {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = Instant::now();
+        let at_ms = u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX);
         let r = svc.mutate(|st, b, t| {
-            for (i, since) in unreachable_since.iter_mut().enumerate() {
-                if st.reachable[i] {
-                    *since = None;
-                    continue;
-                }
-                let s = *since.get_or_insert(now);
-                if now.duration_since(s) >= down_after && st.decider.set_up(i, false) {
-                    tracing::warn!(site = %st.sites[i].name, "site is down");
-                    st.redispatch(b, Some(i), t);
-                }
+            for i in 0..n {
+                links.report(i, st.reachable[i], at_ms);
+            }
+            for i in links.overdue(at_ms, |i| st.decider.is_up(i)) {
+                st.decider.set_up(i, false);
+                tracing::warn!(site = %st.sites[i].name, "site is down");
+                st.redispatch(b, Some(i), t);
             }
             if !st.unplaced.is_empty() {
                 st.redispatch(b, None, t);

@@ -11,6 +11,62 @@
 use super::{Effect, GridRunner};
 use crate::model::Time;
 
+/// The links to the sites and the site-down timeout: which site has been unreachable since when
+/// (monotonic milliseconds, as the driver reads them at its edge), and which are overdue. The
+/// grid runner keeps one; the live meta-scheduler's monitor applies the same rule with it.
+#[derive(Clone, Debug)]
+pub struct SiteLinks {
+    /// Per site: reachable, and since when (ms) it has been unreachable as far as seen.
+    links: Vec<(bool, Option<u64>)>,
+    down_after_ms: Option<u64>,
+}
+
+impl SiteLinks {
+    /// `n` links, none reachable yet; sites go down after `down_after_ms` unreachable (`None`:
+    /// never).
+    pub fn new(n: usize, down_after_ms: Option<u64>) -> SiteLinks {
+        SiteLinks {
+            links: vec![(false, None); n],
+            down_after_ms,
+        }
+    }
+
+    /// The link to `site` is (or is not) reachable at `at_ms`.
+    pub fn report(&mut self, site: usize, reachable: bool, at_ms: u64) {
+        let l = &mut self.links[site];
+        l.0 = reachable;
+        if reachable {
+            l.1 = None;
+        } else {
+            l.1.get_or_insert(at_ms);
+        }
+    }
+
+    /// Whether the link to `site` is reachable.
+    pub fn reachable(&self, site: usize) -> bool {
+        self.links[site].0
+    }
+
+    /// The sites among those `up` whose link has been unreachable for the timeout at `at_ms`
+    /// (counted from the first report or check that found it unreachable), in site order.
+    pub fn overdue(&mut self, at_ms: u64, up: impl Fn(usize) -> bool) -> Vec<usize> {
+        let Some(after) = self.down_after_ms else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (i, l) in self.links.iter_mut().enumerate() {
+            if l.0 {
+                continue;
+            }
+            let since = *l.1.get_or_insert(at_ms);
+            if at_ms.saturating_sub(since) >= after && up(i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
 impl GridRunner {
     /// The link to `site` is up or down at `at_ms`.
     pub(super) fn link(
@@ -21,18 +77,12 @@ impl GridRunner {
         at_ms: u64,
         out: &mut Vec<Effect>,
     ) {
-        let l = &mut self.links[site];
-        l.reachable = reachable;
-        if reachable {
-            l.since = None;
-        } else {
-            l.since.get_or_insert(at_ms);
-        }
-        if reachable && !std::mem::replace(&mut self.placer.grid.caps[site].up, true) {
+        self.links.report(site, reachable, at_ms);
+        if reachable && self.placer.set_up(site, true) {
             out.push(Effect::SiteUp { site });
             self.redispatch(now, None, out);
             for d in 0..self.placer.sites.len() {
-                if d != site && !self.placer.grid.caps[d].up {
+                if d != site && !self.placer.is_up(d) {
                     self.redispatch(now, Some(d), out);
                 }
             }
@@ -42,20 +92,11 @@ impl GridRunner {
     /// The time passes: sites down long enough go down; the jobs waiting for a site are
     /// dispatched again.
     pub(super) fn tick(&mut self, now: Time, at_ms: u64, out: &mut Vec<Effect>) {
-        if let Some(after) = self.settings.site_down_after_ms {
-            for i in 0..self.placer.sites.len() {
-                let l = &mut self.links[i];
-                if l.reachable {
-                    continue;
-                }
-                let since = *l.since.get_or_insert(at_ms);
-                if at_ms.saturating_sub(since) >= after
-                    && std::mem::replace(&mut self.placer.grid.caps[i].up, false)
-                {
-                    out.push(Effect::SiteDown { site: i });
-                    self.redispatch(now, Some(i), out);
-                }
-            }
+        let placer = &self.placer;
+        for i in self.links.overdue(at_ms, |i| placer.is_up(i)) {
+            self.placer.set_up(i, false);
+            out.push(Effect::SiteDown { site: i });
+            self.redispatch(now, Some(i), out);
         }
         if self.unplaced > 0 {
             self.redispatch(now, None, out);

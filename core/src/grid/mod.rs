@@ -36,6 +36,7 @@ mod place;
 mod tests;
 
 pub use coallocate::MAX_REFUSED;
+pub use links::SiteLinks;
 pub use place::{Candidate, Decision, Explanation, Placer};
 
 use crate::classify::{Classification, Classifier, ClassifierConfig, ClassifierError};
@@ -46,7 +47,7 @@ use crate::dispatch::{
 use crate::model::{ClusterId, Duration, Job, JobId, MachineId, ReservationId, Time};
 use coallocate::Coalloc;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// One site of the grid as the grid runner sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -472,14 +473,6 @@ struct Open {
     at: At,
 }
 
-/// The state of one site's link, for the site-down timeout.
-#[derive(Clone, Copy, Debug, Default)]
-struct LinkState {
-    reachable: bool,
-    /// Since when (monotonic ms) it has been unreachable, as far as the runner saw.
-    since: Option<u64>,
-}
-
 /// The grid runner.
 #[derive(Debug)]
 pub struct GridRunner {
@@ -487,12 +480,14 @@ pub struct GridRunner {
     placer: Placer,
     classify: Classify,
     settings: GridSettings,
-    jobs: BTreeMap<JobId, Open>,
+    /// The open jobs (hashed: a sorted map shifts its large entries at every removal; the
+    /// passes that need id order sort).
+    jobs: HashMap<JobId, Open>,
     /// Jobs waiting for a site (a subset of `jobs`), for the redispatch passes.
     unplaced: usize,
     refused_in_a_row: HashMap<JobId, u32>,
     last_reservation: u64,
-    links: Vec<LinkState>,
+    links: SiteLinks,
 }
 
 impl GridRunner {
@@ -503,16 +498,16 @@ impl GridRunner {
         classify: Classify,
         settings: GridSettings,
     ) -> GridRunner {
-        let n = sites.len();
+        let links = SiteLinks::new(sites.len(), settings.site_down_after_ms);
         GridRunner {
             placer: Placer::new(sites, dispatcher),
             classify,
             settings,
-            jobs: BTreeMap::new(),
+            jobs: HashMap::new(),
             unplaced: 0,
             refused_in_a_row: HashMap::new(),
             last_reservation: 0,
-            links: vec![LinkState::default(); n],
+            links,
         }
     }
 

@@ -107,6 +107,11 @@ impl Placer {
         &self.grid
     }
 
+    /// How many jobs the strategy holds at the meta level.
+    pub fn held(&self) -> usize {
+        self.dispatcher.held()
+    }
+
     /// The strategy's release pass over the jobs it holds.
     pub fn release(&mut self, now: Time, out: &mut Vec<crate::dispatch::Release>) {
         self.dispatcher.release(now, &self.grid, out);
@@ -415,7 +420,7 @@ impl GridRunner {
     /// down), the jobs of `down` that have not started there; in id order. A job no other site
     /// can take stays with its down site, unless the strategy holds it in its queue.
     pub(super) fn redispatch(&mut self, now: Time, down: Option<usize>, out: &mut Vec<Effect>) {
-        let ids: Vec<(JobId, Option<usize>)> = self
+        let mut ids: Vec<(JobId, Option<usize>)> = self
             .jobs
             .iter()
             .filter_map(|(&id, o)| match o.at {
@@ -427,6 +432,7 @@ impl GridRunner {
                 _ => None,
             })
             .collect();
+        ids.sort_unstable();
         for (id, from) in ids {
             let Some(from) = from else {
                 self.dispatch(now, id, Cause::Waited, out);

@@ -853,3 +853,28 @@ fn random_drives_keep_the_grid_invariants() {
         log
     }
 }
+
+#[test]
+fn site_links_count_the_timeout_from_the_first_sight_of_a_lost_link() {
+    let mut l = SiteLinks::new(2, Some(500));
+    l.report(0, true, 0);
+    // Site 1 never reached: unreachable from its first check on.
+    assert!(l.overdue(100, |_| true).is_empty());
+    assert_eq!(l.overdue(600, |_| true), [1]);
+    // A site already down is not reported again.
+    assert!(l.overdue(700, |i| i != 1).is_empty());
+    l.report(0, false, 1_000);
+    l.report(0, false, 1_400);
+    assert!(l.overdue(1_499, |i| i == 0).is_empty());
+    assert_eq!(l.overdue(1_500, |i| i == 0), [0]);
+    // Back, then lost again: counted afresh.
+    l.report(0, true, 1_600);
+    l.report(0, false, 1_700);
+    assert!(l.overdue(2_100, |i| i == 0).is_empty());
+    assert!(!l.reachable(1));
+    assert!(
+        SiteLinks::new(1, None)
+            .overdue(u64::MAX, |_| true)
+            .is_empty()
+    );
+}

@@ -32,7 +32,9 @@ impl Sim<'_, '_> {
     }
 
     /// The sites' dynamic state, for the dispatchers that read it (brokers); one walk over the
-    /// jobs in flight.
+    /// jobs in flight. A site's urgent jobs are listed as a live local scheduler reports them:
+    /// the running ones by job id, then the waiting ones in the policy's queue order (head
+    /// first), any other (suspended outside the queue) last by job id.
     fn site_loads(&self, t: Time) -> Vec<ClusterLoad> {
         self.levels
             .iter()
@@ -45,8 +47,10 @@ impl Sim<'_, '_> {
                     running_area: 0,
                     urgent: Vec::new(),
                 };
-                for (job, running) in r.jobs() {
-                    let on = r.running_on(job.id).filter(|_| running);
+                let mut running = Vec::new();
+                let mut waiting = std::collections::BTreeMap::new();
+                for (job, is_running) in r.jobs() {
+                    let on = r.running_on(job.id).filter(|_| is_running);
                     match on {
                         None => load.waiting_area += job.requested_area(),
                         Some((_, since)) => {
@@ -55,13 +59,31 @@ impl Sim<'_, '_> {
                         }
                     }
                     if job.is_urgent() {
-                        load.urgent.push(UrgentLoad {
+                        let u = UrgentLoad {
                             procs: job.procs,
                             end: on.and_then(|_| r.predicted_end(job.id)),
                             estimate: job.estimate,
-                        });
+                        };
+                        match on {
+                            Some(_) => running.push((job.id, u)),
+                            None => {
+                                waiting.insert(job.id, u);
+                            }
+                        }
                     }
                 }
+                running.sort_unstable_by_key(|x| x.0);
+                load.urgent.extend(running.into_iter().map(|x| x.1));
+                // The queue's order matters from two waiting urgent jobs on (listing the queue
+                // costs a walk over it).
+                if waiting.len() > 1 {
+                    for id in r.policy().queue() {
+                        if let Some(u) = waiting.remove(&id) {
+                            load.urgent.push(u);
+                        }
+                    }
+                }
+                load.urgent.extend(waiting.into_values());
                 load
             })
             .collect()

@@ -59,6 +59,7 @@ impl Driver {
                 .filter_map(|l| self.names.licence_name(*l).map(str::to_string))
                 .collect()
         };
+        let urgency = |j: &Job| j.urgency.map_or(0, |u| v1::Urgency::from(u) as i32);
         let queue = self
             .runner
             .policy()
@@ -81,6 +82,7 @@ impl Driver {
                 deadline: r.job.deadline,
                 pending_reason: None,
                 expected_start: None,
+                urgency: urgency(&r.job),
             })
             .collect();
         let mut running: Vec<v1::RunningJob> = self
@@ -103,6 +105,8 @@ impl Driver {
                 kill_time: None,
                 licences: lic_names(&r.job),
                 awaiting_claim: r.held.is_some(),
+                urgency: urgency(&r.job),
+                estimate_s: Some(r.job.estimate),
                 nodes: match &r.held {
                     Some(h) if h.orders.len() > 1 => h
                         .orders

@@ -101,6 +101,40 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
     );
 }
 
+/// The status reports every job's urgency (running and waiting) and a running job's estimate,
+/// from which the meta-scheduler's urgent brokers read the site's urgent load.
+#[test]
+fn the_status_reports_the_jobs_urgency() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = driver(dir.path());
+    let with = |id: u64, u: v1::Urgency| {
+        let mut r = request(id, 0);
+        r.spec.as_mut().unwrap().urgency = u as i32;
+        r
+    };
+    // m1 has 2 processors: jobs 1 (critical) and 2 (typical) run, job 3 (high) waits.
+    d.admit(with(1, v1::Urgency::Critical), at(0).secs).unwrap();
+    d.admit(request(2, 0), at(0).secs).unwrap();
+    d.admit(with(3, v1::Urgency::High), at(0).secs).unwrap();
+    d.flush().unwrap();
+    register_m1(&mut d);
+    let s = d.status(at(1).secs);
+    let running: Vec<(u64, v1::Urgency, Option<i64>)> = s
+        .running
+        .iter()
+        .map(|r| (r.job_id, r.urgency(), r.estimate_s))
+        .collect();
+    assert_eq!(
+        running,
+        [
+            (1, v1::Urgency::Critical, Some(100)),
+            (2, v1::Urgency::Unspecified, Some(100))
+        ]
+    );
+    let queued: Vec<(u64, v1::Urgency)> = s.queue.iter().map(|q| (q.job_id, q.urgency())).collect();
+    assert_eq!(queued, [(3, v1::Urgency::High)]);
+}
+
 /// The ids of the reservations the site holds at `now`.
 fn held_ids(d: &Driver, now: Now) -> Vec<u64> {
     d.status(now.secs)

@@ -1051,6 +1051,7 @@ impl SlurmSite {
                     deadline: spec.deadline,
                     pending_reason: Some(reason),
                     expected_start: j.expected,
+                    urgency: spec.urgency,
                 }
             })
             .collect();
@@ -1071,6 +1072,8 @@ impl SlurmSite {
                     licences: spec.licences.clone(),
                     awaiting_claim: false,
                     nodes: Vec::new(),
+                    urgency: spec.urgency,
+                    estimate_s: Some(spec.estimate_s),
                 }
             })
             .collect();
