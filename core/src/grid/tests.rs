@@ -3,7 +3,7 @@
 //! down and up.
 
 use super::*;
-use crate::dispatch::DispatchKind;
+use crate::dispatch::{ClusterCaps, ClusterLoad, DispatchConfig, DispatchKind, MultiSiteConfig};
 
 fn site(i: u32, procs: u32) -> SiteSpec {
     SiteSpec {

@@ -1,0 +1,106 @@
+//! What a grid runner is built from (Pasquali, thesis D3: the Meta-Scheduler knows each cluster's
+//! static capabilities; Streit, thesis §6.4: the multi-site settings): the sites with their
+//! capabilities and limits, how split jobs are co-allocated, how jobs get their priority, and the
+//! whole as plain data for an input log's header.
+
+use super::coallocate;
+use crate::classify::{Classifier, ClassifierConfig};
+use crate::dispatch::{ClusterCaps, DispatchConfig, MultiSiteConfig, Priority};
+use crate::model::{Duration, Job, MachineId};
+use serde::{Deserialize, Serialize};
+
+/// One site of the grid as the grid runner sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteSpec {
+    /// Its name (for the explanations).
+    pub name: String,
+    /// Its static capabilities; its cluster id is its index.
+    pub caps: ClusterCaps,
+    /// The longest estimate it runs, when it limits them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_estimate: Option<Duration>,
+    /// Its machines, when a job's inputs may be pinned to a machine (such a job goes only to the
+    /// site holding it); `None`: inputs are not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machines: Option<Vec<MachineId>>,
+}
+
+/// How split jobs are co-allocated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoallocationRules {
+    /// The WAN overhead p (one value, or per pair of sites) and the adaptive rule.
+    pub multi_site: MultiSiteConfig,
+    /// Rounds of holds before a co-allocation is given up.
+    pub rounds: u32,
+    /// Seconds after which a given-up co-allocation's job is dispatched again.
+    #[serde(default = "one")]
+    pub retry_after: Duration,
+    /// Co-allocations of one job in a row that a site refused before the job is refused.
+    #[serde(default = "ten")]
+    pub max_refused: u32,
+}
+
+fn one() -> Duration {
+    1
+}
+
+fn ten() -> u32 {
+    coallocate::MAX_REFUSED
+}
+
+impl CoallocationRules {
+    /// Rules with the default retry delay (1 s) and refusal limit ([`coallocate::MAX_REFUSED`]).
+    pub fn new(multi_site: MultiSiteConfig, rounds: u32) -> CoallocationRules {
+        CoallocationRules {
+            multi_site,
+            rounds,
+            retry_after: one(),
+            max_refused: ten(),
+        }
+    }
+}
+
+/// The grid runner's settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridSettings {
+    /// How split jobs are co-allocated; `None`: a split is refused (one site per job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coallocation: Option<CoallocationRules>,
+    /// A split starts at once on its parts, without holds ([`Effect::StartSplit`]): the sites are
+    /// bare machines whose occupancy the strategy tracks itself, as in the multi-site study
+    /// (Streit, thesis §6). Takes precedence over `coallocation`.
+    #[serde(default)]
+    pub splits_at_once: bool,
+    /// Explain every classification and dispatch (the live `explain`); off in simulations.
+    #[serde(default)]
+    pub explain: bool,
+    /// A site whose link has been down this long is marked down; `None`: sites never go down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site_down_after_ms: Option<u64>,
+}
+
+/// Everything a grid runner is built from, as plain data (the header of an input log).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GridConfig {
+    /// The sites, in cluster order.
+    pub sites: Vec<SiteSpec>,
+    /// The dispatch strategy.
+    pub dispatch: DispatchConfig,
+    /// The classifier; `None`: every job has priority 1 unless its submission gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classifier: Option<ClassifierConfig>,
+    /// The settings.
+    #[serde(default)]
+    pub settings: GridSettings,
+}
+
+/// How submitted jobs get their priority.
+#[derive(Clone, Debug)]
+pub enum Classify {
+    /// Every job the same.
+    Fixed(Priority),
+    /// The two-level design's classifier (Pasquali, thesis §3.1.1, D4.1).
+    By(Box<Classifier>),
+    /// A rule of the driver's, from the job alone (tests, what-if studies).
+    With(fn(&Job) -> Priority),
+}

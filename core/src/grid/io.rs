@@ -1,0 +1,310 @@
+//! The grid runner's inputs and effects (Pasquali, thesis D3: the Meta-Scheduler's protocol with
+//! the clusters — jobs sent down, terminations reported up; Streit, thesis §6.3: the holds and
+//! commits of a co-allocation): plain serializable data, what a driver feeds the runner and what
+//! it carries out.
+
+use super::Explanation;
+use crate::classify::Classification;
+use crate::dispatch::{ClusterLoad, Part, Priority};
+use crate::model::{Duration, Job, JobId, ReservationId, Time};
+use serde::{Deserialize, Serialize};
+
+/// Why a job goes to the site it goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// Dispatched at its submission.
+    Submitted,
+    /// Placed by a release pass of the meta-level queue.
+    Released,
+    /// Dispatched again after waiting for a site.
+    Waited,
+    /// Dispatched again after its co-allocation was given up.
+    Retried,
+    /// Taken from a site that went down before it started there.
+    Withdrawn {
+        /// The site it left.
+        from: usize,
+    },
+}
+
+/// What happens to the grid, with the time it happens at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Input {
+    /// A job enters the grid: classified (unless `priority` is given) and dispatched.
+    Submit {
+        /// The job.
+        job: Job,
+        /// Its priority, when already known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priority: Option<Priority>,
+        /// The only site it may go to (its advance reservation's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only: Option<usize>,
+    },
+    /// The user cancelled the job.
+    Cancel {
+        /// The job.
+        job: JobId,
+    },
+    /// The job started at `site` (or was granted its start there): it stays there.
+    Claimed {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: usize,
+    },
+    /// The job, run whole at `site`, ended there.
+    Ended {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: usize,
+    },
+    /// The fragment of split job `job` at `site` ended; `ok` when it completed.
+    FragmentEnded {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: usize,
+        /// Whether it completed.
+        ok: bool,
+    },
+    /// `site` refused the job (or its fragment) it was sent: it cannot run it there.
+    Refused {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: usize,
+        /// The site's reason.
+        why: String,
+    },
+    /// The dynamic state of every site, for the strategies that read it.
+    Loads {
+        /// Per site.
+        loads: Vec<ClusterLoad>,
+    },
+    /// The dynamic state of one site.
+    Load {
+        /// The site.
+        site: usize,
+        /// Its state.
+        load: ClusterLoad,
+    },
+    /// The link to `site` is up or down, at monotonic milliseconds `at_ms`.
+    Link {
+        /// The site.
+        site: usize,
+        /// Whether it is reachable.
+        reachable: bool,
+        /// Monotonic milliseconds.
+        at_ms: u64,
+    },
+    /// The answer to an [`Effect::Hold`]: the start the site holds, or why not.
+    Held {
+        /// The job.
+        job: JobId,
+        /// The fragment.
+        fragment: usize,
+        /// Its site.
+        site: usize,
+        /// The hold's reservation.
+        reservation: ReservationId,
+        /// The start held, or the refusal.
+        answer: Result<Time, String>,
+    },
+    /// The answer to an [`Effect::Commit`].
+    Committed {
+        /// The job.
+        job: JobId,
+        /// The fragment.
+        fragment: usize,
+        /// Committed, or why not.
+        answer: Result<(), String>,
+    },
+    /// The retry an [`Effect::GivenUp`] asked for is due.
+    Retry {
+        /// The job.
+        job: JobId,
+    },
+    /// A release pass of the meta-level queue (drivers send it after each instant's ends and
+    /// submissions while [`GridRunner::held`] is not zero).
+    Release,
+    /// The time passes (monotonic milliseconds): sites whose link stayed down long enough go
+    /// down, and the jobs waiting for a site are dispatched again.
+    Tick {
+        /// Monotonic milliseconds.
+        at_ms: u64,
+    },
+}
+
+/// One fragment of a co-allocated job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fragment {
+    /// Its site.
+    pub site: usize,
+    /// Its processors.
+    pub procs: u32,
+    /// Its committed reservation there.
+    pub reservation: ReservationId,
+    /// Its estimate, stretched by the WAN overhead.
+    pub length: Duration,
+    /// The WAN overhead p applied, percent.
+    pub overhead_pct: u32,
+}
+
+/// What the driver carries out.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "effect", rename_all = "kebab-case")]
+pub enum Effect {
+    /// The job was classified (with the details when explaining).
+    Classified {
+        /// The job.
+        job: JobId,
+        /// Its priority.
+        priority: Priority,
+        /// How it was reached.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        explained: Option<Classification>,
+    },
+    /// Send the job to `site`.
+    Place {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: usize,
+        /// Why now.
+        cause: Cause,
+        /// Why there (when explaining).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        explanation: Option<Explanation>,
+    },
+    /// The job waits at the meta level: in the strategy's queue (`held`), or for a site that is
+    /// up to take it.
+    Wait {
+        /// The job.
+        job: JobId,
+        /// In the strategy's queue.
+        held: bool,
+        /// Why it waits now.
+        cause: Cause,
+        /// The dispatch decision (when explaining).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        explanation: Option<Explanation>,
+    },
+    /// The job can never run: it leaves the grid.
+    Refuse {
+        /// The job.
+        job: JobId,
+        /// Why.
+        why: String,
+    },
+    /// Ask `site` for a tentative hold of `procs` processors for `length` seconds at its
+    /// earliest start from `from` on, as reservation `reservation`.
+    Hold {
+        /// The job.
+        job: JobId,
+        /// The fragment.
+        fragment: usize,
+        /// Its site.
+        site: usize,
+        /// The reservation id.
+        reservation: ReservationId,
+        /// The earliest acceptable start.
+        from: Time,
+        /// Seconds held.
+        length: Duration,
+        /// Processors.
+        procs: u32,
+    },
+    /// Let a hold or a reservation go at `site`.
+    LetGo {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: usize,
+        /// The reservation.
+        reservation: ReservationId,
+    },
+    /// Commit a hold: the fragment starts at `start`.
+    Commit {
+        /// The job.
+        job: JobId,
+        /// The fragment.
+        fragment: usize,
+        /// Its site.
+        site: usize,
+        /// The reservation.
+        reservation: ReservationId,
+        /// The common start.
+        start: Time,
+    },
+    /// Every site committed: send the fragments into their reservations.
+    Send {
+        /// The job.
+        job: JobId,
+        /// The common start.
+        start: Time,
+        /// Rounds of holds it took.
+        rounds: u32,
+        /// The fragments.
+        fragments: Vec<Fragment>,
+    },
+    /// The co-allocation was given up; the job is dispatched again at `retry_at` (the driver
+    /// sends [`Input::Retry`] then), or, `None`, refused ([`Effect::Refuse`] follows).
+    GivenUp {
+        /// The job.
+        job: JobId,
+        /// Why.
+        why: String,
+        /// When to retry.
+        retry_at: Option<Time>,
+    },
+    /// Start split job `job` at once on `parts` ([`GridSettings::splits_at_once`]); it ends with
+    /// one [`Input::Ended`] from any of its sites.
+    StartSplit {
+        /// The job.
+        job: JobId,
+        /// Its parts.
+        parts: Vec<Part>,
+    },
+    /// Kill the fragment of split job `job` at `site` (another fragment ended badly).
+    Kill {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: usize,
+        /// Why.
+        why: String,
+    },
+    /// The last fragment of split job `job` ended: the job is over (reported from `site`, its
+    /// first fragment's).
+    Over {
+        /// The job.
+        job: JobId,
+        /// Its first fragment's site.
+        site: usize,
+    },
+    /// `site` is marked down: it receives no new job.
+    SiteDown {
+        /// The site.
+        site: usize,
+    },
+    /// `site` is up again.
+    SiteUp {
+        /// The site.
+        site: usize,
+    },
+}
+
+/// A driver's mistake the runner refuses (nothing is changed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GridError {
+    /// A job id reused while the first job is in the grid.
+    #[error("job id {0} is submitted twice")]
+    DuplicateJob(JobId),
+    /// A site index out of range.
+    #[error("site {0} is not a site of the grid")]
+    UnknownSite(usize),
+}
