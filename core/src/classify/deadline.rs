@@ -89,7 +89,7 @@ pub struct DeadlineHeuristic {
 }
 
 /// The heuristic's view of one job (for explanations).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeadlineDetail {
     /// The job's margin (deadline − estimate − submission), if it has a deadline.
     pub margin: Option<i64>,

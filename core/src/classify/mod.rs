@@ -125,7 +125,7 @@ impl ClassifierConfig {
 }
 
 /// How a priority was reached (the live meta-scheduler's `explain`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Classification {
     /// The priority.
     pub priority: Priority,

@@ -155,8 +155,8 @@ pub struct Fragment {
 }
 
 /// What the driver carries out.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "effect", rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Effect {
     /// The job was classified (with the details when explaining).
     Classified {
@@ -165,7 +165,7 @@ pub enum Effect {
         /// Its priority.
         priority: Priority,
         /// How it was reached.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         explained: Option<Classification>,
     },
     /// Send the job to `site`.
@@ -177,7 +177,7 @@ pub enum Effect {
         /// Why now.
         cause: Cause,
         /// Why there (when explaining).
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         explanation: Option<Explanation>,
     },
     /// The job waits at the meta level: in the strategy's queue (`held`), or for a site that is
@@ -190,7 +190,7 @@ pub enum Effect {
         /// Why it waits now.
         cause: Cause,
         /// The dispatch decision (when explaining).
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         explanation: Option<Explanation>,
     },
     /// The job can never run: it leaves the grid.

@@ -35,6 +35,7 @@ mod ends;
 mod io;
 mod links;
 mod place;
+pub mod replay;
 #[cfg(test)]
 mod tests;
 

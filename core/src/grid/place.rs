@@ -13,7 +13,7 @@ use crate::dispatch::{
     Reason,
 };
 use crate::model::{ClusterId, Job, JobId, Time};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The dispatch strategy and what it may see of the grid: the sites with their capabilities and
 /// limits, which are up, and their polled load. Both the grid runner and the live
@@ -29,7 +29,7 @@ pub struct Placer {
 }
 
 /// Why a dispatch went where it went, for people (`explain`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Explanation {
     /// When.
     pub time: Time,
@@ -42,7 +42,7 @@ pub struct Explanation {
 }
 
 /// One site at a dispatch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Candidate {
     /// The site.
     pub site: usize,

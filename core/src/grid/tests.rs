@@ -878,3 +878,134 @@ fn site_links_count_the_timeout_from_the_first_sight_of_a_lost_link() {
             .is_empty()
     );
 }
+
+/// A logged run (classifier, explanations, a split co-allocated round by round, a site going
+/// down and up) read back from JSON Lines decides the same again; a tampered effect, a missing
+/// one and an extra one are each reported at their line.
+#[test]
+fn an_input_log_re_decides_identically_and_names_the_first_difference() {
+    use super::replay::{Line, Mismatch, Recorder, check};
+    let cfg = GridConfig {
+        sites: [8u32, 4, 16]
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| site(i as u32, p))
+            .collect(),
+        dispatch: DispatchConfig {
+            split_wide: true,
+            ..DispatchConfig::new(DispatchKind::LoadOrdering)
+        },
+        classifier: Some(crate::classify::ClassifierConfig::default()),
+        settings: GridSettings {
+            explain: true,
+            site_down_after_ms: Some(1_000),
+            ..splitting()
+        },
+    };
+    let mut r = Recorder::new(cfg).unwrap();
+    let mut out = Vec::new();
+    for s in 0..3 {
+        let link = Input::Link {
+            site: s,
+            reachable: true,
+            at_ms: 0,
+        };
+        r.on(0, link, &mut out).unwrap();
+    }
+    for id in 1..=6 {
+        let mut j = job(id, [3, 9, 20, 2, 12, 1][id as usize - 1], 50 * id as i64);
+        j.submit = id as i64;
+        if id == 4 {
+            j.deadline = Some(500);
+        }
+        let submit = Input::Submit {
+            job: j,
+            priority: None,
+            only: None,
+        };
+        r.on(id as i64, submit, &mut out).unwrap();
+    }
+    out.clear();
+    r.on(7, Input::Release, &mut out).unwrap();
+    // Answer the holds: every site can start at 10.
+    let holds: Vec<Effect> = out.clone();
+    for e in holds {
+        if let Effect::Hold {
+            job,
+            fragment,
+            site,
+            reservation,
+            ..
+        } = e
+        {
+            let held = Input::Held {
+                job,
+                fragment,
+                site,
+                reservation,
+                answer: Ok(10),
+            };
+            let mut more = Vec::new();
+            r.on(8, held, &mut more).unwrap();
+            for c in more {
+                if let Effect::Commit { job, fragment, .. } = c {
+                    let ok = Input::Committed {
+                        job,
+                        fragment,
+                        answer: Ok(()),
+                    };
+                    r.on(9, ok, &mut Vec::new()).unwrap();
+                }
+            }
+        }
+    }
+    let lost = Input::Link {
+        site: 2,
+        reachable: false,
+        at_ms: 10_000,
+    };
+    r.on(10, lost, &mut Vec::new()).unwrap();
+    r.on(12, Input::Tick { at_ms: 11_000 }, &mut Vec::new())
+        .unwrap();
+    let back = Input::Link {
+        site: 2,
+        reachable: true,
+        at_ms: 12_000,
+    };
+    r.on(13, back, &mut Vec::new()).unwrap();
+    let lines = r.lines.clone();
+    let text: Vec<String> = lines
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap())
+        .collect();
+    let read: Vec<Line> = text
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap())
+        .collect();
+    assert_eq!(read, lines);
+    let checked = check(read.clone()).unwrap();
+    assert_eq!(checked.runs, 1);
+    assert!(checked.placements >= 4, "{checked:?}");
+    assert!(
+        text.iter().any(|t| t.contains("\"send\"")) && text.iter().any(|t| t.contains("site-down")),
+        "the log holds a co-allocation and a site down"
+    );
+    // A placement logged elsewhere than decided.
+    let k = read
+        .iter()
+        .position(|l| matches!(l, Line::Out(Effect::Place { .. })))
+        .unwrap();
+    let mut tampered = read.clone();
+    if let Line::Out(Effect::Place { site, .. }) = &mut tampered[k] {
+        *site = (*site + 1) % 3;
+    }
+    assert!(matches!(check(tampered), Err(Mismatch::Differs { line, .. }) if line == k + 1));
+    // An effect missing from the log: the next input's line is named.
+    let mut missing = read.clone();
+    missing.remove(k);
+    assert!(matches!(check(missing), Err(Mismatch::Differs { logged, .. }) if logged == "nothing"));
+    // An extra effect the re-run does not decide.
+    let mut extra = read;
+    extra.insert(k, Line::Out(Effect::SiteUp { site: 1 }));
+    assert!(matches!(check(extra), Err(Mismatch::Differs { line, .. }) if line == k + 1));
+}
