@@ -90,7 +90,8 @@ impl GridRunner {
     }
 
     /// The time passes: sites down long enough go down; the jobs waiting for a site are
-    /// dispatched again.
+    /// dispatched again (a pass over the open jobs: the live driver ticks a few times a second,
+    /// the simulator not at all).
     pub(super) fn tick(&mut self, now: Time, at_ms: u64, out: &mut Vec<Effect>) {
         let placer = &self.placer;
         for i in self.links.overdue(at_ms, |i| placer.is_up(i)) {
@@ -98,8 +99,6 @@ impl GridRunner {
             out.push(Effect::SiteDown { site: i });
             self.redispatch(now, Some(i), out);
         }
-        if self.unplaced > 0 {
-            self.redispatch(now, None, out);
-        }
+        self.redispatch(now, None, out);
     }
 }

@@ -46,7 +46,7 @@ pub use links::SiteLinks;
 pub use place::{Candidate, Decision, Explanation, Placer};
 
 use crate::classify::{Classifier, ClassifierError};
-use crate::dispatch::{ClusterArrays, Dispatcher, Priority};
+use crate::dispatch::{Dispatcher, Priority};
 use crate::model::{ClusterId, Job, JobId, ReservationId, Time};
 use coallocate::Coalloc;
 use std::collections::HashMap;
@@ -89,8 +89,6 @@ pub struct GridRunner {
     /// The open jobs (hashed: a sorted map shifts its large entries at every removal; the
     /// passes that need id order sort).
     jobs: HashMap<JobId, Open>,
-    /// Jobs waiting for a site (a subset of `jobs`), for the redispatch passes.
-    unplaced: usize,
     refused_in_a_row: HashMap<JobId, u32>,
     last_reservation: u64,
     links: SiteLinks,
@@ -110,7 +108,6 @@ impl GridRunner {
             classify,
             settings,
             jobs: HashMap::new(),
-            unplaced: 0,
             refused_in_a_row: HashMap::new(),
             last_reservation: 0,
             links,
@@ -190,17 +187,13 @@ impl GridRunner {
                 self.refused(now, job, site, why, out);
             }
             Input::Loads { loads } => {
-                if let Some(l) = self.placer.grid.load.as_mut() {
-                    for (i, load) in loads.into_iter().enumerate().take(l.len()) {
-                        l[i] = load;
-                    }
+                for (i, load) in loads.into_iter().enumerate() {
+                    self.placer.set_load(i, load);
                 }
             }
             Input::Load { site, load } => {
                 site_ok(site)?;
-                if let Some(l) = self.placer.grid.load.as_mut() {
-                    l[site] = load;
-                }
+                self.placer.set_load(site, load);
             }
             Input::Link {
                 site,
@@ -267,7 +260,7 @@ impl GridRunner {
                     }
                     Classify::By(c) => (c.classify(&job), None),
                 };
-                if self.settings.explain || explained.is_some() {
+                if self.settings.explain {
                     out.push(Effect::Classified {
                         job: id,
                         priority: p,
@@ -286,13 +279,12 @@ impl GridRunner {
                 at: At::Unplaced,
             },
         );
-        self.unplaced += 1;
         self.dispatch(now, id, Cause::Submitted, out);
     }
 
     /// A release pass of the strategy's queue.
     fn release(&mut self, now: Time, out: &mut Vec<Effect>) {
-        if self.placer.dispatcher.held() == 0 {
+        if self.placer.held() == 0 {
             return;
         }
         let mut released = Vec::new();
@@ -338,39 +330,23 @@ impl GridRunner {
         }
     }
 
-    /// Sets where an open job is, keeping the count of unplaced jobs.
+    /// Sets where an open job is.
     fn set_at(&mut self, id: JobId, at: At) {
         if let Some(o) = self.jobs.get_mut(&id) {
-            let was = matches!(o.at, At::Unplaced);
-            let is = matches!(at, At::Unplaced);
             o.at = at;
-            match (was, is) {
-                (true, false) => self.unplaced -= 1,
-                (false, true) => self.unplaced += 1,
-                _ => {}
-            }
         }
     }
 
     /// The job leaves the grid, refused.
     fn refuse(&mut self, id: JobId, why: String, out: &mut Vec<Effect>) {
-        if let Some(o) = self.jobs.remove(&id)
-            && matches!(o.at, At::Unplaced)
-        {
-            self.unplaced -= 1;
-        }
-        self.refused_in_a_row.remove(&id);
+        self.remove(id);
         out.push(Effect::Refuse { job: id, why });
     }
 
     /// Removes an open job (it left the grid).
     fn remove(&mut self, id: JobId) -> Option<Open> {
-        let o = self.jobs.remove(&id)?;
-        if matches!(o.at, At::Unplaced) {
-            self.unplaced -= 1;
-        }
         self.refused_in_a_row.remove(&id);
-        Some(o)
+        self.jobs.remove(&id)
     }
 
     /// Whether job `id` is in the grid (waiting at the meta level, co-allocating, or at a site
@@ -392,34 +368,15 @@ impl GridRunner {
             .count()
     }
 
+    /// The strategy and what it sees of the grid (its holds, its description, the sites, which
+    /// are up, whether it reads their load, its Load / Count arrays).
+    pub fn placer(&self) -> &Placer {
+        &self.placer
+    }
+
     /// How many jobs the strategy holds at the meta level.
     pub fn held(&self) -> usize {
-        self.placer.dispatcher.held()
-    }
-
-    /// The strategy's description, e.g. `load-ordering`.
-    pub fn describe(&self) -> &str {
-        &self.placer.describe
-    }
-
-    /// Whether the strategy reads the sites' dynamic state ([`Input::Loads`]).
-    pub fn reads_site_state(&self) -> bool {
-        self.placer.grid.load.is_some()
-    }
-
-    /// Whether site `i` is up.
-    pub fn is_up(&self, i: usize) -> bool {
-        self.placer.grid.caps.get(i).is_some_and(|c| c.up)
-    }
-
-    /// The sites.
-    pub fn sites(&self) -> &[SiteSpec] {
-        &self.placer.sites
-    }
-
-    /// The Load / Count arrays of every site (index `p` for priority `p`).
-    pub fn arrays(&self) -> Vec<ClusterArrays> {
-        self.placer.dispatcher.arrays(self.placer.sites.len())
+        self.placer.held()
     }
 
     /// The classifier's state, to write with the jobs it classified (empty without one).

@@ -93,7 +93,7 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
     assert_eq!(placed(&submit(&mut r, 0, job(2, 4, 100))), [(2, 1)]);
     // Wider than site 0's machine: only site 1.
     assert_eq!(placed(&submit(&mut r, 0, job(3, 12, 100))), [(3, 1)]);
-    assert_eq!(r.arrays()[1].count[1], 2);
+    assert_eq!(r.placer().arrays()[1].count[1], 2);
     // An end reported from the wrong site changes nothing; from its own, the job leaves.
     on(
         &mut r,
@@ -113,7 +113,7 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
         },
     );
     assert!(!r.contains(JobId(2)));
-    assert_eq!(r.arrays()[1].count[1], 1);
+    assert_eq!(r.placer().arrays()[1].count[1], 1);
     // A job id in the grid cannot come in again.
     let mut out = Vec::new();
     let again = Input::Submit {
@@ -161,7 +161,7 @@ fn invalid_and_impossible_jobs_are_refused_with_the_reason() {
             why: "no".into()
         }]
     );
-    assert_eq!(r.arrays()[0].count[1], 0);
+    assert_eq!(r.placer().arrays()[0].count[1], 0);
 }
 
 #[test]
@@ -405,7 +405,7 @@ fn a_site_down_long_enough_loses_its_unstarted_jobs_and_gets_them_back_when_up()
         },
     );
     assert!(on(&mut r, 1, Input::Tick { at_ms: 1_999 }).is_empty());
-    assert!(r.is_up(0));
+    assert!(r.placer().is_up(0));
     let e = on(&mut r, 2, Input::Tick { at_ms: 2_000 });
     assert_eq!(e[0], Effect::SiteDown { site: 0 });
     assert!(
@@ -442,9 +442,9 @@ fn a_site_down_long_enough_loses_its_unstarted_jobs_and_gets_them_back_when_up()
     );
     // Unreachable from the first tick on (at 0), down a second later.
     on(&mut big, 0, Input::Tick { at_ms: 0 });
-    assert!(big.is_up(0));
+    assert!(big.placer().is_up(0));
     on(&mut big, 0, Input::Tick { at_ms: 1_000 });
-    assert!(!big.is_up(0) && big.is_up(1));
+    assert!(!big.placer().is_up(0) && big.placer().is_up(1));
     let e = submit(&mut big, 1, job(7, 6, 100));
     assert!(
         matches!(&e[..], [Effect::Wait { held: false, .. }]),
@@ -1008,4 +1008,88 @@ fn an_input_log_re_decides_identically_and_names_the_first_difference() {
     let mut extra = read;
     extra.insert(k, Line::Out(Effect::SiteUp { site: 1 }));
     assert!(matches!(check(extra), Err(Mismatch::Differs { line, .. }) if line == k + 1));
+}
+
+/// Cancellations at each place a job can be, and a split job's fragment that fails: the
+/// strategy forgets the job, a co-allocation's holds and a split job's reservations are let go,
+/// and a failed fragment has the others killed.
+#[test]
+fn cancellations_and_failed_fragments_release_what_the_job_held() {
+    let mut r = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
+    // Held, then cancelled: the strategy's queue is empty again.
+    submit(&mut r, 0, job(1, 10, 100));
+    assert_eq!(r.held(), 1);
+    assert!(on(&mut r, 0, Input::Cancel { job: JobId(1) }).is_empty());
+    assert_eq!((r.held(), r.waiting()), (0, 0));
+    // Co-allocating with one hold answered: cancelling lets both holds go.
+    submit(&mut r, 1, job(2, 10, 100));
+    let e = on(&mut r, 1, Input::Release);
+    let Effect::Hold { reservation, .. } = e[0] else {
+        panic!("{e:?}")
+    };
+    let held = Input::Held {
+        job: JobId(2),
+        fragment: 0,
+        site: 0,
+        reservation,
+        answer: Ok(1),
+    };
+    assert!(on(&mut r, 1, held).is_empty());
+    let e = on(&mut r, 2, Input::Cancel { job: JobId(2) });
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e.iter().all(|e| matches!(e, Effect::LetGo { .. })));
+    assert!(!r.contains(JobId(2)));
+    // Co-allocated: a fragment that fails has the other killed, and the job is over with it.
+    submit(&mut r, 3, job(3, 10, 100));
+    let mut pending = on(&mut r, 3, Input::Release);
+    while let Some(e) = pending.pop() {
+        let input = match e {
+            Effect::Hold {
+                job,
+                fragment,
+                site,
+                reservation,
+                ..
+            } => Input::Held {
+                job,
+                fragment,
+                site,
+                reservation,
+                answer: Ok(3),
+            },
+            Effect::Commit { job, fragment, .. } => Input::Committed {
+                job,
+                fragment,
+                answer: Ok(()),
+            },
+            _ => continue,
+        };
+        pending.extend(on(&mut r, 3, input));
+    }
+    let failed = Input::FragmentEnded {
+        job: JobId(3),
+        site: 1,
+        ok: false,
+    };
+    let e = on(&mut r, 9, failed);
+    assert!(matches!(e[0], Effect::LetGo { site: 1, .. }), "{e:?}");
+    assert!(matches!(e[1], Effect::Kill { site: 0, .. }), "{e:?}");
+    let killed = Input::FragmentEnded {
+        job: JobId(3),
+        site: 0,
+        ok: false,
+    };
+    let e = on(&mut r, 10, killed);
+    assert_eq!(
+        e.last(),
+        Some(&Effect::Over {
+            job: JobId(3),
+            site: 0
+        })
+    );
+    // Placed on a site, then cancelled: its count there is given back.
+    assert_eq!(placed(&submit(&mut r, 11, job(4, 2, 100))), [(4, 0)]);
+    assert_eq!(r.placer().arrays()[0].count[1], 1);
+    on(&mut r, 12, Input::Cancel { job: JobId(4) });
+    assert_eq!(r.placer().arrays()[0].count[1], 0);
 }

@@ -92,7 +92,7 @@ impl Sim<'_, '_> {
     /// Gives the grid runner the sites' state when its strategy reads it (computing it walks
     /// every job), before a dispatch.
     pub(super) fn report_loads(&mut self, t: Time) {
-        if self.grid.reads_site_state() {
+        if self.grid.placer().reads_site_state() {
             let loads = self.site_loads(t);
             let mut none = Vec::new();
             let _ = self.grid.on(t, GridInput::Loads { loads }, &mut none);
