@@ -1,160 +1,175 @@
-//! The meta-scheduler's shell around the core's co-allocation protocol
-//! ([`CoAllocation`]; Streit, thesis §6.3: the fragments of a multi-site job start together): it
-//! carries out each step over the sites' links — tentative holds at each site's earliest start
-//! (`Reserve` with `earliest` and a lease of `links.hold_lease_ms`), the release of holds that
-//! must move (`CancelReservation`), the commits (`CommitReservation`) — and feeds the answers back.
-//! The holds of one round are asked of all their sites at once. Reservation ids come from the
-//! grid-wide counter of advance reservations, stored before any site hears of them; a committed
-//! co-allocation's reservations are recorded as the job user's advance reservations, so that
-//! `gridctl reservations` shows them and a restart keeps them. An abort lets every hold go; a hold
-//! a lost answer left behind lapses with its lease.
+//! The meta-scheduler's shell around the grid runner's co-allocations (Streit, thesis §6.3: the
+//! fragments of a multi-site job start together): it carries out the calls the runner decides
+//! over the sites' links — tentative holds at each site's earliest start (`Reserve` with
+//! `earliest` and a lease of `links.hold_lease_ms`), holds and reservations let go
+//! (`CancelReservation`), commits (`CommitReservation`) — and feeds the answers back to the
+//! runner. The calls of one batch go out in the order decided, each run of calls of one kind
+//! together (the holds that must move are let go before the new ones are asked). Reservation
+//! ids come from the grid-wide counter of advance reservations, stored before any site hears of
+//! them; a co-allocation's holds are recorded as the job user's advance reservations before they
+//! are committed (PENDING, HELD once every site committed), so that `gridctl reservations` shows
+//! them and a restart keeps them. A hold a lost answer left behind lapses with its lease.
 
 use crate::service::{MetaService, internal, now};
+use crate::state::SiteCall;
 use futures_util::future::join_all;
-use gridsched_core::dispatch::{CoAllocation, CoAllocationStep as Step, Part, stretch_by};
+use gridsched_core::dispatch::stretch_by;
+use gridsched_core::grid::Input;
+use gridsched_core::model::{JobId, ReservationId};
 use gridsched_proto::v1::{self, AdvanceReservationState as St, JobState};
 use std::time::Duration;
 use tonic::{Code, Status};
 
-/// A co-allocation that every site committed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Agreed {
-    /// The common start.
-    pub start: i64,
-    /// Per fragment (in the order of the parts): its site and its committed reservation.
-    pub reservations: Vec<(usize, u64)>,
-    /// Rounds of holds it took.
-    pub rounds: u32,
-}
-
 impl MetaService {
-    /// Reserves `n` new grid-wide reservation ids, the counter stored first.
-    fn reservation_ids(&self, n: usize) -> Result<Vec<u64>, String> {
-        let (first, last) = {
-            let mut st = self.lock().map_err(|e| e.to_string())?;
-            let first = st.last_reservation + 1;
-            st.last_reservation += n as u64;
-            (first, st.last_reservation)
-        };
-        self.inner
-            .store()
-            .save_reservation(first, None, last)
-            .map_err(|e| internal(e).to_string())?;
-        Ok((first..=last).collect())
+    /// Carries out the site calls of a committed batch, in order, each run of calls of one kind
+    /// at once, their answers fed back to the grid runner.
+    pub(crate) async fn carry_out_calls(self, calls: Vec<SiteCall>) {
+        let svc = &self;
+        let mut rest = calls.as_slice();
+        while let Some(first) = rest.first() {
+            let kind = std::mem::discriminant(first);
+            let n = rest
+                .iter()
+                .take_while(|c| std::mem::discriminant(*c) == kind)
+                .count();
+            let (run, after) = rest.split_at(n);
+            rest = after;
+            match first {
+                SiteCall::Hold { .. } => self.holds(run).await,
+                SiteCall::Commit { .. } => self.commits(run).await,
+                SiteCall::LetGo { .. } => {
+                    if let Ok(st) = self.lock() {
+                        st.metrics.holds_released.inc_by(run.len() as u64);
+                    }
+                    let drops = run.iter().map(|c| async move {
+                        if let SiteCall::LetGo { site, reservation } = c {
+                            svc.drop_reservation(*site, *reservation, "let go by the grid")
+                                .await;
+                        }
+                    });
+                    join_all(drops).await;
+                }
+            }
+        }
     }
 
-    /// Co-allocates `parts` (cluster = site index) of job `job` of `user` for `length` seconds
-    /// each (held [`SEND_GRACE_S`](gridsched_core::dispatch::SEND_GRACE_S) longer) from `now` on: the common start and the committed
-    /// reservations, or why not (every hold let go). `single_end`: the best single-site planned end, for the adaptive rule.
-    pub async fn co_allocate(
-        &self,
-        job: u64,
-        user: &str,
-        parts: Vec<Part>,
-        length: i64,
-        single_end: Option<i64>,
-        now: i64,
-    ) -> Result<Agreed, String> {
-        let links = &self.inner.cfg.links;
-        let mut c = CoAllocation::new(parts, length, links.coallocation_rounds, single_end);
-        let mut ids: Vec<Option<u64>> = vec![None; c.parts().len()];
-        // The holds recorded here (site, reservation), once the commit phase began.
-        let mut recorded: Vec<(usize, u64)> = Vec::new();
-        let mut step = c.start(now);
-        loop {
-            step = match step {
-                Step::Hold { fragments, from } => {
-                    let old: Vec<(usize, u64)> = fragments
-                        .iter()
-                        .filter_map(|&i| ids[i].take().map(|id| (i, id)))
-                        .collect();
-                    self.let_go(&c, &old, "its fragment's start moves").await;
-                    let new = match self.reservation_ids(fragments.len()) {
-                        Ok(new) => new,
-                        Err(e) => {
-                            let held: Vec<(usize, u64)> = holds(&ids);
-                            self.let_go(&c, &held, "co-allocation failed").await;
-                            return Err(e);
-                        }
+    /// Asks for holds (the reservation counter stored first), then feeds the answers back.
+    async fn holds(&self, run: &[SiteCall]) {
+        let last = match self.lock() {
+            Ok(st) => st.last_reservation,
+            Err(_) => return,
+        };
+        let first = match run.first() {
+            Some(SiteCall::Hold { reservation, .. }) => *reservation,
+            _ => 0,
+        };
+        if let Err(e) = self.inner.store().save_reservation(first, None, last) {
+            tracing::error!("state store: {e}; holds not asked");
+            let answers = run.iter().map(|c| (c, Err(format!("state store: {e}"))));
+            self.feed_holds(answers.collect());
+            return;
+        }
+        let lease = self.inner.cfg.links.hold_lease_ms;
+        let asks = run.iter().map(|c| async move {
+            let SiteCall::Hold {
+                site,
+                reservation,
+                from,
+                length,
+                procs,
+                user,
+                ..
+            } = c
+            else {
+                return (c, Err("not a hold".to_string()));
+            };
+            let r = v1::ReserveRequest {
+                reservation: Some(v1::AdvanceReservation {
+                    id: *reservation,
+                    start_time: *from,
+                    end_time: from + length,
+                    processors: *procs,
+                    user: user.clone(),
+                    ..Default::default()
+                }),
+                earliest: true,
+                lease_ms: lease,
+            };
+            (c, self.ask_hold(*site, r).await)
+        });
+        let answers = join_all(asks).await;
+        self.feed_holds(answers);
+    }
+
+    fn feed_holds(&self, answers: Vec<(&SiteCall, Result<i64, String>)>) {
+        let r = self.mutate(|st, b, t| {
+            for (c, answer) in answers {
+                if let SiteCall::Hold {
+                    job,
+                    fragment,
+                    site,
+                    reservation,
+                    ..
+                } = c
+                {
+                    let input = Input::Held {
+                        job: JobId(*job),
+                        fragment: *fragment,
+                        site: *site,
+                        reservation: ReservationId(*reservation),
+                        answer,
                     };
-                    let asks = fragments.iter().zip(new).map(|(&i, id)| {
-                        let p = c.parts()[i];
-                        let r = v1::ReserveRequest {
-                            reservation: Some(v1::AdvanceReservation {
-                                id,
-                                start_time: from,
-                                end_time: from + c.held_for(),
-                                processors: p.procs,
-                                user: user.to_string(),
-                                ..Default::default()
-                            }),
-                            earliest: true,
-                            lease_ms: links.hold_lease_ms,
-                        };
-                        async move { (i, id, self.ask_hold(p.cluster.index(), r).await) }
-                    });
-                    let mut next = Step::Wait;
-                    for (i, id, answer) in join_all(asks).await {
-                        let s = match answer {
-                            Ok(start) => {
-                                ids[i] = Some(id);
-                                c.held(i, start)
-                            }
-                            Err(why) => c.refused(i, &why),
-                        };
-                        if !matches!(next, Step::Abort { .. }) && s != Step::Wait {
-                            next = s;
-                        }
-                    }
-                    next
+                    st.drive(b, t, input);
                 }
-                Step::Commit { start } => {
-                    // Recorded before the sites commit, as PENDING: should this process die
-                    // before the job is recorded, the reconcile loop takes them back at restart.
-                    let at_sites = self.at_sites(&c, &ids);
-                    if let Err(e) = self.record_holds(job, user, &c, start, &at_sites, now) {
-                        self.let_go(&c, &holds(&ids), "co-allocation failed").await;
-                        return Err(e);
-                    }
-                    recorded = at_sites;
-                    let pause = self.inner.cfg.faults.pause_before_commit_ms;
-                    if pause > 0 {
-                        tracing::warn!(job, pause, "fault injected: commit delayed");
-                        tokio::time::sleep(Duration::from_millis(pause)).await;
-                    }
-                    let commits = holds(&ids).into_iter().map(|(i, id)| {
-                        let site = c.parts()[i].cluster.index();
-                        async move { (i, self.commit_hold(site, id).await) }
-                    });
-                    let mut next = Step::Wait;
-                    for (i, answer) in join_all(commits).await {
-                        let s = match answer {
-                            Ok(()) => c.committed(i),
-                            Err(why) => c.refused(i, &format!("commit: {why}")),
-                        };
-                        if !matches!(next, Step::Abort { .. }) && s != Step::Wait {
-                            next = s;
-                        }
-                    }
-                    next
-                }
-                Step::Send { start } => {
-                    // Not HELD: they stay PENDING, and the reconcile loop takes them back.
-                    self.hold_for_good(&recorded)?;
-                    return Ok(Agreed {
-                        start,
-                        reservations: recorded,
-                        rounds: c.rounds(),
-                    });
-                }
-                Step::Abort { why } => {
-                    self.let_go(&c, &holds(&ids), "co-allocation given up")
-                        .await;
-                    self.forget_holds(&recorded);
-                    return Err(why);
-                }
-                Step::Wait => return Err("co-allocation: no answer to wait for".into()),
             }
+            Ok(())
+        });
+        if let Err(e) = r {
+            tracing::error!("cannot record the answers to holds: {e}");
+        }
+    }
+
+    /// Records the holds as their users' PENDING reservations (should this process die before
+    /// the job is recorded, the reconcile loop takes them back at restart), commits them, and
+    /// feeds the answers back.
+    async fn commits(&self, run: &[SiteCall]) {
+        let recorded = self.record_holds(run);
+        let pause = self.inner.cfg.faults.pause_before_commit_ms;
+        if pause > 0 {
+            tracing::warn!(pause, "fault injected: commit delayed");
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+        let commits = run.iter().map(|c| {
+            let recorded = &recorded;
+            async move {
+                let SiteCall::Commit {
+                    site, reservation, ..
+                } = c
+                else {
+                    return (c, Err("not a commit".to_string()));
+                };
+                if let Err(e) = recorded {
+                    return (c, Err(e.clone()));
+                }
+                (c, self.commit_hold(*site, *reservation).await)
+            }
+        });
+        let answers = join_all(commits).await;
+        let r = self.mutate(|st, b, t| {
+            for (c, answer) in answers {
+                if let SiteCall::Commit { job, fragment, .. } = c {
+                    let input = Input::Committed {
+                        job: JobId(*job),
+                        fragment: *fragment,
+                        answer,
+                    };
+                    st.drive(b, t, input);
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            tracing::error!("cannot record the answers to commits: {e}");
         }
     }
 
@@ -179,55 +194,11 @@ impl MetaService {
             .map_err(|e| e.message().to_string())
     }
 
-    /// Lets the holds `held` (fragment, reservation) go at their sites; one that cannot be
-    /// reached keeps it until its lease lapses.
-    async fn let_go(&self, c: &CoAllocation, held: &[(usize, u64)], reason: &str) {
-        if let Ok(st) = self.lock() {
-            st.metrics.holds_released.inc_by(held.len() as u64);
-        }
-        let cancels = held.iter().map(|&(i, id)| {
-            let site = c.parts()[i].cluster.index();
-            async move {
-                let Ok(mut client) = self.client(site) else {
-                    return;
-                };
-                let r = v1::CancelReservationRequest {
-                    id,
-                    reason: reason.to_string(),
-                };
-                if let Err(e) = self.call(client.cancel_reservation(r)).await {
-                    tracing::debug!(reservation = id, "hold not let go: {}", e.message());
-                }
-            }
-        });
-        join_all(cancels).await;
-    }
-
-    /// The holds taken, as (site, reservation).
-    fn at_sites(&self, c: &CoAllocation, ids: &[Option<u64>]) -> Vec<(usize, u64)> {
-        holds(ids)
-            .into_iter()
-            .map(|(i, id)| (c.parts()[i].cluster.index(), id))
-            .collect()
-    }
-
-    /// Forgets holds recorded by [`MetaService::record_holds`] (let go at their sites).
-    fn forget_holds(&self, recorded: &[(usize, u64)]) {
-        let Ok(mut st) = self.lock() else { return };
-        let last = st.last_reservation;
-        for &(_, id) in recorded {
-            st.reservations.remove(&id);
-            if let Err(e) = self.inner.store().save_reservation(id, None, last) {
-                tracing::error!(reservation = id, "state store: {e}");
-            }
-        }
-    }
-
     /// Marks the recorded holds HELD: every site committed them.
-    fn hold_for_good(&self, recorded: &[(usize, u64)]) -> Result<(), String> {
+    pub(crate) fn hold_for_good(&self, recorded: &[u64]) -> Result<(), String> {
         let mut st = self.lock().map_err(|e| e.to_string())?;
         let last = st.last_reservation;
-        for &(_, id) in recorded {
+        for &id in recorded {
             let Some(r) = st.reservations.get_mut(&id) else {
                 return Err(format!("reservation r{id} is no longer recorded"));
             };
@@ -240,59 +211,67 @@ impl MetaService {
         Ok(())
     }
 
-    /// Records a co-allocation's holds as `user`'s advance reservations, PENDING (created at
-    /// `now`) while the sites commit them.
-    fn record_holds(
-        &self,
-        job: u64,
-        user: &str,
-        c: &CoAllocation,
-        start: i64,
-        reservations: &[(usize, u64)],
-        now: i64,
-    ) -> Result<(), String> {
+    /// Records the holds of `run` (commits) as their users' advance reservations, PENDING
+    /// while the sites commit them.
+    fn record_holds(&self, run: &[SiteCall]) -> Result<(), String> {
         let mut st = self.lock().map_err(|e| e.to_string())?;
         let last = st.last_reservation;
-        for (k, &(site, id)) in reservations.iter().enumerate() {
+        let created = now();
+        for c in run {
+            let SiteCall::Commit {
+                job,
+                site,
+                reservation,
+                start,
+                length,
+                procs,
+                user,
+                ..
+            } = c
+            else {
+                continue;
+            };
             let r = v1::AdvanceReservation {
-                id,
-                start_time: start,
-                end_time: start + c.held_for(),
-                processors: c.parts()[k].procs,
-                site: st.sites[site].name.clone(),
-                user: user.to_string(),
+                id: *reservation,
+                start_time: *start,
+                end_time: start + length,
+                processors: *procs,
+                site: st.sites[*site].name.clone(),
+                user: user.clone(),
                 state: St::Pending as i32,
-                created: now,
-                jobs: vec![job],
+                created,
+                jobs: vec![*job],
                 ..Default::default()
             };
             self.inner
                 .store()
-                .save_reservation(id, Some(&r), last)
+                .save_reservation(*reservation, Some(&r), last)
                 .map_err(|e| internal(e).to_string())?;
-            st.reservations.insert(id, r);
+            st.reservations.insert(*reservation, r);
         }
         Ok(())
     }
 }
 
 impl MetaService {
-    /// Starts the work a committed batch left for split jobs: co-allocations to run, fragments
-    /// to send, fragments to kill (outside a Tokio runtime, as in the state's unit tests, none).
+    /// Starts the work a committed batch left for split jobs: site calls to make, fragments to
+    /// send, fragments to kill, co-allocations to retry (outside a Tokio runtime, as in the
+    /// state's unit tests, none).
     pub(crate) fn start_split_work(
         &self,
-        coallocate: Vec<u64>,
+        calls: Vec<SiteCall>,
         send: Vec<u64>,
         kill: Vec<crate::state::FragmentKill>,
+        retries: Vec<(u64, i64)>,
     ) {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            if !(coallocate.is_empty() && send.is_empty() && kill.is_empty()) {
+            if !(calls.is_empty() && send.is_empty() && kill.is_empty() && retries.is_empty()) {
                 tracing::error!("split jobs' work started outside the runtime: not done");
             }
             return;
         };
-        for id in coallocate {
-            rt.spawn(self.clone().run_coallocation(id));
+        if !calls.is_empty() {
+            rt.spawn(self.clone().carry_out_calls(calls));
         }
         for id in send {
             rt.spawn(self.clone().send_fragments(id));
@@ -300,65 +279,19 @@ impl MetaService {
         for k in kill {
             rt.spawn(self.clone().kill_fragment(k));
         }
-    }
-
-    /// Co-allocates split job `id`: its fragments are sent once every site committed; after a
-    /// failure it waits a moment (the sites' plans differ from the grid scheduler's account, and
-    /// would differ again at once), then goes back to the meta-level queue.
-    async fn run_coallocation(self, id: u64) {
-        let (user, split) = {
-            let Ok(st) = self.lock() else { return };
-            let (Some(job), Some(split)) = (st.jobs.get(&id), st.coallocating.get(&id)) else {
-                return;
-            };
-            let user = job
-                .spec
-                .as_ref()
-                .map(|s| s.user.clone())
-                .unwrap_or_default();
-            (user, split.clone())
-        };
-        let answer = self
-            .co_allocate(
-                id,
-                &user,
-                split.parts.clone(),
-                split.length,
-                split.single_end,
-                now(),
-            )
-            .await;
-        let outcome = if answer.is_ok() {
-            "committed"
-        } else {
-            "given-up"
-        };
-        if let Ok(st) = self.lock() {
-            let label = crate::metrics::OutcomeLabel {
-                outcome: outcome.into(),
-            };
-            st.metrics.coallocations.get_or_create(&label).inc();
-        }
-        match answer {
-            Ok(agreed) => {
-                let kept = self.mutate(|st, b, t| Ok(st.split_agreed(b, id, &agreed, t)));
-                if !matches!(kept, Ok(true)) {
-                    // Cancelled meanwhile (or not recorded): its reservations are let go.
-                    for &(site, r) in &agreed.reservations {
-                        self.drop_reservation(site, r, "its job ended before it started")
-                            .await;
-                    }
-                }
-            }
-            Err(why) => {
-                tracing::info!(job = id, "co-allocation given up: {why}");
-                let pause = self.inner.cfg.links.retry_ms.max(1_000);
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-                let _ = self.mutate(|st, b, t| {
-                    st.split_failed(b, id, &why, t);
+        for (id, at) in retries {
+            let svc = self.clone();
+            rt.spawn(async move {
+                let wait = u64::try_from(at.saturating_sub(now())).unwrap_or(0);
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+                let r = svc.mutate(|st, b, t| {
+                    st.drive(b, t, Input::Retry { job: JobId(id) });
                     Ok(())
                 });
-            }
+                if let Err(e) = r {
+                    tracing::error!(job = id, "cannot retry the co-allocation: {e}");
+                }
+            });
         }
     }
 
@@ -569,12 +502,4 @@ fn fragment_request(job: &v1::Job, k: usize) -> v1::EnqueueRequest {
         claim_before_start: false,
         run: job.requeues,
     }
-}
-
-/// The holds taken: (fragment, reservation).
-fn holds(ids: &[Option<u64>]) -> Vec<(usize, u64)> {
-    ids.iter()
-        .enumerate()
-        .filter_map(|(i, id)| id.map(|id| (i, id)))
-        .collect()
 }

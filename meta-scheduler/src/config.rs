@@ -73,6 +73,10 @@ pub struct MetaConfig {
     /// Who may submit urgent jobs, and up to which level; without it, nobody.
     #[serde(default)]
     pub urgent: crate::urgent::UrgentConfig,
+    /// JSON Lines file to which the grid runner's inputs and decisions are appended (a header
+    /// at every start), for `gridsim rerun`; absent = none.
+    #[serde(default)]
+    pub input_log: Option<PathBuf>,
 }
 
 /// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
@@ -229,6 +233,7 @@ impl Default for MetaConfig {
             store: Default::default(),
             replica: Default::default(),
             urgent: Default::default(),
+            input_log: None,
         }
     }
 }

@@ -1,74 +1,43 @@
 //! Classification and dispatch of the live meta-scheduler (spec
-//! `two-level-grid-scheduler.md` D4.1–D4.2): the core's [`Classifier`] and [`Dispatcher`], built
-//! from the configuration by the same names as in `gridsim`, fed the same calls the simulator
-//! makes (classify at submission, dispatch, termination notices), so a decision taken live is the
-//! one the simulator takes from the same state.
+//! `two-level-grid-scheduler.md` D4.1–D4.2): the core's grid runner ([`GridRunner`]), built from
+//! the configuration by the same names as in `gridsim`, fed the inputs the simulator feeds it
+//! (submissions, ends, site links and loads, the answers of the sites to holds and commits), so
+//! that a decision taken live is the one the simulator takes from the same inputs. This module
+//! is the shell's side of that boundary: the names of machines and licences, the jobs of the API
+//! as the core's, and the runner's explanations as the API shows them.
 //!
-//! Site index `i` of the configuration is cluster `ClusterId(i)` of the core. A site is `up` until
-//! its local scheduler has been unreachable for `links.site_down_after_ms`; a down site receives
-//! no job. Strategies that read the sites' state (best-fit, least-loaded, min-completion) see the
-//! last polled [`ClusterLoad`] of each site.
+//! Site index `i` of the configuration is cluster `ClusterId(i)` of the core.
 //!
-//! A strategy with a queue at the meta level (`job-sharing`) holds a job at dispatch and places it
-//! in a release pass ([`Decider::release`]), which the state runs after every change
-//! ([`crate::state::State::settle`]).
-//!
-//! After a restart the classifier is rebuilt by classifying the stored jobs again in id order (its
-//! Deadline window is a function of that sequence) and the dispatcher's bookkeeping by
-//! [`Dispatcher::restore`] of every live placement and held job; only the random tie-break stream
-//! restarts from the seed (mixed with the number of jobs already accepted, so it does not repeat
-//! itself).
+//! After a restart the classifier continues from its stored snapshot (or is rebuilt by
+//! classifying the newest stored jobs again, for a store that has none) and the runner's
+//! bookkeeping is rebuilt by restoring every open job where it stood; only the random tie-break
+//! stream restarts from the seed (mixed with the number of jobs already accepted, so it does not
+//! repeat itself).
 
 use crate::config::MetaConfig;
-use gridsched_core::classify::{Classifier, ClassifierError};
-use gridsched_core::dispatch::{
-    ClusterArrays, ClusterCaps, ClusterLoad, MultiSiteConfig, Part, Placement, Priority, Reason,
-    UrgentLoad,
+use gridsched_core::classify::{Classification, ClassifierError};
+use gridsched_core::dispatch::{ClusterArrays, ClusterCaps, ClusterLoad, UrgentLoad};
+use gridsched_core::grid::{
+    CoallocationRules, Effect, Explanation, GridConfig, GridRunner, GridSettings, Input, SiteSpec,
 };
-use gridsched_core::grid::{Decision, Explanation, Placer, SiteSpec};
-use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, MachineId};
+use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, MachineId, Time};
 use gridsched_proto::v1;
 use gridsched_proto::{ConvertError, NameTable, job_from_spec};
 
-/// Where a release pass sends a job held at the meta level.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// Site `i`.
-    Site(usize),
-    /// Split over sites (cluster = site index), to be co-allocated.
-    Split(Split),
-}
-
-/// A job the grid scheduler splits over sites: what its co-allocation needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Split {
-    /// Its fragments.
-    pub parts: Vec<Part>,
-    /// The estimate of every fragment, stretched by the WAN overhead of its sites.
-    pub length: i64,
-    /// The WAN overhead p applied, in percent.
-    pub overhead_pct: u32,
-    /// In adaptive mode: the best single-site planned end (the split must end before it).
-    pub single_end: Option<i64>,
-}
-
-/// The classifier, and the dispatch strategy with what it may see of the grid (the core's
-/// [`Placer`], the grid runner's own).
+/// The grid runner and what the shell needs to talk to it.
 #[derive(Debug)]
 pub struct Decider {
     names: NameTable,
-    classifier: Classifier,
-    placer: Placer,
-    /// The last dispatch left the job in the strategy's own queue ([`Placement::Hold`]).
-    held_last: bool,
-    /// The multi-site settings (the WAN overhead of a split).
-    multi_site: MultiSiteConfig,
-    /// The estimates of the jobs held at the meta level, for the length of a split's fragments.
-    estimates: std::collections::HashMap<u64, i64>,
+    runner: GridRunner,
+    config: GridConfig,
+    /// The input log being recorded, one JSON line per record.
+    log: Option<crate::gridlog::GridLog>,
+    /// A tick has been logged since the log began.
+    ticked: bool,
 }
 
 impl Decider {
-    /// Builds the decision makers of a (completed) configuration, for a meta-scheduler that has
+    /// Builds the grid runner of a (completed) configuration, for a meta-scheduler that has
     /// already accepted `accepted_before` jobs (0 on a fresh start).
     pub fn new(cfg: &MetaConfig, accepted_before: u64) -> Result<Decider, ClassifierError> {
         let mut names = NameTable::new();
@@ -99,24 +68,87 @@ impl Decider {
         dispatch.seed = dispatch
             .seed
             .wrapping_add(accepted_before.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let links = &cfg.links;
+        let config = GridConfig {
+            sites,
+            dispatch,
+            classifier: Some(cfg.classifier),
+            settings: GridSettings {
+                coallocation: Some(CoallocationRules {
+                    retry_after: i64::try_from(links.retry_ms.div_ceil(1000).max(1)).unwrap_or(1),
+                    ..CoallocationRules::new(
+                        cfg.dispatch.multi_site.clone(),
+                        links.coallocation_rounds,
+                    )
+                }),
+                splits_at_once: false,
+                explain: true,
+                site_down_after_ms: Some(links.site_down_after_ms),
+            },
+            classifier_state: None,
+        };
         Ok(Decider {
-            classifier: Classifier::new(cfg.classifier)?,
-            placer: Placer::new(sites, dispatch.build()),
+            runner: GridRunner::from_config(&config)?,
+            config,
             names,
-            held_last: false,
-            multi_site: cfg.dispatch.multi_site.clone(),
-            estimates: std::collections::HashMap::new(),
+            log: None,
+            ticked: false,
         })
+    }
+
+    /// The plain data the runner was built from (an input log's header).
+    pub fn config(&self) -> &GridConfig {
+        &self.config
+    }
+
+    /// Records every input from now on into `log` (its header written first).
+    pub fn record(&mut self, mut log: crate::gridlog::GridLog) {
+        let mut header = self.config.clone();
+        header.classifier_state = Some(self.runner.classifier_snapshot());
+        log.header(&header);
+        self.log = Some(log);
+    }
+
+    /// Feeds the runner `input` at `now`: what to carry out. A driver's mistake the runner
+    /// refuses (a site out of range, a job entered twice) is logged and changes nothing.
+    pub fn on(&mut self, now: Time, input: Input) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let logged = self.log.as_ref().map(|_| input.clone());
+        if let Err(e) = self.runner.on(now, input, &mut out) {
+            tracing::error!("grid runner: {e}");
+            return out;
+        }
+        // A tick that decided nothing, with no job waiting at the meta level (a strategy may
+        // draw from its random stream even when it places nothing), changed nothing either, once
+        // a first one has started timing the links never reported: not logged (the monitor
+        // ticks 5 times a second).
+        let idle = matches!(logged, Some(Input::Tick { .. }))
+            && out.is_empty()
+            && self.ticked
+            && self.runner.waiting() == 0;
+        if let (Some(log), Some(input)) = (self.log.as_mut(), logged)
+            && !idle
+        {
+            self.ticked |= matches!(input, Input::Tick { .. });
+            log.input(now, &input, &out);
+            log.flush();
+        }
+        out
+    }
+
+    /// The runner (what it holds, its strategy and what that sees).
+    pub fn runner(&self) -> &GridRunner {
+        &self.runner
     }
 
     /// The strategy's description, e.g. `load-ordering`.
     pub fn describe(&self) -> &str {
-        self.placer.describe()
+        self.runner.placer().describe()
     }
 
     /// Whether the strategy reads the sites' dynamic state (then the links poll it).
     pub fn reads_site_state(&self) -> bool {
-        self.placer.reads_site_state()
+        self.runner.placer().reads_site_state()
     }
 
     /// The model job of a submitted spec.
@@ -124,10 +156,13 @@ impl Decider {
         job_from_spec(spec, JobId(id), submit, &mut self.names)
     }
 
-    /// Classifies the next submitted job (D4.1): its priority and how it was reached.
-    pub fn classify(&mut self, job: &Job) -> v1::PriorityExplanation {
-        let c = self.classifier.classify_explained(job);
-        let w = self.classifier.config().weights;
+    /// A classification as the API shows it (D4.1): the priority and how it was reached.
+    pub fn priority_shown(&self, c: &Classification) -> v1::PriorityExplanation {
+        let w = self
+            .runner
+            .classifier()
+            .map(|k| k.config().weights)
+            .unwrap_or_default();
         let part = |heuristic: &str, value: u8, weight: f64| v1::PriorityContribution {
             heuristic: heuristic.into(),
             value: f64::from(value),
@@ -143,63 +178,33 @@ impl Decider {
         }
     }
 
+    /// Classifies a job stored before a restart again, to rebuild the classifier's window (for
+    /// a store written before it kept the classifier's snapshot).
+    pub fn classify_again(&mut self, job: &Job) {
+        if let Some(c) = self.runner.classifier_mut() {
+            c.classify(job);
+        }
+    }
+
     /// The classifier's state, to write with the jobs it classified.
     pub fn classifier_snapshot(&self) -> Vec<i64> {
-        self.classifier.snapshot()
+        self.runner.classifier_snapshot()
     }
 
     /// Continues classifying from a snapshot.
     pub fn restore_classifier(&mut self, snapshot: &[i64]) {
-        self.classifier.restore(snapshot);
+        self.runner.restore_classifier(snapshot);
     }
 
     /// How many of the latest jobs with a deadline the classifier's state depends on (its
     /// window, or ADH's record when longer).
     pub fn classifier_window(&self) -> usize {
-        self.classifier.memory()
-    }
-
-    /// Chooses the site of a classified job at `now` (D4.2): the site index, or `None` when no
-    /// site that is up can run it now (the job waits for one), with the explanation.
-    pub fn dispatch(
-        &mut self,
-        now: i64,
-        job: &Job,
-        priority: u32,
-        exclude: Option<usize>,
-    ) -> (Option<usize>, v1::DispatchExplanation) {
-        self.dispatch_within(now, job, priority, exclude, None)
-    }
-
-    /// [`Decider::dispatch`] among site `only` alone when it is given (a job submitted into an
-    /// advance reservation goes to the reservation's site, or waits for it). The sites that
-    /// cannot take the job for what the strategies do not know (their estimate limit, the
-    /// machines of its inputs) are hidden from the strategy, as in the grid runner.
-    pub fn dispatch_within(
-        &mut self,
-        now: i64,
-        job: &Job,
-        priority: u32,
-        exclude: Option<usize>,
-        only: Option<usize>,
-    ) -> (Option<usize>, v1::DispatchExplanation) {
-        let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        let (decision, explained) = self.placer.decide(now, job, p, only, exclude, true);
-        self.held_last = decision == Decision::Held;
-        if self.held_last {
-            self.estimates.insert(job.id.0, job.estimate.max(1));
-        }
-        let x = explained.expect("asked to explain");
-        let chosen = match decision {
-            Decision::Site(i) => Some(i),
-            _ => None,
-        };
-        (chosen, self.shown(x))
+        self.runner.classifier().map_or(0, |c| c.memory())
     }
 
     /// An explanation as the API shows it.
-    fn shown(&self, x: Explanation) -> v1::DispatchExplanation {
-        let name = |i: usize| self.placer.sites()[i].name.clone();
+    pub fn shown(&self, x: Explanation) -> v1::DispatchExplanation {
+        let name = |i: usize| self.runner.placer().sites()[i].name.clone();
         v1::DispatchExplanation {
             time: x.time,
             cluster: x.site.map(name).unwrap_or_default(),
@@ -218,142 +223,25 @@ impl Decider {
         }
     }
 
-    /// Whether the last dispatch left its job in the strategy's queue at the meta level (it has
-    /// no site until a release pass places it).
-    pub fn held_last(&self) -> bool {
-        self.held_last
-    }
-
     /// How many jobs the strategy holds at the meta level.
     pub fn held(&self) -> usize {
-        self.placer.held()
-    }
-
-    /// A release pass at `now` of the jobs the strategy holds: (job, site, explanation) of those
-    /// it places now, in its order.
-    pub fn release(&mut self, now: i64) -> Vec<(u64, Target, v1::DispatchExplanation)> {
-        let mut out = Vec::new();
-        self.placer.release(now, &mut out);
-        let mut placed = Vec::with_capacity(out.len());
-        for r in out {
-            let estimate = self.estimates.remove(&r.job.0).unwrap_or(1);
-            let name = |c: ClusterId| self.placer.sites()[c.index()].name.clone();
-            let (target, cluster) = match r.placement {
-                Placement::Cluster(c) => (Target::Site(c.index()), name(c)),
-                Placement::Split(parts) => {
-                    let sites = parts.iter().map(|p| p.cluster.0);
-                    let overhead_pct = self.multi_site.overhead_over(sites.clone());
-                    let single_end = match (&r.reason, self.multi_site.adaptive) {
-                        (Reason::Split { single, .. }, true) => *single,
-                        _ => None,
-                    };
-                    let names: Vec<String> = parts.iter().map(|p| name(p.cluster)).collect();
-                    let split = Split {
-                        length: self.multi_site.stretch_over(estimate, sites),
-                        overhead_pct,
-                        single_end,
-                        parts,
-                    };
-                    (Target::Split(split), names.join("+"))
-                }
-                other => {
-                    tracing::error!(job = r.job.0, "release placed nothing: {other:?}");
-                    self.placer
-                        .dispatcher()
-                        .job_returned(now, r.job, ClusterId(0));
-                    continue;
-                }
-            };
-            let explanation = v1::DispatchExplanation {
-                time: now,
-                cluster,
-                decided_by: format!("{} ({})", self.placer.describe(), r.reason.text(&name)),
-                candidates: Vec::new(),
-            };
-            placed.push((r.job.0, target, explanation));
-        }
-        placed
-    }
-
-    /// Re-enters a split placement decided before a restart, from `since`.
-    pub fn restore_split(&mut self, job: &Job, priority: u32, parts: Vec<Part>, since: i64) {
-        let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        self.placer
-            .dispatcher()
-            .restore(job, p, &Placement::Split(parts), since);
-    }
-
-    /// A job the strategy holds left the grid (cancelled).
-    pub fn withdraw(&mut self, job: u64) {
-        self.estimates.remove(&job);
-        self.placer.dispatcher().withdraw(JobId(job));
-    }
-
-    /// Re-enters a job waiting at the meta level before a restart (`only`: the site of its
-    /// advance reservation). A strategy that holds jobs takes it back into its queue, with the
-    /// sites it may go to as at a dispatch (estimate limits, inputs, reservation); for the others
-    /// it waits as before, to be dispatched again.
-    pub fn restore_held(&mut self, job: &Job, priority: u32, only: Option<usize>) {
-        let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        let before = self.placer.held();
-        self.placer
-            .dispatcher()
-            .restore(job, p, &Placement::Hold, job.submit);
-        if self.placer.held() > before {
-            self.dispatch_within(job.submit, job, priority, None, only);
-        }
-    }
-
-    /// The local scheduler of `site` reported `job` terminated.
-    pub fn ended(&mut self, now: i64, job: u64, site: usize) {
-        self.placer
-            .dispatcher()
-            .job_ended(now, JobId(job), ClusterId(site as u32));
-    }
-
-    /// `job` left `site` before starting (to be dispatched again).
-    pub fn returned(&mut self, now: i64, job: u64, site: usize) {
-        self.placer
-            .dispatcher()
-            .job_returned(now, JobId(job), ClusterId(site as u32));
-    }
-
-    /// Re-enters a placement on `site` decided before a restart, at `since` (when the job started
-    /// or was sent, as far as the state knows).
-    pub fn restore(&mut self, job: &Job, priority: u32, site: usize, since: i64) {
-        let p = priority.min(u32::from(Priority::MAX)) as Priority;
-        self.placer.dispatcher().restore(
-            job,
-            p,
-            &Placement::Cluster(ClusterId(site as u32)),
-            since,
-        );
-    }
-
-    /// Marks a site up or down; returns whether it changed.
-    pub fn set_up(&mut self, site: usize, up: bool) -> bool {
-        self.placer.set_up(site, up)
+        self.runner.held()
     }
 
     /// Whether a site is up.
     pub fn is_up(&self, site: usize) -> bool {
-        self.placer.is_up(site)
+        self.runner.placer().is_up(site)
     }
 
     /// Whether `site` could run `job` at all (processors, licences, estimate limit, inputs), up
     /// or not.
     pub fn can_ever_run(&self, site: usize, job: &Job) -> bool {
-        self.placer.can_ever_run(site, job)
-    }
-
-    /// Records the polled state of a site (for the strategies that read it).
-    pub fn set_load(&mut self, site: usize, load: ClusterLoad) {
-        self.placer.set_load(site, load);
+        self.runner.placer().can_ever_run(site, job)
     }
 
     /// The Load / Count arrays of every site (index `p` for priority `p`).
     pub fn arrays(&self) -> Vec<ClusterArrays> {
-        self.placer.arrays()
+        self.runner.placer().arrays()
     }
 }
 
@@ -434,16 +322,59 @@ mod tests {
         }
     }
 
+    /// Submits job `id` at `now` through the runner: the site it goes to (or none), the
+    /// explanation as the API shows it, and its priority.
+    fn place(
+        d: &mut Decider,
+        id: u64,
+        s: &v1::JobSpec,
+        now: i64,
+    ) -> (Option<usize>, v1::DispatchExplanation, u8) {
+        let job = d.job(s, id, now).unwrap();
+        let submit = Input::Submit {
+            job,
+            priority: None,
+            only: None,
+        };
+        let (mut site, mut shown, mut priority) = (None, None, 0);
+        for e in d.on(now, submit) {
+            match e {
+                Effect::Classified { priority: p, .. } => priority = p,
+                Effect::Place {
+                    site: s,
+                    explanation,
+                    ..
+                } => {
+                    site = Some(s);
+                    shown = explanation;
+                }
+                Effect::Wait { explanation, .. } => shown = explanation,
+                other => panic!("{other:?}"),
+            }
+        }
+        (site, d.shown(shown.expect("explained")), priority)
+    }
+
+    /// Site `i`'s link closes at 0 and stays closed past the timeout: it is down.
+    fn down(d: &mut Decider, i: usize) {
+        let link = Input::Link {
+            site: i,
+            reachable: false,
+            at_ms: 0,
+        };
+        d.on(0, link);
+        let effects = d.on(0, Input::Tick { at_ms: 3_000 });
+        assert!(
+            effects.contains(&Effect::SiteDown { site: i }),
+            "{effects:?}"
+        );
+    }
+
     #[test]
     fn load_ordering_fills_idle_sites_then_follows_terminations() {
         let mut d = Decider::new(&cfg("load-ordering"), 0).unwrap();
-        let place = |d: &mut Decider, id: u64, s: v1::JobSpec| {
-            let job = d.job(&s, id, 0).unwrap();
-            let p = d.classify(&job).priority;
-            (d.dispatch(0, &job, p, None), p)
-        };
         // Both idle: the first site (lowest id).
-        let ((s1, e1), p1) = place(&mut d, 1, spec(4, &[]));
+        let (s1, e1, p1) = place(&mut d, 1, &spec(4, &[]), 0);
         assert_eq!(
             (s1, e1.decided_by.as_str(), e1.cluster.as_str()),
             (
@@ -453,14 +384,14 @@ mod tests {
             )
         );
         // Site a is busy at that priority, b idle.
-        let ((s2, _), p2) = place(&mut d, 2, spec(4, &[]));
+        let (s2, _, p2) = place(&mut d, 2, &spec(4, &[]), 0);
         assert_eq!((s2, p2), (Some(1), p1));
         // Only a has matlab.
-        let ((s3, e3), _) = place(&mut d, 3, spec(1, &["matlab"]));
+        let (s3, e3, _) = place(&mut d, 3, &spec(1, &["matlab"]), 0);
         assert_eq!(s3, Some(0));
         assert!(!e3.candidates[1].feasible);
         // Wider than a's machine: only b.
-        let ((s4, e4), _) = place(&mut d, 4, spec(12, &[]));
+        let (s4, e4, _) = place(&mut d, 4, &spec(12, &[]), 0);
         assert_eq!(s4, Some(1));
         // b is busy at priority 1 (job 2) and the only site that can run the job.
         assert_eq!(
@@ -469,15 +400,19 @@ mod tests {
         );
         let a = d.arrays();
         assert_eq!((a[0].count[1], a[1].count[1]), (2, 2));
-        d.ended(10, 1, 0);
+        d.on(
+            10,
+            Input::Ended {
+                job: JobId(1),
+                site: 0,
+            },
+        );
         assert_eq!(d.arrays()[0].count[1], 1);
-        // A down site receives nothing; excluding the only other one leaves the job waiting.
-        assert!(d.set_up(1, false));
-        let ((s5, e5), _) = place(&mut d, 5, spec(12, &[]));
+        // A down site receives nothing: the job waits for it.
+        down(&mut d, 1);
+        let (s5, e5, _) = place(&mut d, 5, &spec(12, &[]), 0);
         assert_eq!(s5, None);
         assert!(e5.decided_by.starts_with("waiting"), "{}", e5.decided_by);
-        let job = d.job(&spec(1, &[]), 6, 0).unwrap();
-        assert_eq!(d.dispatch(0, &job, 1, Some(0)).0, None);
     }
 
     #[test]
@@ -492,8 +427,7 @@ mod tests {
         };
         for id in 1..=3 {
             // Site a is idle and first, yet never chosen for a job longer than its limit.
-            let job = d.job(&long, id, 0).unwrap();
-            let (site, e) = d.dispatch(0, &job, 1, None);
+            let (site, e, _) = place(&mut d, id, &long, 0);
             assert_eq!(site, Some(1));
             assert!(!e.candidates[0].feasible);
             assert!(
@@ -501,15 +435,16 @@ mod tests {
                 "{}",
                 e.candidates[0].note
             );
+            let job = d.job(&long, id, 0).unwrap();
             assert!(!d.can_ever_run(0, &job) && d.can_ever_run(1, &job));
         }
         assert!(d.is_up(0), "the site's own state is left as it was");
         let short = d.job(&spec(1, &[]), 4, 0).unwrap();
         assert_eq!(short.estimate, 100);
-        assert_eq!(d.dispatch(0, &short, 1, None).0, Some(0));
-        // With its only site excluded, the long job waits.
-        let job = d.job(&long, 5, 0).unwrap();
-        assert_eq!(d.dispatch(0, &job, 1, Some(1)).0, None);
+        assert_eq!(place(&mut d, 4, &spec(1, &[]), 0).0, Some(0));
+        // With its only site down, the long job waits.
+        down(&mut d, 1);
+        assert_eq!(place(&mut d, 5, &long, 0).0, None);
         // A job whose input is on b1 goes to b, however idle a is.
         let on_b1 = v1::JobSpec {
             inputs: vec![v1::InputRef {
@@ -518,8 +453,8 @@ mod tests {
             }],
             ..spec(1, &[])
         };
-        let job = d.job(&on_b1, 6, 0).unwrap();
-        let (site, e) = d.dispatch(0, &job, 1, None);
+        let mut d = Decider::new(&MetaConfig::from_toml(text).unwrap(), 0).unwrap();
+        let (site, e, _) = place(&mut d, 6, &on_b1, 0);
         assert_eq!(site, Some(1));
         assert!(
             e.candidates[0].note.contains("inputs"),
@@ -540,17 +475,38 @@ mod tests {
             estimate_s: 200,
             ..spec(4, &[])
         };
+        let restore = |job: Job| Input::Restore {
+            job,
+            priority: 1,
+            only: None,
+            at: gridsched_core::grid::Restored::Waiting,
+        };
         let job = d.job(&long, 1, 0).unwrap();
-        d.restore_held(&job, 1, None);
+        let input = restore(job);
+        assert!(d.on(0, input).is_empty());
         assert_eq!(d.held(), 1);
-        let placed: Vec<(u64, Target)> = d.release(0).into_iter().map(|p| (p.0, p.1)).collect();
-        assert_eq!(placed, [(1, Target::Site(1))]);
+        let placed: Vec<(JobId, usize)> = d
+            .on(0, Input::Release)
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Place { job, site, .. } => Some((job, site)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(placed, [(JobId(1), 1)]);
         // A strategy without a queue holds nothing: the job waits to be dispatched again.
         let mut lo = Decider::new(&cfg("load-ordering"), 0).unwrap();
         let job = lo.job(&spec(1, &[]), 1, 0).unwrap();
-        lo.restore_held(&job, 1, None);
+        let input = restore(job);
+        lo.on(0, input);
         assert_eq!(lo.held(), 0);
         assert_eq!(lo.arrays()[0].count[1], 0);
+        // The next tick dispatches it.
+        let effects = lo.on(1, Input::Tick { at_ms: 1 });
+        assert!(
+            matches!(effects[..], [Effect::Place { site: 0, .. }]),
+            "{effects:?}"
+        );
     }
 
     #[test]
@@ -559,12 +515,20 @@ mod tests {
         let mut restarted = Decider::new(&cfg("load-ordering"), 0).unwrap();
         for id in 1..=5 {
             let s = spec(id as u32, &[]);
-            let job = live.job(&s, id, 0).unwrap();
-            let p = live.classify(&job).priority;
-            let (site, _) = live.dispatch(0, &job, p, None);
-            let j2 = restarted.job(&s, id, 0).unwrap();
-            assert_eq!(restarted.classify(&j2).priority, p);
-            restarted.restore(&j2, p, site.unwrap(), 0);
+            let (site, _, p) = place(&mut live, id, &s, 0);
+            let job = restarted.job(&s, id, 0).unwrap();
+            let at = gridsched_core::grid::Restored::Site {
+                site: site.unwrap(),
+                claimed: false,
+                since: 0,
+            };
+            let input = Input::Restore {
+                job,
+                priority: p,
+                only: None,
+                at,
+            };
+            restarted.on(0, input);
         }
         assert_eq!(live.arrays(), restarted.arrays());
     }
@@ -573,23 +537,17 @@ mod tests {
     fn brokers_read_the_polled_load() {
         let mut d = Decider::new(&cfg("least-loaded"), 0).unwrap();
         assert!(d.reads_site_state());
-        d.set_load(
-            0,
-            ClusterLoad {
-                waiting_jobs: 5,
+        let load = |d: &mut Decider, site: usize, waiting_jobs: u64| {
+            let load = ClusterLoad {
+                waiting_jobs,
                 ..Default::default()
-            },
-        );
-        let job = d.job(&spec(1, &[]), 1, 0).unwrap();
-        assert_eq!(d.dispatch(0, &job, 1, None).0, Some(1));
-        d.set_load(
-            1,
-            ClusterLoad {
-                waiting_jobs: 9,
-                ..Default::default()
-            },
-        );
-        assert_eq!(d.dispatch(0, &job, 1, None).0, Some(0));
+            };
+            d.on(0, Input::Load { site, load });
+        };
+        load(&mut d, 0, 5);
+        assert_eq!(place(&mut d, 1, &spec(1, &[]), 0).0, Some(1));
+        load(&mut d, 1, 9);
+        assert_eq!(place(&mut d, 2, &spec(1, &[]), 0).0, Some(0));
     }
 
     /// Site a's status at 100: a critical job of 6 processors running from 40 until 250 (its
@@ -673,12 +631,15 @@ mod tests {
             urgency: v1::Urgency::Critical as i32,
             ..spec(4, &[])
         };
-        let job = d.job(&urgent, 10, 100).unwrap();
-        assert!(job.is_urgent());
+        assert!(d.job(&urgent, 10, 100).unwrap().is_urgent());
+        let set = |d: &mut Decider, urgent: bool| {
+            let load = load_of(&urgent_status(urgent));
+            d.on(100, Input::Load { site: 0, load });
+        };
         // Site a, the preferred one, is busy with typical jobs only: they are preemptible, so
         // the urgent job goes there, however many jobs wait at a.
-        d.set_load(0, load_of(&urgent_status(false)));
-        let (site, e) = d.dispatch(100, &job, 1, None);
+        set(&mut d, false);
+        let (site, e, _) = place(&mut d, 10, &urgent, 100);
         assert_eq!(site, Some(0));
         assert!(
             e.decided_by.contains("preferred site can run it now (8 "),
@@ -687,8 +648,8 @@ mod tests {
         );
         // The same jobs, two of them urgent: 7 of a's 8 processors are held by urgent jobs, too
         // few for 4, so the job goes by load balancing, to b (no job waits there, 2 at a).
-        d.set_load(0, load_of(&urgent_status(true)));
-        let (site, e) = d.dispatch(100, &job, 1, None);
+        set(&mut d, true);
+        let (site, e, _) = place(&mut d, 11, &urgent, 100);
         assert_eq!(site, Some(1), "{}", e.decided_by);
         assert!(
             e.decided_by
@@ -697,7 +658,6 @@ mod tests {
             e.decided_by
         );
         // A typical job goes by load balancing whatever the urgent load.
-        let typical = d.job(&spec(4, &[]), 11, 100).unwrap();
-        assert_eq!(d.dispatch(100, &typical, 1, None).0, Some(1));
+        assert_eq!(place(&mut d, 12, &spec(4, &[]), 100).0, Some(1));
     }
 }

@@ -14,6 +14,7 @@ pub mod dashboard;
 pub mod decide;
 pub mod explain;
 pub mod gate;
+pub mod gridlog;
 pub mod history;
 pub mod links;
 pub mod metrics;

@@ -16,9 +16,8 @@ use crate::decide::load_of;
 use crate::service::MetaService;
 use futures_util::FutureExt;
 use futures_util::stream::{self, StreamExt};
-use gridsched_core::grid::SiteLinks;
 use gridsched_proto::v1::{self, JobState};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tonic::Code;
 
 /// Starts every link task of `svc` on the current Tokio runtime.
@@ -37,7 +36,7 @@ pub fn start(svc: &MetaService) {
         .lock()
         .map(|mut st| std::mem::take(&mut st.resend))
         .unwrap_or_default();
-    svc.start_split_work(Vec::new(), resend, Vec::new());
+    svc.start_split_work(Vec::new(), resend, Vec::new(), Vec::new());
     tokio::spawn(crate::reservations::reconcile(svc.clone()));
     tokio::spawn(poll(svc.clone()));
 }
@@ -46,18 +45,12 @@ fn retry(svc: &MetaService) -> Duration {
     Duration::from_millis(svc.inner.cfg.links.retry_ms)
 }
 
-/// Marks site `i` reachable or not; a site coming back is up again and the jobs waiting for a
-/// site are dispatched again.
+/// Tells the grid runner that site `i`'s link is open or closed (a site coming back is up
+/// again, and the jobs waiting for a site are dispatched again).
 fn set_reachable(svc: &MetaService, i: usize, reachable: bool) {
+    let at_ms = svc.at_ms();
     let r = svc.mutate(|st, b, t| {
-        st.reachable[i] = reachable;
-        if reachable && st.decider.set_up(i, true) {
-            tracing::info!(site = %st.sites[i].name, "site is up");
-            st.site_up(b, i, t);
-        }
-        if reachable {
-            b.wake.insert(i);
-        }
+        st.link(b, i, reachable, at_ms, t);
         Ok(())
     });
     if let Err(e) = r {
@@ -261,10 +254,10 @@ async fn claim_link(svc: MetaService, i: usize) {
                         break;
                     }
                 };
-                let r = svc.mutate(|st, b, _| {
+                let r = svc.mutate(|st, b, t| {
                     Ok(batch
                         .iter()
-                        .map(|req| st.claims(b, i, req))
+                        .map(|req| st.claims(b, i, req, t))
                         .collect::<Vec<_>>())
                 });
                 match r {
@@ -287,32 +280,16 @@ async fn claim_link(svc: MetaService, i: usize) {
     }
 }
 
-/// Marks sites down after `site_down_after_ms` without a link, and retries waiting jobs. The
-/// rule is the grid runner's ([`SiteLinks`]): this loop is its clock edge, reading the monotonic
-/// clock once per round and handing it over as milliseconds.
+/// The grid runner's clock edge for its links: a few times a second it hands the runner the
+/// monotonic time, and the runner marks down the sites whose link has been closed for
+/// `links.site_down_after_ms` (their jobs that have not started there are dispatched again
+/// elsewhere) and dispatches again the jobs waiting for a site.
 async fn monitor(svc: MetaService) {
-    let n = svc.inner.cfg.sites.len();
-    let origin = Instant::now();
-    let mut links = SiteLinks::new(n, Some(svc.inner.cfg.links.site_down_after_ms));
-    // Unreachable from the start until a link opens.
-    for i in 0..n {
-        links.report(i, false, 0);
-    }
     for round in 0u64.. {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let at_ms = u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let at_ms = svc.at_ms();
         let r = svc.mutate(|st, b, t| {
-            for i in 0..n {
-                links.report(i, st.reachable[i], at_ms);
-            }
-            for i in links.overdue(at_ms, |i| st.decider.is_up(i)) {
-                st.decider.set_up(i, false);
-                tracing::warn!(site = %st.sites[i].name, "site is down");
-                st.redispatch(b, Some(i), t);
-            }
-            if !st.unplaced.is_empty() {
-                st.redispatch(b, None, t);
-            }
+            st.tick(b, at_ms, t);
             if round % 5 == 0 {
                 st.refresh_metrics();
             }
@@ -348,7 +325,7 @@ async fn poll(svc: MetaService) {
                     .collect();
                 if let Ok(mut st) = svc.lock() {
                     if let Some(load) = load {
-                        st.decider.set_load(i, load);
+                        st.load(i, load, crate::service::now());
                     }
                     st.planned[i] = planned;
                     st.advance[i] = status.advance_reservations;

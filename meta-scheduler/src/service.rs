@@ -61,6 +61,8 @@ pub(crate) struct Inner {
     pub(crate) tokens: gridsched_security::Tokens,
     /// Unary submissions waiting for the group committer.
     submissions: std::sync::mpsc::Sender<Pending>,
+    /// The origin of the monotonic milliseconds the grid runner's links are timed by.
+    origin: std::time::Instant,
 }
 
 /// A unary submission and where its result goes.
@@ -134,7 +136,12 @@ impl MetaService {
             Some(snapshot) => state.decider.restore_classifier(&snapshot),
             None => rebuild_classifier(&store, &mut state.decider)?,
         }
-        state.restore(loaded);
+        if let Some(path) = &cfg.input_log {
+            let log = crate::gridlog::GridLog::open(path)
+                .map_err(|e| anyhow::anyhow!("input_log: {}: {e}", path.display()))?;
+            state.decider.record(log);
+        }
+        state.restore(loaded, now());
         tracing::info!(
             jobs = state.jobs.len(),
             last_id = state.last_id,
@@ -175,6 +182,7 @@ impl MetaService {
             tokens: gridsched_security::Tokens::new(&cfg.auth.users)?,
             cfg,
             submissions,
+            origin: std::time::Instant::now(),
         });
         let weak = Arc::downgrade(&inner);
         // The committer publishes what it accepted, which may start work on the runtime (a
@@ -187,6 +195,11 @@ impl MetaService {
                 group_committer(weak, rx)
             })?;
         Ok(MetaService { inner })
+    }
+
+    /// Monotonic milliseconds since the service started: the time of the grid runner's links.
+    pub(crate) fn at_ms(&self) -> u64 {
+        u64::try_from(self.inner.origin.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// The epoch of the lease it leads with: the one its store is fenced with (0: a store
@@ -241,7 +254,9 @@ impl MetaService {
         self.inner.store.commit(&w).map_err(Status::from)
     }
 
-    /// Publishes the events of a committed batch and wakes the sites that have work.
+    /// Publishes the events of a committed batch and wakes the sites that have work; starts the
+    /// site calls and sends it decided (the reservations of a committed co-allocation marked
+    /// HELD before its fragments go out).
     fn publish(&self, b: Batch) {
         for ev in b.events {
             let _ = self.inner.events.send(ev);
@@ -249,27 +264,13 @@ impl MetaService {
         for i in b.wake {
             self.inner.wake[i].notify_one();
         }
-        if b.drop_reservations.is_empty() {
-            self.start_split_work(b.coallocate, b.send_fragments, b.kill_fragments);
-            return;
+        if !b.held.is_empty()
+            && let Err(e) = self.hold_for_good(&b.held)
+        {
+            // Not HELD: they stay PENDING, and the reconcile loop takes them back.
+            tracing::error!("co-allocated reservations not marked held: {e}");
         }
-        self.start_split_work(Vec::new(), b.send_fragments, b.kill_fragments);
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            self.start_split_work(b.coallocate, Vec::new(), Vec::new());
-            return;
-        };
-        // The served reservations are let go before any co-allocation of this batch asks for
-        // holds: a split job requeued by its last fragment's end would otherwise find its old
-        // reservations still held at their sites, and be held after them.
-        let svc = self.clone();
-        rt.spawn(async move {
-            let drops = b.drop_reservations.iter().map(|&(site, r)| {
-                let svc = &svc;
-                async move { svc.drop_reservation(site, r, "its fragment ended").await }
-            });
-            futures_util::future::join_all(drops).await;
-            svc.start_split_work(b.coallocate, Vec::new(), Vec::new());
-        });
+        self.start_split_work(b.calls, b.send_fragments, b.kill_fragments, b.retries);
     }
 
     /// Runs `f` on the state and commits what it changed in one transaction, then publishes.
@@ -359,25 +360,26 @@ impl MetaService {
                     continue;
                 }
             };
-            st.last_id = id;
-            let priority = st.decider.classify(&model);
-            b.classified = true;
             let job = v1::Job {
                 id,
-                priority: priority.priority,
                 state: JobState::Accepted.into(),
                 submit_time: Some(t),
                 spec: Some(spec),
                 ..Default::default()
             };
-            st.decisions.insert(
-                id,
-                Decision {
-                    priority: Some(priority),
-                    dispatch: None,
-                },
-            );
-            st.add(&mut b, job, &model, t);
+            st.decisions.insert(id, Decision::default());
+            if let Err(why) = st.add(&mut b, job, &model, t) {
+                results.push(v1::SubmitResult {
+                    index,
+                    outcome: Some(v1::submit_result::Outcome::Rejected(v1::SubmitError {
+                        code: tonic::Code::FailedPrecondition as i32,
+                        field: None,
+                        message: why,
+                    })),
+                });
+                continue;
+            }
+            st.last_id = id;
             if let Some(k) = key {
                 st.tokens.insert(k.clone(), id);
                 b.tokens.push((k, id));
@@ -588,7 +590,7 @@ fn rebuild_classifier(store: &Store, decider: &mut Decider) -> anyhow::Result<()
         models.len() < window
     })?;
     for m in models.iter().rev() {
-        decider.classify(m);
+        decider.classify_again(m);
     }
     Ok(())
 }

@@ -1,8 +1,11 @@
 //! The meta-scheduler's in-memory view of the grid (the Meta-Scheduler of spec
-//! `two-level-grid-scheduler.md` D3): every job by id, the idempotency tokens, the classification
-//! and dispatch decisions ([`Decider`]), what each site still has to receive, the last event
-//! applied from each local scheduler, and the retained job events, kept in step with the durable
-//! [`Store`](crate::store::Store).
+//! `two-level-grid-scheduler.md` D3): every job by id, the idempotency tokens, the grid runner
+//! that decides ([`Decider`]) with the explanations of its decisions, what each site still has to
+//! receive, the last event applied from each local scheduler, and the retained job events, kept
+//! in step with the durable [`Store`](crate::store::Store). Every decision — classification,
+//! dispatch, the meta-level queue, withdrawal from a site gone down, co-allocation — is the
+//! runner's: the state feeds it what happens ([`State::drive`]) and records what it decides
+//! (`effects.rs`).
 //!
 //! Every change goes through [`State`] methods that record what a [`Batch`] must commit; the
 //! service commits the batch in one transaction and publishes its events only then.
@@ -20,7 +23,10 @@
 //! at a down site runs elsewhere, and no job runs at two sites.
 
 use crate::config::SiteConfig;
-use crate::decide::{Decider, Target};
+use crate::decide::Decider;
+use gridsched_core::dispatch::Priority;
+use gridsched_core::grid::{Input, Restored};
+use gridsched_core::model::{JobId, ReservationId};
 use gridsched_proto::v1::{self, JobState};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -48,14 +54,16 @@ pub struct Batch {
     pub site_seqs: BTreeSet<usize>,
     /// Sites that have new jobs to receive.
     pub wake: BTreeSet<usize>,
-    /// Split jobs whose co-allocation is to begin.
-    pub coallocate: Vec<u64>,
+    /// Calls to the sites for co-allocations and reservations, in the order decided.
+    pub calls: Vec<SiteCall>,
     /// Split jobs whose fragments are to be sent to their sites.
     pub send_fragments: Vec<u64>,
+    /// The reservations of co-allocations every site committed (recorded PENDING, to be HELD).
+    pub held: Vec<u64>,
     /// Fragments to kill.
     pub kill_fragments: Vec<FragmentKill>,
-    /// Reservations of ended fragments to let go: (site, reservation).
-    pub drop_reservations: Vec<(usize, u64)>,
+    /// Given-up co-allocations to try again: (job, when).
+    pub retries: Vec<(u64, i64)>,
     /// Jobs that finished in this batch (they leave memory after their retention).
     pub finished: Vec<u64>,
     /// The classifier classified jobs: its snapshot is written with them.
@@ -73,6 +81,64 @@ pub struct FragmentKill {
     pub run: u32,
     /// Why, for the site's event.
     pub why: String,
+}
+
+/// A call to a site that a co-allocation (or a served reservation) needs, as the grid runner
+/// decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiteCall {
+    /// Ask for a tentative hold at the site's earliest start from `from`.
+    Hold {
+        /// The job.
+        job: u64,
+        /// The fragment.
+        fragment: usize,
+        /// The site.
+        site: usize,
+        /// The reservation id.
+        reservation: u64,
+        /// The earliest start.
+        from: i64,
+        /// Seconds held.
+        length: i64,
+        /// Processors.
+        procs: u32,
+        /// The job's user.
+        user: String,
+    },
+    /// Commit a hold (recorded first as the user's PENDING reservation).
+    Commit {
+        /// The job.
+        job: u64,
+        /// The fragment.
+        fragment: usize,
+        /// The site.
+        site: usize,
+        /// The reservation.
+        reservation: u64,
+        /// The common start.
+        start: i64,
+        /// Seconds held.
+        length: i64,
+        /// Processors.
+        procs: u32,
+        /// The job's user.
+        user: String,
+    },
+    /// Let a hold or a reservation go.
+    LetGo {
+        /// The site.
+        site: usize,
+        /// The reservation.
+        reservation: u64,
+    },
+}
+
+/// A co-allocation under way: per fragment its processors and, once asked, its hold's seconds.
+#[derive(Debug, Clone, Default)]
+pub struct Coallocating {
+    /// Per fragment: processors and seconds held.
+    pub fragments: Vec<(u32, i64)>,
 }
 
 /// The in-memory state.
@@ -96,7 +162,8 @@ pub struct State {
     pub outbox: Vec<BTreeSet<u64>>,
     /// Per site: DISPATCHED jobs whose Enqueue has not been confirmed.
     pub in_flight: Vec<BTreeSet<u64>>,
-    /// ACCEPTED jobs that no site that is up could take yet.
+    /// ACCEPTED jobs waiting at the meta level: for a site that is up, in the strategy's queue,
+    /// or between two co-allocations.
     pub unplaced: BTreeSet<u64>,
     /// Per site: the last local-scheduler event applied.
     pub site_seq: Vec<u64>,
@@ -121,7 +188,7 @@ pub struct State {
     /// Per site: its advance reservations with their jobs, as last polled.
     pub advance: Vec<Vec<v1::AdvanceReservation>>,
     /// Split jobs whose co-allocation is under way.
-    pub coallocating: BTreeMap<u64, crate::decide::Split>,
+    pub coallocating: BTreeMap<u64, Coallocating>,
     /// Split jobs restored with fragments their sites may not have yet (sent again at start).
     pub resend: Vec<u64>,
     /// How long finished jobs and events stay in memory.
@@ -300,50 +367,39 @@ impl State {
         self.site_index(&self.reservations.get(&r)?.site)
     }
 
-    /// Adds a newly accepted job: places it (or leaves it waiting for a site) and records it.
+    /// Adds a newly accepted job: the grid runner classifies it and places it (or leaves it
+    /// waiting at the meta level), and it is recorded. A job the runner refuses (no site can
+    /// ever run it) is not added: the reason.
     pub fn add(
         &mut self,
         b: &mut Batch,
         mut job: v1::Job,
         model: &gridsched_core::model::Job,
         time: i64,
-    ) {
+    ) -> Result<(), String> {
         let only = self.pinned(&job);
-        let (site, dispatch) = self
-            .decider
-            .dispatch_within(time, model, job.priority, None, only);
-        self.metrics.accepted.inc();
+        let id = job.id;
         job.start_claims = self.start_claims;
-        let detail = match site {
-            Some(i) => {
-                self.count_dispatch(i);
-                let name = self.sites[i].name.clone();
-                job.site = Some(name.clone());
-                job.cluster = Some(name.clone());
-                self.outbox[i].insert(job.id);
-                b.wake.insert(i);
-                if self.reachable[i] {
-                    // Its forwarder sends it at once: recorded as DISPATCHED in this very
-                    // commit, which saves a second one before the Enqueue.
-                    job.state = JobState::Dispatched.into();
-                    job.dispatch_time = Some(time);
-                }
-                format!("accepted with priority {} for {name}", job.priority)
-            }
-            None => {
-                self.unplaced.insert(job.id);
-                format!(
-                    "accepted with priority {}; waiting for a site ({})",
-                    job.priority, dispatch.decided_by
-                )
-            }
+        self.jobs.insert(id, job);
+        let submit = Input::Submit {
+            job: model.clone(),
+            priority: None,
+            only,
         };
-        let d = self.decisions.entry(job.id).or_default();
-        d.dispatch = Some(dispatch);
-        b.decisions.insert(job.id);
-        b.jobs.insert(job.id);
-        self.event(b, &job, time, detail);
-        self.jobs.insert(job.id, job);
+        let effects = self.decide(time, submit);
+        b.classified = true;
+        let refused = effects.iter().find_map(|e| match e {
+            gridsched_core::grid::Effect::Refuse { job, why } if job.0 == id => Some(why.clone()),
+            _ => None,
+        });
+        if let Some(why) = refused {
+            self.jobs.remove(&id);
+            self.decisions.remove(&id);
+            return Err(why);
+        }
+        self.metrics.accepted.inc();
+        self.carry_out(b, time, effects);
+        Ok(())
     }
 
     /// Applies `f` to job `id`, records the event and keeps the bookkeeping in step: a job that
@@ -362,30 +418,35 @@ impl State {
         let Some(detail) = f(&mut job) else {
             return false;
         };
+        // The runner hears of the end of a job it still has: one run whole at its site ended
+        // there; one waiting at the meta level or co-allocating was cancelled. A split job's
+        // fragments tell it their own ends.
+        let mut tell = None;
         if was_live && job.state().is_terminal() {
             b.finished.push(id);
             self.unplaced.remove(&id);
-            let first_fragment = job.fragments.first().and_then(|f| self.site_index(&f.site));
-            match (self.site_of(&job), first_fragment) {
-                (Some(i), _) => {
-                    self.outbox[i].remove(&id);
-                    self.in_flight[i].remove(&id);
-                    self.decider.ended(time, id, i);
-                }
-                // A split job frees every fragment's processors at once.
-                (None, Some(i)) => self.decider.ended(time, id, i),
-                // Ended while its co-allocation was under way: its split is taken back.
-                (None, None) if self.coallocating.contains_key(&id) => {
-                    let first = self.coallocating[&id].parts.first();
-                    let site = first.map_or(0, |p| p.cluster.index());
-                    self.decider.returned(time, id, site);
-                }
-                (None, None) => self.decider.withdraw(id),
+            self.coallocating.remove(&id);
+            let site = self.site_of(&job);
+            if let Some(i) = site {
+                self.outbox[i].remove(&id);
+                self.in_flight[i].remove(&id);
+            }
+            if job.fragments.is_empty() && self.decider.runner().contains(JobId(id)) {
+                tell = Some(match site {
+                    Some(i) => Input::Ended {
+                        job: JobId(id),
+                        site: i,
+                    },
+                    None => Input::Cancel { job: JobId(id) },
+                });
             }
         }
         b.jobs.insert(id);
         self.event(b, &job, time, detail);
         self.jobs.insert(id, job);
+        if let Some(input) = tell {
+            self.drive(b, time, input);
+        }
         true
     }
 
@@ -404,6 +465,10 @@ impl State {
                     format!("sent to {name}")
                 })
             });
+            // Without start claims, a job sent may start there at once: it stays there.
+            if !self.jobs.get(&id).is_some_and(|j| j.start_claims) {
+                self.claimed(b, id, i, time);
+            }
         }
         ids
     }
@@ -441,18 +506,26 @@ impl State {
         }
     }
 
-    /// Site `i` refused job `id` (it cannot run it there): the job fails with the site's reason.
+    /// Site `i` refused job `id` (it cannot run it there): the runner refuses it, and the job
+    /// fails with the site's reason.
     pub fn refused(&mut self, b: &mut Batch, i: usize, id: u64, why: &str, time: i64) {
         self.in_flight[i].remove(&id);
-        let name = self.sites[i].name.clone();
-        self.update(b, id, time, |j| {
-            (!j.state().is_terminal()).then(|| {
-                j.state = JobState::Failed.into();
-                j.end_time = Some(time);
-                j.reason = format!("refused by {name}: {why}");
-                j.reason.clone()
-            })
-        });
+        let name = &self.sites[i].name;
+        let input = Input::Refused {
+            job: JobId(id),
+            site: i,
+            why: format!("refused by {name}: {why}"),
+        };
+        self.drive(b, time, input);
+    }
+
+    /// Job `id` started at site `i`, or was granted its start there: it stays there.
+    fn claimed(&mut self, b: &mut Batch, id: u64, i: usize, time: i64) {
+        let input = Input::Claimed {
+            job: JobId(id),
+            site: i,
+        };
+        self.drive(b, time, input);
     }
 
     /// Applies one event of site `i`'s local scheduler.
@@ -492,6 +565,9 @@ impl State {
             return;
         }
         self.in_flight[i].remove(&ev.job_id);
+        if new == JobState::Running {
+            self.claimed(b, ev.job_id, i, ev.time);
+        }
         self.update(b, ev.job_id, ev.time, |j| {
             j.state = ev.state;
             match new {
@@ -533,182 +609,29 @@ impl State {
         });
     }
 
-    /// Site `i` is up again: the jobs waiting for a site, and those a down site kept because no
-    /// other site could take them when it went down, are dispatched again (now `i` may).
-    pub fn site_up(&mut self, b: &mut Batch, i: usize, time: i64) {
-        self.redispatch(b, None, time);
-        for d in 0..self.sites.len() {
-            if d != i && !self.decider.is_up(d) {
-                self.redispatch(b, Some(d), time);
-            }
-        }
-    }
-
-    /// Dispatches again the jobs of `down` (its site went down) that have not started there (its
-    /// ACCEPTED jobs and its unclaimed DISPATCHED / QUEUED ones, see [`withdrawable`]) and the
-    /// jobs waiting for a site; each goes where the strategy sends it now, or keeps waiting. A
-    /// job no other site can take stays with its down site.
-    pub fn redispatch(&mut self, b: &mut Batch, down: Option<usize>, time: i64) {
-        let mut ids: Vec<(u64, Option<usize>)> =
-            self.unplaced.iter().map(|&id| (id, None)).collect();
-        if let Some(i) = down {
-            ids.extend(self.outbox[i].iter().map(|&id| (id, Some(i))));
-            let name = self.sites[i].name.as_str();
-            ids.extend(
-                self.jobs
-                    .values()
-                    .filter(|j| j.site.as_deref() == Some(name) && withdrawable(j))
-                    .map(|j| (j.id, Some(i))),
-            );
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        for (id, from) in ids {
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
-            let withdrawn = from.is_some() && withdrawable(job);
-            if job.state() != JobState::Accepted && !withdrawn {
-                continue;
-            }
-            let Some(spec) = job.spec.clone() else {
-                continue;
-            };
-            let (priority, submit) = (job.priority, job.submit_time.unwrap_or(time));
-            let Ok(model) = self.decider.job(&spec, id, submit) else {
-                continue;
-            };
-            if let Some(i) = from {
-                self.decider.returned(time, id, i);
-            }
-            let only = self.pinned(job);
-            let (site, dispatch) = self
-                .decider
-                .dispatch_within(time, &model, priority, from, only);
-            let target = match (site, from) {
-                (Some(t), _) => t,
-                // The strategy holds it at the meta level: it leaves its down site for the queue.
-                (None, Some(i)) if self.decider.held_last() => {
-                    self.outbox[i].remove(&id);
-                    self.in_flight[i].remove(&id);
-                    self.unplaced.insert(id);
-                    let down = self.sites[i].name.clone();
-                    if withdrawn {
-                        let site = down.clone();
-                        let label = crate::metrics::SiteLabel { site };
-                        self.metrics.withdrawn.get_or_create(&label).inc();
-                    }
-                    self.update(b, id, time, |j| {
-                        j.site = None;
-                        j.cluster = None;
-                        j.state = JobState::Accepted.into();
-                        j.dispatch_time = None;
-                        Some(format!(
-                            "{down} is down: withdrawn before it started there, held in the \
-                             meta-level queue"
-                        ))
-                    });
-                    continue;
-                }
-                // Nowhere else: a job stays with its down site (and counts there again).
-                (None, Some(i)) => {
-                    self.decider.restore(&model, priority, i, time);
-                    continue;
-                }
-                (None, None) => continue,
-            };
-            if let Some(i) = from {
-                self.outbox[i].remove(&id);
-                self.in_flight[i].remove(&id);
-            }
-            let name = &self.sites[target].name;
-            let detail = match from {
-                Some(i) if withdrawn => {
-                    self.metrics
-                        .withdrawn
-                        .get_or_create(&crate::metrics::SiteLabel {
-                            site: self.sites[i].name.clone(),
-                        })
-                        .inc();
-                    format!(
-                        "{} is down: withdrawn before it started there, dispatched again to {name}",
-                        self.sites[i].name
-                    )
-                }
-                Some(i) => format!("{} is down: dispatched again to {name}", self.sites[i].name),
-                None => format!("dispatched to {name}"),
-            };
-            self.assign(b, id, target, dispatch, detail, time);
-        }
-    }
-
-    /// Sends job `id`, waiting at the meta level, to site `target` (decided as `dispatch` says).
-    fn assign(
-        &mut self,
-        b: &mut Batch,
-        id: u64,
-        target: usize,
-        dispatch: v1::DispatchExplanation,
-        detail: String,
-        time: i64,
-    ) {
-        self.count_dispatch(target);
-        self.unplaced.remove(&id);
-        self.outbox[target].insert(id);
-        b.wake.insert(target);
-        let name = self.sites[target].name.clone();
-        self.decisions.entry(id).or_default().dispatch = Some(dispatch);
-        b.decisions.insert(id);
-        let claims = self.start_claims;
-        self.update(b, id, time, |j| {
-            j.site = Some(name.clone());
-            j.cluster = Some(name);
-            j.state = JobState::Accepted.into();
-            j.dispatch_time = None;
-            j.start_claims = claims;
-            Some(detail)
-        });
-    }
-
-    /// Runs the dispatcher's release pass when it holds jobs at the meta level (after every
-    /// change: a submission, an end, a site up or down, a cancellation): the jobs it places now
-    /// go to their sites.
-    pub fn settle(&mut self, b: &mut Batch, time: i64) {
-        if self.decider.held() == 0 {
-            return;
-        }
-        for (id, target, dispatch) in self.decider.release(time) {
-            if !self.jobs.contains_key(&id) {
-                continue;
-            }
-            match target {
-                Target::Site(target) => {
-                    let detail = format!(
-                        "released to {}: {}",
-                        self.sites[target].name, dispatch.decided_by
-                    );
-                    self.assign(b, id, target, dispatch, detail, time);
-                }
-                Target::Split(split) => self.begin_split(b, id, split, dispatch, time),
-            }
-        }
-    }
-
     /// Answers site `i`'s start claims: a job still dispatched to it is granted (recorded in
     /// `claimed_by`, committed before the answer leaves, and never withdrawn from then on); a job
     /// that has been withdrawn from it, or has ended (e.g. cancelled while the site was down), is
     /// answered withdrawn, as is any such job among the unclaimed ones it lists as `waiting`.
-    pub fn claims(&mut self, b: &mut Batch, i: usize, req: &v1::ClaimRequest) -> v1::ClaimAnswer {
+    pub fn claims(
+        &mut self,
+        b: &mut Batch,
+        i: usize,
+        req: &v1::ClaimRequest,
+        time: i64,
+    ) -> v1::ClaimAnswer {
         let name = self.sites[i].name.clone();
         let ours =
             |j: &v1::Job| j.site.as_deref() == Some(name.as_str()) && !j.state().is_terminal();
         let mut answer = v1::ClaimAnswer::default();
+        let mut newly = Vec::new();
         for &id in &req.start {
             match self.jobs.get_mut(&id) {
                 Some(j) if ours(j) => {
                     if j.claimed_by.is_none() {
                         j.claimed_by = Some(name.clone());
                         b.jobs.insert(id);
+                        newly.push(id);
                     }
                     answer.granted.push(id);
                 }
@@ -734,14 +657,17 @@ impl State {
                     .inc_by(n as u64);
             }
         }
+        for id in newly {
+            self.claimed(b, id, i, time);
+        }
         answer
     }
 
-    /// Rebuilds the state from what the store loaded (the open jobs): their placements are
-    /// re-entered in the dispatcher, each job goes back to the outbox, the in-flight set or the
-    /// waiting set its state says, and their idempotency tokens are known again. The classifier
-    /// is restored apart (from its snapshot).
-    pub fn restore(&mut self, loaded: crate::store::Loaded) {
+    /// Rebuilds the state from what the store loaded (the open jobs): each is restored in the
+    /// grid runner where it stood, goes back to the outbox, the in-flight set or the waiting set
+    /// its state says, and its idempotency token is known again. The classifier is restored apart
+    /// (from its snapshot).
+    pub fn restore(&mut self, loaded: crate::store::Loaded, time: i64) {
         self.last_id = loaded.last_id;
         self.last_sequence = loaded.last_sequence;
         for (name, seq) in loaded.site_seqs {
@@ -752,6 +678,7 @@ impl State {
         self.decisions = loaded.decisions.into_iter().collect();
         self.last_reservation = loaded.last_reservation;
         self.reservations = loaded.reservations.into_iter().map(|r| (r.id, r)).collect();
+        let mut b = Batch::default();
         for job in loaded.jobs {
             let spec = job.spec.clone().unwrap_or_default();
             let model = self
@@ -760,45 +687,64 @@ impl State {
             if let Some(key) = token_key(&job) {
                 self.tokens.insert(key, job.id);
             }
-            if !job.state().is_terminal() {
-                match (self.site_of(&job), &model) {
-                    (Some(i), Ok(model)) => {
-                        let since = job.start_time.or(job.dispatch_time).unwrap_or_default();
-                        self.decider.restore(model, job.priority, i, since);
-                        match job.state() {
-                            JobState::Accepted => {
-                                self.outbox[i].insert(job.id);
-                            }
-                            // Its Enqueue may or may not have arrived: send it again
-                            // (ALREADY_EXISTS counts as success).
-                            JobState::Dispatched => {
-                                self.outbox[i].insert(job.id);
-                            }
-                            _ => {}
-                        }
+            let open = !job.state().is_terminal();
+            let since = job.start_time.or(job.dispatch_time).unwrap_or_default();
+            let only = self.pinned(&job);
+            let at = match self.site_of(&job) {
+                Some(i) => {
+                    // Its Enqueue may or may not have arrived: sent again (ALREADY_EXISTS
+                    // counts as success).
+                    if matches!(job.state(), JobState::Accepted | JobState::Dispatched) {
+                        self.outbox[i].insert(job.id);
                     }
-                    (None, Ok(model)) if !job.fragments.is_empty() => {
-                        let since = job.start_time.or(job.dispatch_time).unwrap_or_default();
-                        let parts = self.parts_of(&job);
-                        self.decider
-                            .restore_split(model, job.priority, parts, since);
-                        if job
-                            .fragments
-                            .iter()
-                            .any(|f| f.state() == JobState::Dispatched)
-                        {
-                            self.resend.push(job.id);
-                        }
-                    }
-                    (None, Ok(model)) => {
-                        let only = self.pinned(&job);
-                        self.decider.restore_held(model, job.priority, only);
-                        self.unplaced.insert(job.id);
-                    }
-                    _ => {
-                        self.unplaced.insert(job.id);
+                    let claimed = job.claimed_by.is_some()
+                        || matches!(job.state(), JobState::Running | JobState::Suspended)
+                        || (!job.start_claims && job.state() != JobState::Accepted);
+                    Restored::Site {
+                        site: i,
+                        claimed,
+                        since,
                     }
                 }
+                None if !job.fragments.is_empty() => {
+                    if job
+                        .fragments
+                        .iter()
+                        .any(|f| f.state() == JobState::Dispatched)
+                    {
+                        self.resend.push(job.id);
+                    }
+                    let fragments = job
+                        .fragments
+                        .iter()
+                        .filter_map(|f| {
+                            let part = gridsched_core::dispatch::Part {
+                                cluster: gridsched_core::model::ClusterId(
+                                    self.site_index(&f.site)? as u32,
+                                ),
+                                procs: f.processors,
+                            };
+                            Some((part, ReservationId(f.reservation), f.state().is_terminal()))
+                        })
+                        .collect();
+                    Restored::Split { fragments, since }
+                }
+                None => {
+                    if open {
+                        self.unplaced.insert(job.id);
+                    }
+                    Restored::Waiting
+                }
+            };
+            if open && let Ok(model) = model {
+                let priority = job.priority.min(u32::from(Priority::MAX)) as Priority;
+                let input = Input::Restore {
+                    job: model,
+                    priority,
+                    only,
+                    at,
+                };
+                self.drive(&mut b, time, input);
             }
             self.jobs.insert(job.id, job);
         }
@@ -812,14 +758,7 @@ pub fn token_key(job: &v1::Job) -> Option<String> {
     Some(format!("{}\0{token}", spec.user))
 }
 
-/// Whether a job dispatched to a site that went down can be taken from it: sent under the
-/// start-claim protocol, not granted to it, and not started.
-fn withdrawable(j: &v1::Job) -> bool {
-    j.start_claims
-        && j.claimed_by.is_none()
-        && matches!(j.state(), JobState::Dispatched | JobState::Queued)
-}
-
+mod effects;
 mod split;
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,12 @@
 //! Co-allocation over real gRPC: two local schedulers (served in this process over loopback TCP,
-//! each with its agent registered by hand and never running anything), the meta-scheduler's
-//! co-allocator asking them for tentative holds, climbing to their common earliest start and
-//! committing; a site that cannot hold its fragment makes it let every hold go.
+//! each with its agent registered by hand and never running anything), and a job wider than
+//! either submitted to the meta-scheduler under `multi-site`: the grid runner splits it, and the
+//! shell carries out its holds at both sites, climbing to their common earliest start, and its
+//! commits, then sends the fragments into the committed reservations.
 
-use gridsched_core::dispatch::Part;
-use gridsched_core::model::ClusterId;
 use gridsched_proto::v1;
 use gridsched_proto::v1::local_scheduler_client::LocalSchedulerClient;
+use gridsched_proto::v1::meta_scheduler_server::MetaScheduler;
 use meta_scheduler::service::MetaService;
 use tonic::transport::Channel;
 
@@ -37,7 +37,10 @@ async fn site(name: &str) -> (String, LocalSchedulerClient<Channel>) {
 }
 
 fn meta(dir: &std::path::Path, sites: &[(&str, &str)]) -> MetaService {
-    let mut toml = format!("state_dir = {:?}\n", dir.join("meta"));
+    let mut toml = format!(
+        "state_dir = {:?}\n[dispatch]\nstrategy = \"multi-site\"\n",
+        dir.join("meta")
+    );
     for (name, addr) in sites {
         toml += &format!(
             "[[sites]]\nname = \"{name}\"\nendpoint = \"{addr}\"\n\
@@ -45,17 +48,6 @@ fn meta(dir: &std::path::Path, sites: &[(&str, &str)]) -> MetaService {
         );
     }
     MetaService::open(&meta_scheduler::config::MetaConfig::from_toml(&toml).unwrap()).unwrap()
-}
-
-fn parts(procs: &[u32]) -> Vec<Part> {
-    procs
-        .iter()
-        .enumerate()
-        .map(|(i, &procs)| Part {
-            cluster: ClusterId(i as u32),
-            procs,
-        })
-        .collect()
 }
 
 /// (start, end, tentative) of every reservation a site holds.
@@ -90,44 +82,73 @@ async fn fragments_are_held_at_the_common_earliest_start_and_committed() {
     let busy_until = running.running[0].predicted_end;
     let dir = tempfile::tempdir().unwrap();
     let m = meta(dir.path(), &[("a", &a), ("b", &b)]);
-    let now = running.time;
-    let agreed = m
-        .co_allocate(7, "alice", parts(&[4, 2]), 50, None, now)
-        .await
-        .unwrap();
+    let spec = v1::JobSpec {
+        user: "alice".into(),
+        processors: 6,
+        estimate_s: 50,
+        emulate_runtime_s: Some(10),
+        ..Default::default()
+    };
+    let accepted = m.accept(vec![Some(spec)]).unwrap();
+    let Some(v1::submit_result::Outcome::Accepted(r)) = &accepted[0].outcome else {
+        panic!("{accepted:?}");
+    };
+    let id = r.job_id;
+    let get = |m: &MetaService| {
+        let m = m.clone();
+        async move {
+            m.get_job(tonic::Request::new(v1::GetJobRequest { job_id: id }))
+                .await
+                .unwrap()
+                .into_inner()
+                .job
+                .unwrap()
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let job = loop {
+        let job = get(&m).await;
+        if !job.fragments.is_empty() {
+            break job;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not co-allocated: {job:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let fragments: Vec<(&str, u32, u64)> = job
+        .fragments
+        .iter()
+        .map(|f| (f.site.as_str(), f.processors, f.reservation))
+        .collect();
+    // Reservations 1 and 2 were the first round's holds; b's moved in a second round (3).
+    assert_eq!(fragments, [("a", 4, 1), ("b", 2, 3)]);
     // b was free at once, a only at the job's end: b climbed to a's start in a second round.
-    assert_eq!(agreed.start, busy_until);
-    assert_eq!(agreed.rounds, 2);
-    assert_eq!(
-        agreed.reservations.iter().map(|r| r.0).collect::<Vec<_>>(),
-        [0, 1]
-    );
     // Held 2 s beyond the 50 s: the grace for sending the fragments.
     let at = (busy_until, busy_until + 52, false);
     assert_eq!(held(&mut ca).await, [at]);
     assert_eq!(held(&mut cb).await, [at], "b's first hold was let go");
-
-    // A fragment wider than its site: refused, and b's hold of this attempt is let go.
-    let e = m
-        .co_allocate(8, "alice", parts(&[5, 2]), 50, None, now)
-        .await
-        .unwrap_err();
-    assert!(e.starts_with("fragment 0 at site c0:"), "{e}");
-    assert_eq!(held(&mut cb).await, [at]);
     // The committed reservations are the user's, shown by the meta-scheduler.
-    use v1::meta_scheduler_server::MetaScheduler;
     let listed = m
         .list_reservations(tonic::Request::new(v1::ListReservationsRequest::default()))
         .await
         .unwrap()
         .into_inner()
         .reservations;
-    let mine: Vec<(&str, u32, i64, &str)> = listed
+    let mine: Vec<(&str, u32, i64, &str, i32)> = listed
         .iter()
-        .map(|r| (r.site.as_str(), r.processors, r.start_time, r.user.as_str()))
+        .map(|r| {
+            let who = (r.site.as_str(), r.processors, r.start_time);
+            (who.0, who.1, who.2, r.user.as_str(), r.state)
+        })
         .collect();
+    let held_state = v1::AdvanceReservationState::Held as i32;
     assert_eq!(
         mine,
-        [("a", 4, busy_until, "alice"), ("b", 2, busy_until, "alice")]
+        [
+            ("a", 4, busy_until, "alice", held_state),
+            ("b", 2, busy_until, "alice", held_state)
+        ]
     );
 }

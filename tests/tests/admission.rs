@@ -109,10 +109,17 @@ fn every_accepted_spec_is_a_job_some_site_can_run() {
         }
         proptest::prop_assert!(texts.iter().all(|t| !t.contains('\0')), "{:?}", spec);
         proptest::prop_assert!(spec.user.len() <= cfg.limits.max_name_bytes);
-        let priority = d.classify(&job).priority;
-        let (site, why) = d.dispatch(NOW, &job, priority, None);
-        let Some(site) = site else {
-            return Err(TestCaseError::fail(format!("not dispatched: {why:?}")));
+        let submit = gridsched_core::grid::Input::Submit {
+            job: job.clone(),
+            priority: None,
+            only: None,
+        };
+        let effects = d.on(NOW, submit);
+        let Some(site) = effects.iter().find_map(|e| match e {
+            gridsched_core::grid::Effect::Place { site, .. } => Some(*site),
+            _ => None,
+        }) else {
+            return Err(TestCaseError::fail(format!("not dispatched: {effects:?}")));
         };
         proptest::prop_assert!(d.can_ever_run(site, &job));
         let limit = cfg.sites[site].max_estimate(cfg.limits.max_estimate_s);

@@ -57,6 +57,7 @@ impl GridRunner {
         id: JobId,
         parts: Vec<Part>,
         reason: Option<&Reason>,
+        explanation: Option<super::Explanation>,
         out: &mut Vec<Effect>,
     ) {
         let first = parts.first().map_or(0, |p| p.cluster.index());
@@ -100,6 +101,13 @@ impl GridRunner {
             _ => None,
         };
         let n = parts.len();
+        out.push(Effect::Coallocating {
+            job: id,
+            parts: parts.clone(),
+            length,
+            overhead_pct,
+            explanation,
+        });
         let mut c = CoAllocation::new(parts, length, rules.rounds, single_end);
         let step = c.start(now);
         self.set_at(

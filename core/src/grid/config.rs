@@ -92,6 +92,9 @@ pub struct GridConfig {
     /// The settings.
     #[serde(default)]
     pub settings: GridSettings,
+    /// The classifier's state to continue from (a driver restarted with its snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classifier_state: Option<Vec<i64>>,
 }
 
 /// How submitted jobs get their priority.

@@ -26,6 +26,36 @@ pub enum Cause {
         /// The site it left.
         from: usize,
     },
+    /// Back after a run that failed ([`Input::Requeue`]).
+    Requeued,
+    /// Re-entered after the driver restarted ([`Input::Restore`]).
+    Restored,
+}
+
+/// Where a job stood when its driver stopped, for [`Input::Restore`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Restored {
+    /// Waiting at the meta level (for a site, in the strategy's queue, or between two
+    /// co-allocations): a strategy that holds jobs takes it back into its queue, else it waits
+    /// to be dispatched again.
+    Waiting,
+    /// Sent to `site` (at `since`); `claimed` once it may no longer be withdrawn from there.
+    Site {
+        /// The site.
+        site: usize,
+        /// Started there, or granted its start.
+        claimed: bool,
+        /// When it started or was sent.
+        since: Time,
+    },
+    /// Split, its fragments sent into their reservations (from `since`).
+    Split {
+        /// Per fragment: its part, its reservation and whether it has ended.
+        fragments: Vec<(Part, ReservationId, bool)>,
+        /// When it started or was sent.
+        since: Time,
+    },
 }
 
 /// What happens to the grid, with the time it happens at.
@@ -40,6 +70,30 @@ pub enum Input {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         priority: Option<Priority>,
         /// The only site it may go to (its advance reservation's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only: Option<usize>,
+    },
+    /// A job the grid had before its driver restarted, re-entered where it stood: classified
+    /// already, and counted again by the strategy.
+    Restore {
+        /// The job.
+        job: Job,
+        /// Its priority.
+        priority: Priority,
+        /// The only site it may go to (its advance reservation's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only: Option<usize>,
+        /// Where it stood.
+        at: Restored,
+    },
+    /// A job whose run failed (a split job's fragment, say) runs again: dispatched anew, with
+    /// its priority, as a new run (the driver's requeue rule decides when).
+    Requeue {
+        /// The job.
+        job: Job,
+        /// Its priority.
+        priority: Priority,
+        /// The only site it may go to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         only: Option<usize>,
     },
@@ -128,6 +182,12 @@ pub enum Input {
         /// The job.
         job: JobId,
     },
+    /// Reservation ids up to `last` were given to the grid's advance reservations: holds take
+    /// theirs after it (one counter for both).
+    Reservations {
+        /// The last id given.
+        last: u64,
+    },
     /// A release pass of the meta-level queue (drivers send it after each instant's ends and
     /// submissions while [`GridRunner::held`] is not zero).
     Release,
@@ -199,6 +259,20 @@ pub enum Effect {
         job: JobId,
         /// Why.
         why: String,
+    },
+    /// The strategy split the job: its co-allocation over `parts` begins (holds follow).
+    Coallocating {
+        /// The job.
+        job: JobId,
+        /// Its fragments.
+        parts: Vec<Part>,
+        /// The estimate of every fragment, stretched by the WAN overhead.
+        length: Duration,
+        /// The WAN overhead p applied, percent.
+        overhead_pct: u32,
+        /// Why split (when explaining).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        explanation: Option<Explanation>,
     },
     /// Ask `site` for a tentative hold of `procs` processors for `length` seconds at its
     /// earliest start from `from` on, as reservation `reservation`.

@@ -5,7 +5,8 @@
 //! found it unreachable) is marked down: it receives no new job, and the jobs it has not started
 //! ([`Input::Claimed`](super::Input) not received) are dispatched again elsewhere, or stay with it
 //! when no other site can take them. A site whose link comes back is up again at once, and the
-//! jobs waiting for a site, or kept by a down site, are dispatched again. Every tick also
+//! jobs waiting at the meta level (for a site, or in the strategy's queue, where they were held
+//! while the site could not be seen), or kept by a down site, are dispatched again. Every tick also
 //! dispatches again the jobs waiting for a site.
 
 use super::{Effect, GridRunner};
@@ -80,7 +81,7 @@ impl GridRunner {
         self.links.report(site, reachable, at_ms);
         if reachable && self.placer.set_up(site, true) {
             out.push(Effect::SiteUp { site });
-            self.redispatch(now, None, out);
+            self.redispatch_also(now, None, true, out);
             for d in 0..self.placer.sites.len() {
                 if d != site && !self.placer.is_up(d) {
                     self.redispatch(now, Some(d), out);

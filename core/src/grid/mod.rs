@@ -36,12 +36,13 @@ mod io;
 mod links;
 mod place;
 pub mod replay;
+mod restore;
 #[cfg(test)]
 mod tests;
 
 pub use coallocate::MAX_REFUSED;
 pub use config::{Classify, CoallocationRules, GridConfig, GridSettings, SiteSpec};
-pub use io::{Cause, Effect, Fragment, GridError, Input};
+pub use io::{Cause, Effect, Fragment, GridError, Input, Restored};
 pub use links::SiteLinks;
 pub use place::{Candidate, Decision, Explanation, Placer};
 
@@ -120,12 +121,16 @@ impl GridRunner {
             Some(c) => Classify::By(Box::new(Classifier::new(c)?)),
             None => Classify::Fixed(1),
         };
-        Ok(GridRunner::new(
+        let mut runner = GridRunner::new(
             cfg.sites.clone(),
             cfg.dispatch.build(),
             classify,
             cfg.settings.clone(),
-        ))
+        );
+        if let Some(s) = &cfg.classifier_state {
+            runner.restore_classifier(s);
+        }
+        Ok(runner)
     }
 
     /// Handles `input` at `now`, appending what to do to `out`.
@@ -150,6 +155,38 @@ impl GridRunner {
                     return Err(GridError::DuplicateJob(job.id));
                 }
                 self.submit(now, job, priority, only, out);
+            }
+            Input::Restore {
+                job,
+                priority,
+                only,
+                at,
+            } => {
+                only.map_or(Ok(()), site_ok)?;
+                match &at {
+                    Restored::Waiting => {}
+                    Restored::Site { site, .. } => site_ok(*site)?,
+                    Restored::Split { fragments, .. } => {
+                        for f in fragments {
+                            site_ok(f.0.cluster.index())?;
+                        }
+                    }
+                }
+                if self.jobs.contains_key(&job.id) {
+                    return Err(GridError::DuplicateJob(job.id));
+                }
+                self.restore(job, priority, only, at);
+            }
+            Input::Requeue {
+                job,
+                priority,
+                only,
+            } => {
+                only.map_or(Ok(()), site_ok)?;
+                if self.jobs.contains_key(&job.id) {
+                    return Err(GridError::DuplicateJob(job.id));
+                }
+                self.requeue(now, job, priority, only, out);
             }
             Input::Cancel { job } => self.cancel(now, job, out),
             Input::Claimed { job, site } => {
@@ -226,6 +263,7 @@ impl GridRunner {
                 }
             }
             Input::Release => self.release(now, out),
+            Input::Reservations { last } => self.set_last_reservation(last),
             Input::Tick { at_ms } => self.tick(now, at_ms, out),
         }
         Ok(())
@@ -270,15 +308,7 @@ impl GridRunner {
                 p
             }
         };
-        self.jobs.insert(
-            id,
-            Open {
-                job,
-                priority,
-                only,
-                at: At::Unplaced,
-            },
-        );
+        self.enter(job, priority, only, At::Unplaced);
         self.dispatch(now, id, Cause::Submitted, out);
     }
 
@@ -304,7 +334,7 @@ impl GridRunner {
                     let explanation = self
                         .settings
                         .explain
-                        .then(|| self.placer.released(now, c.index(), &r.reason));
+                        .then(|| self.placer.released(now, Some(c.index()), &r.reason));
                     self.set_at(
                         r.job,
                         At::Site {
@@ -320,7 +350,11 @@ impl GridRunner {
                     });
                 }
                 crate::dispatch::Placement::Split(parts) => {
-                    self.co_allocate(now, r.job, parts, Some(&r.reason), out);
+                    let explanation = self
+                        .settings
+                        .explain
+                        .then(|| self.placer.released(now, None, &r.reason));
+                    self.co_allocate(now, r.job, parts, Some(&r.reason), explanation, out);
                 }
                 other => {
                     self.placer.dispatcher.job_returned(now, r.job, cluster(0));
@@ -328,6 +362,17 @@ impl GridRunner {
                 }
             }
         }
+    }
+
+    /// A job enters the grid (or comes back to it) at `at`.
+    fn enter(&mut self, job: Job, priority: Priority, only: Option<usize>, at: At) {
+        let open = Open {
+            job,
+            priority,
+            only,
+            at,
+        };
+        self.jobs.insert(open.job.id, open);
     }
 
     /// Sets where an open job is.
@@ -384,6 +429,22 @@ impl GridRunner {
         match &self.classify {
             Classify::By(c) => c.snapshot(),
             Classify::Fixed(_) | Classify::With(_) => Vec::new(),
+        }
+    }
+
+    /// The classifier, when jobs are classified by one.
+    pub fn classifier(&self) -> Option<&Classifier> {
+        match &self.classify {
+            Classify::By(c) => Some(c),
+            Classify::Fixed(_) | Classify::With(_) => None,
+        }
+    }
+
+    /// The classifier, to feed it jobs classified before a restart.
+    pub fn classifier_mut(&mut self) -> Option<&mut Classifier> {
+        match &mut self.classify {
+            Classify::By(c) => Some(c),
+            Classify::Fixed(_) | Classify::With(_) => None,
         }
     }
 

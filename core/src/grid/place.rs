@@ -318,11 +318,11 @@ impl Placer {
     }
 
     /// The explanation of a release pass's placement on `site`.
-    pub fn released(&self, now: Time, site: usize, reason: &Reason) -> Explanation {
+    pub fn released(&self, now: Time, site: Option<usize>, reason: &Reason) -> Explanation {
         let name = |c: ClusterId| self.sites[c.index()].name.clone();
         Explanation {
             time: now,
-            site: Some(site),
+            site,
             decided_by: format!("{} ({})", self.describe, reason.text(&name)),
             candidates: Vec::new(),
         }
@@ -382,7 +382,7 @@ impl GridRunner {
                 });
             }
             Decision::Split(parts, reason) => {
-                self.co_allocate(now, id, parts, reason.as_ref(), out);
+                self.co_allocate(now, id, parts, reason.as_ref(), explanation, out);
             }
             other => return Some((other, explanation)),
         }
@@ -420,11 +420,24 @@ impl GridRunner {
     /// down), the jobs of `down` that have not started there; in id order. A job no other site
     /// can take stays with its down site, unless the strategy holds it in its queue.
     pub(super) fn redispatch(&mut self, now: Time, down: Option<usize>, out: &mut Vec<Effect>) {
+        self.redispatch_also(now, down, false, out);
+    }
+
+    /// [`GridRunner::redispatch`], and with `held` the jobs in the strategy's queue too (a site
+    /// came back: they were held when it could not be seen, and are held again with it in view).
+    pub(super) fn redispatch_also(
+        &mut self,
+        now: Time,
+        down: Option<usize>,
+        held: bool,
+        out: &mut Vec<Effect>,
+    ) {
         let mut ids: Vec<(JobId, Option<usize>)> = self
             .jobs
             .iter()
             .filter_map(|(&id, o)| match o.at {
                 At::Unplaced => Some((id, None)),
+                At::Held if held => Some((id, None)),
                 At::Site {
                     site,
                     claimed: false,

@@ -33,6 +33,7 @@ fn runner(kind: DispatchKind, sizes: &[u32], settings: GridSettings) -> GridRunn
         },
         classifier: None,
         settings,
+        classifier_state: None,
     };
     GridRunner::from_config(&cfg).unwrap()
 }
@@ -668,7 +669,9 @@ fn random_drives_keep_the_grid_invariants() {
                         running_splits.remove(&job);
                         at.remove(&job);
                     }
-                    Effect::Classified { .. } | Effect::Kill { .. } => {}
+                    Effect::Classified { .. }
+                    | Effect::Coallocating { .. }
+                    | Effect::Kill { .. } => {}
                 }
             }
         };
@@ -901,6 +904,7 @@ fn an_input_log_re_decides_identically_and_names_the_first_difference() {
             site_down_after_ms: Some(1_000),
             ..splitting()
         },
+        classifier_state: None,
     };
     let mut r = Recorder::new(cfg).unwrap();
     let mut out = Vec::new();
@@ -1024,7 +1028,8 @@ fn cancellations_and_failed_fragments_release_what_the_job_held() {
     // Co-allocating with one hold answered: cancelling lets both holds go.
     submit(&mut r, 1, job(2, 10, 100));
     let e = on(&mut r, 1, Input::Release);
-    let Effect::Hold { reservation, .. } = e[0] else {
+    assert!(matches!(e[0], Effect::Coallocating { .. }), "{e:?}");
+    let Effect::Hold { reservation, .. } = e[1] else {
         panic!("{e:?}")
     };
     let held = Input::Held {

@@ -68,8 +68,9 @@ enum Command {
     /// Transform workload traces: `trace scale` (Ernemann's scaling to a larger machine),
     /// `trace calibrate` (its stage-4 search for the adjusted factor), `trace synth`.
     Trace(trace::TraceArgs),
-    /// Run a live local scheduler's input log through the same cluster runner again and check
-    /// that it makes the same decisions.
+    /// Run a live input log through the same runner again and check that it makes the same
+    /// decisions: a local scheduler's through the cluster runner, the meta-scheduler's through
+    /// the grid runner.
     Rerun(rerun::RerunArgs),
 }
 

@@ -1,10 +1,13 @@
-//! `gridsim rerun LOG`: runs a live local scheduler's input log (see the local scheduler's
-//! `input_log`) through the same cluster runner again and checks that every decision comes out
-//! the same: which job starts, when, on which machine, which is suspended, every overrun. A
-//! malformed line is an error naming its line number.
+//! `gridsim rerun LOG`: runs a live input log through the same runner again and checks that every
+//! decision comes out the same. A local scheduler's log (its `input_log`) goes through the cluster
+//! runner: which job starts, when, on which machine, which is suspended, every overrun. A
+//! meta-scheduler's log (its `input_log`) goes through the grid runner: every classification,
+//! placement, wait, refusal, hold, commit and fragment sent. The kind of log is read from its
+//! first header. A malformed line is an error naming its line number.
 
 use super::say;
 use anyhow::{Context, Result, anyhow};
+use gridsched_core::grid::replay::{self as grid_replay, Line as GridLine};
 use gridsched_core::runner::replay::{self, Line};
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -12,7 +15,7 @@ use std::path::PathBuf;
 /// Arguments of `gridsim rerun`.
 #[derive(Debug, clap::Args)]
 pub struct RerunArgs {
-    /// The input log (JSON Lines, as the local scheduler writes it).
+    /// The input log (JSON Lines, as a local scheduler or the meta-scheduler writes it).
     pub log: PathBuf,
     /// Print the result as one JSON object.
     #[arg(long)]
@@ -21,6 +24,11 @@ pub struct RerunArgs {
 
 /// Reads a log's lines, naming the first malformed one.
 pub fn read_log(path: &std::path::Path) -> Result<Vec<Line>> {
+    read_lines(path)
+}
+
+/// Reads the JSON lines of `path` as `T`s, naming the first malformed line.
+fn read_lines<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<Vec<T>> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut lines = Vec::new();
     for (i, l) in std::io::BufReader::new(file).lines().enumerate() {
@@ -28,15 +36,60 @@ pub fn read_log(path: &std::path::Path) -> Result<Vec<Line>> {
         if l.trim().is_empty() {
             continue;
         }
-        let line: Line =
+        let line: T =
             serde_json::from_str(&l).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))?;
         lines.push(line);
     }
     Ok(lines)
 }
 
+/// Whether the log at `path` is a meta-scheduler's (its first line a grid runner's header).
+fn is_grid_log(path: &std::path::Path) -> Result<bool> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    for l in std::io::BufReader::new(file).lines() {
+        let l = l.with_context(|| path.display().to_string())?;
+        if l.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&l).map_err(|e| anyhow!("{}:1: {e}", path.display()))?;
+        return Ok(v.pointer("/header/sites").is_some());
+    }
+    Ok(false)
+}
+
+/// Re-runs a meta-scheduler's log.
+fn rerun_grid(args: &RerunArgs) -> Result<()> {
+    let lines: Vec<GridLine> = read_lines(&args.log)?;
+    let checked = grid_replay::check(lines).map_err(|e| anyhow!("{}: {e}", args.log.display()))?;
+    if args.json {
+        say!(
+            "{}",
+            serde_json::json!({
+                "identical": true,
+                "runs": checked.runs,
+                "inputs": checked.inputs,
+                "effects": checked.effects,
+                "placements": checked.placements,
+            })
+        );
+    } else {
+        say!(
+            "identical: {} grid decisions ({} placements) from {} inputs over {} runner start(s)",
+            checked.effects,
+            checked.placements,
+            checked.inputs,
+            checked.runs
+        );
+    }
+    Ok(())
+}
+
 /// Runs the command.
 pub fn rerun(args: &RerunArgs) -> Result<()> {
+    if is_grid_log(&args.log)? {
+        return rerun_grid(args);
+    }
     let lines = read_log(&args.log)?;
     let checked = replay::check(lines).map_err(|e| anyhow!("{}: {e}", args.log.display()))?;
     if args.json {

@@ -202,6 +202,7 @@ impl Sim<'_, '_> {
             }
             GridEffect::Over { job, site } => self.split_over(t, job, ClusterId(site as u32)),
             GridEffect::Classified { .. }
+            | GridEffect::Coallocating { .. }
             | GridEffect::Wait { .. }
             | GridEffect::Kill { .. }
             | GridEffect::StartSplit { .. }

@@ -1,135 +1,28 @@
 //! Jobs split over sites, at the meta level (Streit, thesis §6.3: a multi-site job runs as one
-//! fragment per site, started together; the grid scheduler decides the split, §6.4): the state
-//! side of their life. A release pass that splits a job starts its co-allocation (the job stays
-//! ACCEPTED, without a site); once every site has committed its reservation the job gets its
-//! fragments and is DISPATCHED, and each fragment is sent to its site into its reservation;
-//! a co-allocation given up puts the job back in the meta-level queue. Each site's events move
-//! its fragment: the job is QUEUED once every site has its fragment, RUNNING once every fragment
-//! runs (the start skew is reported), and ends once every fragment has ended: COMPLETED when all
-//! completed, else as its first fragment to end badly (a cancelled one only when none ended
-//! otherwise), whose end also has the others killed; each ended fragment's reservation is let go.
+//! fragment per site, started together; the grid scheduler decides the split, §6.4): the records
+//! of their fragments. The grid runner co-allocates them (`effects.rs` carries out its holds and
+//! commits); once every site has committed, the job gets its fragments and is DISPATCHED, and each
+//! fragment is sent to its site into its reservation. Each site's events move its fragment: the
+//! job is QUEUED once every site has its fragment, RUNNING once every fragment runs (the start
+//! skew is reported), and ends once every fragment has ended: COMPLETED when all completed, else
+//! as its first fragment to end badly (a cancelled one only when none ended otherwise). Each
+//! fragment's end goes to the runner, which lets its reservation go and has the others killed
+//! when it ended badly; a job whose fragment failed runs again while it has requeues left
+//! (`links.fragment_requeues`), dispatched anew by the runner.
 
 use super::{Batch, FragmentKill, State, rank};
-use crate::coallocate::Agreed;
-use crate::decide::Split;
 use gridsched_core::dispatch::Part;
-use gridsched_core::model::ClusterId;
+use gridsched_core::grid::Input;
+use gridsched_core::model::JobId;
 use gridsched_proto::v1::{self, JobState};
 
 impl State {
-    /// The fragments of a split job as the dispatcher's parts.
-    pub(super) fn parts_of(&self, job: &v1::Job) -> Vec<Part> {
-        job.fragments
-            .iter()
-            .filter_map(|f| {
-                self.site_index(&f.site).map(|i| Part {
-                    cluster: ClusterId(i as u32),
-                    procs: f.processors,
-                })
-            })
-            .collect()
-    }
-
-    fn site_list(&self, parts: &[Part]) -> String {
+    pub(super) fn site_list(&self, parts: &[Part]) -> String {
         let names: Vec<String> = parts
             .iter()
             .map(|p| format!("{} ({})", self.sites[p.cluster.index()].name, p.procs))
             .collect();
         names.join(" + ")
-    }
-
-    /// The release pass split job `id`: its co-allocation begins.
-    pub(super) fn begin_split(
-        &mut self,
-        b: &mut Batch,
-        id: u64,
-        split: Split,
-        dispatch: v1::DispatchExplanation,
-        time: i64,
-    ) {
-        self.unplaced.remove(&id);
-        self.decisions.entry(id).or_default().dispatch = Some(dispatch.clone());
-        b.decisions.insert(id);
-        let detail = format!(
-            "co-allocating over {}, each fragment {} s with p = {} %: {}",
-            self.site_list(&split.parts),
-            split.length,
-            split.overhead_pct,
-            dispatch.decided_by
-        );
-        self.coallocating.insert(id, split);
-        b.coallocate.push(id);
-        self.update(b, id, time, |_| Some(detail));
-    }
-
-    /// Every site committed job `id`'s reservation: the job gets its fragments and is sent.
-    /// False when the job ended meanwhile (cancelled): its reservations are to be let go.
-    pub fn split_agreed(&mut self, b: &mut Batch, id: u64, agreed: &Agreed, time: i64) -> bool {
-        let Some(split) = self.coallocating.remove(&id) else {
-            return false;
-        };
-        if self.jobs.get(&id).is_none_or(|j| j.state().is_terminal()) {
-            return false;
-        }
-        let fragments: Vec<v1::Fragment> = split
-            .parts
-            .iter()
-            .zip(&agreed.reservations)
-            .map(|(p, &(_, reservation))| v1::Fragment {
-                site: self.sites[p.cluster.index()].name.clone(),
-                processors: p.procs,
-                reservation,
-                state: JobState::Dispatched.into(),
-                estimate_s: split.length,
-                overhead_pct: split.overhead_pct,
-                ..Default::default()
-            })
-            .collect();
-        let detail = format!(
-            "co-allocated over {} from {} ({} round{} of holds); fragments sent",
-            self.site_list(&split.parts),
-            agreed.start,
-            agreed.rounds,
-            if agreed.rounds == 1 { "" } else { "s" }
-        );
-        b.send_fragments.push(id);
-        self.update(b, id, time, |j| {
-            j.fragments = fragments;
-            j.state = JobState::Dispatched.into();
-            j.dispatch_time = Some(time);
-            Some(detail)
-        })
-    }
-
-    /// Job `id`'s co-allocation was given up (`why`): back in the meta-level queue.
-    pub fn split_failed(&mut self, b: &mut Batch, id: u64, why: &str, time: i64) {
-        let Some(split) = self.coallocating.remove(&id) else {
-            return;
-        };
-        if self.jobs.get(&id).is_none_or(|j| j.state().is_terminal()) {
-            return;
-        }
-        let first = split.parts.first().map_or(0, |p| p.cluster.index());
-        self.plan_again(id, first, time);
-        let detail = format!("co-allocation given up: {why}; back in the meta-level queue");
-        self.update(b, id, time, |_| Some(detail));
-    }
-
-    /// Split job `id` (its first fragment at site `first`) goes back to the meta-level queue:
-    /// the dispatcher forgets its split and holds it again, to be split anew by a release pass.
-    fn plan_again(&mut self, id: u64, first: usize, time: i64) {
-        let Some(job) = self.jobs.get(&id) else {
-            return;
-        };
-        let spec = job.spec.clone().unwrap_or_default();
-        let (priority, submit) = (job.priority, job.submit_time.unwrap_or(time));
-        let only = self.pinned(job);
-        self.decider.returned(time, id, first);
-        if let Ok(model) = self.decider.job(&spec, id, submit) {
-            self.decider
-                .dispatch_within(time, &model, priority, None, only);
-        }
-        self.unplaced.insert(id);
     }
 
     /// Site `i` has fragment `id` of its job, of run `run` (its Enqueue answered). A fragment no
@@ -170,10 +63,9 @@ impl State {
     pub(super) fn apply_fragment(&mut self, b: &mut Batch, i: usize, ev: &v1::JobEvent) {
         let name = self.sites[i].name.clone();
         let new = ev.state();
-        let mut kills = Vec::new();
-        let mut ended = Vec::new();
+        let mut ended = None;
         let mut skew = None;
-        let mut requeued = None;
+        let mut requeued = false;
         let requeues = self.fragment_requeues;
         self.update(b, ev.job_id, ev.time, |j| {
             if j.state().is_terminal() {
@@ -196,20 +88,11 @@ impl State {
                     f.start_time = Some(ev.time);
                 }
                 s if s.is_terminal() => {
-                    // Its reservation has served.
-                    ended.push(f.reservation);
+                    ended = Some(s == JobState::Completed);
                     f.state = ev.state;
                     f.end_time = Some(ev.time);
                     f.exit_code = ev.exit_code;
                     f.reason.clone_from(&ev.detail);
-                    if s != JobState::Completed {
-                        for (m, other) in j.fragments.iter().enumerate() {
-                            if m != k && !other.state().is_terminal() {
-                                let why = format!("fragment {k} at {name} ended: {}", ev.detail);
-                                kills.push((other.site.clone(), j.requeues, why));
-                            }
-                        }
-                    }
                 }
                 _ => return None,
             }
@@ -237,7 +120,7 @@ impl State {
                             && j.requeues < requeues =>
                     {
                         let why = format!("fragment {r} of {n} at {}: {}", f.site, f.reason);
-                        requeued = Some(j.fragments[0].site.clone());
+                        requeued = true;
                         j.requeues += 1;
                         j.state = JobState::Accepted.into();
                         j.fragments.clear();
@@ -271,22 +154,19 @@ impl State {
             }
             Some(format!("{name}: {}", ev.detail))
         });
-        if let Some(site) = requeued {
-            let first = self.site_index(&site).unwrap_or(0);
-            self.plan_again(ev.job_id, first, ev.time);
+        // The runner lets the fragment's reservation go, has the others killed when it ended
+        // badly, and is done with the job after its last fragment.
+        if let Some(ok) = ended {
+            let input = Input::FragmentEnded {
+                job: JobId(ev.job_id),
+                site: i,
+                ok,
+            };
+            self.drive(b, ev.time, input);
         }
-        for (site, run, why) in kills {
-            if let Some(s) = self.site_index(&site) {
-                b.kill_fragments.push(FragmentKill {
-                    site: s,
-                    job: ev.job_id,
-                    run,
-                    why,
-                });
-            }
+        if requeued {
+            self.requeue(b, ev.time, ev.job_id);
         }
-        b.drop_reservations
-            .extend(ended.into_iter().map(|r| (i, r)));
         if let Some(s) = skew {
             self.metrics.start_skew.observe(s as f64);
         }

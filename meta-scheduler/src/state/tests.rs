@@ -15,8 +15,30 @@ fn grid(start_claims: bool) -> State {
     let decider = Decider::new(&cfg, 0).unwrap();
     let mut st = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
     st.start_claims = start_claims;
-    st.reachable = vec![true, true];
+    link(&mut st, 0, true, 0);
+    link(&mut st, 1, true, 0);
     st
+}
+
+/// Monotonic milliseconds for the runner's links, increasing across every test.
+fn ms(step: u64) -> u64 {
+    static MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    MS.fetch_add(step, std::sync::atomic::Ordering::SeqCst) + step
+}
+
+/// Site `i`'s link opens or closes at `t`.
+pub(super) fn link(st: &mut State, i: usize, up: bool, t: i64) -> Batch {
+    let mut b = Batch::default();
+    st.link(&mut b, i, up, ms(1), t);
+    b
+}
+
+/// Site `i`'s link closes at `t` and stays closed past the timeout: the runner marks it down.
+pub(super) fn down(st: &mut State, i: usize, t: i64) -> Batch {
+    let mut b = link(st, i, false, t);
+    st.tick(&mut b, ms(3_000), t);
+    assert!(!st.decider.is_up(i));
+    b
 }
 
 /// Job `id` as the door accepts it: its record and its model, classified.
@@ -26,10 +48,8 @@ pub(super) fn accepted(
     spec: v1::JobSpec,
 ) -> (v1::Job, gridsched_core::model::Job) {
     let model = st.decider.job(&spec, id, 0).unwrap();
-    let priority = st.decider.classify(&model).priority;
     let job = v1::Job {
         id,
-        priority,
         state: JobState::Accepted.into(),
         submit_time: Some(0),
         spec: Some(spec),
@@ -50,10 +70,10 @@ fn at_a(st: &mut State, id: u64, licences: &[&str]) {
     };
     let (job, model) = accepted(st, id, spec);
     // Not reachable while it is accepted: it waits in a's outbox as ACCEPTED.
+    down(st, 1, 0);
     st.reachable[0] = false;
-    st.decider.set_up(1, false);
-    st.add(&mut Batch::default(), job, &model, 0);
-    st.decider.set_up(1, true);
+    st.add(&mut Batch::default(), job, &model, 0).unwrap();
+    link(st, 1, true, 0);
     st.reachable[0] = true;
     assert_eq!(st.jobs[&id].site.as_deref(), Some("a"));
 }
@@ -90,7 +110,7 @@ fn claim(st: &mut State, site: usize, start: &[u64], waiting: &[u64]) -> (Vec<u6
         waiting: waiting.to_vec(),
     };
     let mut b = Batch::default();
-    let a = st.claims(&mut b, site, &req);
+    let a = st.claims(&mut b, site, &req, 2);
     for id in &a.granted {
         assert!(b.jobs.contains(id) || st.jobs[id].claimed_by.is_some());
     }
@@ -127,8 +147,7 @@ fn a_down_site_gives_up_exactly_its_jobs_that_have_not_started() {
         Some("cancelled".into())
     });
 
-    st.decider.set_up(0, false);
-    st.redispatch(&mut Batch::default(), Some(0), 3);
+    down(&mut st, 0, 3);
     assert_eq!(site(&st, 1), ("b", JobState::Accepted), "withdrawn");
     assert_eq!(
         site(&st, 4),
@@ -192,8 +211,7 @@ fn without_start_claims_a_sent_job_stays_with_its_down_site() {
     at_a(&mut st, 1, &[]);
     at_a(&mut st, 2, &[]);
     send(&mut st, 0, 1);
-    st.decider.set_up(0, false);
-    st.redispatch(&mut Batch::default(), Some(0), 3);
+    down(&mut st, 0, 3);
     assert_eq!(site(&st, 1), ("a", JobState::Queued));
     assert_eq!(site(&st, 2), ("b", JobState::Accepted), "never sent: moves");
     assert!(!st.jobs[&2].start_claims);
@@ -206,18 +224,14 @@ fn a_job_kept_by_a_down_site_moves_when_another_site_comes_back() {
     at_a(&mut st, 2, &[]);
     send(&mut st, 0, 1); // 1: queued at a, unclaimed; 2: waits in a's outbox
     // b is down first, then a: nowhere to go, both stay with a.
-    st.reachable = vec![false, false];
-    st.decider.set_up(1, false);
-    st.redispatch(&mut Batch::default(), Some(1), 3);
-    st.decider.set_up(0, false);
-    st.redispatch(&mut Batch::default(), Some(0), 4);
+    down(&mut st, 1, 3);
+    down(&mut st, 0, 4);
     assert_eq!(site(&st, 1), ("a", JobState::Queued));
     assert_eq!(site(&st, 2), ("a", JobState::Accepted));
 
     // b comes back while a is still down: both move to b, the queued one withdrawn from a.
-    st.reachable[1] = true;
-    assert!(st.decider.set_up(1, true));
-    st.site_up(&mut Batch::default(), 1, 5);
+    link(&mut st, 1, true, 5);
+    assert!(st.decider.is_up(1));
     assert_eq!(site(&st, 1), ("b", JobState::Accepted), "withdrawn from a");
     assert_eq!(site(&st, 2), ("b", JobState::Accepted));
     assert!(st.outbox[0].is_empty());
@@ -240,17 +254,15 @@ fn accept(st: &mut State, id: u64, procs: u32, t: i64) {
         ..Default::default()
     };
     let model = st.decider.job(&spec, id, t).unwrap();
-    let priority = st.decider.classify(&model).priority;
     let job = v1::Job {
         id,
-        priority,
         state: JobState::Accepted.into(),
         submit_time: Some(t),
         spec: Some(spec),
         ..Default::default()
     };
     let b = &mut Batch::default();
-    st.add(b, job, &model, t);
+    st.add(b, job, &model, t).unwrap();
     st.settle(b, t);
 }
 
@@ -263,7 +275,10 @@ fn job_sharing() -> State {
     )
     .unwrap();
     let decider = Decider::new(&cfg, 0).unwrap();
-    State::new(cfg.sites.clone(), cfg.max_priority(), decider)
+    let mut st = State::new(cfg.sites.clone(), cfg.max_priority(), decider);
+    link(&mut st, 0, true, 0);
+    link(&mut st, 1, true, 0);
+    st
 }
 
 #[test]
@@ -328,9 +343,7 @@ fn a_job_sharing_job_at_a_site_that_goes_down_goes_back_to_the_meta_level_queue(
     );
     assert!(st.outbox[0].contains(&1), "not sent: a is unreachable");
     // a goes down; b is full: job 1 is held at the meta level, with no site.
-    let b = &mut Batch::default();
-    st.decider.set_up(0, false);
-    st.redispatch(b, Some(0), 5);
+    let b = &mut down(&mut st, 0, 5);
     st.settle(b, 5);
     assert_eq!(
         (site(&st, 1), st.jobs[&1].state()),
@@ -340,9 +353,7 @@ fn a_job_sharing_job_at_a_site_that_goes_down_goes_back_to_the_meta_level_queue(
     assert_eq!(st.decider.held(), 1);
     // a comes back: job 1 is released there; the grid scheduler counted it once only (a 4-wide
     // job 3 waits, as both sites are full).
-    st.decider.set_up(0, true);
-    let b = &mut Batch::default();
-    st.site_up(b, 0, 6);
+    let b = &mut link(&mut st, 0, true, 6);
     st.settle(b, 6);
     assert_eq!(site(&st, 1), Some("a".into()));
     accept(&mut st, 3, 4, 7);

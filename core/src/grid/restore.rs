@@ -1,0 +1,75 @@
+//! Jobs that come back to the grid runner (Pasquali, thesis D3: the Meta-Scheduler keeps every
+//! job until its cluster reports it ended): a job re-entered after its driver restarted, where it
+//! stood, with the strategy's bookkeeping rebuilt as if it had decided it; and a job whose run
+//! failed, dispatched anew as a new run.
+
+use super::{At, Cause, Effect, GridRunner, Restored, cluster};
+use crate::dispatch::{Placement, Priority};
+use crate::model::{Job, Time};
+
+impl GridRunner {
+    /// Re-enters `job` where it stood before the driver restarted.
+    pub(super) fn restore(
+        &mut self,
+        job: Job,
+        priority: Priority,
+        only: Option<usize>,
+        at: Restored,
+    ) {
+        let at = match at {
+            Restored::Waiting => {
+                let before = self.placer.held();
+                self.placer
+                    .dispatcher
+                    .restore(&job, priority, &Placement::Hold, job.submit);
+                if self.placer.held() > before {
+                    // Held again with the sites it may go to, as at a dispatch.
+                    let _ = self
+                        .placer
+                        .decide(job.submit, &job, priority, only, None, false);
+                    At::Held
+                } else {
+                    At::Unplaced
+                }
+            }
+            Restored::Site {
+                site,
+                claimed,
+                since,
+            } => {
+                let placed = Placement::Cluster(cluster(site));
+                self.placer
+                    .dispatcher
+                    .restore(&job, priority, &placed, since);
+                At::Site { site, claimed }
+            }
+            Restored::Split { fragments, since } => {
+                let parts = fragments.iter().map(|f| f.0).collect();
+                self.placer
+                    .dispatcher
+                    .restore(&job, priority, &Placement::Split(parts), since);
+                At::Split(
+                    fragments
+                        .iter()
+                        .map(|(p, r, ended)| (p.cluster.index(), *r, *ended))
+                        .collect(),
+                )
+            }
+        };
+        self.enter(job, priority, only, at);
+    }
+
+    /// Dispatches anew `job`, whose run failed.
+    pub(super) fn requeue(
+        &mut self,
+        now: Time,
+        job: Job,
+        priority: Priority,
+        only: Option<usize>,
+        out: &mut Vec<Effect>,
+    ) {
+        let id = job.id;
+        self.enter(job, priority, only, At::Unplaced);
+        self.dispatch(now, id, Cause::Requeued, out);
+    }
+}
