@@ -7,65 +7,31 @@
 use gridsched_core::Time;
 use gridsched_core::grid::replay::Line;
 use gridsched_core::grid::{Effect, GridConfig, Input};
-use std::io::Write;
+use gridsched_telemetry::JsonLines;
 use std::path::Path;
 
 /// An open log.
 #[derive(Debug)]
-pub struct GridLog {
-    out: std::io::BufWriter<std::fs::File>,
-    failed: bool,
-}
+pub struct GridLog(JsonLines);
 
 impl GridLog {
     /// Opens `path` for appending.
     pub fn open(path: &Path) -> std::io::Result<GridLog> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
-        Ok(GridLog {
-            out: std::io::BufWriter::new(file),
-            failed: false,
-        })
-    }
-
-    fn line(&mut self, line: &Line) {
-        if self.failed {
-            return;
-        }
-        let res = serde_json::to_writer(&mut self.out, line)
-            .and_then(|_| self.out.write_all(b"\n").map_err(serde_json::Error::io));
-        if let Err(e) = res {
-            tracing::error!("input log: {e}; no more lines are written");
-            self.failed = true;
-        }
+        JsonLines::open(path).map(GridLog)
     }
 
     /// Logs the header of a runner built from `cfg`.
     pub fn header(&mut self, cfg: &GridConfig) {
-        self.line(&Line::Header(Box::new(cfg.clone())));
-        self.flush();
+        self.0.line(&Line::Header(Box::new(cfg.clone())));
+        self.0.flush();
     }
 
-    /// Logs an input and the effects it gave.
-    pub fn input(&mut self, time: Time, input: &Input, effects: &[Effect]) {
-        self.line(&Line::In {
-            time,
-            input: input.clone(),
-        });
+    /// Logs an input and the effects it gave, written through.
+    pub fn input(&mut self, time: Time, input: Input, effects: &[Effect]) {
+        self.0.line(&Line::In { time, input });
         for e in effects {
-            self.line(&Line::Out(e.clone()));
+            self.0.line(&Line::Out(e.clone()));
         }
-    }
-
-    /// Writes what is buffered.
-    pub fn flush(&mut self) {
-        if !self.failed
-            && let Err(e) = self.out.flush()
-        {
-            tracing::error!("input log: {e}; no more lines are written");
-            self.failed = true;
-        }
+        self.0.flush();
     }
 }

@@ -13,7 +13,7 @@ use crate::access;
 use crate::config::MetaConfig;
 use crate::decide::Decider;
 use crate::history::Filter;
-use crate::state::{Batch, Decision, State};
+use crate::state::{Batch, State};
 use crate::store::{Store, Write};
 use crate::validate;
 use gridsched_proto::v1::{
@@ -367,7 +367,6 @@ impl MetaService {
                 spec: Some(spec),
                 ..Default::default()
             };
-            st.decisions.insert(id, Decision::default());
             if let Err(why) = st.add(&mut b, job, &model, t) {
                 results.push(v1::SubmitResult {
                     index,

@@ -134,13 +134,6 @@ pub enum SiteCall {
     },
 }
 
-/// A co-allocation under way: per fragment its processors and, once asked, its hold's seconds.
-#[derive(Debug, Clone, Default)]
-pub struct Coallocating {
-    /// Per fragment: processors and seconds held.
-    pub fragments: Vec<(u32, i64)>,
-}
-
 /// The in-memory state.
 #[derive(Debug)]
 pub struct State {
@@ -162,9 +155,6 @@ pub struct State {
     pub outbox: Vec<BTreeSet<u64>>,
     /// Per site: DISPATCHED jobs whose Enqueue has not been confirmed.
     pub in_flight: Vec<BTreeSet<u64>>,
-    /// ACCEPTED jobs waiting at the meta level: for a site that is up, in the strategy's queue,
-    /// or between two co-allocations.
-    pub unplaced: BTreeSet<u64>,
     /// Per site: the last local-scheduler event applied.
     pub site_seq: Vec<u64>,
     /// Per site: whether its event stream is connected now.
@@ -187,8 +177,6 @@ pub struct State {
     pub planned: Vec<HashMap<u64, v1::Reservation>>,
     /// Per site: its advance reservations with their jobs, as last polled.
     pub advance: Vec<Vec<v1::AdvanceReservation>>,
-    /// Split jobs whose co-allocation is under way.
-    pub coallocating: BTreeMap<u64, Coallocating>,
     /// Split jobs restored with fragments their sites may not have yet (sent again at start).
     pub resend: Vec<u64>,
     /// How long finished jobs and events stay in memory.
@@ -221,7 +209,6 @@ impl State {
             decisions: HashMap::new(),
             outbox: vec![BTreeSet::new(); n],
             in_flight: vec![BTreeSet::new(); n],
-            unplaced: BTreeSet::new(),
             site_seq: vec![0; n],
             reachable: vec![false; n],
             sites,
@@ -233,7 +220,6 @@ impl State {
             last_reservation: 0,
             planned: vec![HashMap::new(); n],
             advance: vec![Vec::new(); n],
-            coallocating: BTreeMap::new(),
             resend: Vec::new(),
             retention: Default::default(),
             finished: VecDeque::new(),
@@ -424,8 +410,6 @@ impl State {
         let mut tell = None;
         if was_live && job.state().is_terminal() {
             b.finished.push(id);
-            self.unplaced.remove(&id);
-            self.coallocating.remove(&id);
             let site = self.site_of(&job);
             if let Some(i) = site {
                 self.outbox[i].remove(&id);
@@ -729,18 +713,12 @@ impl State {
                         .collect();
                     Restored::Split { fragments, since }
                 }
-                None => {
-                    if open {
-                        self.unplaced.insert(job.id);
-                    }
-                    Restored::Waiting
-                }
+                None => Restored::Waiting,
             };
             if open && let Ok(model) = model {
-                let priority = job.priority.min(u32::from(Priority::MAX)) as Priority;
                 let input = Input::Restore {
                     job: model,
-                    priority,
+                    priority: core_priority(job.priority),
                     only,
                     at,
                 };
@@ -749,6 +727,11 @@ impl State {
             self.jobs.insert(job.id, job);
         }
     }
+}
+
+/// A job's priority as the core has it (the API's is wider; the classifier never gives more).
+fn core_priority(p: u32) -> Priority {
+    Priority::try_from(p).unwrap_or(Priority::MAX)
 }
 
 /// The idempotency key of a job submitted with a client token: `user \0 token`.

@@ -3,10 +3,13 @@
 //! ([`serve`]), and counts and times its gRPC requests with [`GrpcMetricsLayer`]
 //! (`gridsched_grpc_requests_total{method, code}`, `gridsched_grpc_request_duration_seconds`).
 //! [`serve_with`] adds a service's own pages (the meta-scheduler's dashboard) and HTTPS.
+//! [`JsonLines`] is the file the services record their runners' input logs in.
 
 mod grpc;
+mod jsonl;
 mod tls_listener;
 
+pub use jsonl::JsonLines;
 pub use tls_listener::TlsListener;
 
 pub use grpc::{GrpcMetricsLayer, GrpcMetricsService};

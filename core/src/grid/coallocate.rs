@@ -168,6 +168,8 @@ impl GridRunner {
                         site: p.cluster.index(),
                         reservation: c.ids[i].expect("a committed fragment holds"),
                         start,
+                        length: c.c.held_for(),
+                        procs: p.procs,
                     });
                 }
             }

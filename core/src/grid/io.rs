@@ -313,6 +313,10 @@ pub enum Effect {
         reservation: ReservationId,
         /// The common start.
         start: Time,
+        /// Seconds held (as in its [`Effect::Hold`]).
+        length: Duration,
+        /// Processors.
+        procs: u32,
     },
     /// Every site committed: send the fragments into their reservations.
     Send {

@@ -71,6 +71,13 @@ enum At {
     SplitAtOnce(Vec<usize>),
 }
 
+impl At {
+    /// Waiting at the meta level.
+    fn waits(&self) -> bool {
+        matches!(self, At::Unplaced | At::Held | At::Retrying)
+    }
+}
+
 /// A job in the grid.
 #[derive(Clone, Debug)]
 struct Open {
@@ -407,10 +414,13 @@ impl GridRunner {
 
     /// Jobs waiting at the meta level: for a site, in the strategy's queue, or for a retry.
     pub fn waiting(&self) -> usize {
-        self.jobs
-            .values()
-            .filter(|o| matches!(o.at, At::Unplaced | At::Held | At::Retrying))
-            .count()
+        self.jobs.values().filter(|o| o.at.waits()).count()
+    }
+
+    /// Whether job `id` waits at the meta level: for a site, in the strategy's queue, or for a
+    /// retry.
+    pub fn waits(&self, id: JobId) -> bool {
+        self.jobs.get(&id).is_some_and(|o| o.at.waits())
     }
 
     /// The strategy and what it sees of the grid (its holds, its description, the sites, which

@@ -12,6 +12,7 @@
 use super::{Effect, GridConfig, GridError, GridRunner, Input};
 use crate::classify::ClassifierError;
 use crate::model::Time;
+use crate::rerun::{Differ, Pending};
 use serde::{Deserialize, Serialize};
 
 /// One line of a log.
@@ -110,21 +111,14 @@ pub enum Mismatch {
 pub fn check(lines: impl IntoIterator<Item = Line>) -> Result<Checked, Mismatch> {
     let mut res = Checked::default();
     let mut runner: Option<GridRunner> = None;
-    let mut pending: std::collections::VecDeque<Effect> = Default::default();
+    let mut rerun = Pending::new();
     let mut out = Vec::new();
-    let show = |e: Option<&Effect>| e.map_or_else(|| "nothing".to_string(), |e| format!("{e:?}"));
     let mut last = 0;
     for (i, line) in lines.into_iter().enumerate() {
         let n = i + 1;
         last = n;
-        if !matches!(line, Line::Out(_))
-            && let Some(e) = pending.front()
-        {
-            return Err(Mismatch::Differs {
-                line: n,
-                logged: "nothing".into(),
-                rerun: show(Some(e)),
-            });
+        if !matches!(line, Line::Out(_)) {
+            rerun.settled(n)?;
         }
         match line {
             Line::Header(cfg) => {
@@ -139,20 +133,13 @@ pub fn check(lines: impl IntoIterator<Item = Line>) -> Result<Checked, Mismatch>
                 // A refused input decided nothing, live as here.
                 let _ = r.on(time, input, &mut out);
                 res.inputs += 1;
-                pending.extend(out.drain(..));
+                rerun.decided(out.drain(..));
             }
             Line::Out(logged) => {
                 if runner.is_none() {
                     return Err(Mismatch::NoHeader(n));
                 }
-                let ours = pending.pop_front();
-                if ours.as_ref() != Some(&logged) {
-                    return Err(Mismatch::Differs {
-                        line: n,
-                        logged: show(Some(&logged)),
-                        rerun: show(ours.as_ref()),
-                    });
-                }
+                rerun.matches(n, &logged)?;
                 res.effects += 1;
                 if matches!(logged, Effect::Place { .. }) {
                     res.placements += 1;
@@ -160,12 +147,16 @@ pub fn check(lines: impl IntoIterator<Item = Line>) -> Result<Checked, Mismatch>
             }
         }
     }
-    if let Some(e) = pending.front() {
-        return Err(Mismatch::Differs {
-            line: last + 1,
-            logged: "nothing".into(),
-            rerun: show(Some(e)),
-        });
-    }
+    rerun.settled(last + 1)?;
     Ok(res)
+}
+
+impl From<Differ> for Mismatch {
+    fn from(d: Differ) -> Mismatch {
+        Mismatch::Differs {
+            line: d.line,
+            logged: d.logged,
+            rerun: d.rerun,
+        }
+    }
 }

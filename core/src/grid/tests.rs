@@ -3,7 +3,9 @@
 //! down and up.
 
 use super::*;
-use crate::dispatch::{ClusterCaps, ClusterLoad, DispatchConfig, DispatchKind, MultiSiteConfig};
+use crate::dispatch::{
+    ClusterCaps, ClusterLoad, DispatchConfig, DispatchKind, MultiSiteConfig, Part,
+};
 
 fn site(i: u32, procs: u32) -> SiteSpec {
     SiteSpec {
@@ -1097,4 +1099,186 @@ fn cancellations_and_failed_fragments_release_what_the_job_held() {
     assert_eq!(r.placer().arrays()[0].count[1], 1);
     on(&mut r, 12, Input::Cancel { job: JobId(4) });
     assert_eq!(r.placer().arrays()[0].count[1], 0);
+}
+
+/// A runner restarted from where its jobs stood counts them as the one that decided them, and
+/// goes on with them alike: a restored split job's fragments end it, a job restored waiting is
+/// dispatched at the next tick, a job whose run failed comes back as a requeue.
+#[test]
+fn restored_jobs_count_again_and_go_on_as_before() {
+    let mut live = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
+    let mut back = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
+    // Job 1 at site 0 (claimed), job 2 at site 1, job 3 split 8 + 2 with reservations 7 and 8.
+    assert_eq!(placed(&submit(&mut live, 0, job(1, 2, 100))), [(1, 0)]);
+    assert_eq!(placed(&submit(&mut live, 0, job(2, 2, 100))), [(2, 1)]);
+    let restore = |r: &mut GridRunner, j: Job, at: Restored| {
+        let input = Input::Restore {
+            job: j,
+            priority: 1,
+            only: None,
+            at,
+        };
+        on(r, 0, input)
+    };
+    let at = |site, claimed| Restored::Site {
+        site,
+        claimed,
+        since: 0,
+    };
+    assert!(restore(&mut back, job(1, 2, 100), at(0, true)).is_empty());
+    assert!(restore(&mut back, job(2, 2, 100), at(1, false)).is_empty());
+    assert_eq!(back.placer().arrays(), live.placer().arrays());
+    let part = |c: u32, procs: u32| Part {
+        cluster: ClusterId(c),
+        procs,
+    };
+    let fragments = vec![
+        (part(0, 8), ReservationId(7), false),
+        (part(1, 2), ReservationId(8), false),
+    ];
+    let split = Restored::Split {
+        fragments,
+        since: 0,
+    };
+    assert!(restore(&mut back, job(3, 10, 100), split).is_empty());
+    let again = Input::Restore {
+        job: job(3, 10, 100),
+        priority: 1,
+        only: None,
+        at: Restored::Waiting,
+    };
+    assert_eq!(
+        back.on(0, again, &mut Vec::new()),
+        Err(GridError::DuplicateJob(JobId(3)))
+    );
+    let e = on(
+        &mut back,
+        5,
+        Input::FragmentEnded {
+            job: JobId(3),
+            site: 1,
+            ok: false,
+        },
+    );
+    assert_eq!(
+        e,
+        [
+            Effect::LetGo {
+                job: JobId(3),
+                site: 1,
+                reservation: ReservationId(8),
+            },
+            Effect::Kill {
+                job: JobId(3),
+                site: 0,
+                why: "fragment 1 at site 1 ended badly".into(),
+            },
+        ]
+    );
+    let e = on(
+        &mut back,
+        6,
+        Input::FragmentEnded {
+            job: JobId(3),
+            site: 0,
+            ok: false,
+        },
+    );
+    assert_eq!(
+        e.last(),
+        Some(&Effect::Over {
+            job: JobId(3),
+            site: 0,
+        })
+    );
+    // Its run failed: it comes back, and the strategy holds it (wider than any site) until a
+    // release pass splits it anew.
+    let requeue = Input::Requeue {
+        job: job(3, 10, 100),
+        priority: 1,
+        only: None,
+    };
+    let e = on(&mut back, 7, requeue);
+    assert!(
+        matches!(
+            e[..],
+            [Effect::Wait {
+                held: true,
+                cause: Cause::Requeued,
+                ..
+            }]
+        ),
+        "{e:?}"
+    );
+    // A job restored waiting, under a strategy that does not hold it, is dispatched at the next
+    // tick.
+    assert!(restore(&mut back, job(4, 1, 100), Restored::Waiting).is_empty());
+    assert!(back.waits(JobId(4)));
+    let e = on(&mut back, 8, Input::Tick { at_ms: 0 });
+    assert_eq!(placed(&e).len(), 1, "{e:?}");
+    assert!(!back.waits(JobId(4)));
+}
+
+/// Hold reservation ids continue after the ids the grid's advance reservations took, one counter
+/// for both.
+#[test]
+fn holds_take_their_ids_after_the_grids_reservations() {
+    let mut r = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
+    assert!(on(&mut r, 0, Input::Reservations { last: 10 }).is_empty());
+    submit(&mut r, 0, job(1, 10, 100));
+    let ids: Vec<u64> = on(&mut r, 0, Input::Release)
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Hold { reservation, .. } => Some(reservation.0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, [11, 12]);
+    assert_eq!(r.last_reservation(), 12);
+    // A lower count never takes ids back.
+    on(&mut r, 0, Input::Reservations { last: 3 });
+    assert_eq!(r.last_reservation(), 12);
+}
+
+/// A runner built from a header with the classifier's state classifies the next job as the
+/// runner that wrote the state would.
+#[test]
+fn a_header_with_the_classifiers_state_classifies_on_from_it() {
+    let cfg = |state: Option<Vec<i64>>| GridConfig {
+        sites: vec![site(0, 8)],
+        dispatch: DispatchConfig::new(DispatchKind::LoadOrdering),
+        classifier: Some(crate::classify::ClassifierConfig::default()),
+        settings: GridSettings {
+            explain: true,
+            ..GridSettings::default()
+        },
+        classifier_state: state,
+    };
+    let with_deadline = |id: u64, deadline: i64| {
+        let mut j = job(id, 1, 100);
+        j.deadline = Some(deadline);
+        j
+    };
+    let priority = |e: &[Effect]| {
+        e.iter().find_map(|e| match e {
+            Effect::Classified { priority, .. } => Some(*priority),
+            _ => None,
+        })
+    };
+    let mut first = GridRunner::from_config(&cfg(None)).unwrap();
+    for (id, d) in [(1, 150), (2, 5_000), (3, 120), (4, 90_000)] {
+        submit(&mut first, 0, with_deadline(id, d));
+    }
+    let state = first.classifier_snapshot();
+    let mut fresh = GridRunner::from_config(&cfg(None)).unwrap();
+    let mut restarted = GridRunner::from_config(&cfg(Some(state))).unwrap();
+    let next = with_deadline(5, 400);
+    let p_first = priority(&submit(&mut first, 0, next.clone()));
+    let p_restarted = priority(&submit(&mut restarted, 0, next.clone()));
+    assert_eq!(p_restarted, p_first);
+    assert_ne!(
+        priority(&submit(&mut fresh, 0, next)),
+        p_first,
+        "the state matters here"
+    );
 }

@@ -11,6 +11,7 @@
 use super::{ClusterRunner, Effect, Input, RunnerConfig, RunnerError};
 use crate::model::{ClusterId, Platform, Time};
 use crate::policy::PolicyConfig;
+use crate::rerun::{Differ, Pending};
 use serde::{Deserialize, Serialize};
 
 /// What a runner was built from.
@@ -106,41 +107,25 @@ pub fn check_with(
 ) -> Result<Checked, Mismatch> {
     let mut res = Checked::default();
     let mut runner: Option<ClusterRunner> = None;
-    let mut pending: std::collections::VecDeque<Decision> = Default::default();
+    let mut rerun = Pending::new();
     let mut out = Vec::new();
-    let show = |d: Option<&Decision>| match d {
-        Some(d) => format!("{d:?}"),
-        None => "nothing".to_string(),
-    };
     let mut last = 0;
     for (i, line) in lines.into_iter().enumerate() {
         let n = i + 1;
         last = n;
         match line {
             Line::Header(h) => {
-                if let Some(d) = pending.front() {
-                    return Err(Mismatch::Differs {
-                        line: n,
-                        logged: "nothing".into(),
-                        rerun: show(Some(d)),
-                    });
-                }
+                rerun.settled(n)?;
                 runner = Some(build(&h).map_err(|error| Mismatch::Build { line: n, error })?);
                 res.runs += 1;
             }
             Line::In(e) => {
                 let r = runner.as_mut().ok_or(Mismatch::NoHeader(n))?;
-                if let Some(d) = pending.front() {
-                    return Err(Mismatch::Differs {
-                        line: n,
-                        logged: "nothing".into(),
-                        rerun: show(Some(d)),
-                    });
-                }
+                rerun.settled(n)?;
                 out.clear();
                 let _ = r.on(e.time, e.input, &mut out);
                 res.inputs += 1;
-                pending.extend(out.iter().map(|&effect| Decision {
+                rerun.decided(out.iter().map(|&effect| Decision {
                     time: e.time,
                     effect,
                 }));
@@ -149,14 +134,7 @@ pub fn check_with(
                 if runner.is_none() {
                     return Err(Mismatch::NoHeader(n));
                 }
-                let ours = pending.pop_front();
-                if ours != Some(d) {
-                    return Err(Mismatch::Differs {
-                        line: n,
-                        logged: show(Some(&d)),
-                        rerun: show(ours.as_ref()),
-                    });
-                }
+                rerun.matches(n, &d)?;
                 res.decisions += 1;
                 match d.effect {
                     Effect::Start(_) => res.starts += 1,
@@ -167,14 +145,18 @@ pub fn check_with(
             }
         }
     }
-    if let Some(d) = pending.front() {
-        return Err(Mismatch::Differs {
-            line: last + 1,
-            logged: "nothing".into(),
-            rerun: show(Some(d)),
-        });
-    }
+    rerun.settled(last + 1)?;
     Ok(res)
+}
+
+impl From<Differ> for Mismatch {
+    fn from(d: Differ) -> Mismatch {
+        Mismatch::Differs {
+            line: d.line,
+            logged: d.logged,
+            rerun: d.rerun,
+        }
+    }
 }
 
 /// One logged input.

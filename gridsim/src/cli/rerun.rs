@@ -62,27 +62,28 @@ fn is_grid_log(path: &std::path::Path) -> Result<bool> {
 fn rerun_grid(args: &RerunArgs) -> Result<()> {
     let lines: Vec<GridLine> = read_lines(&args.log)?;
     let checked = grid_replay::check(lines).map_err(|e| anyhow!("{}: {e}", args.log.display()))?;
-    if args.json {
-        say!(
-            "{}",
-            serde_json::json!({
-                "identical": true,
-                "runs": checked.runs,
-                "inputs": checked.inputs,
-                "effects": checked.effects,
-                "placements": checked.placements,
-            })
-        );
-    } else {
-        say!(
-            "identical: {} grid decisions ({} placements) from {} inputs over {} runner start(s)",
-            checked.effects,
-            checked.placements,
-            checked.inputs,
-            checked.runs
-        );
-    }
+    let json = serde_json::json!({
+        "identical": true,
+        "runs": checked.runs,
+        "inputs": checked.inputs,
+        "effects": checked.effects,
+        "placements": checked.placements,
+    });
+    let text = format!(
+        "identical: {} grid decisions ({} placements) from {} inputs over {} runner start(s)",
+        checked.effects, checked.placements, checked.inputs, checked.runs
+    );
+    report(args.json, json, text);
     Ok(())
+}
+
+/// Says a re-run's result: as one JSON object, or as a sentence.
+fn report(json: bool, value: serde_json::Value, text: String) {
+    if json {
+        say!("{value}");
+    } else {
+        say!("{text}");
+    }
 }
 
 /// Runs the command.
@@ -92,27 +93,91 @@ pub fn rerun(args: &RerunArgs) -> Result<()> {
     }
     let lines = read_log(&args.log)?;
     let checked = replay::check(lines).map_err(|e| anyhow!("{}: {e}", args.log.display()))?;
-    if args.json {
-        say!(
-            "{}",
-            serde_json::json!({
-                "identical": true,
-                "runs": checked.runs,
-                "inputs": checked.inputs,
-                "decisions": checked.decisions,
-                "starts": checked.starts,
-                "suspensions": checked.suspensions,
-            })
-        );
-    } else {
-        say!(
-            "identical: {} decisions ({} starts, {} suspensions) from {} inputs over {} runner start(s)",
-            checked.decisions,
-            checked.starts,
-            checked.suspensions,
-            checked.inputs,
-            checked.runs
-        );
-    }
+    let json = serde_json::json!({
+        "identical": true,
+        "runs": checked.runs,
+        "inputs": checked.inputs,
+        "decisions": checked.decisions,
+        "starts": checked.starts,
+        "suspensions": checked.suspensions,
+    });
+    let text = format!(
+        "identical: {} decisions ({} starts, {} suspensions) from {} inputs over {} runner start(s)",
+        checked.decisions, checked.starts, checked.suspensions, checked.inputs, checked.runs
+    );
+    report(args.json, json, text);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gridsched_core::dispatch::{ClusterCaps, DispatchConfig, DispatchKind};
+    use gridsched_core::grid::replay::Recorder;
+    use gridsched_core::grid::{GridConfig, Input, SiteSpec};
+    use gridsched_core::model::{ClusterId, Job};
+
+    /// A meta-scheduler's log is told from a site's by its header and re-decided by the grid
+    /// runner; a tampered effect is an error naming its line.
+    #[test]
+    fn a_meta_schedulers_log_is_re_decided_by_the_grid_runner() {
+        let site = |i: u32| SiteSpec {
+            name: format!("s{i}"),
+            caps: ClusterCaps {
+                cluster: ClusterId(i),
+                up: true,
+                total_procs: 4,
+                max_machine_procs: 4,
+                licences: Vec::new(),
+            },
+            max_estimate: None,
+            machines: None,
+        };
+        let cfg = GridConfig {
+            sites: vec![site(0), site(1)],
+            dispatch: DispatchConfig::new(DispatchKind::LoadOrdering),
+            classifier: None,
+            settings: Default::default(),
+            classifier_state: None,
+        };
+        let mut r = Recorder::new(cfg).unwrap();
+        for id in 1..=3 {
+            let submit = Input::Submit {
+                job: Job::new(id, 0, 2, 100, 100),
+                priority: None,
+                only: None,
+            };
+            r.on(0, submit, &mut Vec::new()).unwrap();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, lines: &[GridLine]| {
+            let path = dir.path().join(name);
+            let text: Vec<String> = lines
+                .iter()
+                .map(|l| serde_json::to_string(l).unwrap())
+                .collect();
+            std::fs::write(&path, text.join("\n")).unwrap();
+            path
+        };
+        let good = write("grid.jsonl", &r.lines);
+        assert!(is_grid_log(&good).unwrap());
+        let args = |log: PathBuf| RerunArgs { log, json: true };
+        rerun(&args(good)).unwrap();
+        // The second placement said to go elsewhere.
+        let mut lines = r.lines.clone();
+        let n = lines
+            .iter()
+            .position(|l| matches!(l, GridLine::Out(_)))
+            .unwrap();
+        if let GridLine::Out(gridsched_core::grid::Effect::Place { site, .. }) = &mut lines[n] {
+            *site = 1 - *site;
+        }
+        let bad = write("bad.jsonl", &lines);
+        let e = rerun(&args(bad)).unwrap_err().to_string();
+        assert!(e.contains(&format!("line {}:", n + 1)), "{e}");
+        // A site's log is not a meta-scheduler's.
+        let site_log = dir.path().join("site.jsonl");
+        std::fs::write(&site_log, "{\"header\":{\"platform\":{}}}\n").unwrap();
+        assert!(!is_grid_log(&site_log).unwrap());
+    }
 }

@@ -6,7 +6,7 @@
 //! schedule. Nothing here decides: where a job goes, when a site is down, which holds to ask for,
 //! all come from the runner, which the simulator drives alike.
 
-use super::{Batch, Coallocating, FragmentKill, SiteCall, State};
+use super::{Batch, FragmentKill, SiteCall, State};
 use gridsched_core::dispatch::ClusterLoad;
 use gridsched_core::grid::{Cause, Effect, Explanation, Input};
 use gridsched_core::model::JobId;
@@ -120,24 +120,20 @@ impl State {
                 explanation,
             } => {
                 let id = job.0;
-                self.unplaced.remove(&id);
-                let list = self.site_list(&parts);
-                let decided_by = explanation
-                    .as_ref()
-                    .map(|x| x.decided_by.clone())
-                    .unwrap_or_default();
-                if let Some(x) = explanation {
-                    let mut shown = self.decider.shown(x);
+                let list = self.site_list(parts.iter().map(|p| (p.cluster.index(), p.procs)));
+                let decided_by = self.record_dispatch(b, id, explanation);
+                // Its explanation names every site of the split.
+                if let Some(d) = self
+                    .decisions
+                    .get_mut(&id)
+                    .and_then(|d| d.dispatch.as_mut())
+                {
                     let names: Vec<&str> = parts
                         .iter()
                         .map(|p| self.sites[p.cluster.index()].name.as_str())
                         .collect();
-                    shown.cluster = names.join("+");
-                    self.decisions.entry(id).or_default().dispatch = Some(shown);
-                    b.decisions.insert(id);
+                    d.cluster = names.join("+");
                 }
-                let fragments = parts.iter().map(|p| (p.procs, length)).collect();
-                self.coallocating.insert(id, Coallocating { fragments });
                 let detail = format!(
                     "co-allocating over {list}, each fragment {length} s with p = \
                      {overhead_pct} %: {decided_by}"
@@ -152,48 +148,34 @@ impl State {
                 from,
                 length,
                 procs,
-            } => {
-                if let Some(f) = self
-                    .coallocating
-                    .get_mut(&job.0)
-                    .and_then(|c| c.fragments.get_mut(fragment))
-                {
-                    f.1 = length;
-                }
-                b.calls.push(SiteCall::Hold {
-                    job: job.0,
-                    fragment,
-                    site,
-                    reservation: reservation.0,
-                    from,
-                    length,
-                    procs,
-                    user: self.user_of(job.0),
-                });
-            }
+            } => b.calls.push(SiteCall::Hold {
+                job: job.0,
+                fragment,
+                site,
+                reservation: reservation.0,
+                from,
+                length,
+                procs,
+                user: self.user_of(job.0),
+            }),
             Effect::Commit {
                 job,
                 fragment,
                 site,
                 reservation,
                 start,
-            } => {
-                let (procs, length) = self
-                    .coallocating
-                    .get(&job.0)
-                    .and_then(|c| c.fragments.get(fragment).copied())
-                    .unwrap_or_default();
-                b.calls.push(SiteCall::Commit {
-                    job: job.0,
-                    fragment,
-                    site,
-                    reservation: reservation.0,
-                    start,
-                    length,
-                    procs,
-                    user: self.user_of(job.0),
-                });
-            }
+                length,
+                procs,
+            } => b.calls.push(SiteCall::Commit {
+                job: job.0,
+                fragment,
+                site,
+                reservation: reservation.0,
+                start,
+                length,
+                procs,
+                user: self.user_of(job.0),
+            }),
             Effect::LetGo {
                 site, reservation, ..
             } => b.calls.push(SiteCall::LetGo {
@@ -208,9 +190,7 @@ impl State {
             } => self.split_agreed(b, time, job.0, start, rounds, &fragments),
             Effect::GivenUp { job, why, retry_at } => {
                 let id = job.0;
-                self.coallocating.remove(&id);
                 self.count_coallocation("given-up");
-                self.unplaced.insert(id);
                 let then = match retry_at {
                     Some(t) => {
                         b.retries.push((id, t));
@@ -309,7 +289,6 @@ impl State {
             return;
         }
         self.count_dispatch(site);
-        self.unplaced.remove(&id);
         let decided_by = self.record_dispatch(b, id, explanation);
         let name = self.sites[site].name.clone();
         self.outbox[site].insert(id);
@@ -372,7 +351,6 @@ impl State {
         if !self.jobs.contains_key(&id) {
             return;
         }
-        self.unplaced.insert(id);
         let decided_by = self.record_dispatch(b, id, explanation);
         match cause {
             Cause::Submitted => {
@@ -422,7 +400,6 @@ impl State {
         rounds: u32,
         fragments: &[gridsched_core::grid::Fragment],
     ) {
-        self.coallocating.remove(&id);
         self.count_coallocation("committed");
         let shown: Vec<v1::Fragment> = fragments
             .iter()
@@ -436,16 +413,9 @@ impl State {
                 ..Default::default()
             })
             .collect();
-        let parts: Vec<gridsched_core::dispatch::Part> = fragments
-            .iter()
-            .map(|f| gridsched_core::dispatch::Part {
-                cluster: gridsched_core::model::ClusterId(f.site as u32),
-                procs: f.procs,
-            })
-            .collect();
         let detail = format!(
             "co-allocated over {} from {start} ({rounds} round{} of holds); fragments sent",
-            self.site_list(&parts),
+            self.site_list(fragments.iter().map(|f| (f.site, f.procs))),
             if rounds == 1 { "" } else { "s" }
         );
         b.held.extend(fragments.iter().map(|f| f.reservation.0));
@@ -469,11 +439,9 @@ impl State {
         let Ok(model) = self.decider.job(&spec, id, submit) else {
             return;
         };
-        self.unplaced.insert(id);
-        let priority = priority.min(u32::from(gridsched_core::dispatch::Priority::MAX)) as u8;
         let input = Input::Requeue {
             job: model,
-            priority,
+            priority: super::core_priority(priority),
             only,
         };
         self.drive(b, time, input);
@@ -482,5 +450,11 @@ impl State {
     /// Whether the runner has job `id`.
     pub fn in_runner(&self, id: u64) -> bool {
         self.decider.runner().contains(JobId(id))
+    }
+
+    /// Whether job `id` waits at the meta level (for a site, in the strategy's queue, or for a
+    /// retry of its co-allocation), as the runner has it.
+    pub fn waits(&self, id: u64) -> bool {
+        self.decider.runner().waits(JobId(id))
     }
 }

@@ -11,16 +11,16 @@
 //! (`links.fragment_requeues`), dispatched anew by the runner.
 
 use super::{Batch, FragmentKill, State, rank};
-use gridsched_core::dispatch::Part;
 use gridsched_core::grid::Input;
 use gridsched_core::model::JobId;
 use gridsched_proto::v1::{self, JobState};
 
 impl State {
-    pub(super) fn site_list(&self, parts: &[Part]) -> String {
+    /// The sites of a split with their processors, e.g. `a (4) + b (2)`.
+    pub(super) fn site_list(&self, parts: impl IntoIterator<Item = (usize, u32)>) -> String {
         let names: Vec<String> = parts
-            .iter()
-            .map(|p| format!("{} ({})", self.sites[p.cluster.index()].name, p.procs))
+            .into_iter()
+            .map(|(site, procs)| format!("{} ({procs})", self.sites[site].name))
             .collect();
         names.join(" + ")
     }

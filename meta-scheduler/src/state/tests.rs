@@ -299,7 +299,7 @@ fn job_sharing_holds_jobs_at_the_meta_level_and_releases_them_as_sites_free() {
     // Four processors free nowhere: held, and reserved on a at 100 (job 1's estimated end).
     accept(&mut st, 3, 4, 0);
     assert_eq!(site(&st, 3), None);
-    assert!(st.unplaced.contains(&3));
+    assert!(st.waits(3));
     let held = &st.decisions[&3].dispatch.as_ref().unwrap().decided_by;
     assert!(held.contains("held in the meta-level queue"), "{held}");
     // Job 4 ends by 100 on b: backfilled. Job 5 (one processor): both sites are full, held.
@@ -320,7 +320,7 @@ fn job_sharing_holds_jobs_at_the_meta_level_and_releases_them_as_sites_free() {
     st.apply_local(b, 0, &ev);
     st.settle(b, 40);
     assert_eq!((site(&st, 3), site(&st, 5)), (Some("a".into()), None));
-    assert!(st.outbox[0].contains(&3) && !st.unplaced.contains(&3));
+    assert!(st.outbox[0].contains(&3) && !st.waits(3));
     assert!(b.jobs.contains(&3) && b.decisions.contains(&3) && b.wake.contains(&0));
     // A held job cancelled leaves the queue.
     st.update(&mut Batch::default(), 5, 41, |j| {
@@ -349,7 +349,7 @@ fn a_job_sharing_job_at_a_site_that_goes_down_goes_back_to_the_meta_level_queue(
         (site(&st, 1), st.jobs[&1].state()),
         (None, JobState::Accepted)
     );
-    assert!(st.unplaced.contains(&1) && !st.outbox[0].contains(&1));
+    assert!(st.waits(1) && !st.outbox[0].contains(&1));
     assert_eq!(st.decider.held(), 1);
     // a comes back: job 1 is released there; the grid scheduler counted it once only (a 4-wide
     // job 3 waits, as both sites are full).
