@@ -56,7 +56,7 @@ impl MetaService {
     /// Asks for holds (the reservation counter stored first), then feeds the answers back.
     async fn holds(&self, run: &[SiteCall]) {
         let last = match self.lock() {
-            Ok(st) => st.last_reservation,
+            Ok(st) => st.last_reservation(),
             Err(_) => return,
         };
         let first = match run.first() {
@@ -130,7 +130,7 @@ impl MetaService {
     }
 
     /// Records the holds as their users' PENDING reservations (should this process die before
-    /// the job is recorded, the reconcile loop takes them back at restart), commits them, and
+    /// the job is recorded, the grid takes them back at restart), commits them, and
     /// feeds the answers back.
     async fn commits(&self, run: &[SiteCall]) {
         let recorded = self.record_holds(run);
@@ -197,7 +197,7 @@ impl MetaService {
     /// Marks the recorded holds HELD: every site committed them.
     pub(crate) fn hold_for_good(&self, recorded: &[u64]) -> Result<(), String> {
         let mut st = self.lock().map_err(|e| e.to_string())?;
-        let last = st.last_reservation;
+        let last = st.last_reservation();
         for &id in recorded {
             let Some(r) = st.reservations.get_mut(&id) else {
                 return Err(format!("reservation r{id} is no longer recorded"));
@@ -215,7 +215,7 @@ impl MetaService {
     /// while the sites commit them.
     fn record_holds(&self, run: &[SiteCall]) -> Result<(), String> {
         let mut st = self.lock().map_err(|e| e.to_string())?;
-        let last = st.last_reservation;
+        let last = st.last_reservation();
         let created = now();
         for c in run {
             let SiteCall::Commit {
@@ -309,7 +309,7 @@ impl MetaService {
         let last = match self.lock() {
             Ok(mut st) => {
                 st.reservations.remove(&r);
-                st.last_reservation
+                st.last_reservation()
             }
             Err(_) => return,
         };

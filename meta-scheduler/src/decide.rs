@@ -18,9 +18,12 @@ use crate::config::MetaConfig;
 use gridsched_core::classify::{Classification, ClassifierError};
 use gridsched_core::dispatch::{ClusterArrays, ClusterCaps, ClusterLoad, UrgentLoad};
 use gridsched_core::grid::{
-    CoallocationRules, Effect, Explanation, GridConfig, GridRunner, GridSettings, Input, SiteSpec,
+    CoallocationRules, Effect, Explanation, Field, GridConfig, GridRunner, GridSettings, Input,
+    Kind, Refusal, Reservation, SiteSpec, Standing,
 };
-use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, MachineId, Time};
+use gridsched_core::model::{
+    ClusterId, Job, JobId, LicenceId, MachineId, ReservationId, Time, UserId,
+};
 use gridsched_proto::v1;
 use gridsched_proto::{ConvertError, NameTable, job_from_spec};
 
@@ -84,6 +87,8 @@ impl Decider {
                 splits_at_once: false,
                 explain: true,
                 site_down_after_ms: Some(links.site_down_after_ms),
+                // An unanswered reservation is overdue once its call has timed out.
+                reservation_answer_ms: (links.call_timeout_ms / 1000 + 1) * 1000,
             },
             classifier_state: None,
         };
@@ -153,6 +158,51 @@ impl Decider {
     /// The model job of a submitted spec.
     pub fn job(&mut self, spec: &v1::JobSpec, id: u64, submit: i64) -> Result<Job, ConvertError> {
         job_from_spec(spec, JobId(id), submit, &mut self.names)
+    }
+
+    /// The id of user `name`, as the core's jobs and reservations carry it.
+    pub fn user_id(&mut self, name: &str) -> UserId {
+        self.names.intern_user(name)
+    }
+
+    /// A stored reservation at site `site` as the runner's book holds it (PENDING: asked and
+    /// unanswered; HELD: confirmed).
+    pub fn reservation(&mut self, r: &v1::AdvanceReservation, site: usize) -> Option<Reservation> {
+        let standing = match v1::AdvanceReservationState::try_from(r.state).ok()? {
+            v1::AdvanceReservationState::Pending => Standing::Asked { at_ms: None },
+            _ => Standing::Held {
+                speed: (r.machine_benchmark > 0).then_some(r.machine_benchmark),
+            },
+        };
+        Some(Reservation {
+            id: ReservationId(r.id),
+            site,
+            procs: r.processors,
+            start: r.start_time,
+            end: r.end_time,
+            user: (!r.user.is_empty()).then(|| self.user_id(&r.user)),
+            standing,
+        })
+    }
+
+    /// The grid's admission of a submitted spec at `now` (after [`crate::validate::check`]):
+    /// its job as the core has it, or the refusal as the API gives it (the field the conversion
+    /// or the runner blames).
+    pub fn admit(
+        &mut self,
+        spec: &v1::JobSpec,
+        id: u64,
+        now: Time,
+    ) -> Result<Job, v1::SubmitError> {
+        let job = self.job(spec, id, now).map_err(|e| v1::SubmitError {
+            code: tonic::Code::InvalidArgument as i32,
+            field: Some(e.field().to_owned()),
+            message: format!("field `{}`: {}", e.field(), e.reason()),
+        })?;
+        match self.runner.admit(now, &job) {
+            Ok(_) => Ok(job),
+            Err(r) => Err(rejection(&r.why, Some(&r), Some(spec))),
+        }
     }
 
     /// A classification as the API shows it (D4.1): the priority and how it was reached.
@@ -297,6 +347,80 @@ pub fn load_of(status: &v1::StatusResponse) -> ClusterLoad {
     }
 }
 
+/// The `JobSpec` (or `ReserveRequest`) field a refusal of the runner blames, as the API names
+/// it.
+fn field_name(field: Field) -> Option<String> {
+    Some(match field {
+        Field::Job => return None,
+        Field::Procs => "processors".into(),
+        Field::Estimate => "estimate_s".into(),
+        Field::Runtime => "emulate_runtime_s".into(),
+        Field::Submit => "spec".into(),
+        Field::OwnerPriority => "owner_priority".into(),
+        Field::Deadline => "deadline".into(),
+        Field::Licences => "licences".into(),
+        Field::Licence(i) => format!("licences[{i}]"),
+        Field::Inputs => "inputs".into(),
+        Field::Benchmark => "benchmark".into(),
+        Field::Reservation => "reservation".into(),
+        Field::ReservationSite => "reservation.site".into(),
+        Field::ReservationProcs => "reservation.processors".into(),
+        Field::ReservationStart => "reservation.start_time".into(),
+        Field::ReservationEnd => "reservation.end_time".into(),
+    })
+}
+
+/// The status code of a refusal's kind.
+fn code(kind: Kind) -> tonic::Code {
+    match kind {
+        Kind::Invalid => tonic::Code::InvalidArgument,
+        Kind::NotFound => tonic::Code::NotFound,
+        Kind::Precondition => tonic::Code::FailedPrecondition,
+        Kind::Forbidden => tonic::Code::PermissionDenied,
+    }
+}
+
+/// A refusal's message as the API gives it: the field, then why (a licence by its name).
+fn message(refusal: &Refusal, spec: Option<&v1::JobSpec>) -> String {
+    let why = match (refusal.field, spec) {
+        (Field::Licence(i), Some(s)) if i < s.licences.len() => {
+            format!("unknown licence `{}`: no site has it", s.licences[i])
+        }
+        _ => refusal.why.clone(),
+    };
+    match field_name(refusal.field) {
+        Some(f) => format!("field `{f}`: {why}"),
+        None => why,
+    }
+}
+
+/// A refusal of the runner (of a submission of `spec`, or of a reservation) as a status.
+pub fn refusal_status(refusal: &Refusal, spec: Option<&v1::JobSpec>) -> tonic::Status {
+    tonic::Status::new(code(refusal.kind), message(refusal, spec))
+}
+
+/// A job the runner refused at its submission, as the API gives it: the field and the status
+/// code of the runner's refusal, or FAILED_PRECONDITION with the runner's reason (no site could
+/// take it).
+pub fn rejection(
+    why: &str,
+    refusal: Option<&Refusal>,
+    spec: Option<&v1::JobSpec>,
+) -> v1::SubmitError {
+    match refusal {
+        Some(r) => v1::SubmitError {
+            code: code(r.kind) as i32,
+            field: field_name(r.field),
+            message: message(r, spec),
+        },
+        None => v1::SubmitError {
+            code: tonic::Code::FailedPrecondition as i32,
+            field: None,
+            message: why.to_string(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,7 +457,6 @@ mod tests {
         let submit = Input::Submit {
             job,
             priority: None,
-            only: None,
         };
         let (mut site, mut shown, mut priority) = (None, None, 0);
         for e in d.on(now, submit) {
@@ -477,7 +600,6 @@ mod tests {
         let restore = |job: Job| Input::Restore {
             job,
             priority: 1,
-            only: None,
             at: gridsched_core::grid::Restored::Waiting,
         };
         let job = d.job(&long, 1, 0).unwrap();
@@ -524,7 +646,6 @@ mod tests {
             let input = Input::Restore {
                 job,
                 priority: p,
-                only: None,
                 at,
             };
             restarted.on(0, input);

@@ -37,7 +37,6 @@ pub fn start(svc: &MetaService) {
         .map(|mut st| std::mem::take(&mut st.resend))
         .unwrap_or_default();
     svc.start_split_work(Vec::new(), resend, Vec::new(), Vec::new());
-    tokio::spawn(crate::reservations::reconcile(svc.clone()));
     tokio::spawn(poll(svc.clone()));
 }
 

@@ -1,84 +1,21 @@
-//! Advance reservations at the grid's entry point (Streit, thesis §3.2: a planning system takes
-//! fixed-time requests; spec `self-tuning-and-multisite.md` §1.4). The meta-scheduler gives each
-//! reservation its grid-wide id, writes it PENDING, asks its site's local scheduler to admit it
-//! against its plan, and writes it HELD before answering; a refusal (the site names the first
-//! conflicting interval) leaves nothing behind. When the answer is lost (the site or the link
-//! failed), the PENDING reservation is taken back at its site by [`reconcile`] and forgotten, also
-//! after a restart: so no reservation holds processors that nobody was told about.
+//! Advance reservations at the grid's entry point, the shell's side (Streit, thesis §3.2: a
+//! planning system takes fixed-time requests; spec `self-tuning-and-multisite.md` §1.4). The grid
+//! runner decides (a request's checks and id, when an unanswered one is taken back, when one is
+//! forgotten, which jobs may run in one: `gridsched_core::grid`'s reservation book); this file
+//! carries it out: the request's PENDING record written before its site hears of it, the call to
+//! the site, HELD written before the answer, the take-backs, and the listing.
 //!
-//! A job submitted into a reservation (`JobSpec.reservation`) is checked at the door (known,
-//! confirmed, not over, wide and long enough, the reservation's owner) and dispatched to its site
-//! only ([`crate::state::State::pinned`]).
+//! A reservation whose site's answer is lost (the site or the link failed) stays PENDING and is
+//! taken back at its site once overdue, also after a restart: so no reservation holds processors
+//! that nobody was told about.
 
 use crate::service::{MetaService, internal, now};
-use gridsched_core::model::scale_duration;
+use gridsched_core::grid::{Effect, Input, ReservationAnswer, ReservationRequest};
+use gridsched_core::model::ReservationId;
 use gridsched_proto::convert::reservation_state;
 use gridsched_proto::v1::{self, AdvanceReservationState as St};
 use gridsched_security::Caller;
-use std::time::Duration;
 use tonic::{Code, Status};
-
-/// Ended reservations stay listed this long (seconds) before they are forgotten.
-pub const KEEP_ENDED_S: i64 = 86_400;
-
-/// Why a job may not be submitted into reservation `id` at `now`: (code, message).
-pub fn refuse_job(
-    reservations: &std::collections::BTreeMap<u64, v1::AdvanceReservation>,
-    spec: &v1::JobSpec,
-    now: i64,
-) -> Option<(Code, String)> {
-    let id = spec.reservation?;
-    let Some(r) = reservations.get(&id) else {
-        return Some((Code::NotFound, format!("reservation r{id} is not known")));
-    };
-    if r.state == St::Pending as i32 {
-        return Some((
-            Code::FailedPrecondition,
-            format!("reservation r{id} has not been confirmed by its site"),
-        ));
-    }
-    if r.end_time <= now {
-        return Some((
-            Code::FailedPrecondition,
-            format!("reservation r{id} ended at {}", r.end_time),
-        ));
-    }
-    if !r.user.is_empty() && r.user != spec.user {
-        return Some((
-            Code::PermissionDenied,
-            format!("reservation r{id} belongs to `{}`", r.user),
-        ));
-    }
-    if spec.processors > r.processors {
-        return Some((
-            Code::FailedPrecondition,
-            format!(
-                "the job needs {} processors, reservation r{id} holds {}",
-                spec.processors, r.processors
-            ),
-        ));
-    }
-    let earliest = now.max(r.start_time);
-    // On the reserved machine a job with a benchmark score of its own takes its estimate scaled
-    // by the two scores (D2.1, Eq. 3.9), as the site will plan it.
-    let (needs, on) = match spec.benchmark {
-        Some(b) if r.machine_benchmark > 0 => {
-            let there = scale_duration(spec.estimate_s, b, r.machine_benchmark);
-            (there, format!(" ({there} s on {})", r.machine))
-        }
-        _ => (spec.estimate_s, String::new()),
-    };
-    if earliest.saturating_add(needs) > r.end_time {
-        return Some((
-            Code::FailedPrecondition,
-            format!(
-                "its estimate of {} s{on} cannot end by reservation r{id}'s end at {} (it could start at {earliest} at the earliest)",
-                spec.estimate_s, r.end_time
-            ),
-        ));
-    }
-    None
-}
 
 /// Whether `caller` may act on `r`.
 fn may_act(caller: Option<&Caller>, r: &v1::AdvanceReservation) -> Result<(), Status> {
@@ -94,11 +31,30 @@ fn may_act(caller: Option<&Caller>, r: &v1::AdvanceReservation) -> Result<(), St
 impl MetaService {
     /// Writes reservation `id` (or forgets it) with the id counter.
     fn save(&self, id: u64, r: Option<&v1::AdvanceReservation>) -> Result<(), Status> {
-        let last = self.lock()?.last_reservation;
+        let last = self.lock()?.last_reservation();
         self.inner
             .store()
             .save_reservation(id, r, last)
             .map_err(internal)
+    }
+
+    /// Forgets in the store the reservations the grid forgot.
+    pub(crate) fn forget_reservations(&self, ids: &[u64]) {
+        for &id in ids {
+            if let Err(e) = self.save(id, None) {
+                tracing::error!(reservation = id, "state store: {}", e.message());
+            }
+        }
+    }
+
+    /// Feeds the runner a reservation input and carries out what it decides: the effects.
+    fn reservation_input(&self, input: Input) -> Result<Vec<Effect>, Status> {
+        self.mutate(|st, b, t| {
+            let effects = st.decide(t, input);
+            let seen = effects.clone();
+            st.carry_out(b, t, effects);
+            Ok(seen)
+        })
     }
 
     /// `Reserve`.
@@ -122,24 +78,6 @@ impl MetaService {
                 "field `reservation.site`: required",
             ));
         }
-        if r.processors == 0 {
-            return Err(Status::invalid_argument(
-                "field `reservation.processors`: must be at least 1",
-            ));
-        }
-        if r.end_time <= r.start_time {
-            return Err(Status::invalid_argument(format!(
-                "field `reservation.end_time`: {} is not after start_time {}",
-                r.end_time, r.start_time
-            )));
-        }
-        let t = now();
-        if r.start_time < t {
-            return Err(Status::failed_precondition(format!(
-                "field `reservation.start_time`: {} is in the past (now is {t})",
-                r.start_time
-            )));
-        }
         if let Some(c) = caller {
             if r.user.is_empty() {
                 r.user.clone_from(&c.user);
@@ -150,27 +88,36 @@ impl MetaService {
                 )));
             }
         }
-        let (i, id) = {
-            let mut st = self.lock()?;
-            let i = st.site_index(&r.site).ok_or_else(|| {
-                Status::not_found(format!(
-                    "field `reservation.site`: unknown site `{}`",
-                    r.site
-                ))
-            })?;
-            st.last_reservation += 1;
-            (i, st.last_reservation)
+        let user = (!r.user.is_empty()).then(|| self.lock().map(|mut st| st.user_id(&r.user)));
+        let request = ReservationRequest {
+            site: r.site.clone(),
+            procs: r.processors,
+            start: r.start_time,
+            end: r.end_time,
+            user: user.transpose()?,
         };
+        let at_ms = self.at_ms();
+        let asked = self
+            .reservation_input(Input::Reserve { request, at_ms })?
+            .into_iter()
+            .find_map(|e| match e {
+                Effect::AskReservation { reservation } => Some(Ok(reservation)),
+                Effect::ReservationRefused { refusal } => {
+                    Some(Err(crate::decide::refusal_status(&refusal, None)))
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| Err(internal("the grid neither asked nor refused")))?;
+        let id = asked.id.0;
         r.id = id;
         r.state = St::Pending as i32;
-        r.created = t;
+        r.created = now();
         r.jobs.clear();
-        // Durably PENDING before the site hears of it: a crash from here on is repaired by
-        // `reconcile`, which takes it back at the site.
+        // Durably PENDING before the site hears of it: should the answer be lost from here on,
+        // the grid takes it back at the site.
         self.save(id, Some(&r))?;
         self.lock()?.reservations.insert(id, r.clone());
-        let client = self.client(i);
-        let answer = match client {
+        let answer = match self.client(asked.site) {
             Ok(mut c) => {
                 let ask = v1::ReserveRequest {
                     reservation: Some(r.clone()),
@@ -180,75 +127,72 @@ impl MetaService {
             }
             Err(e) => Err(e),
         };
-        match answer {
+        let (told, refused) = match &answer {
             Ok(a) => {
                 // The machine the site chose for it.
-                if let Some(held) = a.reservation {
-                    r.machine = held.machine;
+                if let Some(held) = &a.reservation {
+                    r.machine.clone_from(&held.machine);
                     r.machine_benchmark = held.machine_benchmark;
                 }
-                r.state = St::Held as i32;
-                self.save(id, Some(&r))?;
-                self.lock()?.reservations.insert(id, r.clone());
-                tracing::info!(
-                    reservation = id,
-                    site = r.site.as_str(),
-                    start = r.start_time,
-                    end = r.end_time,
-                    processors = r.processors,
-                    "advance reservation held"
-                );
-                r.state = reservation_state(&r, now()) as i32;
-                Ok(v1::ReserveResponse {
-                    reservation: Some(r),
-                })
+                let speed = (r.machine_benchmark > 0).then_some(r.machine_benchmark);
+                (ReservationAnswer::Held { speed }, None)
             }
-            Err(e)
-                if matches!(
-                    e.code(),
-                    Code::FailedPrecondition
-                        | Code::InvalidArgument
-                        | Code::AlreadyExists
-                        | Code::NotFound
-                        | Code::OutOfRange
-                ) =>
-            {
-                // Refused: nothing remains of it.
-                self.lock()?.reservations.remove(&id);
-                self.save(id, None)?;
-                Err(Status::new(
-                    e.code(),
-                    format!("refused by {}: {}", r.site, e.message()),
-                ))
+            Err(e) if refused_by_site(e.code()) => {
+                let why = format!("refused by {}: {}", r.site, e.message());
+                (
+                    ReservationAnswer::Refused { why: why.clone() },
+                    Some((e.code(), why)),
+                )
             }
-            Err(e) => Err(Status::unavailable(format!(
+            Err(_) => (ReservationAnswer::Lost, None),
+        };
+        let input = Input::ReservationAnswer {
+            reservation: ReservationId(id),
+            answer: told,
+        };
+        let effects = self.reservation_input(input)?;
+        if effects
+            .iter()
+            .any(|e| matches!(e, Effect::ReservationHeld { .. }))
+        {
+            r.state = St::Held as i32;
+            self.save(id, Some(&r))?;
+            self.lock()?.reservations.insert(id, r.clone());
+            tracing::info!(
+                reservation = id,
+                site = r.site.as_str(),
+                start = r.start_time,
+                end = r.end_time,
+                processors = r.processors,
+                "advance reservation held"
+            );
+            r.state = reservation_state(&r, now()) as i32;
+            return Ok(v1::ReserveResponse {
+                reservation: Some(r),
+            });
+        }
+        match (refused, answer) {
+            // Refused: nothing remains of it.
+            (Some((code, why)), _) => Err(Status::new(code, why)),
+            (None, Err(e)) => Err(Status::unavailable(format!(
                 "{} did not confirm reservation r{id} ({}); it is being taken back, ask again",
                 r.site,
                 e.message()
             ))),
+            (None, Ok(_)) => Err(internal(format!(
+                "reservation r{id} was held by {} but not by the grid",
+                r.site
+            ))),
         }
     }
 
-    /// `ListReservations`: the confirmed and pending reservations, with the jobs in them; those
-    /// ended longer than [`KEEP_ENDED_S`] ago are forgotten on the way.
+    /// `ListReservations`: the confirmed and pending reservations, with the jobs in them.
     pub(crate) fn list_reservations(
         &self,
         caller: Option<&Caller>,
         req: v1::ListReservationsRequest,
     ) -> Result<v1::ListReservationsResponse, Status> {
         let t = now();
-        let old: Vec<u64> = {
-            let st = self.lock()?;
-            st.reservations
-                .values()
-                .filter(|r| forgotten(r, t))
-                .map(|r| r.id)
-                .collect()
-        };
-        for id in old {
-            self.lock()?.reservations.remove(&id);
-            self.save(id, None)?;
-        }
         let st = self.lock()?;
         let mut out: Vec<v1::AdvanceReservation> = st
             .reservations
@@ -274,47 +218,58 @@ impl MetaService {
         Ok(v1::ListReservationsResponse { reservations: out })
     }
 
-    /// `CancelReservation`: given up at its site first; forgotten here once the site has let it
-    /// go (or never had it).
+    /// `CancelReservation`: the grid takes it back at its site (or forgets at once one that is
+    /// over); forgotten here once the site has let it go (or never had it).
     pub(crate) async fn cancel_reservation(
         &self,
         caller: Option<&Caller>,
         req: v1::CancelReservationRequest,
     ) -> Result<v1::CancelReservationResponse, Status> {
-        let (r, i) = {
-            let st = self.lock()?;
-            let r =
-                st.reservations.get(&req.id).cloned().ok_or_else(|| {
-                    Status::not_found(format!("reservation r{} not found", req.id))
-                })?;
-            let i = st
-                .site_index(&r.site)
-                .ok_or_else(|| internal(format!("reservation r{}: unknown site", r.id)))?;
-            (r, i)
-        };
+        let r = self
+            .lock()?
+            .reservations
+            .get(&req.id)
+            .cloned()
+            .ok_or_else(|| Status::not_found(format!("reservation r{} not found", req.id)))?;
         may_act(caller, &r)?;
         let t = now();
-        if r.end_time > t || r.state == St::Pending as i32 {
-            let mut c = self.client(i)?;
-            let ask = v1::CancelReservationRequest {
-                id: req.id,
-                reason: req.reason.clone(),
-            };
-            match self.call(c.cancel_reservation(ask)).await {
-                Ok(_) => {}
-                Err(e) if e.code() == Code::NotFound => {}
-                Err(e) => {
-                    return Err(Status::unavailable(format!(
-                        "{} could not be reached to cancel reservation r{}: {}",
-                        r.site,
-                        r.id,
-                        e.message()
-                    )));
-                }
+        let id = ReservationId(req.id);
+        let input = Input::CancelReservation {
+            reservation: id,
+            at_ms: self.at_ms(),
+        };
+        let effects = self.reservation_input(input)?;
+        // In the grid's book: taken back at its site, or forgotten at once (it is over). Not in
+        // it (a co-allocation's hold not yet committed everywhere): let go and forgotten here.
+        let in_book = !effects.is_empty();
+        let site = match effects.iter().find_map(|e| match e {
+            Effect::TakeBack { site, .. } => Some(*site),
+            _ => None,
+        }) {
+            Some(i) => Some(i),
+            None if in_book => None,
+            None => self.lock()?.site_index(&r.site),
+        };
+        if let Some(i) = site {
+            let gone = self.let_go_at(i, req.id, &req.reason).await;
+            if in_book {
+                let input = Input::TakenBack {
+                    reservation: id,
+                    gone: gone.is_ok(),
+                };
+                self.reservation_input(input)?;
+            }
+            if let Err(e) = gone {
+                return Err(Status::unavailable(format!(
+                    "{} could not be reached to cancel reservation r{}: {e}",
+                    r.site, r.id
+                )));
+            }
+            if !in_book {
+                self.lock()?.reservations.remove(&req.id);
+                self.save(req.id, None)?;
             }
         }
-        self.lock()?.reservations.remove(&req.id);
-        self.save(req.id, None)?;
         tracing::info!(reservation = req.id, "advance reservation cancelled");
         let mut shown = r;
         shown.state = reservation_state(&shown, t) as i32;
@@ -322,123 +277,48 @@ impl MetaService {
             reservation: Some(shown),
         })
     }
-}
 
-/// Whether a reservation is forgotten at `t`: confirmed (a PENDING one waits for the reconciler)
-/// and ended at least [`KEEP_ENDED_S`] ago.
-fn forgotten(r: &v1::AdvanceReservation, t: i64) -> bool {
-    r.state != St::Pending as i32 && r.end_time + KEEP_ENDED_S <= t
-}
-
-/// Takes back, at their sites, the PENDING reservations whose answer was lost (older than the
-/// call timeout, or found at start), and forgets them once a site has let go of one.
-pub async fn reconcile(svc: MetaService) {
-    let timeout_s = (svc.inner.cfg.links.call_timeout_ms / 1000 + 1) as i64;
-    loop {
-        let t = now();
-        let pending: Vec<(u64, String)> = match svc.lock() {
-            Ok(st) => st
-                .reservations
-                .values()
-                .filter(|r| r.state == St::Pending as i32 && r.created + timeout_s < t)
-                .map(|r| (r.id, r.site.clone()))
-                .collect(),
-            Err(_) => return,
+    /// Asks site `i` to let reservation `id` go: done (or it never had it), or why not.
+    async fn let_go_at(&self, i: usize, id: u64, reason: &str) -> Result<(), String> {
+        let mut c = self.client(i).map_err(|e| e.message().to_string())?;
+        let ask = v1::CancelReservationRequest {
+            id,
+            reason: reason.to_string(),
         };
-        for (id, site) in pending {
-            let Some(i) = svc.lock().ok().and_then(|st| st.site_index(&site)) else {
-                continue;
-            };
-            let Ok(mut c) = svc.client(i) else { continue };
-            let ask = v1::CancelReservationRequest {
-                id,
-                reason: "never confirmed".into(),
-            };
-            let gone = match svc.call(c.cancel_reservation(ask)).await {
-                Ok(_) => true,
-                Err(e) => e.code() == Code::NotFound,
-            };
-            if gone {
-                if let Ok(mut st) = svc.lock() {
-                    st.reservations.remove(&id);
-                }
-                if let Err(e) = svc.save(id, None) {
-                    tracing::error!("{e}");
-                }
+        match self.call(c.cancel_reservation(ask)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Code::NotFound => Ok(()),
+            Err(e) => Err(e.message().to_string()),
+        }
+    }
+
+    /// Takes reservation `id` back at site `i`, as the grid decided (its answer was lost), and
+    /// tells the grid how it went.
+    pub(crate) async fn take_back(self, id: u64, i: usize) {
+        let gone = self.let_go_at(i, id, "never confirmed").await.is_ok();
+        let input = Input::TakenBack {
+            reservation: ReservationId(id),
+            gone,
+        };
+        match self.reservation_input(input) {
+            Ok(e) if !e.is_empty() => {
                 tracing::info!(reservation = id, "unconfirmed reservation taken back");
             }
+            Ok(_) => {}
+            Err(e) => tracing::error!(reservation = id, "{}", e.message()),
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ended_reservations_are_listed_for_a_day_then_forgotten() {
-        let held = v1::AdvanceReservation {
-            id: 1,
-            start_time: 1_000,
-            end_time: 2_000,
-            processors: 1,
-            state: St::Held as i32,
-            ..Default::default()
-        };
-        assert!(!forgotten(&held, 1_500), "in force");
-        assert!(
-            !forgotten(&held, 2_000 + KEEP_ENDED_S - 1),
-            "ended less than a day ago"
-        );
-        assert!(
-            forgotten(&held, 2_000 + KEEP_ENDED_S),
-            "a day after its end"
-        );
-        let pending = v1::AdvanceReservation {
-            state: St::Pending as i32,
-            ..held
-        };
-        assert!(
-            !forgotten(&pending, 2_000 + 10 * KEEP_ENDED_S),
-            "an unconfirmed one is the reconciler's"
-        );
-    }
-
-    /// On a machine twice as fast as the one a job was measured on, its 150 s estimate takes
-    /// 75 s: it fits a 100 s reservation there; on a machine half as fast (300 s) it does not,
-    /// and the refusal says what it would take.
-    #[test]
-    fn a_job_into_a_reservation_is_checked_at_the_reserved_machines_speed() {
-        let mut r = v1::AdvanceReservation {
-            id: 4,
-            start_time: 1_000,
-            end_time: 1_100,
-            processors: 2,
-            state: St::Held as i32,
-            machine: "fast".into(),
-            machine_benchmark: 4,
-            ..Default::default()
-        };
-        let spec = v1::JobSpec {
-            processors: 2,
-            estimate_s: 150,
-            benchmark: Some(2),
-            reservation: Some(4),
-            ..Default::default()
-        };
-        let held = |r: &v1::AdvanceReservation| std::collections::BTreeMap::from([(4, r.clone())]);
-        assert_eq!(refuse_job(&held(&r), &spec, 900), None);
-        r.machine_benchmark = 1;
-        r.machine = "slow".into();
-        let (code, why) = refuse_job(&held(&r), &spec, 900).expect("too long there");
-        assert_eq!(code, Code::FailedPrecondition);
-        assert!(why.contains("150 s (300 s on slow)"), "{why}");
-        let unscaled = v1::JobSpec {
-            benchmark: None,
-            ..spec
-        };
-        let (_, why) = refuse_job(&held(&r), &unscaled, 900).expect("150 s > 100 s");
-        assert!(why.contains("estimate of 150 s cannot end"), "{why}");
-    }
+/// Whether a site's answer to a reservation is a refusal (else the answer is lost: the site may
+/// hold it or not).
+fn refused_by_site(code: Code) -> bool {
+    matches!(
+        code,
+        Code::FailedPrecondition
+            | Code::InvalidArgument
+            | Code::AlreadyExists
+            | Code::NotFound
+            | Code::OutOfRange
+    )
 }

@@ -267,10 +267,14 @@ impl MetaService {
         if !b.held.is_empty()
             && let Err(e) = self.hold_for_good(&b.held)
         {
-            // Not HELD: they stay PENDING, and the reconcile loop takes them back.
+            // Not HELD: they stay PENDING (taken back after a restart).
             tracing::error!("co-allocated reservations not marked held: {e}");
         }
         self.start_split_work(b.calls, b.send_fragments, b.kill_fragments, b.retries);
+        self.forget_reservations(&b.dropped_reservations);
+        for (id, site) in b.take_back {
+            tokio::spawn(self.clone().take_back(id, site));
+        }
     }
 
     /// Runs `f` on the state and commits what it changed in one transaction, then publishes.
@@ -300,7 +304,6 @@ impl MetaService {
         let mut results = Vec::with_capacity(specs.len());
         let mut new_ids = Vec::new();
         let mut reader = None;
-        let split = self.inner.cfg.dispatch.splits();
         for (index, spec) in specs.into_iter().enumerate() {
             let index = index as u32;
             let reject = |field: &str, message: &str| v1::SubmitResult {
@@ -311,9 +314,7 @@ impl MetaService {
                     message: format!("field `{field}`: {message}"),
                 })),
             };
-            if let Err(r) =
-                validate::check(spec.as_ref(), &st.sites, &self.inner.cfg.limits, t, split)
-            {
+            if let Err(r) = validate::check(spec.as_ref(), &self.inner.cfg.limits) {
                 results.push(reject(&r.field, &r.message));
                 continue;
             }
@@ -325,19 +326,6 @@ impl MetaService {
                         code: tonic::Code::PermissionDenied as i32,
                         field: Some("urgency".into()),
                         message,
-                    })),
-                });
-                continue;
-            }
-            if let Some((code, message)) =
-                crate::reservations::refuse_job(&st.reservations, &spec, t)
-            {
-                results.push(v1::SubmitResult {
-                    index,
-                    outcome: Some(v1::submit_result::Outcome::Rejected(v1::SubmitError {
-                        code: code as i32,
-                        field: Some("reservation".into()),
-                        message: format!("field `reservation`: {message}"),
                     })),
                 });
                 continue;
@@ -367,14 +355,10 @@ impl MetaService {
                 spec: Some(spec),
                 ..Default::default()
             };
-            if let Err(why) = st.add(&mut b, job, &model, t) {
+            if let Err(refused) = st.add(&mut b, job, &model, t) {
                 results.push(v1::SubmitResult {
                     index,
-                    outcome: Some(v1::submit_result::Outcome::Rejected(v1::SubmitError {
-                        code: tonic::Code::FailedPrecondition as i32,
-                        field: None,
-                        message: why,
-                    })),
+                    outcome: Some(v1::submit_result::Outcome::Rejected(refused)),
                 });
                 continue;
             }

@@ -64,6 +64,10 @@ pub struct Batch {
     pub kill_fragments: Vec<FragmentKill>,
     /// Given-up co-allocations to try again: (job, when).
     pub retries: Vec<(u64, i64)>,
+    /// Reservations to take back at their sites: (reservation, site).
+    pub take_back: Vec<(u64, usize)>,
+    /// Reservations the grid forgot (to forget in the store).
+    pub dropped_reservations: Vec<u64>,
     /// Jobs that finished in this batch (they leave memory after their retention).
     pub finished: Vec<u64>,
     /// The classifier classified jobs: its snapshot is written with them.
@@ -169,10 +173,9 @@ pub struct State {
     pub fragment_requeues: u32,
     /// Prometheus metrics.
     pub metrics: crate::metrics::MetaMetrics,
-    /// Advance reservations by id (PENDING until their site admits them, then HELD).
+    /// Advance reservations by id as the API shows them (PENDING until their site admits
+    /// them, then HELD); the grid runner keeps the book that decides.
     pub reservations: BTreeMap<u64, v1::AdvanceReservation>,
-    /// Last reservation id given.
-    pub last_reservation: u64,
     /// Per site: the planned slots (start, end, machine) of its waiting jobs, as last polled.
     pub planned: Vec<HashMap<u64, v1::Reservation>>,
     /// Per site: its advance reservations with their jobs, as last polled.
@@ -217,7 +220,6 @@ impl State {
             fragment_requeues: 0,
             metrics: crate::metrics::MetaMetrics::new(&mut Default::default()),
             reservations: BTreeMap::new(),
-            last_reservation: 0,
             planned: vec![HashMap::new(); n],
             advance: vec![Vec::new(); n],
             resend: Vec::new(),
@@ -347,35 +349,45 @@ impl State {
         j
     }
 
-    /// The site a job must go to: its advance reservation's.
-    pub fn pinned(&self, job: &v1::Job) -> Option<usize> {
-        let r = job.spec.as_ref()?.reservation?;
-        self.site_index(&self.reservations.get(&r)?.site)
+    /// The id of user `name` in the runner's jobs and reservations.
+    pub fn user_id(&mut self, name: &str) -> gridsched_core::model::UserId {
+        self.decider.user_id(name)
     }
 
-    /// Adds a newly accepted job: the grid runner classifies it and places it (or leaves it
-    /// waiting at the meta level), and it is recorded. A job the runner refuses (no site can
-    /// ever run it) is not added: the reason.
+    /// The last reservation id given (to advance reservations and co-allocation holds alike).
+    pub fn last_reservation(&self) -> u64 {
+        self.decider.runner().last_reservation()
+    }
+
+    /// Adds a newly accepted job: the grid runner admits it, classifies it and places it (or
+    /// leaves it waiting at the meta level), and it is recorded. A job the runner refuses (no
+    /// site can ever run it, its reservation does not take it) is not added: the refusal, as the
+    /// API gives it.
     pub fn add(
         &mut self,
         b: &mut Batch,
         mut job: v1::Job,
         model: &gridsched_core::model::Job,
         time: i64,
-    ) -> Result<(), String> {
-        let only = self.pinned(&job);
+    ) -> Result<(), v1::SubmitError> {
         let id = job.id;
         job.start_claims = self.start_claims;
         self.jobs.insert(id, job);
         let submit = Input::Submit {
             job: model.clone(),
             priority: None,
-            only,
         };
         let effects = self.decide(time, submit);
         b.classified = true;
         let refused = effects.iter().find_map(|e| match e {
-            gridsched_core::grid::Effect::Refuse { job, why } if job.0 == id => Some(why.clone()),
+            gridsched_core::grid::Effect::Refuse {
+                job: j,
+                why,
+                refusal,
+            } if j.0 == id => {
+                let spec = self.jobs.get(&id).and_then(|j| j.spec.as_ref());
+                Some(crate::decide::rejection(why, refusal.as_ref(), spec))
+            }
             _ => None,
         });
         if let Some(why) = refused {
@@ -660,9 +672,22 @@ impl State {
             }
         }
         self.decisions = loaded.decisions.into_iter().collect();
-        self.last_reservation = loaded.last_reservation;
         self.reservations = loaded.reservations.into_iter().map(|r| (r.id, r)).collect();
         let mut b = Batch::default();
+        let last = loaded.last_reservation;
+        self.drive(&mut b, time, Input::Reservations { last });
+        let records: Vec<(v1::AdvanceReservation, usize)> = self
+            .reservations
+            .values()
+            .filter_map(|r| Some((r.clone(), self.site_index(&r.site)?)))
+            .collect();
+        let book: Vec<_> = records
+            .iter()
+            .filter_map(|(r, i)| self.decider.reservation(r, *i))
+            .collect();
+        for reservation in book {
+            self.drive(&mut b, time, Input::RestoreReservation { reservation });
+        }
         for job in loaded.jobs {
             let spec = job.spec.clone().unwrap_or_default();
             let model = self
@@ -673,7 +698,6 @@ impl State {
             }
             let open = !job.state().is_terminal();
             let since = job.start_time.or(job.dispatch_time).unwrap_or_default();
-            let only = self.pinned(&job);
             let at = match self.site_of(&job) {
                 Some(i) => {
                     // Its Enqueue may or may not have arrived: sent again (ALREADY_EXISTS
@@ -719,7 +743,6 @@ impl State {
                 let input = Input::Restore {
                     job: model,
                     priority: core_priority(job.priority),
-                    only,
                     at,
                 };
                 self.drive(&mut b, time, input);

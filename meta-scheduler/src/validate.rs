@@ -1,9 +1,9 @@
-//! Admission checks of the meta-scheduler (the static feasibility filtering of spec
-//! `two-level-grid-scheduler.md` D3): a job that no site can ever run, or
-//! that breaks the configured size limits (`[limits]`, [`SpecLimits`]), is refused with
-//! INVALID_ARGUMENT naming the `JobSpec` field to blame.
+//! The first admission checks of the meta-scheduler, at the door: a `JobSpec` that is malformed
+//! or breaks the configured size limits (`[limits]`, [`SpecLimits`]) is refused with
+//! INVALID_ARGUMENT naming the field to blame. What needs the grid's state (the static
+//! feasibility filtering of spec `two-level-grid-scheduler.md` D3: a job no site can ever run)
+//! follows in the grid runner ([`crate::decide::Decider::admit`]).
 
-use crate::config::SiteConfig;
 use gridsched_proto::{SpecLimits, v1};
 
 /// A refused job: the field to blame and why.
@@ -30,33 +30,10 @@ impl From<Refusal> for tonic::Status {
     }
 }
 
-/// Whether a site can ever run a job: a machine with enough processors, every licence and an
-/// estimate within the site's limit (capped by the grid's `max_estimate_s`).
-pub fn site_can_run(site: &SiteConfig, spec: &v1::JobSpec, max_estimate_s: i64) -> bool {
-    site.widest_job() >= spec.processors
-        && spec.licences.iter().all(|l| site.licences.contains(l))
-        && spec.estimate_s <= site.max_estimate(max_estimate_s)
-}
-
-/// Whether a site holds every machine the job's inputs name (its local scheduler knows no
-/// other machine, and refuses the job).
-pub fn site_holds_inputs(site: &SiteConfig, spec: &v1::JobSpec) -> bool {
-    spec.inputs.iter().all(|i| {
-        i.machine
-            .as_ref()
-            .is_none_or(|m| site.machines.iter().any(|x| &x.name == m))
-    })
-}
-
-/// Checks a submitted job against the grid and the `limits` at time `now`; with `split` the
-/// dispatch strategy splits jobs over sites, so a job may be as wide as all sites together.
-pub fn check(
-    spec: Option<&v1::JobSpec>,
-    sites: &[SiteConfig],
-    limits: &SpecLimits,
-    now: i64,
-    split: bool,
-) -> Result<(), Refusal> {
+/// Checks a submitted job's own fields against the `limits`: what needs no knowledge of the
+/// grid. What the grid's state decides (a job no site can ever run, a deadline already past, its
+/// advance reservation) is the grid runner's admission ([`crate::decide::Decider::admit`]).
+pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refusal> {
     let spec = spec.ok_or_else(|| Refusal::new("spec", "required"))?;
     if spec.user.trim().is_empty() {
         return Err(Refusal::new("user", "required"));
@@ -70,61 +47,14 @@ pub fn check(
     if spec.processors == 0 {
         return Err(Refusal::new("processors", "must be at least 1"));
     }
-    let one_site = sites.iter().map(SiteConfig::widest_job).max().unwrap_or(0);
-    let widest = match split {
-        true => sites.iter().map(SiteConfig::widest_job).sum(),
-        false => one_site,
-    };
-    if spec.processors > widest {
-        let what = match (split, sites.iter().any(|s| s.multi_node)) {
-            (true, _) => "all sites of the grid together",
-            (false, true) => "what any site runs as one job",
-            (false, false) => "every machine of the grid",
-        };
-        return Err(Refusal::new(
-            "processors",
-            format!(
-                "{} processors exceed {what} (largest: {widest})",
-                spec.processors
-            ),
-        ));
-    }
     if spec.estimate_s < 1 {
         return Err(Refusal::new("estimate_s", "must be at least 1"));
-    }
-    let longest = sites
-        .iter()
-        .map(|s| s.max_estimate(limits.max_estimate_s))
-        .max()
-        .unwrap_or(0);
-    if spec.estimate_s > longest {
-        return Err(Refusal::new(
-            "estimate_s",
-            format!(
-                "{} s is more than every site's limit (largest: {longest} s)",
-                spec.estimate_s
-            ),
-        ));
-    }
-    if let Some(d) = spec.deadline
-        && d < now
-    {
-        return Err(Refusal::new(
-            "deadline",
-            format!("{d} is already past (now {now})"),
-        ));
     }
     for (i, l) in spec.licences.iter().enumerate() {
         if spec.licences[..i].contains(l) {
             return Err(Refusal::new(
                 format!("licences[{i}]"),
                 format!("`{l}` repeated"),
-            ));
-        }
-        if !sites.iter().any(|s| s.licences.contains(l)) {
-            return Err(Refusal::new(
-                format!("licences[{i}]"),
-                format!("unknown licence `{l}`: no site has it"),
             ));
         }
     }
@@ -147,53 +77,23 @@ pub fn check(
         }
         _ => {}
     }
-    // A job wider than any site is split: every fragment's site needs the licences and the
-    // estimate, which the grid scheduler checks as it splits.
-    let wide = split && spec.processors > one_site;
-    if !wide
-        && !sites
-            .iter()
-            .any(|s| site_can_run(s, spec, limits.max_estimate_s))
-    {
-        return Err(Refusal::new(
-            "licences",
-            "no single site has a machine wide enough together with every licence and an \
-             estimate limit at least `estimate_s`",
-        ));
-    }
-    if !wide
-        && !sites
-            .iter()
-            .any(|s| site_can_run(s, spec, limits.max_estimate_s) && site_holds_inputs(s, spec))
-    {
-        return Err(Refusal::new(
-            "inputs",
-            "no site that can run the job holds every machine its inputs name",
-        ));
-    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MachineConfig;
+    use crate::MetaConfig;
+    use crate::decide::Decider;
 
-    fn sites() -> Vec<SiteConfig> {
-        vec![SiteConfig {
-            name: "a".into(),
-            endpoint: String::new(),
-            machines: vec![MachineConfig {
-                name: "m".into(),
-                processors: 8,
-            }],
-            multi_node: false,
-            licences: vec!["matlab".into()],
-            max_estimate_s: Some(3600),
-            token: None,
-            token_file: None,
-        }]
-    }
+    /// One site `a` of one 8-processor machine `m`, with licence `matlab` and a 3600 s limit.
+    const GRID: &str = r#"
+[[sites]]
+name = "a"
+licences = ["matlab"]
+max_estimate_s = 3600
+machines = [{ name = "m", processors = 8 }]
+"#;
 
     fn ok_spec() -> v1::JobSpec {
         v1::JobSpec {
@@ -205,18 +105,31 @@ mod tests {
         }
     }
 
+    /// The whole admission of `spec` at `now` on `grid`: the door's checks, then the runner's.
+    fn admit(grid: &str, spec: Option<&v1::JobSpec>, now: i64) -> Result<(), v1::SubmitError> {
+        let cfg = MetaConfig::from_toml(grid).unwrap();
+        let invalid = |field: String, message: String| v1::SubmitError {
+            code: tonic::Code::InvalidArgument as i32,
+            field: Some(field),
+            message,
+        };
+        check(spec, &cfg.limits).map_err(|r| invalid(r.field, r.message))?;
+        let mut d = Decider::new(&cfg, 0).unwrap();
+        d.admit(spec.expect("checked"), 1, now).map(|_| ())
+    }
+
     fn field(spec: v1::JobSpec) -> String {
-        check(Some(&spec), &sites(), &SpecLimits::default(), 1000, false)
+        admit(GRID, Some(&spec), 1000)
             .unwrap_err()
             .field
+            .expect("a field")
     }
 
     #[test]
     fn names_the_field() {
-        let limits = SpecLimits::default();
-        assert!(check(Some(&ok_spec()), &sites(), &limits, 1000, false).is_ok());
+        assert!(admit(GRID, Some(&ok_spec()), 1000).is_ok());
         assert_eq!(
-            check(None, &sites(), &limits, 0, false).unwrap_err().field,
+            check(None, &SpecLimits::default()).unwrap_err().field,
             "spec"
         );
         assert_eq!(
@@ -234,12 +147,23 @@ mod tests {
             "deadline"
         );
         let lic = vec!["matlab".into(), "ansys".into()];
-        assert_eq!(
-            field(v1::JobSpec {
+        let refused = admit(
+            GRID,
+            Some(&v1::JobSpec {
                 licences: lic,
                 ..ok_spec()
             }),
-            "licences[1]"
+            1000,
+        )
+        .unwrap_err();
+        assert_eq!(refused.field.as_deref(), Some("licences[1]"));
+        assert_eq!(refused.code, tonic::Code::InvalidArgument as i32);
+        assert!(
+            refused
+                .message
+                .starts_with("field `licences[1]`: unknown licence `ansys`"),
+            "{}",
+            refused.message
         );
         let cmd = Some(v1::Command::default());
         let spec = v1::JobSpec {
@@ -269,38 +193,60 @@ mod tests {
             }),
             "user"
         );
-        let elsewhere = vec![v1::InputRef {
-            machine: Some("not-at-a".into()),
+        // An input on a machine the grid does not know; one on a machine of a site too small
+        // for the job.
+        let nowhere = vec![v1::InputRef {
+            machine: Some("not-in-the-grid".into()),
             size: 1,
         }];
         assert_eq!(
             field(v1::JobSpec {
-                inputs: elsewhere,
+                inputs: nowhere,
                 ..ok_spec()
             }),
-            "inputs"
+            "inputs[0].machine"
         );
+        let two = GRID.replace(
+            "machines = [{ name = \"m\", processors = 8 }]",
+            "machines = [{ name = \"m\", processors = 8 }]\n[[sites]]\nname = \"b\"\n\
+             machines = [{ name = \"small\", processors = 2 }]",
+        );
+        let small = vec![v1::InputRef {
+            machine: Some("small".into()),
+            size: 1,
+        }];
+        let spec = v1::JobSpec {
+            inputs: small,
+            ..ok_spec()
+        };
+        let r = admit(&two, Some(&spec), 1000).unwrap_err();
+        assert_eq!(r.field.as_deref(), Some("inputs"), "{}", r.message);
     }
 
     /// A multi-node site runs jobs as wide as all its alike machines together.
     #[test]
     fn a_multi_node_site_takes_jobs_wider_than_a_machine() {
-        let limits = SpecLimits::default();
-        let mut grid = sites();
-        grid[0].machines.push(MachineConfig {
-            name: "m2".into(),
-            processors: 8,
-        });
+        let two = GRID.replace(
+            "machines = [{ name = \"m\", processors = 8 }]",
+            "machines = [{ name = \"m\", processors = 8 }, { name = \"m2\", processors = 8 }]",
+        );
         let spec = |processors| v1::JobSpec {
             processors,
             ..ok_spec()
         };
-        let r = check(Some(&spec(16)), &grid, &limits, 0, false).unwrap_err();
-        assert_eq!(r.field, "processors");
-        assert!(r.message.contains("every machine of the grid (largest: 8)"));
-        grid[0].multi_node = true;
-        check(Some(&spec(16)), &grid, &limits, 0, false).unwrap();
-        let r = check(Some(&spec(17)), &grid, &limits, 0, false).unwrap_err();
+        let r = admit(&two, Some(&spec(16)), 0).unwrap_err();
+        assert_eq!(r.field.as_deref(), Some("processors"));
+        assert!(
+            r.message.contains("as one job (largest: 8)"),
+            "{}",
+            r.message
+        );
+        let multi = two.replace(
+            "max_estimate_s = 3600",
+            "max_estimate_s = 3600\nmulti_node = true",
+        );
+        admit(&multi, Some(&spec(16)), 0).unwrap();
+        let r = admit(&multi, Some(&spec(17)), 0).unwrap_err();
         assert!(
             r.message.contains("as one job (largest: 16)"),
             "{}",
@@ -310,27 +256,22 @@ mod tests {
 
     #[test]
     fn estimate_within_the_largest_site_limit() {
-        let limits = SpecLimits::default();
         let spec = |estimate_s| v1::JobSpec {
             estimate_s,
             ..ok_spec()
         };
-        assert!(check(Some(&spec(3600)), &sites(), &limits, 0, false).is_ok());
-        let r = check(Some(&spec(3601)), &sites(), &limits, 0, false).unwrap_err();
-        assert_eq!(r.field, "estimate_s");
+        assert!(admit(GRID, Some(&spec(3600)), 0).is_ok());
+        let r = admit(GRID, Some(&spec(3601)), 0).unwrap_err();
+        assert_eq!(r.field.as_deref(), Some("estimate_s"));
         assert!(r.message.contains("largest: 3600 s"), "{}", r.message);
-        let r = check(Some(&spec(1 << 62)), &sites(), &limits, 0, false).unwrap_err();
-        assert_eq!(r.field, "estimate_s");
+        let r = admit(GRID, Some(&spec(1 << 62)), 0).unwrap_err();
+        assert_eq!(r.field.as_deref(), Some("estimate_s"));
         // The grid-wide cap also caps a site's own limit.
-        let tight = SpecLimits {
-            max_estimate_s: 60,
-            ..limits
-        };
-        let r = check(Some(&spec(61)), &sites(), &tight, 0, false).unwrap_err();
+        let tight = format!("[limits]\nmax_estimate_s = 60\n{GRID}");
+        let r = admit(&tight, Some(&spec(61)), 0).unwrap_err();
         assert!(r.message.contains("60 s"), "{}", r.message);
         // A site without a limit of its own takes the grid's.
-        let mut open = sites();
-        open[0].max_estimate_s = None;
-        assert!(check(Some(&spec(86_400)), &open, &limits, 0, false).is_ok());
+        let open = GRID.replace("max_estimate_s = 3600\n", "");
+        assert!(admit(&open, Some(&spec(86_400)), 0).is_ok());
     }
 }

@@ -3,8 +3,8 @@
 //! `JobSpec` field, or accepted as a job some site can run and that ends.
 //!
 //! The property test runs the meta-scheduler's admission (`validate::check`, then the conversion
-//! to the core's job) and dispatch on many specs; the live test submits a few dozen to a real grid
-//! and waits for every accepted one to reach a terminal state.
+//! to the core's job and the grid runner's admission) and dispatch on many specs; the live test
+//! submits a few dozen to a real grid and waits for every accepted one to reach a terminal state.
 
 use gridsched_proto::v1;
 use gridsched_tests::arbitrary::job_spec;
@@ -83,9 +83,12 @@ fn every_accepted_spec_is_a_job_some_site_can_run() {
     let (accepted, refused) = (Cell::new(0), Cell::new(0));
     let check = |spec: v1::JobSpec| -> Result<(), TestCaseError> {
         let mut d = Decider::new(&cfg, 0).unwrap();
-        let verdict = validate::check(Some(&spec), &cfg.sites, &cfg.limits, NOW, false)
+        let verdict = validate::check(Some(&spec), &cfg.limits)
             .map_err(|r| r.field)
-            .and_then(|()| d.job(&spec, 1, NOW).map_err(|e| e.field().to_owned()));
+            .and_then(|()| {
+                d.admit(&spec, 1, NOW)
+                    .map_err(|e| e.field.unwrap_or_default())
+            });
         let job = match verdict {
             Err(field) => {
                 refused.set(refused.get() + 1);
@@ -112,7 +115,6 @@ fn every_accepted_spec_is_a_job_some_site_can_run() {
         let submit = gridsched_core::grid::Input::Submit {
             job: job.clone(),
             priority: None,
-            only: None,
         };
         let effects = d.on(NOW, submit);
         let Some(site) = effects.iter().find_map(|e| match e {

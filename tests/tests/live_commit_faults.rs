@@ -5,7 +5,7 @@
 //! * a site dies inside it: its commit fails, every other hold is let go at once (the lease here
 //!   is a minute), the PENDING records are forgotten, and the job is planned again — once the
 //!   dead site is down, over the sites still up — and runs there;
-//! * the meta-scheduler is killed (-9) inside it: at restart the reconcile loop takes the PENDING
+//! * the meta-scheduler is killed (-9) inside it: at restart the grid runner takes the PENDING
 //!   holds back, the job is co-allocated anew and completes, each site starting it once, and no
 //!   reservation is left anywhere.
 //!

@@ -473,6 +473,10 @@ impl GridScheduler {
 }
 
 impl Dispatcher for GridScheduler {
+    fn splits(&self) -> bool {
+        self.split
+    }
+
     fn describe(&self) -> String {
         if !self.split {
             return "job-sharing".into();

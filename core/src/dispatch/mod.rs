@@ -211,6 +211,12 @@ pub trait Dispatcher: Send + fmt::Debug {
     /// bookkeeping).
     fn restore(&mut self, _job: &Job, _priority: Priority, _placement: &Placement, _since: Time) {}
 
+    /// Whether the strategy splits a job wider than every site over several sites (the widest
+    /// job the grid takes is then all its sites together). The default: never.
+    fn splits(&self) -> bool {
+        false
+    }
+
     /// Whether the strategy reads [`GridState::load`] (the sites' dynamic state); drivers fill
     /// it only for those that do. The default: a strategy that sees only its own bookkeeping.
     fn reads_site_state(&self) -> bool {

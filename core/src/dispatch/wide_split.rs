@@ -88,6 +88,10 @@ impl Dispatcher for WideSplit {
         self.inner.describe()
     }
 
+    fn splits(&self) -> bool {
+        true
+    }
+
     fn dispatch(
         &mut self,
         now: Time,

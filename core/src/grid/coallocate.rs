@@ -190,6 +190,20 @@ impl GridRunner {
                         })
                         .collect();
                 self.refused_in_a_row.remove(&id);
+                // Its committed holds are reservations of the grid's book from now on, its
+                // owner's (forgotten a day after they end, like the others).
+                let user = self.jobs.get(&id).map(|o| o.job.user);
+                for f in &fragments {
+                    self.reservations.insert(super::Reservation {
+                        id: f.reservation,
+                        site: f.site,
+                        procs: f.procs,
+                        start,
+                        end: start.saturating_add(c.c.held_for()),
+                        user,
+                        standing: super::Standing::Held { speed: None },
+                    });
+                }
                 let at = fragments
                     .iter()
                     .map(|f| (f.site, f.reservation, false))

@@ -77,6 +77,10 @@ pub struct GridSettings {
     /// A site whose link has been down this long is marked down; `None`: sites never go down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site_down_after_ms: Option<u64>,
+    /// An advance reservation whose site has not answered for this long (milliseconds) is
+    /// taken back there.
+    #[serde(default)]
+    pub reservation_answer_ms: u64,
 }
 
 /// Everything a grid runner is built from, as plain data (the header of an input log).

@@ -27,6 +27,7 @@ impl GridRunner {
                 let first = fragments.first().map_or(0, |f| f.0);
                 for &(site, reservation, ended) in &fragments {
                     if !ended {
+                        self.reservations.remove(reservation);
                         out.push(Effect::LetGo {
                             job: id,
                             site,
@@ -55,7 +56,11 @@ impl GridRunner {
             At::Site { site: s, .. } if *s == site => {
                 self.remove(id);
                 self.placer.dispatcher.job_returned(now, id, cluster(site));
-                out.push(Effect::Refuse { job: id, why });
+                out.push(Effect::Refuse {
+                    job: id,
+                    why,
+                    refusal: None,
+                });
             }
             At::Split(fragments) => {
                 for f in fragments.iter_mut().filter(|f| f.0 == site) {
@@ -65,7 +70,11 @@ impl GridRunner {
                     let first = fragments.first().map_or(0, |f| f.0);
                     self.remove(id);
                     self.placer.dispatcher.job_returned(now, id, cluster(first));
-                    out.push(Effect::Refuse { job: id, why });
+                    out.push(Effect::Refuse {
+                        job: id,
+                        why,
+                        refusal: None,
+                    });
                 }
             }
             _ => {}
@@ -93,10 +102,11 @@ impl GridRunner {
             return;
         };
         fragments[k].2 = true;
+        let reservation = fragments[k].1;
         out.push(Effect::LetGo {
             job: id,
             site,
-            reservation: fragments[k].1,
+            reservation,
         });
         if !ok {
             for f in fragments.iter().filter(|f| !f.2) {
@@ -107,8 +117,9 @@ impl GridRunner {
                 });
             }
         }
-        if fragments.iter().all(|f| f.2) {
-            let first = fragments[0].0;
+        let over = fragments.iter().all(|f| f.2).then(|| fragments[0].0);
+        self.reservations.remove(reservation);
+        if let Some(first) = over {
             self.remove(id);
             self.placer.dispatcher.job_ended(now, id, cluster(first));
             out.push(Effect::Over {

@@ -4,6 +4,8 @@
 //! it carries out.
 
 use super::Explanation;
+use super::admit::Refusal;
+use super::reservations::{Reservation, ReservationAnswer, ReservationRequest};
 use crate::classify::Classification;
 use crate::dispatch::{ClusterLoad, Part, Priority};
 use crate::model::{Duration, Job, JobId, ReservationId, Time};
@@ -62,16 +64,16 @@ pub enum Restored {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Input {
-    /// A job enters the grid: classified (unless `priority` is given) and dispatched.
+    /// A job enters the grid: admitted ([`GridRunner::admit`]), classified (unless `priority` is
+    /// given) and dispatched; a job in an advance reservation goes to its site only.
+    ///
+    /// [`GridRunner::admit`]: super::GridRunner::admit
     Submit {
         /// The job.
         job: Job,
         /// Its priority, when already known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         priority: Option<Priority>,
-        /// The only site it may go to (its advance reservation's).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        only: Option<usize>,
     },
     /// A job the grid had before its driver restarted, re-entered where it stood: classified
     /// already, and counted again by the strategy.
@@ -80,9 +82,6 @@ pub enum Input {
         job: Job,
         /// Its priority.
         priority: Priority,
-        /// The only site it may go to (its advance reservation's).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        only: Option<usize>,
         /// Where it stood.
         at: Restored,
     },
@@ -93,9 +92,6 @@ pub enum Input {
         job: Job,
         /// Its priority.
         priority: Priority,
-        /// The only site it may go to.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        only: Option<usize>,
     },
     /// The user cancelled the job.
     Cancel {
@@ -188,6 +184,40 @@ pub enum Input {
         /// The last id given.
         last: u64,
     },
+    /// A user asks for an advance reservation (at monotonic milliseconds `at_ms`).
+    Reserve {
+        /// What is asked.
+        request: ReservationRequest,
+        /// Monotonic milliseconds.
+        at_ms: u64,
+    },
+    /// The answer to an [`Effect::AskReservation`].
+    ReservationAnswer {
+        /// The reservation.
+        reservation: ReservationId,
+        /// Held, refused, or lost.
+        answer: ReservationAnswer,
+    },
+    /// The user cancels an advance reservation (at monotonic milliseconds `at_ms`).
+    CancelReservation {
+        /// The reservation.
+        reservation: ReservationId,
+        /// Monotonic milliseconds.
+        at_ms: u64,
+    },
+    /// The answer to an [`Effect::TakeBack`]: the site let the reservation go (or never had
+    /// it), or could not be reached.
+    TakenBack {
+        /// The reservation.
+        reservation: ReservationId,
+        /// Let go.
+        gone: bool,
+    },
+    /// An advance reservation the grid had before its driver restarted.
+    RestoreReservation {
+        /// It.
+        reservation: Reservation,
+    },
     /// A release pass of the meta-level queue (drivers send it after each instant's ends and
     /// submissions while [`GridRunner::held`] is not zero).
     Release,
@@ -259,6 +289,9 @@ pub enum Effect {
         job: JobId,
         /// Why.
         why: String,
+        /// The field to blame, when refused at admission.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refusal: Option<Refusal>,
     },
     /// The strategy split the job: its co-allocation over `parts` begins (holds follow).
     Coallocating {
@@ -362,6 +395,36 @@ pub enum Effect {
         /// The job.
         job: JobId,
         /// Its first fragment's site.
+        site: usize,
+    },
+    /// A reservation request is refused.
+    ReservationRefused {
+        /// Why, with the field to blame.
+        refusal: Refusal,
+    },
+    /// Ask the reservation's site to hold it (answer with [`Input::ReservationAnswer`]).
+    AskReservation {
+        /// The reservation, with its id.
+        reservation: Reservation,
+    },
+    /// The site confirmed the reservation.
+    ReservationHeld {
+        /// The reservation.
+        reservation: ReservationId,
+    },
+    /// The reservation is gone from the grid (refused by its site, taken back, cancelled, or
+    /// ended a day ago).
+    ReservationDropped {
+        /// The reservation.
+        reservation: ReservationId,
+        /// Why.
+        why: String,
+    },
+    /// Take the reservation back at `site` (answer with [`Input::TakenBack`]).
+    TakeBack {
+        /// The reservation.
+        reservation: ReservationId,
+        /// Its site.
         site: usize,
     },
     /// `site` is marked down: it receives no new job.

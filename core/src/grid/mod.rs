@@ -29,6 +29,7 @@
 //! carrying out the next effect of the same batch, depth first, so that one job's co-allocation
 //! completes before the next job of a release pass goes to its site.
 
+mod admit;
 mod coallocate;
 mod config;
 mod ends;
@@ -36,15 +37,20 @@ mod io;
 mod links;
 mod place;
 pub mod replay;
+mod reservations;
 mod restore;
 #[cfg(test)]
 mod tests;
 
+pub use admit::{Field, Kind, Refusal};
 pub use coallocate::MAX_REFUSED;
 pub use config::{Classify, CoallocationRules, GridConfig, GridSettings, SiteSpec};
 pub use io::{Cause, Effect, Fragment, GridError, Input, Restored};
 pub use links::SiteLinks;
 pub use place::{Candidate, Decision, Explanation, Placer};
+pub use reservations::{
+    KEEP_ENDED_S, Reservation, ReservationAnswer, ReservationRequest, Standing,
+};
 
 use crate::classify::{Classifier, ClassifierError};
 use crate::dispatch::{Dispatcher, Priority};
@@ -100,6 +106,8 @@ pub struct GridRunner {
     refused_in_a_row: HashMap<JobId, u32>,
     last_reservation: u64,
     links: SiteLinks,
+    /// The grid's advance reservations.
+    reservations: reservations::Book,
 }
 
 impl GridRunner {
@@ -119,6 +127,7 @@ impl GridRunner {
             refused_in_a_row: HashMap::new(),
             last_reservation: 0,
             links,
+            reservations: reservations::Book::default(),
         }
     }
 
@@ -150,26 +159,13 @@ impl GridRunner {
             }
         };
         match input {
-            Input::Submit {
-                job,
-                priority,
-                only,
-            } => {
-                if let Some(s) = only {
-                    site_ok(s)?;
-                }
+            Input::Submit { job, priority } => {
                 if self.jobs.contains_key(&job.id) {
                     return Err(GridError::DuplicateJob(job.id));
                 }
-                self.submit(now, job, priority, only, out);
+                self.submit(now, job, priority, out);
             }
-            Input::Restore {
-                job,
-                priority,
-                only,
-                at,
-            } => {
-                only.map_or(Ok(()), site_ok)?;
+            Input::Restore { job, priority, at } => {
                 match &at {
                     Restored::Waiting => {}
                     Restored::Site { site, .. } => site_ok(*site)?,
@@ -182,17 +178,14 @@ impl GridRunner {
                 if self.jobs.contains_key(&job.id) {
                     return Err(GridError::DuplicateJob(job.id));
                 }
+                let only = self.reserved_site(&job);
                 self.restore(job, priority, only, at);
             }
-            Input::Requeue {
-                job,
-                priority,
-                only,
-            } => {
-                only.map_or(Ok(()), site_ok)?;
+            Input::Requeue { job, priority } => {
                 if self.jobs.contains_key(&job.id) {
                     return Err(GridError::DuplicateJob(job.id));
                 }
+                let only = self.reserved_site(&job);
                 self.requeue(now, job, priority, only, out);
             }
             Input::Cancel { job } => self.cancel(now, job, out),
@@ -271,27 +264,40 @@ impl GridRunner {
             }
             Input::Release => self.release(now, out),
             Input::Reservations { last } => self.set_last_reservation(last),
-            Input::Tick { at_ms } => self.tick(now, at_ms, out),
+            Input::Reserve { request, at_ms } => self.reserve(now, at_ms, request, out),
+            Input::ReservationAnswer {
+                reservation,
+                answer,
+            } => self.reservation_answer(reservation, answer, out),
+            Input::CancelReservation { reservation, at_ms } => {
+                self.cancel_reservation(now, at_ms, reservation, out);
+            }
+            Input::TakenBack { reservation, gone } => self.taken_back(reservation, gone, out),
+            Input::RestoreReservation { reservation } => {
+                site_ok(reservation.site)?;
+                self.restore_reservation(reservation);
+            }
+            Input::Tick { at_ms } => {
+                self.tick(now, at_ms, out);
+                self.reservations_tick(now, at_ms, out);
+            }
         }
         Ok(())
     }
 
     /// Admits, classifies and dispatches a new job.
-    fn submit(
-        &mut self,
-        now: Time,
-        job: Job,
-        priority: Option<Priority>,
-        only: Option<usize>,
-        out: &mut Vec<Effect>,
-    ) {
-        if let Err(e) = job.validate() {
-            out.push(Effect::Refuse {
-                job: job.id,
-                why: format!("job {}: {e}", job.id),
-            });
-            return;
-        }
+    fn submit(&mut self, now: Time, job: Job, priority: Option<Priority>, out: &mut Vec<Effect>) {
+        let only = match self.admit(now, &job) {
+            Ok(only) => only,
+            Err(refusal) => {
+                out.push(Effect::Refuse {
+                    job: job.id,
+                    why: format!("job {}: {refusal}", job.id),
+                    refusal: Some(refusal),
+                });
+                return;
+            }
+        };
         let id = job.id;
         let priority = match priority {
             Some(p) => p,
@@ -392,7 +398,16 @@ impl GridRunner {
     /// The job leaves the grid, refused.
     fn refuse(&mut self, id: JobId, why: String, out: &mut Vec<Effect>) {
         self.remove(id);
-        out.push(Effect::Refuse { job: id, why });
+        out.push(Effect::Refuse {
+            job: id,
+            why,
+            refusal: None,
+        });
+    }
+
+    /// The site of the advance reservation `job` runs in, when the grid has it.
+    fn reserved_site(&self, job: &Job) -> Option<usize> {
+        self.reservations.get(job.reservation?).map(|r| r.site)
     }
 
     /// Removes an open job (it left the grid).

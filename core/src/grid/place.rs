@@ -154,6 +154,11 @@ impl Placer {
         self.dispatcher.arrays(self.sites.len())
     }
 
+    /// Whether the strategy splits jobs wider than every site over several sites.
+    pub fn splits(&self) -> bool {
+        self.dispatcher.splits()
+    }
+
     /// Whether `site` takes `job` on what the strategies do not know: its estimate is within the
     /// site's limit and its inputs are on the site's machines.
     pub fn takes(&self, site: usize, job: &Job) -> bool {

@@ -7,7 +7,8 @@ use crate::dispatch::{
     ClusterCaps, ClusterLoad, DispatchConfig, DispatchKind, MultiSiteConfig, Part,
 };
 
-fn site(i: u32, procs: u32) -> SiteSpec {
+/// Site `i` of one machine of `procs` processors, named `s<i>`.
+pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
     SiteSpec {
         name: format!("s{i}"),
         caps: ClusterCaps {
@@ -57,7 +58,6 @@ fn submit(r: &mut GridRunner, now: Time, j: Job) -> Vec<Effect> {
         Input::Submit {
             job: j,
             priority: None,
-            only: None,
         },
     )
 }
@@ -122,7 +122,6 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
     let again = Input::Submit {
         job: job(1, 1, 1),
         priority: None,
-        only: None,
     };
     assert_eq!(
         r.on(6, again, &mut out),
@@ -136,13 +135,13 @@ fn invalid_and_impossible_jobs_are_refused_with_the_reason() {
     let mut r = runner(DispatchKind::LoadOrdering, &[8], GridSettings::default());
     let e = submit(&mut r, 0, job(1, 0, 100));
     assert!(
-        matches!(&e[..], [Effect::Refuse { job: JobId(1), why }] if why.starts_with("job 1: ")),
+        matches!(&e[..], [Effect::Refuse { job: JobId(1), why, refusal: Some(Refusal { field: Field::Procs, kind: Kind::Invalid, .. }) }] if why.starts_with("job 1: ")),
         "{e:?}"
     );
     // Wider than every site together: refused, not left waiting.
     let e = submit(&mut r, 0, job(2, 9, 100));
     assert!(
-        matches!(&e[..], [Effect::Refuse { job: JobId(2), why }] if why.contains("9 processors exceed")),
+        matches!(&e[..], [Effect::Refuse { job: JobId(2), why, refusal: Some(Refusal { field: Field::Procs, .. }) }] if why.contains("9 processors exceed")),
         "{e:?}"
     );
     assert!(!r.contains(JobId(2)));
@@ -161,7 +160,8 @@ fn invalid_and_impossible_jobs_are_refused_with_the_reason() {
         e,
         [Effect::Refuse {
             job: JobId(3),
-            why: "no".into()
+            why: "no".into(),
+            refusal: None,
         }]
     );
     assert_eq!(r.placer().arrays()[0].count[1], 0);
@@ -508,7 +508,6 @@ fn inputs_are_plain_data() {
         Input::Submit {
             job: job(1, 2, 3),
             priority: Some(2),
-            only: None,
         },
         Input::Held {
             job: JobId(1),
@@ -674,6 +673,11 @@ fn random_drives_keep_the_grid_invariants() {
                     Effect::Classified { .. }
                     | Effect::Coallocating { .. }
                     | Effect::Kill { .. } => {}
+                    Effect::ReservationRefused { .. }
+                    | Effect::AskReservation { .. }
+                    | Effect::ReservationHeld { .. }
+                    | Effect::ReservationDropped { .. }
+                    | Effect::TakeBack { .. } => unreachable!("no advance reservation here"),
                 }
             }
         };
@@ -713,7 +717,6 @@ fn random_drives_keep_the_grid_invariants() {
                     go!(Input::Submit {
                         job: j,
                         priority: None,
-                        only: None
                     });
                 }
                 3 if !holds.is_empty() => {
@@ -927,7 +930,6 @@ fn an_input_log_re_decides_identically_and_names_the_first_difference() {
         let submit = Input::Submit {
             job: j,
             priority: None,
-            only: None,
         };
         r.on(id as i64, submit, &mut out).unwrap();
     }
@@ -1115,7 +1117,6 @@ fn restored_jobs_count_again_and_go_on_as_before() {
         let input = Input::Restore {
             job: j,
             priority: 1,
-            only: None,
             at,
         };
         on(r, 0, input)
@@ -1144,7 +1145,6 @@ fn restored_jobs_count_again_and_go_on_as_before() {
     let again = Input::Restore {
         job: job(3, 10, 100),
         priority: 1,
-        only: None,
         at: Restored::Waiting,
     };
     assert_eq!(
@@ -1196,7 +1196,6 @@ fn restored_jobs_count_again_and_go_on_as_before() {
     let requeue = Input::Requeue {
         job: job(3, 10, 100),
         priority: 1,
-        only: None,
     };
     let e = on(&mut back, 7, requeue);
     assert!(

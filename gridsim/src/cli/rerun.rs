@@ -145,7 +145,6 @@ mod tests {
             let submit = Input::Submit {
                 job: Job::new(id, 0, 2, 100, 100),
                 priority: None,
-                only: None,
             };
             r.on(0, submit, &mut Vec::new()).unwrap();
         }

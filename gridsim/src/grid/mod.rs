@@ -194,7 +194,6 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
             let submit = Input::Submit {
                 job,
                 priority: None,
-                only: None,
             };
             grid.on(now, submit, &mut out).expect("a new job id");
             next += 1;

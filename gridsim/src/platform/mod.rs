@@ -409,7 +409,6 @@ where
             let submit = GridInput::Submit {
                 job,
                 priority: None,
-                only: None,
             };
             sim.feed(t, submit, &mut dirty)?;
             next = jobs.next().transpose().map_err(PlatformError::Workload)?;

@@ -141,6 +141,13 @@ impl Sim<'_, '_> {
                 }
             }
             GridEffect::Refuse { why, .. } => self.reject(why),
+            // A platform run asks for no advance reservation at the grid level; the book's
+            // forgetting of a co-allocation's committed holds asks nothing of the sites.
+            GridEffect::ReservationRefused { .. }
+            | GridEffect::AskReservation { .. }
+            | GridEffect::ReservationHeld { .. }
+            | GridEffect::ReservationDropped { .. }
+            | GridEffect::TakeBack { .. } => {}
             GridEffect::Hold {
                 job,
                 fragment,

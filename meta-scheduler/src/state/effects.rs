@@ -13,18 +13,9 @@ use gridsched_core::model::JobId;
 use gridsched_proto::v1::{self, JobState};
 
 impl State {
-    /// Feeds the runner `input` at `time` (with the grid's reservation ids given meanwhile):
-    /// its effects, not yet carried out.
-    pub(super) fn decide(&mut self, time: i64, input: Input) -> Vec<Effect> {
-        if self.last_reservation > self.decider.runner().last_reservation() {
-            let last = self.last_reservation;
-            self.decider.on(time, Input::Reservations { last });
-        }
-        let out = self.decider.on(time, input);
-        self.last_reservation = self
-            .last_reservation
-            .max(self.decider.runner().last_reservation());
-        out
+    /// Feeds the runner `input` at `time`: its effects, not yet carried out.
+    pub(crate) fn decide(&mut self, time: i64, input: Input) -> Vec<Effect> {
+        self.decider.on(time, input)
     }
 
     /// Feeds the runner `input` at `time` and carries out what it decides.
@@ -68,7 +59,7 @@ impl State {
     }
 
     /// Carries out the runner's effects, in order.
-    pub(super) fn carry_out(&mut self, b: &mut Batch, time: i64, effects: Vec<Effect>) {
+    pub(crate) fn carry_out(&mut self, b: &mut Batch, time: i64, effects: Vec<Effect>) {
         for e in effects {
             self.effect(b, time, e);
         }
@@ -102,7 +93,7 @@ impl State {
                 cause,
                 explanation,
             } => self.wait(b, time, job.0, held, cause, explanation),
-            Effect::Refuse { job, why } => {
+            Effect::Refuse { job, why, .. } => {
                 self.update(b, job.0, time, |j| {
                     (!j.state().is_terminal()).then(|| {
                         j.state = JobState::Failed.into();
@@ -210,6 +201,21 @@ impl State {
                     why,
                 });
             }
+            Effect::TakeBack { reservation, site } => b.take_back.push((reservation.0, site)),
+            Effect::ReservationDropped { reservation, why } => {
+                if self.reservations.remove(&reservation.0).is_some() {
+                    tracing::info!(
+                        reservation = reservation.0,
+                        why,
+                        "advance reservation forgotten"
+                    );
+                    b.dropped_reservations.push(reservation.0);
+                }
+            }
+            // Answered by the call that asked (`reservations.rs`).
+            Effect::AskReservation { .. }
+            | Effect::ReservationHeld { .. }
+            | Effect::ReservationRefused { .. } => {}
             Effect::SiteDown { site } => {
                 tracing::warn!(site = %self.sites[site].name, "site is down");
             }
@@ -435,14 +441,12 @@ impl State {
         };
         let spec = job.spec.clone().unwrap_or_default();
         let (priority, submit) = (job.priority, job.submit_time.unwrap_or(time));
-        let only = self.pinned(job);
         let Ok(model) = self.decider.job(&spec, id, submit) else {
             return;
         };
         let input = Input::Requeue {
             job: model,
             priority: super::core_priority(priority),
-            only,
         };
         self.drive(b, time, input);
     }

@@ -1,0 +1,202 @@
+//! Admission at the grid's door (Pasquali, thesis D3: the Meta-Scheduler filters out the clusters
+//! that can never run a job from their static capabilities): what the grid's state decides about
+//! a submitted job before it is classified. A job no site can ever run (wider than every site, or
+//! than all of them together where jobs are split; longer than every site's limit; needing a
+//! licence no site has; reading inputs held by no site that could run it), a deadline already
+//! past, or a job into an advance reservation it may not use, is refused with a [`Refusal`]
+//! naming the job's field to blame, so a driver can answer the submission at once.
+
+use super::GridRunner;
+use crate::model::{Job, JobError, Time};
+use serde::{Deserialize, Serialize};
+
+/// The field of a submission (or of a reservation request) a refusal blames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Field {
+    /// The job as a whole (no one field).
+    Job,
+    /// Its processors.
+    Procs,
+    /// Its estimate.
+    Estimate,
+    /// Its run time (replays).
+    Runtime,
+    /// Its submission time.
+    Submit,
+    /// Its owner's priority.
+    OwnerPriority,
+    /// Its deadline.
+    Deadline,
+    /// Its licences, as a whole.
+    Licences,
+    /// Its licence at this index.
+    Licence(usize),
+    /// Its inputs.
+    Inputs,
+    /// Its benchmark score.
+    Benchmark,
+    /// The advance reservation it runs in.
+    Reservation,
+    /// A reservation request's site.
+    ReservationSite,
+    /// A reservation request's processors.
+    ReservationProcs,
+    /// A reservation request's start.
+    ReservationStart,
+    /// A reservation request's end.
+    ReservationEnd,
+}
+
+/// What kind of refusal: how a driver answers it (an RPC status, say).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// The request can never be met as given.
+    Invalid,
+    /// It names something the grid does not know.
+    NotFound,
+    /// It cannot be met in the grid's present state.
+    Precondition,
+    /// It names something that belongs to another user.
+    Forbidden,
+}
+
+/// Why the grid refuses a job or a reservation at its door.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{why}")]
+pub struct Refusal {
+    /// The field to blame.
+    pub field: Field,
+    /// What kind of refusal.
+    pub kind: Kind,
+    /// Why, in words.
+    pub why: String,
+}
+
+impl Refusal {
+    /// A refusal of `kind` blaming `field`.
+    pub fn new(field: Field, kind: Kind, why: impl Into<String>) -> Refusal {
+        Refusal {
+            field,
+            kind,
+            why: why.into(),
+        }
+    }
+}
+
+impl From<JobError> for Refusal {
+    fn from(e: JobError) -> Refusal {
+        let field = match &e {
+            JobError::NoProcessors => Field::Procs,
+            JobError::NonPositiveEstimate(_) => Field::Estimate,
+            JobError::NegativeRuntime(_) => Field::Runtime,
+            JobError::NegativeSubmit(_) => Field::Submit,
+            JobError::OwnerPriority(_) => Field::OwnerPriority,
+            JobError::DeadlineBeforeSubmit { .. } => Field::Deadline,
+            JobError::DuplicateLicence(_) => Field::Licences,
+            JobError::ZeroBenchmark => Field::Benchmark,
+        };
+        Refusal::new(field, Kind::Invalid, e.to_string())
+    }
+}
+
+impl GridRunner {
+    /// Whether the grid admits `job` at `now`, and if not why: the job's own invariants, then
+    /// what the sites can ever run, then its advance reservation. The site it must go to (its
+    /// reservation's) when admitted.
+    pub fn admit(&self, now: Time, job: &Job) -> Result<Option<usize>, Refusal> {
+        job.validate()?;
+        if let Some(d) = job.deadline
+            && d < now
+        {
+            return Err(Refusal::new(
+                Field::Deadline,
+                Kind::Invalid,
+                format!("{d} is already past (now {now})"),
+            ));
+        }
+        let sites = &self.placer.sites;
+        let one_site = sites
+            .iter()
+            .map(|s| s.caps.max_machine_procs)
+            .max()
+            .unwrap_or(0);
+        let splits = self.splits();
+        let widest = match splits {
+            true => sites
+                .iter()
+                .map(|s| u64::from(s.caps.max_machine_procs))
+                .sum(),
+            false => u64::from(one_site),
+        };
+        if u64::from(job.procs) > widest {
+            let what = match splits {
+                true => "all sites of the grid together",
+                false => "what any site runs as one job",
+            };
+            return Err(Refusal::new(
+                Field::Procs,
+                Kind::Invalid,
+                format!("{} processors exceed {what} (largest: {widest})", job.procs),
+            ));
+        }
+        let longest = sites
+            .iter()
+            .map(|s| s.max_estimate.unwrap_or(i64::MAX))
+            .max()
+            .unwrap_or(0);
+        if job.estimate > longest {
+            return Err(Refusal::new(
+                Field::Estimate,
+                Kind::Invalid,
+                format!(
+                    "{} s is more than every site's limit (largest: {longest} s)",
+                    job.estimate
+                ),
+            ));
+        }
+        for (i, l) in job.licences.iter().enumerate() {
+            if !sites.iter().any(|s| s.caps.licences.contains(l)) {
+                return Err(Refusal::new(
+                    Field::Licence(i),
+                    Kind::Invalid,
+                    "unknown licence: no site has it",
+                ));
+            }
+        }
+        // A job wider than any site is split: every fragment's site needs the licences and the
+        // estimate, which the strategy checks as it splits.
+        let wide = splits && job.procs > one_site;
+        let runs = |i: usize| {
+            let c = &sites[i].caps;
+            job.procs <= c.max_machine_procs && job.licences.iter().all(|l| c.licences.contains(l))
+        };
+        let limit = |i: usize| sites[i].max_estimate.is_none_or(|m| job.estimate <= m);
+        if !wide && !(0..sites.len()).any(|i| runs(i) && limit(i)) {
+            return Err(Refusal::new(
+                Field::Licences,
+                Kind::Invalid,
+                "no single site has a machine wide enough together with every licence and an \
+                 estimate limit at least the job's estimate",
+            ));
+        }
+        if !wide && !(0..sites.len()).any(|i| runs(i) && self.placer.takes(i, job)) {
+            return Err(Refusal::new(
+                Field::Inputs,
+                Kind::Invalid,
+                "no site that can run the job holds every machine its inputs name",
+            ));
+        }
+        match job.reservation {
+            Some(r) => self.reservations.admit(now, job, r).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether jobs may be split over sites (the strategy splits, and splits are carried out).
+    fn splits(&self) -> bool {
+        self.placer.splits()
+            && (self.settings.coallocation.is_some() || self.settings.splits_at_once)
+    }
+}
