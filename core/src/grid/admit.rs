@@ -116,6 +116,12 @@ impl GridRunner {
                 format!("{d} is already past (now {now})"),
             ));
         }
+        if !self.settings.admit_by_caps {
+            return match job.reservation {
+                Some(r) => self.reservations.admit(now, job, r).map(Some),
+                None => Ok(None),
+            };
+        }
         let sites = &self.placer.sites;
         let one_site = sites
             .iter()
