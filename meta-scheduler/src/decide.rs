@@ -89,7 +89,6 @@ impl Decider {
                 site_down_after_ms: Some(links.site_down_after_ms),
                 // An unanswered reservation is overdue once its call has timed out.
                 reservation_answer_ms: (links.call_timeout_ms / 1000 + 1) * 1000,
-                admit_by_caps: true,
             },
             classifier_state: None,
         };

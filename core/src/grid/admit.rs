@@ -116,12 +116,6 @@ impl GridRunner {
                 format!("{d} is already past (now {now})"),
             ));
         }
-        if !self.settings.admit_by_caps {
-            return match job.reservation {
-                Some(r) => self.reservations.admit(now, job, r).map(Some),
-                None => Ok(None),
-            };
-        }
         let sites = &self.placer.sites;
         let one_site = sites
             .iter()
@@ -137,9 +131,13 @@ impl GridRunner {
             false => u64::from(one_site),
         };
         if u64::from(job.procs) > widest {
-            let what = match splits {
-                true => "all sites of the grid together",
-                false => "what any site runs as one job",
+            let what = match (splits, self.placer.splits()) {
+                (true, _) => "all sites of the grid together",
+                (false, false) => "what any site runs as one job",
+                // The strategy would split it, over sites that take no co-allocation.
+                (false, true) => {
+                    "what any site runs as one job, and this grid does not co-allocate"
+                }
             };
             return Err(Refusal::new(
                 Field::Procs,

@@ -77,12 +77,6 @@ pub struct GridSettings {
     /// A site whose link has been down this long is marked down; `None`: sites never go down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site_down_after_ms: Option<u64>,
-    /// Refuse at admission a job the sites' static capabilities can never run (the live grid,
-    /// whose sites describe every machine); off, such a job is refused by its dispatch (gridsim's
-    /// platforms, whose multi-node partitions run jobs wider than the widest machine the
-    /// capabilities give).
-    #[serde(default)]
-    pub admit_by_caps: bool,
     /// An advance reservation whose site has not answered for this long (milliseconds) is
     /// taken back there.
     #[serde(default)]

@@ -132,11 +132,7 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
 
 #[test]
 fn invalid_and_impossible_jobs_are_refused_with_the_reason() {
-    let caps = GridSettings {
-        admit_by_caps: true,
-        ..GridSettings::default()
-    };
-    let mut r = runner(DispatchKind::LoadOrdering, &[8], caps);
+    let mut r = runner(DispatchKind::LoadOrdering, &[8], GridSettings::default());
     let e = submit(&mut r, 0, job(1, 0, 100));
     assert!(
         matches!(&e[..], [Effect::Refuse { job: JobId(1), why, refusal: Some(Refusal { field: Field::Procs, kind: Kind::Invalid, .. }) }] if why.starts_with("job 1: ")),
