@@ -33,7 +33,7 @@ pub mod heuristics;
 pub mod metrics;
 pub mod model;
 pub mod policy;
-mod rerun;
+pub mod rerun;
 pub mod runner;
 pub mod structures;
 

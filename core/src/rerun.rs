@@ -8,11 +8,15 @@ use std::collections::VecDeque;
 use std::fmt::Debug;
 
 /// Where a log and its re-run part: the line, what the log says, what the re-run says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Differ {
-    pub(crate) line: usize,
-    pub(crate) logged: String,
-    pub(crate) rerun: String,
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: logged {logged}, re-run {rerun}")]
+pub struct Differ {
+    /// The line of the logged decision (or of the input after which a decision was missing).
+    pub line: usize,
+    /// What the log says.
+    pub logged: String,
+    /// What the re-run says.
+    pub rerun: String,
 }
 
 /// The re-run's effects not yet matched with the log's.

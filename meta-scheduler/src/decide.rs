@@ -201,7 +201,7 @@ impl Decider {
         })?;
         match self.runner.admit(now, &job) {
             Ok(_) => Ok(job),
-            Err(r) => Err(rejection(&r.why, Some(&r), Some(spec))),
+            Err(r) => Err(rejection(&r.why, Some(&r))),
         }
     }
 
@@ -349,9 +349,8 @@ pub fn load_of(status: &v1::StatusResponse) -> ClusterLoad {
 
 /// The `JobSpec` (or `ReserveRequest`) field a refusal of the runner blames, as the API names
 /// it.
-fn field_name(field: Field) -> Option<String> {
-    Some(match field {
-        Field::Job => return None,
+fn field_name(field: Field) -> String {
+    match field {
         Field::Procs => "processors".into(),
         Field::Estimate => "estimate_s".into(),
         Field::Runtime => "emulate_runtime_s".into(),
@@ -367,7 +366,7 @@ fn field_name(field: Field) -> Option<String> {
         Field::ReservationProcs => "reservation.processors".into(),
         Field::ReservationStart => "reservation.start_time".into(),
         Field::ReservationEnd => "reservation.end_time".into(),
-    })
+    }
 }
 
 /// The status code of a refusal's kind.
@@ -380,38 +379,25 @@ fn code(kind: Kind) -> tonic::Code {
     }
 }
 
-/// A refusal's message as the API gives it: the field, then why (a licence by its name).
-fn message(refusal: &Refusal, spec: Option<&v1::JobSpec>) -> String {
-    let why = match (refusal.field, spec) {
-        (Field::Licence(i), Some(s)) if i < s.licences.len() => {
-            format!("unknown licence `{}`: no site has it", s.licences[i])
-        }
-        _ => refusal.why.clone(),
-    };
-    match field_name(refusal.field) {
-        Some(f) => format!("field `{f}`: {why}"),
-        None => why,
-    }
+/// A refusal's message as the API gives it: the field, then why.
+fn message(refusal: &Refusal) -> String {
+    format!("field `{}`: {}", field_name(refusal.field), refusal.why)
 }
 
-/// A refusal of the runner (of a submission of `spec`, or of a reservation) as a status.
-pub fn refusal_status(refusal: &Refusal, spec: Option<&v1::JobSpec>) -> tonic::Status {
-    tonic::Status::new(code(refusal.kind), message(refusal, spec))
+/// A refusal of the runner (of a submission, or of a reservation) as a status.
+pub fn refusal_status(refusal: &Refusal) -> tonic::Status {
+    tonic::Status::new(code(refusal.kind), message(refusal))
 }
 
 /// A job the runner refused at its submission, as the API gives it: the field and the status
-/// code of the runner's refusal, or FAILED_PRECONDITION with the runner's reason (no site could
-/// take it).
-pub fn rejection(
-    why: &str,
-    refusal: Option<&Refusal>,
-    spec: Option<&v1::JobSpec>,
-) -> v1::SubmitError {
+/// code of the runner's refusal at admission, or FAILED_PRECONDITION with the runner's reason
+/// (refused later by its dispatch: no site could take it).
+pub fn rejection(why: &str, refusal: Option<&Refusal>) -> v1::SubmitError {
     match refusal {
         Some(r) => v1::SubmitError {
             code: code(r.kind) as i32,
-            field: field_name(r.field),
-            message: message(r, spec),
+            field: Some(field_name(r.field)),
+            message: message(r),
         },
         None => v1::SubmitError {
             code: tonic::Code::FailedPrecondition as i32,

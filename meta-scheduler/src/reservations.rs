@@ -103,7 +103,7 @@ impl MetaService {
             .find_map(|e| match e {
                 Effect::AskReservation { reservation } => Some(Ok(reservation)),
                 Effect::ReservationRefused { refusal } => {
-                    Some(Err(crate::decide::refusal_status(&refusal, None)))
+                    Some(Err(crate::decide::refusal_status(&refusal)))
                 }
                 _ => None,
             })

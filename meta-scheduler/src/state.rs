@@ -384,10 +384,7 @@ impl State {
                 job: j,
                 why,
                 refusal,
-            } if j.0 == id => {
-                let spec = self.jobs.get(&id).and_then(|j| j.spec.as_ref());
-                Some(crate::decide::rejection(why, refusal.as_ref(), spec))
-            }
+            } if j.0 == id => Some(crate::decide::rejection(why, refusal.as_ref())),
             _ => None,
         });
         if let Some(why) = refused {

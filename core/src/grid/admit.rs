@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Field {
-    /// The job as a whole (no one field).
-    Job,
     /// Its processors.
     Procs,
     /// Its estimate.
@@ -172,12 +170,9 @@ impl GridRunner {
         // A job wider than any site is split: every fragment's site needs the licences and the
         // estimate, which the strategy checks as it splits.
         let wide = splits && job.procs > one_site;
-        let runs = |i: usize| {
-            let c = &sites[i].caps;
-            job.procs <= c.max_machine_procs && job.licences.iter().all(|l| c.licences.contains(l))
-        };
+        let fits = |i: usize| self.placer.fits(i, job);
         let limit = |i: usize| sites[i].max_estimate.is_none_or(|m| job.estimate <= m);
-        if !wide && !(0..sites.len()).any(|i| runs(i) && limit(i)) {
+        if !wide && !(0..sites.len()).any(|i| fits(i) && limit(i)) {
             return Err(Refusal::new(
                 Field::Licences,
                 Kind::Invalid,
@@ -185,7 +180,7 @@ impl GridRunner {
                  estimate limit at least the job's estimate",
             ));
         }
-        if !wide && !(0..sites.len()).any(|i| runs(i) && self.placer.takes(i, job)) {
+        if !wide && !(0..sites.len()).any(|i| self.placer.can_ever_run(i, job)) {
             return Err(Refusal::new(
                 Field::Inputs,
                 Kind::Invalid,

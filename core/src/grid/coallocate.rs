@@ -190,8 +190,8 @@ impl GridRunner {
                         })
                         .collect();
                 self.refused_in_a_row.remove(&id);
-                // Its committed holds are reservations of the grid's book from now on, its
-                // owner's (forgotten a day after they end, like the others).
+                // Its committed holds are its owner's reservations in the grid's book while its
+                // fragments run (each leaves with its fragment's end, all with a cancellation).
                 let user = self.jobs.get(&id).map(|o| o.job.user);
                 for f in &fragments {
                     self.reservations.insert(super::Reservation {

@@ -171,13 +171,17 @@ impl Placer {
             })
     }
 
+    /// Whether `site`'s static capabilities fit `job` (processors as one job, every licence),
+    /// up or not.
+    pub fn fits(&self, site: usize, job: &Job) -> bool {
+        let c = &self.grid.caps[site];
+        job.procs <= c.max_machine_procs && job.licences.iter().all(|l| c.licences.contains(l))
+    }
+
     /// Whether `site` could ever run `job` (processors, licences, estimate limit, inputs), up or
     /// not.
     pub fn can_ever_run(&self, site: usize, job: &Job) -> bool {
-        let c = &self.grid.caps[site];
-        job.procs <= c.max_machine_procs
-            && job.licences.iter().all(|l| c.licences.contains(l))
-            && self.takes(site, job)
+        self.fits(site, job) && self.takes(site, job)
     }
 
     /// Asks the strategy where `job` of priority `p` goes at `now`: only to site `only` when

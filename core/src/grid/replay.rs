@@ -96,15 +96,8 @@ pub enum Mismatch {
         error: ClassifierError,
     },
     /// The re-run decided something else.
-    #[error("line {line}: logged {logged}, re-run {rerun}")]
-    Differs {
-        /// The line of the logged effect (or of the input after which an effect was missing).
-        line: usize,
-        /// What the log says.
-        logged: String,
-        /// What the re-run says.
-        rerun: String,
-    },
+    #[error(transparent)]
+    Differs(#[from] Differ),
 }
 
 /// Re-runs every segment of `lines` (numbered from 1) and compares every effect.
@@ -149,14 +142,4 @@ pub fn check(lines: impl IntoIterator<Item = Line>) -> Result<Checked, Mismatch>
     }
     rerun.settled(last + 1)?;
     Ok(res)
-}
-
-impl From<Differ> for Mismatch {
-    fn from(d: Differ) -> Mismatch {
-        Mismatch::Differs {
-            line: d.line,
-            logged: d.logged,
-            rerun: d.rerun,
-        }
-    }
 }

@@ -6,6 +6,7 @@ use super::*;
 use crate::dispatch::{
     ClusterCaps, ClusterLoad, DispatchConfig, DispatchKind, MultiSiteConfig, Part,
 };
+use crate::model::LicenceId;
 
 /// Site `i` of one machine of `procs` processors, named `s<i>`.
 pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
@@ -145,6 +146,26 @@ fn invalid_and_impossible_jobs_are_refused_with_the_reason() {
         "{e:?}"
     );
     assert!(!r.contains(JobId(2)));
+    // A licence no site has: its index blamed.
+    let licensed = Job {
+        licences: vec![LicenceId(4)],
+        ..job(4, 1, 100)
+    };
+    let e = submit(&mut r, 0, licensed);
+    assert!(
+        matches!(
+            &e[..],
+            [Effect::Refuse {
+                refusal: Some(Refusal {
+                    field: Field::Licence(0),
+                    kind: Kind::Invalid,
+                    ..
+                }),
+                ..
+            }]
+        ),
+        "{e:?}"
+    );
     // A site refusing a job it was sent: the job leaves, the strategy forgets it.
     assert_eq!(placed(&submit(&mut r, 0, job(3, 4, 100))), [(3, 0)]);
     let e = on(
@@ -261,6 +282,20 @@ fn a_wide_job_is_co_allocated_round_by_round_and_sent_stretched() {
         [(0, 8, 3, 125, 25), (1, 2, 2, 125, 25)]
     );
     assert_eq!(r.waiting(), 0);
+    // The committed holds are the owner's reservations in the grid's book while they run: a job
+    // of the owner's may be submitted into one.
+    let held = |r: &GridRunner, id| {
+        r.reservation(ReservationId(id))
+            .map(|h| (h.site, h.procs, h.start, h.standing))
+    };
+    let standing = Standing::Held { speed: None };
+    assert_eq!(held(&r, 3), Some((0, 8, 30, standing)));
+    assert_eq!(held(&r, 2), Some((1, 2, 30, standing)));
+    let inside = Job {
+        reservation: Some(ReservationId(3)),
+        ..job(9, 8, 100)
+    };
+    assert_eq!(r.admit(30, &inside), Ok(Some(0)));
     // Each fragment's end lets its reservation go; the last one ends the job.
     let e = on(
         &mut r,
@@ -279,6 +314,7 @@ fn a_wide_job_is_co_allocated_round_by_round_and_sent_stretched() {
             reservation: ReservationId(2)
         }]
     );
+    assert_eq!((held(&r, 2), held(&r, 3).is_some()), (None, true));
     let e = on(
         &mut r,
         201,
@@ -296,6 +332,7 @@ fn a_wide_job_is_co_allocated_round_by_round_and_sent_stretched() {
         })
     );
     assert!(!r.contains(JobId(1)));
+    assert_eq!(held(&r, 3), None);
 }
 
 #[test]
@@ -1007,15 +1044,21 @@ fn an_input_log_re_decides_identically_and_names_the_first_difference() {
     if let Line::Out(Effect::Place { site, .. }) = &mut tampered[k] {
         *site = (*site + 1) % 3;
     }
-    assert!(matches!(check(tampered), Err(Mismatch::Differs { line, .. }) if line == k + 1));
+    assert!(
+        matches!(check(tampered), Err(Mismatch::Differs(crate::rerun::Differ { line, .. })) if line == k + 1)
+    );
     // An effect missing from the log: the next input's line is named.
     let mut missing = read.clone();
     missing.remove(k);
-    assert!(matches!(check(missing), Err(Mismatch::Differs { logged, .. }) if logged == "nothing"));
+    assert!(
+        matches!(check(missing), Err(Mismatch::Differs(crate::rerun::Differ { logged, .. })) if logged == "nothing")
+    );
     // An extra effect the re-run does not decide.
     let mut extra = read;
     extra.insert(k, Line::Out(Effect::SiteUp { site: 1 }));
-    assert!(matches!(check(extra), Err(Mismatch::Differs { line, .. }) if line == k + 1));
+    assert!(
+        matches!(check(extra), Err(Mismatch::Differs(crate::rerun::Differ { line, .. })) if line == k + 1)
+    );
 }
 
 /// Cancellations at each place a job can be, and a split job's fragment that fails: the

@@ -84,15 +84,8 @@ pub enum Mismatch {
         error: RunnerError,
     },
     /// The re-run decided something else.
-    #[error("line {line}: logged {logged}, re-run {rerun}")]
-    Differs {
-        /// The line of the logged decision (or of the input after which a decision was missing).
-        line: usize,
-        /// What the log says.
-        logged: String,
-        /// What the re-run says.
-        rerun: String,
-    },
+    #[error(transparent)]
+    Differs(#[from] Differ),
 }
 
 /// Re-runs every segment of `lines` (numbered from 1) and compares every decision.
@@ -147,16 +140,6 @@ pub fn check_with(
     }
     rerun.settled(last + 1)?;
     Ok(res)
-}
-
-impl From<Differ> for Mismatch {
-    fn from(d: Differ) -> Mismatch {
-        Mismatch::Differs {
-            line: d.line,
-            logged: d.logged,
-            rerun: d.rerun,
-        }
-    }
 }
 
 /// One logged input.
