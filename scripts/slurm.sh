@@ -110,12 +110,14 @@ running_pid() {
 
 # Starts a daemon that stays in the foreground, detached from this shell (own session, no
 # hangup), and records its PID. setsid does not fork here: a background job of a script is not
-# a process-group leader, so $! is the daemon itself after the execs.
+# a process-group leader, so $! is the daemon itself after the execs. It runs in $DIR, not in the
+# caller's directory: slurmrestd fails every submission ("getcwd failed") once the checkout it
+# was started from is removed.
 spawn() {
     local name=$1
     shift
     : >"$DIR/log/$name.stderr"
-    setsid nohup "$@" </dev/null >>"$DIR/log/$name.stderr" 2>&1 &
+    (cd "$DIR" && exec setsid nohup "$@" </dev/null >>"$DIR/log/$name.stderr" 2>&1) &
     echo $! >"$DIR/run/$name.pid"
 }
 
