@@ -405,9 +405,9 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             );
             return Ok(std::process::ExitCode::SUCCESS);
         }
-        Cmd::Replay(a) if a.dry_run => {
-            replay::dry_run(&a, cli.json)?;
-            return Ok(std::process::ExitCode::SUCCESS);
+        // Replays that need no grid at --endpoint (or refuse their options) run here.
+        Cmd::Replay(a) if a.dry_run || a.up || !a.lose.is_empty() => {
+            return replay::without_endpoint(*a, cli.json).await;
         }
         Cmd::Token => {
             let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());

@@ -77,17 +77,44 @@ pub fn replay(
     trace: &Path,
     args: &[&str],
 ) -> (serde_json::Value, Vec<serde_json::Value>) {
+    run_replay(gridctl, grid, trace, args, false)
+}
+
+/// `gridctl replay --up` of `trace` (with `args`): the replay starts the grid file `grid` itself
+/// (and can lose its sites); the JSON report and each job's record.
+pub fn replay_up(
+    gridctl: &Path,
+    grid: &str,
+    trace: &Path,
+    args: &[&str],
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    run_replay(gridctl, grid, trace, args, true)
+}
+
+fn run_replay(
+    gridctl: &Path,
+    grid: &str,
+    trace: &Path,
+    args: &[&str],
+    up: bool,
+) -> (serde_json::Value, Vec<serde_json::Value>) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let up = Up::start(
-        gridctl,
-        &["--grid", grid, "--listen", "127.0.0.1:0", "--http", "none"],
-        dir.path(),
-    );
+    let mut cmd = Command::new(gridctl);
+    let _grid = (!up).then(|| {
+        let g = Up::start(
+            gridctl,
+            &["--grid", grid, "--listen", "127.0.0.1:0", "--http", "none"],
+            dir.path(),
+        );
+        cmd.args(["--endpoint", &g.endpoint]);
+        g
+    });
     let records = dir.path().join("records.jsonl");
-    let out = Command::new(gridctl)
-        .args(["--endpoint", &up.endpoint, "--json", "replay", "--trace"])
+    let out = cmd
+        .args(["--json", "replay", "--trace"])
         .arg(trace)
         .args(args)
+        .args(up.then_some("--up"))
         .args(["--grid", grid, "--records"])
         .arg(&records)
         .output()

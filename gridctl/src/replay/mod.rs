@@ -20,6 +20,7 @@ use serde::Serialize;
 use simulate::SimGrid;
 use slice::{Slice, TimeScale};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Options of `gridctl replay`.
@@ -56,6 +57,42 @@ pub struct ReplayArgs {
     /// Only simulate (no grid is contacted): the figures a live replay would be compared with.
     #[arg(long)]
     pub dry_run: bool,
+    /// Start the grid description (`--grid`, or the embedded one) in a temporary directory for
+    /// this replay, and stop it at the end, instead of replaying on the grid at `--endpoint`.
+    #[arg(long)]
+    pub up: bool,
+    /// Lose a site at a replay second, as `SITE@SECONDS` (repeatable): its local scheduler and
+    /// agents are killed then and never come back (with `--up`; simulated alone with
+    /// `--dry-run`). The meta-scheduler marks it down after `links.site_down_after_ms` and sends
+    /// the jobs it had not started elsewhere; the jobs it was running are lost with it.
+    #[arg(long, value_name = "SITE@SECONDS")]
+    pub lose: Vec<SiteLoss>,
+}
+
+/// One `--lose SITE@SECONDS`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteLoss {
+    /// The site's name.
+    pub site: String,
+    /// The replay second it is lost at.
+    pub at: i64,
+}
+
+impl std::str::FromStr for SiteLoss {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("`{s}`: SITE@SECONDS, such as beta@40");
+        let (site, at) = s.split_once('@').ok_or_else(bad)?;
+        let at: u32 = at.parse().map_err(|_| bad())?;
+        if site.is_empty() {
+            return Err(bad());
+        }
+        Ok(SiteLoss {
+            site: site.to_owned(),
+            at: i64::from(at),
+        })
+    }
 }
 
 /// What became of one job of the slice, times in replay seconds from the replay's start.
@@ -73,6 +110,8 @@ pub struct Outcome {
     pub end: Option<i64>,
     /// Whether it ran to completion.
     pub completed: bool,
+    /// Whether it was lost with its site (`--lose`): it was running there, or kept there.
+    pub lost: bool,
     /// Why it was refused, or how it ended when not completed.
     pub note: String,
 }
@@ -102,9 +141,32 @@ impl Outcome {
 #[derive(Serialize)]
 struct RecordLine<'a> {
     trace_id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     live_id: Option<u64>,
-    live: &'a Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    live: Option<&'a Outcome>,
     simulated: &'a Outcome,
+}
+
+/// Writes `--records`: each job's simulated outcome, and its live one when there is a live side.
+fn write_records(
+    path: &std::path::Path,
+    slice: &Slice,
+    simulated: &[Outcome],
+    live: Option<&Live>,
+) -> anyhow::Result<()> {
+    let mut out = String::new();
+    for (i, s) in simulated.iter().enumerate() {
+        let line = RecordLine {
+            trace_id: slice.trace_ids[i].0,
+            live_id: live.and_then(|l| l.ids[i]),
+            live: live.map(|l| &l.outcomes[i]),
+            simulated: s,
+        };
+        out.push_str(&serde_json::to_string(&line)?);
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(|e| anyhow::anyhow!("--records {}: {e}", path.display()))
 }
 
 fn unix_now() -> Duration {
@@ -119,9 +181,25 @@ struct Prepared {
     slice: Slice,
     grid: GridFile,
     simulated: Vec<Outcome>,
+    /// The sites lost (`--lose`): replay second, site index.
+    lost: Vec<(i64, usize)>,
+    /// After how long the meta-scheduler marks down a site it cannot reach.
+    down_after_ms: u64,
+}
+
+/// The options that contradict each other, found before any grid is contacted.
+pub fn check_args(a: &ReplayArgs) -> anyhow::Result<()> {
+    if !a.lose.is_empty() && !a.up && !a.dry_run {
+        anyhow::bail!(
+            "--lose kills a site's processes: it needs --up (the replay starts the grid itself) \
+             or --dry-run (simulated only)"
+        );
+    }
+    Ok(())
 }
 
 fn prepare(a: &ReplayArgs) -> anyhow::Result<Prepared> {
+    check_args(a)?;
     let dir = gridsched_workload::traces::dir();
     let path = gridsched_workload::traces::resolve(&a.trace, &dir).map_err(anyhow::Error::msg)?;
     if a.jobs == 0 {
@@ -134,31 +212,69 @@ fn prepare(a: &ReplayArgs) -> anyhow::Result<Prepared> {
         None => DEFAULT.to_owned(),
     };
     let grid = GridFile::parse(&text)?;
-    let simulated = simulate(&grid, &slice)?;
+    let lost = a
+        .lose
+        .iter()
+        .map(|l| match grid.sites.iter().position(|s| s.name == l.site) {
+            Some(i) => Ok((l.at, i)),
+            None => {
+                let names: Vec<&str> = grid.sites.iter().map(|s| s.name.as_str()).collect();
+                let names = names.join(", ");
+                anyhow::bail!(
+                    "--lose {}@{}: no site `{}` (sites: {names})",
+                    l.site,
+                    l.at,
+                    l.site
+                )
+            }
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (simulated, down_after_ms) = simulate(&grid, &slice, &lost)?;
     Ok(Prepared {
         path,
         slice,
         grid,
         simulated,
+        lost,
+        down_after_ms,
     })
 }
 
+/// `gridctl replay` that contacts no grid at `--endpoint`: `--dry-run`, or `--up`.
+pub async fn without_endpoint(a: ReplayArgs, json: bool) -> anyhow::Result<ExitCode> {
+    check_args(&a)?;
+    if a.dry_run {
+        dry_run(&a, json)?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        replay_up(a, json).await
+    }
+}
+
 /// `gridctl replay --dry-run`: the simulated figures only.
-pub fn dry_run(a: &ReplayArgs, json: bool) -> anyhow::Result<()> {
+fn dry_run(a: &ReplayArgs, json: bool) -> anyhow::Result<()> {
     let p = prepare(a)?;
+    if let Some(r) = &a.records {
+        write_records(r, &p.slice, &p.simulated, None)?;
+    }
     let side = report::Side::of(&p.simulated, a.time_scale);
     if json {
         outln!("{}", serde_json::to_string(&side)?);
     } else {
         outln!(
-            "{} jobs of {} (after {}) at time scale {}, simulated: {} completed, {} refused, mean \
-             wait {:.1} s, mean bounded slowdown {:.3}, makespan {:.1} s (trace seconds)",
+            "{} jobs of {} (after {}) at time scale {}, simulated: {} completed, {} refused{}, \
+             mean wait {:.1} s, mean bounded slowdown {:.3}, makespan {:.1} s (trace seconds)",
             p.slice.jobs.len(),
             p.path.display(),
             a.skip,
             a.time_scale,
             side.completed,
             side.refused,
+            if side.lost > 0 {
+                format!(", {} lost with their site", side.lost)
+            } else {
+                String::new()
+            },
             side.mean_wait_s,
             side.mean_bsld,
             side.makespan_s
@@ -167,41 +283,61 @@ pub fn dry_run(a: &ReplayArgs, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `gridctl replay`; the exit code is 1 when some live job did not end in time.
+/// Runs `gridctl replay` on the grid `c` is connected to; the exit code is 1 when some live job
+/// did not end in time.
 pub async fn replay(
     a: ReplayArgs,
     c: &mut Client,
     authenticated: bool,
     json: bool,
-) -> anyhow::Result<std::process::ExitCode> {
+) -> anyhow::Result<ExitCode> {
+    let p = prepare(&a)?;
+    let live = live(&a, &p, c, authenticated, None).await?;
+    conclude(&a, &p, &live, json)
+}
+
+/// `gridctl replay --up`: the grid description is started for the replay in a temporary
+/// directory (kept, and named, when the replay fails), the sites of `--lose` are lost on the way,
+/// and the grid stops at the end.
+async fn replay_up(a: ReplayArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let p = prepare(&a)?;
+    let dir = tempfile::tempdir()?;
+    let launched = crate::up::launch(&p.grid, dir.path(), "127.0.0.1:0", None, 1.0)?;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", launched.meta))?
+        .connect()
+        .await?;
+    let bearer = gridsched_security::Bearer::new(None)?;
+    let mut c = v1::meta_scheduler_client::MetaSchedulerClient::with_interceptor(channel, bearer);
+    let launched = std::sync::Arc::new(std::sync::Mutex::new(launched));
+    let live = live(&a, &p, &mut c, false, Some(launched)).await;
+    let code = live.and_then(|live| conclude(&a, &p, &live, json));
+    if !matches!(&code, Ok(c) if *c == ExitCode::SUCCESS) {
+        eprintln!(
+            "gridctl replay: the grid's logs are kept in {}",
+            dir.keep().join("logs").display()
+        );
+    }
+    code
+}
+
+/// The report and records of a replay whose live side ran.
+fn conclude(a: &ReplayArgs, p: &Prepared, live: &Live, json: bool) -> anyhow::Result<ExitCode> {
     let Prepared {
         path,
         slice,
-        grid,
         simulated,
-    } = prepare(&a)?;
-    let live = live(&a, &grid, &slice, &simulated, c, authenticated).await?;
+        ..
+    } = p;
     let report = Report::new(
         path.display().to_string(),
         a.skip,
         a.time_scale,
         &live.outcomes,
-        &simulated,
+        simulated,
         live.lag_s,
     );
     if let Some(p) = &a.records {
-        let mut out = String::new();
-        for (i, (l, s)) in live.outcomes.iter().zip(&simulated).enumerate() {
-            let line = RecordLine {
-                trace_id: slice.trace_ids[i].0,
-                live_id: live.ids[i],
-                live: l,
-                simulated: s,
-            };
-            out.push_str(&serde_json::to_string(&line)?);
-            out.push('\n');
-        }
-        std::fs::write(p, out).map_err(|e| anyhow::anyhow!("--records {}: {e}", p.display()))?;
+        write_records(p, slice, simulated, Some(live))?;
     }
     if json {
         outln!("{}", serde_json::to_string(&report)?);
@@ -235,8 +371,13 @@ pub async fn replay(
 
 /// The simulated outcomes of the slice's jobs; a job needing a licence the grid does not know is
 /// refused, as the meta-scheduler refuses it.
-fn simulate(grid: &GridFile, slice: &Slice) -> anyhow::Result<Vec<Outcome>> {
+fn simulate(
+    grid: &GridFile,
+    slice: &Slice,
+    lost: &[(i64, usize)],
+) -> anyhow::Result<(Vec<Outcome>, u64)> {
     let sim = SimGrid::new(grid)?;
+    let down_after_ms = sim.site_down_after_ms();
     let mut unknown = Vec::new();
     let mut jobs: Vec<Job> = Vec::with_capacity(slice.jobs.len());
     for j in &slice.jobs {
@@ -254,11 +395,11 @@ fn simulate(grid: &GridFile, slice: &Slice) -> anyhow::Result<Vec<Outcome>> {
             None => unknown.push(j.id.0),
         }
     }
-    let (mut outcomes, _) = sim.run(jobs)?;
+    let (mut outcomes, _) = sim.run(jobs, lost)?;
     for id in unknown {
         outcomes[(id - 1) as usize].note = "needs a licence the grid does not have".into();
     }
-    Ok(outcomes)
+    Ok((outcomes, down_after_ms))
 }
 
 fn licence_names(slice: &Slice, j: &Job) -> anyhow::Result<Vec<String>> {
@@ -282,20 +423,56 @@ struct Live {
     unfinished: usize,
 }
 
+/// A grid started by the replay (`--up`), whose sites `--lose` kills.
+type Started = std::sync::Arc<std::sync::Mutex<crate::up::Launched>>;
+
 async fn live(
     a: &ReplayArgs,
-    grid: &GridFile,
-    slice: &Slice,
-    simulated: &[Outcome],
+    p: &Prepared,
     c: &mut Client,
     authenticated: bool,
+    started: Option<Started>,
 ) -> anyhow::Result<Live> {
+    let Prepared {
+        slice,
+        grid,
+        simulated,
+        lost,
+        down_after_ms,
+        ..
+    } = p;
     let n = slice.jobs.len();
     let site_of = |name: &str| grid.sites.iter().position(|s| s.name == name);
     // Start on a whole second (the grid's clocks are in whole seconds), at least 1 s from now.
     let now = unix_now();
     let t0 = now.as_secs() as i64 + 2;
     let base = Instant::now() + (Duration::from_secs(t0 as u64) - now);
+    // Each lost site's processes are killed at its second.
+    let mut killers = Vec::new();
+    if let Some(g) = &started {
+        for &(at, site) in lost {
+            let g = g.clone();
+            let when = base + Duration::from_secs(u64::try_from(at).unwrap_or(0));
+            killers.push(tokio::spawn(async move {
+                tokio::time::sleep_until(when.into()).await;
+                if let Ok(mut g) = g.lock()
+                    && let Err(e) = g.kill_site(site)
+                {
+                    eprintln!("gridctl replay: cannot kill site {site}: {e}");
+                }
+            }));
+        }
+    }
+    // A job still at a lost site once the meta-scheduler has had the time to mark it down (and
+    // to send elsewhere what it had not started) is lost with it.
+    let settled = |site: usize| {
+        let grace = down_after_ms.div_ceil(1000) + 3;
+        lost.iter().any(|&(at, s)| {
+            s == site
+                && Instant::now()
+                    >= base + Duration::from_secs(u64::try_from(at).unwrap_or(0) + grace)
+        })
+    };
     let mut outcomes: Vec<Outcome> = (1..=n as u64).map(Outcome::refused).collect();
     let mut ids = vec![None; n];
     let mut lag = 0.0;
@@ -314,6 +491,7 @@ async fn live(
             memory_kb: j.memory_kb,
             estimate_s: j.estimate,
             deadline: j.deadline.map(|d| t0 + d),
+            urgency: j.urgency.map_or(0, |u| v1::Urgency::from(u) as i32),
             licences: licence_names(slice, j)?,
             benchmark: j.benchmark,
             emulate_runtime_s: j.runtime,
@@ -354,19 +532,25 @@ async fn live(
                 .into_inner()
                 .job
                 .unwrap_or_default();
-            if !job.state().is_terminal() {
+            // A split job: its first fragment's site (as the simulation records it).
+            let first_fragment = job.fragments.first().map(|f| f.site.as_str());
+            let site = job.site.as_deref().or(first_fragment).and_then(site_of);
+            let lost_there = !job.state().is_terminal() && site.is_some_and(settled);
+            if !job.state().is_terminal() && !lost_there {
                 still.push(i);
                 continue;
             }
             let o = &mut outcomes[i];
-            // A split job: its first fragment's site (as the simulation records it).
-            let first_fragment = job.fragments.first().map(|f| f.site.as_str());
-            o.site = job.site.as_deref().or(first_fragment).and_then(site_of);
+            o.site = site;
             o.submit = job.submit_time.map(|t| t - t0);
             o.start = job.start_time.map(|t| t - t0);
             o.end = job.end_time.map(|t| t - t0);
             o.completed = job.state() == v1::JobState::Completed;
-            o.note = if o.completed {
+            o.lost = lost_there;
+            o.note = if lost_there {
+                let name = site.map_or("?", |s| grid.sites[s].name.as_str());
+                format!("lost with site {name}")
+            } else if o.completed {
                 String::new()
             } else {
                 format!("{}: {}", job.state().as_str_name(), job.reason)
@@ -376,6 +560,9 @@ async fn live(
         if !open.is_empty() {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+    }
+    for k in killers {
+        k.abort();
     }
     for &i in &open {
         outcomes[i].submit = Some(slice.jobs[i].submit);
@@ -391,4 +578,57 @@ async fn live(
         },
         unfinished: open.len(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_loss_reads_as_site_at_whole_seconds() {
+        let l: SiteLoss = "beta@40".parse().unwrap();
+        assert_eq!(
+            l,
+            SiteLoss {
+                site: "beta".into(),
+                at: 40
+            }
+        );
+        for bad in ["beta", "@4", "beta@-1", "beta@1.5", "beta@"] {
+            let e = bad.parse::<SiteLoss>().unwrap_err();
+            assert!(e.contains("SITE@SECONDS, such as beta@40"), "{bad}: {e}");
+        }
+    }
+
+    /// `--lose` needs a grid the replay starts, or none; an unknown site is named with the grid's.
+    #[test]
+    fn a_loss_needs_up_or_dry_run_and_a_known_site() {
+        let args = |extra: &[&str]| {
+            #[derive(clap::Parser)]
+            struct A {
+                #[command(flatten)]
+                r: ReplayArgs,
+            }
+            let base = ["x", "--trace", "/nonexistent.swf"];
+            <A as clap::Parser>::parse_from(base.iter().chain(extra)).r
+        };
+        let e = check_args(&args(&["--lose", "alpha@3"])).unwrap_err();
+        assert!(e.to_string().contains("needs --up"), "{e}");
+        check_args(&args(&["--lose", "alpha@3", "--up"])).unwrap();
+        check_args(&args(&["--lose", "alpha@3", "--dry-run"])).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("j.jsonl");
+        std::fs::write(
+            &trace,
+            "{\"id\":1,\"submit\":0,\"procs\":1,\"estimate\":5}\n",
+        )
+        .unwrap();
+        let mut a = args(&["--lose", "zeta@3", "--dry-run"]);
+        a.trace = trace.display().to_string();
+        let e = prepare(&a).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "--lose zeta@3: no site `zeta` (sites: alpha, beta, gamma, delta)"
+        );
+    }
 }

@@ -16,6 +16,8 @@ pub struct Side {
     pub completed: usize,
     /// Jobs refused at submission (no site can ever run them).
     pub refused: usize,
+    /// Jobs lost with their site (`gridctl replay --lose`).
+    pub lost: usize,
     /// Mean wait (start − submit), trace seconds.
     pub mean_wait_s: f64,
     /// Mean bounded slowdown: max(1, response / max(run, 10 s)).
@@ -33,6 +35,7 @@ impl Side {
         let mut s = Side {
             completed: done.len(),
             refused: outcomes.iter().filter(|o| o.was_refused()).count(),
+            lost: outcomes.iter().filter(|o| o.lost).count(),
             ..Side::default()
         };
         if done.is_empty() {
@@ -124,6 +127,9 @@ impl Report {
         let (l, s) = (&self.live, &self.simulated);
         row("completed", l.completed as f64, s.completed as f64, 0);
         row("refused", l.refused as f64, s.refused as f64, 0);
+        if l.lost + s.lost > 0 {
+            row("lost with a site", l.lost as f64, s.lost as f64, 0);
+        }
         row("mean wait (s)", l.mean_wait_s, s.mean_wait_s, 1);
         row("mean bounded slowdown", l.mean_bsld, s.mean_bsld, 3);
         row("max wait (s)", l.max_wait_s, s.max_wait_s, 1);
@@ -144,6 +150,7 @@ mod tests {
             start: Some(start),
             end: Some(end),
             completed: true,
+            lost: false,
             note: String::new(),
         }
     }

@@ -14,8 +14,9 @@ use gridsched_core::model::{
     ClusterId, Job, LicenceId, LicenceType, MachineId, Platform, Site, SiteId,
 };
 use gridsched_core::policy::Policy;
+use gridsched_core::policy::Start;
 use gridsim::platform::{
-    Classify, Meta, PlatformHooks, PlatformRecord, SplitRules, simulate_platform,
+    Classify, Meta, PlatformHooks, PlatformRecord, SiteLosses, SplitRules, simulate_platform_losing,
 };
 use meta_scheduler::MetaConfig;
 use std::path::Path;
@@ -59,15 +60,33 @@ impl SimGrid {
         })
     }
 
+    /// After how long the meta-scheduler marks down a site it cannot reach (milliseconds).
+    pub fn site_down_after_ms(&self) -> u64 {
+        self.meta.links.site_down_after_ms
+    }
+
     /// The id of licence `name` in the platform's catalogue.
     pub fn licence(&self, name: &str) -> Option<LicenceId> {
         self.platform.licence_by_name(name)
     }
 
-    /// Runs `jobs` (their licences already in the platform's catalogue) and gives each job's
-    /// outcome, in job order, and the refusals.
-    pub fn run(self, jobs: Vec<Job>) -> anyhow::Result<(Vec<Outcome>, Vec<String>)> {
+    /// Runs `jobs` (their licences already in the platform's catalogue), losing site `s` at
+    /// second `t` for each `(t, s)` of `lost`, and gives each job's outcome, in job order, and
+    /// the refusals.
+    pub fn run(
+        self,
+        jobs: Vec<Job>,
+        lost: &[(i64, usize)],
+    ) -> anyhow::Result<(Vec<Outcome>, Vec<String>)> {
         let n = jobs.len();
+        let submits: Vec<i64> = jobs.iter().map(|j| j.submit).collect();
+        let losses = SiteLosses {
+            down_after_ms: self.meta.links.site_down_after_ms,
+            lost: lost
+                .iter()
+                .map(|&(t, s)| (t, ClusterId(s as u32)))
+                .collect(),
+        };
         let classifier = Classifier::new(self.meta.classifier)?;
         // Split jobs are co-allocated as the live meta-scheduler does, with its settings.
         let splits = self.meta.dispatch.splits().then(|| {
@@ -81,7 +100,19 @@ impl SimGrid {
         let dispatcher = dispatch.build();
         let mut records: Vec<PlatformRecord> = Vec::with_capacity(n);
         let mut record = |r: &PlatformRecord| records.push(r.clone());
-        let report = simulate_platform(
+        // Each job's first start and site, for the jobs lost with their site.
+        let mut started: Vec<Option<(i64, usize)>> = vec![None; n];
+        let mut pass = |t: i64, c: ClusterId, starts: &[Start], _: &dyn Policy| {
+            for s in starts {
+                let first = &mut started[(s.job.0 - 1) as usize];
+                first.get_or_insert((t, c.index()));
+            }
+        };
+        let hooks = PlatformHooks {
+            record: Some(&mut record),
+            pass: losses.any().then_some(&mut pass as _),
+        };
+        let report = simulate_platform_losing(
             &self.platform,
             self.policies,
             Meta {
@@ -90,13 +121,24 @@ impl SimGrid {
                 splits,
             },
             jobs.into_iter().map(Ok::<_, std::convert::Infallible>),
-            PlatformHooks {
-                record: Some(&mut record),
-                pass: None,
-            },
+            hooks,
+            &losses,
         )
         .map_err(|e| anyhow::anyhow!("simulation: {e}"))?;
         let mut out: Vec<Outcome> = (1..=n as u64).map(Outcome::refused).collect();
+        // What a lost site still held when it was lost: every job it started is lost with it
+        // (one it started and finished before is recorded below, over this).
+        for (i, o) in out.iter_mut().enumerate() {
+            if let Some((start, site)) = started[i]
+                && lost.iter().any(|&(t, s)| s == site && t >= start)
+            {
+                o.site = Some(site);
+                o.submit = Some(submits[i]);
+                o.start = Some(start);
+                o.lost = true;
+                o.note = format!("lost with site {}", self.platform.clusters[site].name);
+            }
+        }
         for r in records {
             let o = &mut out[(r.id.0 - 1) as usize];
             o.site = Some(r.cluster.index());
@@ -104,6 +146,7 @@ impl SimGrid {
             o.start = Some(r.start);
             o.end = Some(r.end);
             o.completed = true;
+            o.lost = false;
             o.note.clear();
         }
         Ok((out, report.stats.rejections))
@@ -198,7 +241,7 @@ mod tests {
     fn a_wide_job_is_co_allocated_in_the_simulation_as_live() {
         let g = SimGrid::new(&GridFile::parse(DEFAULT).unwrap()).unwrap();
         let jobs = vec![Job::new(1, 0, 40, 100, 50), Job::new(2, 3, 50, 100, 50)];
-        let (out, refusals) = g.run(jobs).unwrap();
+        let (out, refusals) = g.run(jobs, &[]).unwrap();
         let o = &out[0];
         assert!(o.completed, "{o:?} {refusals:?}");
         assert_eq!((o.site, o.start, o.end), (Some(1), Some(0), Some(55)));

@@ -174,6 +174,31 @@ impl Launched {
         Ok(())
     }
 
+    /// Kills site `i`'s local scheduler and agents (SIGKILL), for good: the grid loses the site.
+    pub fn kill_site(&mut self, i: usize) -> anyhow::Result<()> {
+        let site = &self.meta_config.0.sites[i];
+        let mut names = vec![format!("local-scheduler {}", site.name)];
+        names.extend(
+            site.machines
+                .iter()
+                .map(|m| format!("site-agent {}", m.name)),
+        );
+        let (mut gone, mut kept) = (Vec::new(), Vec::new());
+        for c in self.children.0.drain(..) {
+            if names.contains(&c.0) {
+                gone.push(c);
+            } else {
+                kept.push(c);
+            }
+        }
+        self.children.0 = kept;
+        for (_, mut c) in gone {
+            c.kill()?;
+            c.wait()?;
+        }
+        Ok(())
+    }
+
     /// The first child that has exited, if any.
     pub fn exited(&mut self) -> anyhow::Result<Option<String>> {
         for (name, c) in &mut self.children.0 {

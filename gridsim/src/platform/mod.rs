@@ -23,6 +23,7 @@
 //! This engine is separate from [`crate::engine`], which reproduces the reference trace simulator's
 //! exact event order on space-shared machines.
 
+mod loss;
 mod metrics;
 mod run;
 pub mod split;
@@ -31,6 +32,7 @@ pub mod split;
 mod tests;
 
 pub use gridsched_core::grid::Classify;
+pub use loss::SiteLosses;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
 
@@ -144,6 +146,10 @@ pub struct PlatformStats {
     /// Co-allocations given up (the job dispatched again a second later).
     #[serde(skip_serializing_if = "is_zero")]
     pub coallocations_given_up: u64,
+    /// Jobs lost with their sites ([`SiteLosses`]): running there, or kept there, when it was
+    /// lost.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lost: u64,
     /// Scheduling passes.
     pub passes: u64,
     /// Mean wall-clock time of a pass, microseconds (not deterministic).
@@ -237,6 +243,12 @@ enum Ev {
     Retry {
         job: JobId,
     },
+    /// A site is lost ([`SiteLosses`]).
+    Lost {
+        cluster: ClusterId,
+    },
+    /// The grid runner is given the time (a lost site's down timeout has run out).
+    Tick,
 }
 
 struct Sim<'p, 'h> {
@@ -263,6 +275,8 @@ struct Sim<'p, 'h> {
     pass_time: f64,
     hooks: PlatformHooks<'h>,
     effects: Vec<Effect>,
+    /// Per cluster: lost ([`SiteLosses`]).
+    lost: Vec<bool>,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `meta`.
@@ -272,6 +286,22 @@ pub fn simulate_platform<I, E>(
     meta: Meta,
     jobs: I,
     hooks: PlatformHooks<'_>,
+) -> Result<PlatformReport, PlatformError<E>>
+where
+    I: IntoIterator<Item = Result<Job, E>>,
+{
+    let none = SiteLosses::default();
+    simulate_platform_losing(platform, policies, meta, jobs, hooks, &none)
+}
+
+/// [`simulate_platform`], losing the sites of `losses` on the way.
+pub fn simulate_platform_losing<I, E>(
+    platform: &Platform,
+    policies: Vec<Box<dyn Policy>>,
+    meta: Meta,
+    jobs: I,
+    hooks: PlatformHooks<'_>,
+    losses: &SiteLosses,
 ) -> Result<PlatformReport, PlatformError<E>>
 where
     I: IntoIterator<Item = Result<Job, E>>,
@@ -325,6 +355,7 @@ where
         .collect();
     let settings = GridSettings {
         coallocation: meta.splits,
+        site_down_after_ms: losses.any().then_some(losses.down_after_ms),
         ..GridSettings::default()
     };
     let grid = GridRunner::new(sites, meta.dispatcher, meta.classify, settings);
@@ -348,7 +379,13 @@ where
         pass_time: 0.0,
         hooks,
         effects: Vec::new(),
+        lost: vec![false; n],
     };
+    for &(at, cluster) in &losses.lost {
+        if cluster.index() < n {
+            sim.push(at, Ev::Lost { cluster });
+        }
+    }
     let mut jobs = jobs.into_iter();
     let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
     let mut clock = Time::MIN;
@@ -372,6 +409,17 @@ where
         }
         if clock != Time::MIN {
             sim.integrate(clock, t);
+        } else if losses.any() {
+            // The sites' links are open from the start.
+            for site in 0..n {
+                let at_ms = loss::at_ms(t);
+                let open = GridInput::Link {
+                    site,
+                    reachable: true,
+                    at_ms,
+                };
+                sim.feed(t, open, &mut dirty)?;
+            }
         }
         clock = t;
         while let Some(Reverse((te, _, ev))) = sim.events.peek().copied() {
@@ -397,6 +445,15 @@ where
                     sim.wakes.remove(&(t, cluster));
                     dirty[cluster.index()] = true;
                 }
+                Ev::Lost { cluster } => {
+                    let closed = sim.lose(t, cluster, losses.down_after_ms);
+                    sim.feed(t, closed, &mut dirty)?;
+                }
+                Ev::Tick => {
+                    sim.report_loads(t);
+                    let at_ms = loss::at_ms(t);
+                    sim.feed(t, GridInput::Tick { at_ms }, &mut dirty)?;
+                }
             }
         }
         while next.as_ref().is_some_and(|j| j.submit == t) {
@@ -417,12 +474,17 @@ where
             sim.feed(t, GridInput::Release, &mut dirty)?;
         }
         for (c, d) in dirty.iter_mut().enumerate() {
-            if std::mem::take(d) {
+            if std::mem::take(d) && !sim.lost[c] {
                 sim.pass(t, ClusterId(c as u32))?;
             }
         }
     }
-    let waiting = sim.runners.iter().map(ClusterRunner::len).sum::<usize>() + sim.grid.waiting();
+    sim.stats.lost = sim.lost_jobs();
+    let waiting = (sim.runners.iter().enumerate())
+        .filter(|(c, _)| !sim.lost[*c])
+        .map(|(_, r)| r.len())
+        .sum::<usize>()
+        + sim.grid.waiting();
     if waiting > 0 {
         return Err(PlatformError::Stalled {
             time: clock,

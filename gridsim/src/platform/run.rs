@@ -6,7 +6,7 @@
 
 use super::{ClusterReport, Ev, Flight, PlatformError, PlatformRecord, PlatformReport, Sim};
 use gridsched_core::dispatch::{ClusterLoad, Priority, UrgentLoad};
-use gridsched_core::grid::{Effect as GridEffect, GridError, Input as GridInput};
+use gridsched_core::grid::{Cause, Effect as GridEffect, GridError, Input as GridInput};
 use gridsched_core::model::{ClusterId, Job, JobId, Time};
 use gridsched_core::policy::{AdvanceReservation, Start};
 use gridsched_core::runner::{Effect, Input, RunnerError};
@@ -132,7 +132,12 @@ impl Sim<'_, '_> {
         dirty: &mut [bool],
     ) -> Result<(), PlatformError<E>> {
         match effect {
-            GridEffect::Place { job, site, .. } => {
+            GridEffect::Place {
+                job, site, cause, ..
+            } => {
+                if let Cause::Withdrawn { from } = cause {
+                    self.withdraw(t, job, from);
+                }
                 let (j, priority) = self.grid.job(job).expect("a placed job is open");
                 let j = j.clone();
                 if let Err(e) = self.submit_to(t, j, priority, ClusterId(site as u32), dirty) {
@@ -168,13 +173,17 @@ impl Sim<'_, '_> {
                 };
                 dirty[site] = true;
                 let runner = &mut self.runners[site];
-                let answer = match runner.on(t, ask, &mut self.effects) {
-                    Ok(()) => {
-                        let held = runner.advance_reservations();
-                        let start = held.iter().find(|a| a.id == reservation).map(|a| a.start);
-                        Ok(start.expect("an admitted reservation is held"))
+                let answer = if self.lost[site] {
+                    Err("the site cannot be reached".to_owned())
+                } else {
+                    match runner.on(t, ask, &mut self.effects) {
+                        Ok(()) => {
+                            let held = runner.advance_reservations();
+                            let start = held.iter().find(|a| a.id == reservation);
+                            Ok(start.expect("an admitted reservation is held").start)
+                        }
+                        Err(e) => Err(e.to_string()),
                     }
-                    Err(e) => Err(e.to_string()),
                 };
                 let held = GridInput::Held {
                     job,
@@ -208,6 +217,11 @@ impl Sim<'_, '_> {
                 }
             }
             GridEffect::Over { job, site } => self.split_over(t, job, ClusterId(site as u32)),
+            GridEffect::Wait {
+                job,
+                cause: Cause::Withdrawn { from },
+                ..
+            } => self.withdraw(t, job, from),
             GridEffect::Classified { .. }
             | GridEffect::Coallocating { .. }
             | GridEffect::Wait { .. }
@@ -262,7 +276,7 @@ impl Sim<'_, '_> {
         dirty: &mut [bool],
     ) -> Result<bool, PlatformError<E>> {
         let current = self.flights.get(&(job, c)).map(|f| f.generation);
-        if current != Some(Some(generation)) {
+        if current != Some(Some(generation)) || self.is_lost(c) {
             return Ok(false);
         }
         let (procs, licences) = self.runners[c.index()]
@@ -359,6 +373,12 @@ impl Sim<'_, '_> {
                     if let Some(f) = self.flights.get_mut(&(s.job, cluster)) {
                         f.generation = Some(generation);
                     }
+                    // The job stays at its site now (the live site claims its start).
+                    let claimed = GridInput::Claimed {
+                        job: s.job,
+                        site: cluster.index(),
+                    };
+                    let _ = self.grid.on(t, claimed, &mut Vec::new());
                     self.stats.starts += 1;
                     self.push(
                         t + s.run,

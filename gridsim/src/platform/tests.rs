@@ -502,3 +502,60 @@ fn a_split_refused_by_a_cluster_is_tried_again_then_refused() {
         "{why}"
     );
 }
+
+/// A site lost at 3 s (down after 2 s): the job it runs is lost with it, the one it had not
+/// started is withdrawn when it goes down (5 s) and runs at the other site after that site's own
+/// queue; without the loss, each job runs where round robin sent it.
+#[test]
+fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
+    let p = platform(&[(&[(4, 100)], false, &[]), (&[(4, 100)], false, &[])]);
+    let jobs = [
+        Job::new(1, 0, 4, 30, 20),
+        Job::new(2, 0, 4, 30, 10),
+        Job::new(3, 1, 4, 10, 5),
+        Job::new(4, 2, 4, 10, 5),
+    ];
+    let outcome = |losses: &SiteLosses| {
+        let mut recs = Vec::new();
+        let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.cluster.0, r.start, r.end));
+        let hooks = PlatformHooks {
+            record: Some(&mut rec),
+            pass: None,
+        };
+        let meta = Meta {
+            classify: Classify::Fixed(1),
+            dispatcher: Box::new(RoundRobin::default()),
+            splits: None,
+        };
+        let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
+        let policies = build(&p, PolicyKind::Fcfs);
+        let rep = simulate_platform_losing(&p, policies, meta, jobs, hooks, losses).unwrap();
+        recs.sort_unstable();
+        (recs, rep.stats.lost)
+    };
+    let whole = outcome(&SiteLosses::default());
+    assert_eq!(
+        whole,
+        (
+            vec![(1, 0, 0, 20), (2, 1, 0, 10), (3, 0, 20, 25), (4, 1, 10, 15)],
+            0
+        )
+    );
+    let lost = SiteLosses {
+        down_after_ms: 2_000,
+        lost: vec![(3, ClusterId(1))],
+    };
+    assert_eq!(
+        outcome(&lost),
+        (vec![(1, 0, 0, 20), (3, 0, 20, 25), (4, 0, 25, 30)], 1)
+    );
+    // Lost at 11 s, after job 4 started there: both of the site's jobs are done or lost.
+    let late = SiteLosses {
+        down_after_ms: 2_000,
+        lost: vec![(11, ClusterId(1))],
+    };
+    assert_eq!(
+        outcome(&late),
+        (vec![(1, 0, 0, 20), (2, 1, 0, 10), (3, 0, 20, 25)], 1)
+    );
+}
