@@ -2,7 +2,8 @@
 //! site, which the live grid splits and co-allocates and the simulation too, through the platform
 //! engine (the core's co-allocation protocol against the same cluster runners); and urgent jobs
 //! placed by the `mct-preferred` broker from the sites' reported urgent load, with a site lost
-//! in the middle of the replay, which both sides handle by the grid runner's one site-down rule.
+//! in the middle of the replay, which both sides handle by the grid runner's one site-down rule;
+//! and advance reservations asked for during the replay, which jobs run in or are refused.
 
 use serde_json::Value;
 use std::path::Path;
@@ -14,10 +15,47 @@ const URGENT_GRID: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/urgent_lose_grid.toml"
 );
+const RESERVE_GRID: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/reserve_grid.toml");
+const RESERVE_JOBS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/reserve_jobs.jsonl");
+const RESERVATIONS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/reserve_reservations.jsonl"
+);
 const URGENT_JOBS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/urgent_lose_jobs.jsonl"
 );
+
+/// `v[k]` as whole seconds.
+fn at(v: &Value, k: &str) -> Option<i64> {
+    v[k].as_i64()
+}
+
+/// Each record's simulated site, start and end.
+type Decided = (Option<u64>, Option<i64>, Option<i64>);
+
+fn simulated(lines: &[Value]) -> Vec<Decided> {
+    let s = |l: &Value| (l["site"].as_u64(), at(l, "start"), at(l, "end"));
+    lines.iter().map(|l| s(&l["simulated"])).collect()
+}
+
+/// Every job at the same site live and simulated (or refused on both sides), lost on both or
+/// neither, started within a second of its simulated start, and held about as long (within two
+/// whole-second clock ticks).
+fn decided_alike(lines: &[Value]) {
+    for l in lines {
+        let (lv, sv) = (&l["live"], &l["simulated"]);
+        assert_eq!(lv["site"], sv["site"], "{l}");
+        assert_eq!(lv["lost"], sv["lost"], "{l}");
+        assert_eq!(at(lv, "start").is_some(), at(sv, "start").is_some(), "{l}");
+        if let (Some(ls), Some(ss)) = (at(lv, "start"), at(sv, "start")) {
+            assert!((ls - ss).abs() <= 1, "{l}");
+        }
+        if let (Some(le), Some(se)) = (at(lv, "end"), at(sv, "end")) {
+            assert!((se..=se + 2).contains(&le), "{l}");
+        }
+    }
+}
 
 #[test]
 fn split_jobs_replayed_live_start_where_and_when_the_simulation_starts_them() {
@@ -89,14 +127,6 @@ fn urgent_jobs_and_a_site_lost_mid_replay_are_decided_alike_live_and_simulated()
         (&6.into(), &6.into())
     );
     assert_eq!((&live["lost"], &sim["lost"]), (&1.into(), &1.into()));
-    let at = |v: &Value, k: &str| v[k].as_i64();
-    let simulated: Vec<_> = lines
-        .iter()
-        .map(|l| {
-            let s = &l["simulated"];
-            (s["site"].as_u64(), at(s, "start"), at(s, "end"))
-        })
-        .collect();
     let expected = [
         (0, 0, Some(18)),
         (1, 3, Some(13)),
@@ -107,20 +137,75 @@ fn urgent_jobs_and_a_site_lost_mid_replay_are_decided_alike_live_and_simulated()
         (0, 18, Some(22)),
     ]
     .map(|(site, start, end)| (Some(site), Some(start), end));
-    assert_eq!(simulated, expected, "{lines:?}");
-    for l in &lines {
-        let (lv, sv) = (&l["live"], &l["simulated"]);
-        assert_eq!(lv["site"], sv["site"], "{l}");
-        assert_eq!(lv["lost"], sv["lost"], "{l}");
-        let (ls, ss) = (at(lv, "start").unwrap(), at(sv, "start").unwrap());
-        assert!((ls - ss).abs() <= 1, "{l}");
-        if let (Some(le), Some(se)) = (at(lv, "end"), at(sv, "end")) {
-            assert!((se..=se + 2).contains(&le), "{l}");
-        }
-    }
+    assert_eq!(simulated(&lines), expected, "{lines:?}");
+    decided_alike(&lines);
     assert_eq!(
         lines[3]["live"]["note"], "lost with site c",
         "{:?}",
         lines[3]
+    );
+}
+
+/// Seven jobs on two 4-processor planning sites, with two advance reservations asked for during
+/// the replay. Worked example of the simulated side (replay seconds; sites a = 0, b = 1):
+///
+/// * reservation 7 (asked at 0 s, user 3's, b, 4 processors over [10, 30)) is held; reservation 9
+///   (asked at 5 s, a, [6, 40)) is refused by a, whose four processors job 1 holds until its
+///   estimate's end (20 s);
+/// * job 1 runs at a 0–15, job 2 at b 1–7, ending before the reservation starts;
+/// * job 3 (user 3, 2 processors, in reservation 7) goes to b and starts with the reservation:
+///   10–18;
+/// * job 4 goes to b by the grid runner's Load / Ordering arrays, where the reservation keeps its
+///   4 processors until 30: 30–34;
+/// * job 5 names reservation 9, which the grid does not hold: refused;
+/// * job 6 (user 3, 3 processors, in reservation 7) starts when job 3 leaves it room: 18–27;
+/// * job 7 (user 5) names user 3's reservation 7: refused.
+///
+/// Live, every job gets the same site and starts within a second of its simulated start, and the
+/// same two are refused.
+#[test]
+fn advance_reservations_asked_mid_replay_are_decided_alike_live_and_simulated() {
+    let (report, lines) = gridsched_tests::up::replay_up(
+        Path::new(GRIDCTL),
+        RESERVE_GRID,
+        Path::new(RESERVE_JOBS),
+        &["--reservations", RESERVATIONS],
+    );
+    let (live, sim) = (&report["live"], &report["simulated"]);
+    assert_eq!(
+        (&live["completed"], &sim["completed"]),
+        (&5.into(), &5.into())
+    );
+    assert_eq!((&live["refused"], &sim["refused"]), (&2.into(), &2.into()));
+    let ran = |site, start, end| (Some(site), Some(start), Some(end));
+    let refused = (None, None, None);
+    let expected = [
+        ran(0, 0, 15),
+        ran(1, 1, 7),
+        ran(1, 10, 18),
+        ran(1, 30, 34),
+        refused,
+        ran(1, 18, 27),
+        refused,
+    ];
+    assert_eq!(simulated(&lines), expected, "{lines:?}");
+    decided_alike(&lines);
+    // Both sides give the same reasons.
+    let notes = |i: usize| {
+        (
+            lines[i]["live"]["note"].clone(),
+            lines[i]["simulated"]["note"].clone(),
+        )
+    };
+    let not_held = "reservation 9 was not held by the grid";
+    assert_eq!(notes(4), (not_held.into(), not_held.into()));
+    let (live7, sim7) = notes(6);
+    assert!(
+        live7.as_str().unwrap().ends_with("belongs to another user"),
+        "{live7}"
+    );
+    assert!(
+        sim7.as_str().unwrap().ends_with("belongs to another user"),
+        "{sim7}"
     );
 }

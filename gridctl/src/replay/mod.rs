@@ -7,6 +7,7 @@
 //! embedded default of `gridctl up` otherwise), fresh, with its agents at time scale 1.
 
 pub mod report;
+pub mod reservations;
 pub mod simulate;
 pub mod slice;
 
@@ -67,6 +68,11 @@ pub struct ReplayArgs {
     /// the jobs it had not started elsewhere; the jobs it was running are lost with it.
     #[arg(long, value_name = "SITE@SECONDS")]
     pub lose: Vec<SiteLoss>,
+    /// Advance reservations to ask the grid for during the replay: JSON Lines of
+    /// `{"at": T, "id": N, "site": S, "start": T1, "end": T2, "procs": P}` (optional `"user":
+    /// U`) in trace seconds, scaled as the jobs; a job runs in one with `"reservation": N`.
+    #[arg(long, value_name = "FILE")]
+    pub reservations: Option<PathBuf>,
 }
 
 /// One `--lose SITE@SECONDS`.
@@ -148,6 +154,15 @@ struct RecordLine<'a> {
     simulated: &'a Outcome,
 }
 
+/// Whether a status code is the grid's refusal of a request (rather than a failure to answer).
+fn refusal(code: tonic::Code) -> bool {
+    use tonic::Code::*;
+    matches!(
+        code,
+        InvalidArgument | FailedPrecondition | NotFound | PermissionDenied | OutOfRange
+    )
+}
+
 /// Writes `--records`: each job's simulated outcome, and its live one when there is a live side.
 fn write_records(
     path: &std::path::Path,
@@ -185,6 +200,8 @@ struct Prepared {
     lost: Vec<(i64, usize)>,
     /// After how long the meta-scheduler marks down a site it cannot reach.
     down_after_ms: u64,
+    /// The advance reservations asked for (`--reservations`).
+    reservations: Vec<reservations::Asked>,
 }
 
 /// The options that contradict each other, found before any grid is contacted.
@@ -229,7 +246,14 @@ fn prepare(a: &ReplayArgs) -> anyhow::Result<Prepared> {
             }
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (simulated, down_after_ms) = simulate(&grid, &slice, &lost)?;
+    let reservations = match &a.reservations {
+        Some(p) => {
+            let names: Vec<&str> = grid.sites.iter().map(|s| s.name.as_str()).collect();
+            reservations::read(p, slice.origin, a.time_scale, &names)?
+        }
+        None => Vec::new(),
+    };
+    let (simulated, down_after_ms) = simulate(&grid, &slice, &lost, &reservations)?;
     Ok(Prepared {
         path,
         slice,
@@ -237,6 +261,7 @@ fn prepare(a: &ReplayArgs) -> anyhow::Result<Prepared> {
         simulated,
         lost,
         down_after_ms,
+        reservations,
     })
 }
 
@@ -375,6 +400,7 @@ fn simulate(
     grid: &GridFile,
     slice: &Slice,
     lost: &[(i64, usize)],
+    reservations: &[reservations::Asked],
 ) -> anyhow::Result<(Vec<Outcome>, u64)> {
     let sim = SimGrid::new(grid)?;
     let down_after_ms = sim.site_down_after_ms();
@@ -395,7 +421,7 @@ fn simulate(
             None => unknown.push(j.id.0),
         }
     }
-    let (mut outcomes, _) = sim.run(jobs, lost)?;
+    let (mut outcomes, _) = sim.run(jobs, lost, reservations)?;
     for id in unknown {
         outcomes[(id - 1) as usize].note = "needs a licence the grid does not have".into();
     }
@@ -439,6 +465,7 @@ async fn live(
         simulated,
         lost,
         down_after_ms,
+        reservations,
         ..
     } = p;
     let n = slice.jobs.len();
@@ -477,14 +504,65 @@ async fn live(
     let mut ids = vec![None; n];
     let mut lag = 0.0;
     let mut accepted = 0usize;
-    for (i, j) in slice.jobs.iter().enumerate() {
-        tokio::time::sleep_until((base + Duration::from_secs(j.submit as u64)).into()).await;
+    let user = |u: u32| {
+        if authenticated {
+            String::new()
+        } else {
+            format!("u{u}")
+        }
+    };
+    // The reservations asked for, and the jobs submitted, in time order (a second's
+    // reservations before its jobs).
+    let mut steps: Vec<(i64, bool, usize)> = (reservations.iter().enumerate())
+        .map(|(k, r)| (r.at, false, k))
+        .chain(
+            slice
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| (j.submit, true, i)),
+        )
+        .collect();
+    steps.sort_unstable();
+    // The grid's id of each reservation it holds, by the number jobs name it by.
+    let mut held: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for (at, is_job, k) in steps {
+        tokio::time::sleep_until((base + Duration::from_secs(at as u64)).into()).await;
+        if !is_job {
+            let r = &reservations[k];
+            let ask = v1::ReserveRequest {
+                reservation: Some(v1::AdvanceReservation {
+                    site: r.site_name.clone(),
+                    start_time: t0 + r.start,
+                    end_time: t0 + r.end,
+                    processors: r.procs,
+                    user: r.user.map_or(String::new(), |u| user(u.0)),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            match c.reserve(ask).await {
+                Ok(a) => {
+                    if let Some(got) = a.into_inner().reservation {
+                        held.insert(r.name, got.id);
+                    }
+                }
+                Err(s) if refusal(s.code()) => {}
+                Err(s) => return Err(s.into()),
+            }
+            continue;
+        }
+        let (i, j) = (k, &slice.jobs[k]);
+        let reservation = match j.reservation.map(|r| held.get(&r.0).ok_or(r.0)) {
+            None => None,
+            Some(Ok(&id)) => Some(id),
+            Some(Err(name)) => {
+                outcomes[i].note = format!("reservation {name} was not held by the grid");
+                continue;
+            }
+        };
         let spec = v1::JobSpec {
-            user: if authenticated {
-                String::new()
-            } else {
-                format!("u{}", j.user.0)
-            },
+            user: user(j.user.0),
             user_class: v1::UserClass::from(j.user_class).into(),
             owner_priority: u32::from(j.owner_priority),
             processors: j.procs,
@@ -492,6 +570,7 @@ async fn live(
             estimate_s: j.estimate,
             deadline: j.deadline.map(|d| t0 + d),
             urgency: j.urgency.map_or(0, |u| v1::Urgency::from(u) as i32),
+            reservation,
             licences: licence_names(slice, j)?,
             benchmark: j.benchmark,
             emulate_runtime_s: j.runtime,
@@ -505,14 +584,7 @@ async fn live(
                 lag += (Instant::now().saturating_duration_since(base)).as_secs_f64()
                     - j.submit as f64;
             }
-            Err(s)
-                if matches!(
-                    s.code(),
-                    tonic::Code::InvalidArgument | tonic::Code::FailedPrecondition
-                ) =>
-            {
-                outcomes[i].note = s.message().to_owned();
-            }
+            Err(s) if refusal(s.code()) => outcomes[i].note = s.message().to_owned(),
             Err(s) => return Err(s.into()),
         }
     }

@@ -8,15 +8,18 @@
 //! the live meta-scheduler (Streit, thesis §6.3).
 
 use super::Outcome;
+use super::reservations::Asked;
 use crate::up::grid_file::GridFile;
 use gridsched_core::classify::Classifier;
+use gridsched_core::grid::ReservationRequest;
 use gridsched_core::model::{
-    ClusterId, Job, LicenceId, LicenceType, MachineId, Platform, Site, SiteId,
+    ClusterId, Job, JobId, LicenceId, LicenceType, MachineId, Platform, Site, SiteId,
 };
 use gridsched_core::policy::Policy;
 use gridsched_core::policy::Start;
 use gridsim::platform::{
-    Classify, Meta, PlatformHooks, PlatformRecord, SiteLosses, SplitRules, simulate_platform_losing,
+    Classify, GridEvents, Meta, PlatformHooks, PlatformRecord, ReservationAsk, SplitRules,
+    simulate_platform_with,
 };
 use meta_scheduler::MetaConfig;
 use std::path::Path;
@@ -77,14 +80,29 @@ impl SimGrid {
         self,
         jobs: Vec<Job>,
         lost: &[(i64, usize)],
+        reservations: &[Asked],
     ) -> anyhow::Result<(Vec<Outcome>, Vec<String>)> {
         let n = jobs.len();
         let submits: Vec<i64> = jobs.iter().map(|j| j.submit).collect();
-        let losses = SiteLosses {
+        let events = GridEvents {
             down_after_ms: self.meta.links.site_down_after_ms,
             lost: lost
                 .iter()
                 .map(|&(t, s)| (t, ClusterId(s as u32)))
+                .collect(),
+            reservations: reservations
+                .iter()
+                .map(|a| ReservationAsk {
+                    at: a.at,
+                    name: a.name,
+                    request: ReservationRequest {
+                        site: a.site_name.clone(),
+                        procs: a.procs,
+                        start: a.start,
+                        end: a.end,
+                        user: a.user,
+                    },
+                })
                 .collect(),
         };
         let classifier = Classifier::new(self.meta.classifier)?;
@@ -108,11 +126,14 @@ impl SimGrid {
                 first.get_or_insert((t, c.index()));
             }
         };
+        let mut refusals: Vec<(JobId, String)> = Vec::new();
+        let mut refused = |job: JobId, why: &str| refusals.push((job, why.to_owned()));
         let hooks = PlatformHooks {
             record: Some(&mut record),
-            pass: losses.any().then_some(&mut pass as _),
+            pass: events.loses().then_some(&mut pass as _),
+            refused: Some(&mut refused),
         };
-        let report = simulate_platform_losing(
+        let report = simulate_platform_with(
             &self.platform,
             self.policies,
             Meta {
@@ -122,10 +143,13 @@ impl SimGrid {
             },
             jobs.into_iter().map(Ok::<_, std::convert::Infallible>),
             hooks,
-            &losses,
+            &events,
         )
         .map_err(|e| anyhow::anyhow!("simulation: {e}"))?;
         let mut out: Vec<Outcome> = (1..=n as u64).map(Outcome::refused).collect();
+        for (job, why) in refusals {
+            out[(job.0 - 1) as usize].note = why;
+        }
         // What a lost site still held when it was lost: every job it started is lost with it
         // (one it started and finished before is recorded below, over this).
         for (i, o) in out.iter_mut().enumerate() {
@@ -241,7 +265,7 @@ mod tests {
     fn a_wide_job_is_co_allocated_in_the_simulation_as_live() {
         let g = SimGrid::new(&GridFile::parse(DEFAULT).unwrap()).unwrap();
         let jobs = vec![Job::new(1, 0, 40, 100, 50), Job::new(2, 3, 50, 100, 50)];
-        let (out, refusals) = g.run(jobs, &[]).unwrap();
+        let (out, refusals) = g.run(jobs, &[], &[]).unwrap();
         let o = &out[0];
         assert!(o.completed, "{o:?} {refusals:?}");
         assert_eq!((o.site, o.start, o.end), (Some(1), Some(0), Some(55)));

@@ -8,7 +8,7 @@
 //! that covered its run still does. An estimate is at least 1 s; a job without a recorded run time
 //! runs for its estimate.
 
-use gridsched_core::model::{Duration, Job, JobId};
+use gridsched_core::model::{Duration, Job, JobId, Time};
 use gridsched_workload::{JobSource, NormalizeOptions};
 use std::fmt;
 use std::path::Path;
@@ -100,6 +100,8 @@ pub struct Slice {
     pub licence_names: Vec<String>,
     /// Lines skipped as unreadable.
     pub bad_lines: u64,
+    /// The trace time of the slice's first submission: replay second 0.
+    pub origin: Time,
 }
 
 /// Reads jobs `skip..skip + count` of `path` and scales them.
@@ -151,6 +153,7 @@ pub fn scale_jobs(raw: Vec<Job>, scale: TimeScale) -> Slice {
     Slice {
         jobs,
         trace_ids,
+        origin: first,
         licence_names: Vec::new(),
         bad_lines: 0,
     }

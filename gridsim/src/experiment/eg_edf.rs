@@ -341,6 +341,7 @@ pub fn metrics(platform: &Platform, kind: PolicyKind, jobs: Vec<Job>) -> Result<
         PlatformHooks {
             record: Some(&mut record),
             pass: Some(&mut pass),
+            refused: None,
         },
     )
     .map_err(|e| anyhow!("{e}"))?;

@@ -232,6 +232,7 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
         PlatformHooks {
             record: Some(&mut record),
             pass: None,
+            refused: None,
         },
     )
     .map_err(|e| anyhow!("{strategy} at capacity {f}: {e}"))?;

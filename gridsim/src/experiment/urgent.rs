@@ -254,6 +254,7 @@ pub fn run(jobs: &[Job], broker: &str, variant: &str) -> Result<Metrics> {
         PlatformHooks {
             record: Some(&mut record),
             pass: None,
+            refused: None,
         },
     )
     .map_err(|e| anyhow!("{broker} / {variant}: {e}"))?;

@@ -23,7 +23,7 @@
 //! This engine is separate from [`crate::engine`], which reproduces the reference trace simulator's
 //! exact event order on space-shared machines.
 
-mod loss;
+mod events;
 mod metrics;
 mod run;
 pub mod split;
@@ -31,8 +31,8 @@ pub mod split;
 #[cfg(test)]
 mod tests;
 
+pub use events::{GridEvents, ReservationAsk};
 pub use gridsched_core::grid::Classify;
-pub use loss::SiteLosses;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
 
@@ -146,10 +146,16 @@ pub struct PlatformStats {
     /// Co-allocations given up (the job dispatched again a second later).
     #[serde(skip_serializing_if = "is_zero")]
     pub coallocations_given_up: u64,
-    /// Jobs lost with their sites ([`SiteLosses`]): running there, or kept there, when it was
+    /// Jobs lost with their sites ([`GridEvents`]): running there, or kept there, when it was
     /// lost.
     #[serde(skip_serializing_if = "is_zero")]
     pub lost: u64,
+    /// Advance reservations asked for at the grid ([`GridEvents`]) and held by their sites.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reservations_held: u64,
+    /// Advance reservations refused, by the grid's checks or by their sites.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reservations_refused: u64,
     /// Scheduling passes.
     pub passes: u64,
     /// Mean wall-clock time of a pass, microseconds (not deterministic).
@@ -193,6 +199,9 @@ pub struct PlatformReport {
 /// Called after each pass with the time, the cluster, its starts and its policy.
 pub type PlatformPassHook<'a> = &'a mut dyn FnMut(Time, ClusterId, &[Start], &dyn Policy);
 
+/// Called with every job refused and why.
+pub type PlatformRefusalHook<'a> = &'a mut dyn FnMut(JobId, &str);
+
 /// Optional callbacks.
 #[derive(Default)]
 pub struct PlatformHooks<'a> {
@@ -200,6 +209,8 @@ pub struct PlatformHooks<'a> {
     pub record: Option<&'a mut dyn FnMut(&PlatformRecord)>,
     /// After every pass.
     pub pass: Option<PlatformPassHook<'a>>,
+    /// Every job refused (by the grid's admission or dispatch, or by its site), with why.
+    pub refused: Option<PlatformRefusalHook<'a>>,
 }
 
 impl std::fmt::Debug for PlatformHooks<'_> {
@@ -243,9 +254,13 @@ enum Ev {
     Retry {
         job: JobId,
     },
-    /// A site is lost ([`SiteLosses`]).
+    /// A site is lost ([`GridEvents`]).
     Lost {
         cluster: ClusterId,
+    },
+    /// The advance reservation request of this index in [`GridEvents::reservations`].
+    Reserve {
+        index: usize,
     },
     /// The grid runner is given the time (a lost site's down timeout has run out).
     Tick,
@@ -275,8 +290,10 @@ struct Sim<'p, 'h> {
     pass_time: f64,
     hooks: PlatformHooks<'h>,
     effects: Vec<Effect>,
-    /// Per cluster: lost ([`SiteLosses`]).
+    /// Per cluster: lost ([`GridEvents`]).
     lost: Vec<bool>,
+    /// The grid's ids of the reservations asked for, by the numbers jobs name them by.
+    named: events::Named,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `meta`.
@@ -290,18 +307,19 @@ pub fn simulate_platform<I, E>(
 where
     I: IntoIterator<Item = Result<Job, E>>,
 {
-    let none = SiteLosses::default();
-    simulate_platform_losing(platform, policies, meta, jobs, hooks, &none)
+    let none = GridEvents::default();
+    simulate_platform_with(platform, policies, meta, jobs, hooks, &none)
 }
 
-/// [`simulate_platform`], losing the sites of `losses` on the way.
-pub fn simulate_platform_losing<I, E>(
+/// [`simulate_platform`] with `events` happening to the grid on the way: sites lost, advance
+/// reservations asked for.
+pub fn simulate_platform_with<I, E>(
     platform: &Platform,
     policies: Vec<Box<dyn Policy>>,
     meta: Meta,
     jobs: I,
     hooks: PlatformHooks<'_>,
-    losses: &SiteLosses,
+    events: &GridEvents,
 ) -> Result<PlatformReport, PlatformError<E>>
 where
     I: IntoIterator<Item = Result<Job, E>>,
@@ -355,7 +373,7 @@ where
         .collect();
     let settings = GridSettings {
         coallocation: meta.splits,
-        site_down_after_ms: losses.any().then_some(losses.down_after_ms),
+        site_down_after_ms: events.loses().then_some(events.down_after_ms),
         ..GridSettings::default()
     };
     let grid = GridRunner::new(sites, meta.dispatcher, meta.classify, settings);
@@ -380,11 +398,15 @@ where
         hooks,
         effects: Vec::new(),
         lost: vec![false; n],
+        named: events::Named::new(),
     };
-    for &(at, cluster) in &losses.lost {
+    for &(at, cluster) in &events.lost {
         if cluster.index() < n {
             sim.push(at, Ev::Lost { cluster });
         }
+    }
+    for (index, r) in events.reservations.iter().enumerate() {
+        sim.push(r.at, Ev::Reserve { index });
     }
     let mut jobs = jobs.into_iter();
     let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
@@ -409,10 +431,10 @@ where
         }
         if clock != Time::MIN {
             sim.integrate(clock, t);
-        } else if losses.any() {
+        } else if events.loses() {
             // The sites' links are open from the start.
             for site in 0..n {
-                let at_ms = loss::at_ms(t);
+                let at_ms = events::at_ms(t);
                 let open = GridInput::Link {
                     site,
                     reachable: true,
@@ -446,21 +468,29 @@ where
                     dirty[cluster.index()] = true;
                 }
                 Ev::Lost { cluster } => {
-                    let closed = sim.lose(t, cluster, losses.down_after_ms);
+                    let closed = sim.lose(t, cluster, events.down_after_ms);
                     sim.feed(t, closed, &mut dirty)?;
                 }
+                Ev::Reserve { index } => sim.reserve(t, &events.reservations[index], &mut dirty)?,
                 Ev::Tick => {
                     sim.report_loads(t);
-                    let at_ms = loss::at_ms(t);
+                    let at_ms = events::at_ms(t);
                     sim.feed(t, GridInput::Tick { at_ms }, &mut dirty)?;
                 }
             }
         }
         while next.as_ref().is_some_and(|j| j.submit == t) {
-            let job = next.take().expect("peeked");
+            let mut job = next.take().expect("peeked");
             sim.stats.submitted += 1;
             if sim.has(job.id) {
                 return Err(PlatformError::DuplicateJob(job.id));
+            }
+            if !events.reservations.is_empty()
+                && let Err(why) = sim.name_reservation(&mut job)
+            {
+                sim.reject(job.id, why);
+                next = jobs.next().transpose().map_err(PlatformError::Workload)?;
+                continue;
             }
             sim.report_loads(t);
             let submit = GridInput::Submit {

@@ -24,8 +24,11 @@ impl Sim<'_, '_> {
         self.grid.contains(id) || self.runners.iter().any(|r| r.contains(id))
     }
 
-    pub(super) fn reject(&mut self, why: String) {
+    pub(super) fn reject(&mut self, job: JobId, why: String) {
         self.stats.rejected += 1;
+        if let Some(h) = self.hooks.refused.as_mut() {
+            h(job, &why);
+        }
         if self.stats.rejections.len() < 10 {
             self.stats.rejections.push(why);
         }
@@ -125,7 +128,7 @@ impl Sim<'_, '_> {
     }
 
     /// Carries out one effect of the grid runner.
-    fn carry_out<E>(
+    pub(super) fn carry_out<E>(
         &mut self,
         t: Time,
         effect: GridEffect,
@@ -145,14 +148,25 @@ impl Sim<'_, '_> {
                     self.feed(t, GridInput::Refused { job, site, why }, dirty)?;
                 }
             }
-            GridEffect::Refuse { why, .. } => self.reject(why),
-            // A platform run asks for no advance reservation at the grid level; the book's
-            // forgetting of a co-allocation's committed holds asks nothing of the sites.
+            GridEffect::Refuse { job, why, .. } => self.reject(job, why),
+            GridEffect::AskReservation { reservation } => {
+                if let Some(answer) = self.ask_reservation(t, &reservation, dirty) {
+                    self.feed(t, answer, dirty)?;
+                }
+            }
+            GridEffect::TakeBack { reservation, site } => {
+                self.let_go(t, ClusterId(site as u32), reservation);
+                let gone = GridInput::TakenBack {
+                    reservation,
+                    gone: !self.lost[site],
+                };
+                self.feed(t, gone, dirty)?;
+            }
+            // The book's forgetting of a reservation (a co-allocation's committed hold, one
+            // refused, one ended) asks nothing of the sites.
             GridEffect::ReservationRefused { .. }
-            | GridEffect::AskReservation { .. }
             | GridEffect::ReservationHeld { .. }
-            | GridEffect::ReservationDropped { .. }
-            | GridEffect::TakeBack { .. } => {}
+            | GridEffect::ReservationDropped { .. } => {}
             GridEffect::Hold {
                 job,
                 fragment,

@@ -113,6 +113,7 @@ fn exact_outcome_on_a_small_heterogeneous_cluster() {
         PlatformHooks {
             record: Some(&mut rec),
             pass: None,
+            refused: None,
         },
     );
     // A: 800 s on a bm-200 machine take 400 s on the bm-400 one. B waits for the licence copy
@@ -145,6 +146,7 @@ fn a_suspended_job_keeps_its_progress() {
         PlatformHooks {
             record: Some(&mut rec),
             pass: None,
+            refused: None,
         },
     );
     // Long runs 0..100 (300 reference seconds done), the urgent job 100..130, then long resumes
@@ -228,6 +230,7 @@ fn every_cluster_policy_keeps_the_invariants_on_random_platforms() {
                 PlatformHooks {
                     record: None,
                     pass: Some(&mut pass),
+                    refused: None,
                 },
             );
             assert_eq!(
@@ -284,6 +287,7 @@ fn the_ms_priority_reaches_the_local_queue() {
             PlatformHooks {
                 record: Some(&mut rec),
                 pass: None,
+                refused: None,
             },
         )
         .unwrap();
@@ -371,6 +375,7 @@ fn a_partition_of_alike_machines_runs_jobs_wider_than_a_machine() {
         PlatformHooks {
             record: Some(&mut rec),
             pass: None,
+            refused: None,
         },
     );
     recs.sort_unstable();
@@ -423,6 +428,7 @@ fn run_wide_on(
         PlatformHooks {
             record: Some(&mut rec),
             pass: None,
+            refused: None,
         },
     )
     .unwrap();
@@ -515,12 +521,13 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
         Job::new(3, 1, 4, 10, 5),
         Job::new(4, 2, 4, 10, 5),
     ];
-    let outcome = |losses: &SiteLosses| {
+    let outcome = |events: &GridEvents| {
         let mut recs = Vec::new();
         let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.cluster.0, r.start, r.end));
         let hooks = PlatformHooks {
             record: Some(&mut rec),
             pass: None,
+            refused: None,
         };
         let meta = Meta {
             classify: Classify::Fixed(1),
@@ -529,11 +536,11 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
         };
         let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
         let policies = build(&p, PolicyKind::Fcfs);
-        let rep = simulate_platform_losing(&p, policies, meta, jobs, hooks, losses).unwrap();
+        let rep = simulate_platform_with(&p, policies, meta, jobs, hooks, events).unwrap();
         recs.sort_unstable();
         (recs, rep.stats.lost)
     };
-    let whole = outcome(&SiteLosses::default());
+    let whole = outcome(&GridEvents::default());
     assert_eq!(
         whole,
         (
@@ -541,21 +548,87 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
             0
         )
     );
-    let lost = SiteLosses {
+    let lost = GridEvents {
         down_after_ms: 2_000,
         lost: vec![(3, ClusterId(1))],
+        ..GridEvents::default()
     };
     assert_eq!(
         outcome(&lost),
         (vec![(1, 0, 0, 20), (3, 0, 20, 25), (4, 0, 25, 30)], 1)
     );
     // Lost at 11 s, after job 4 started there: both of the site's jobs are done or lost.
-    let late = SiteLosses {
+    let late = GridEvents {
         down_after_ms: 2_000,
         lost: vec![(11, ClusterId(1))],
+        ..GridEvents::default()
     };
     assert_eq!(
         outcome(&late),
         (vec![(1, 0, 0, 20), (2, 1, 0, 10), (3, 0, 20, 25)], 1)
+    );
+}
+
+/// Advance reservations asked of the grid during a run: one held (a job named by the request's
+/// number runs in it, from its start, at its site whatever the dispatcher says), one refused by
+/// its site (a job naming it is refused), one refused by the grid's own checks (an unknown site).
+#[test]
+fn reservations_asked_of_the_grid_hold_their_jobs_or_refuse_them() {
+    use gridsched_core::grid::ReservationRequest;
+    use gridsched_core::model::ReservationId;
+    let p = platform(&[(&[(4, 100)], true, &[]), (&[(4, 100)], true, &[])]);
+    let ask = |at, name, site: &str, start, end| ReservationAsk {
+        at,
+        name,
+        request: ReservationRequest {
+            site: site.into(),
+            procs: 4,
+            start,
+            end,
+            user: None,
+        },
+    };
+    let events = GridEvents {
+        reservations: vec![
+            ask(0, 7, "c1", 10, 30),
+            ask(2, 8, "c0", 5, 40),
+            ask(2, 9, "nowhere", 5, 40),
+        ],
+        ..GridEvents::default()
+    };
+    let in_reservation = |id, submit, name| {
+        let mut j = Job::new(id, submit, 2, 10, 8);
+        j.reservation = Some(ReservationId(name));
+        j
+    };
+    let jobs = [
+        Job::new(1, 0, 4, 20, 15),
+        in_reservation(2, 1, 7),
+        in_reservation(3, 3, 8),
+        in_reservation(4, 3, 9),
+    ];
+    let mut recs = Vec::new();
+    let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.cluster.0, r.start, r.end));
+    let mut refusals = Vec::new();
+    let mut refused = |j: JobId, why: &str| refusals.push((j.0, why.to_owned()));
+    let hooks = PlatformHooks {
+        record: Some(&mut rec),
+        pass: None,
+        refused: Some(&mut refused),
+    };
+    let meta = Meta {
+        classify: Classify::Fixed(1),
+        dispatcher: Box::new(RoundRobin::default()),
+        splits: None,
+    };
+    let policies = build(&p, PolicyKind::Conservative);
+    let jobs = jobs.into_iter().map(Ok::<_, Infallible>);
+    let rep = simulate_platform_with(&p, policies, meta, jobs, hooks, &events).unwrap();
+    assert_eq!(recs, [(1, 0, 0, 15), (2, 1, 10, 18)]);
+    let not_held = |n| format!("reservation {n} was not held by the grid");
+    assert_eq!(refusals, [(3, not_held(8)), (4, not_held(9))]);
+    assert_eq!(
+        (rep.stats.reservations_held, rep.stats.reservations_refused),
+        (1, 2)
     );
 }
