@@ -1,16 +1,15 @@
 //! The pure simulation of a replay: the grid description `gridctl up` starts, turned into the
 //! simulator's platform through the services' own configuration code (each site's local
-//! scheduler configuration gives its cluster and policy, the meta-scheduler's gives the
-//! classifier and the dispatch strategy), then the scaled jobs run through gridsim's platform
-//! engine, which drives the same cluster runner as the live local schedulers (spec
-//! `two-level-grid-scheduler.md` D3–D4: classification at submission, dispatch, one local
-//! policy per cluster) and co-allocates split jobs by the same protocol and the same settings as
-//! the live meta-scheduler (Streit, thesis §6.3).
+//! scheduler configuration gives its cluster and policy; the meta-scheduler's gives the grid
+//! runner, built by the meta-scheduler's own `Decider` as a fresh live one builds it: classifier,
+//! dispatch strategy, the sites' limits, co-allocation and site-down settings), then the scaled
+//! jobs run through gridsim's platform engine, which drives that grid runner and the same cluster
+//! runner as the live local schedulers (spec `two-level-grid-scheduler.md` D3–D4: classification
+//! at submission, dispatch, one local policy per cluster; Streit, thesis §6.3: co-allocation).
 
 use super::Outcome;
 use super::reservations::Asked;
 use crate::up::grid_file::GridFile;
-use gridsched_core::classify::Classifier;
 use gridsched_core::grid::ReservationRequest;
 use gridsched_core::model::{
     ClusterId, Job, JobId, LicenceId, LicenceType, MachineId, Platform, Site, SiteId,
@@ -18,8 +17,7 @@ use gridsched_core::model::{
 use gridsched_core::policy::Policy;
 use gridsched_core::policy::Start;
 use gridsim::platform::{
-    Classify, GridEvents, Meta, PlatformHooks, PlatformRecord, ReservationAsk, SplitRules,
-    simulate_platform_with,
+    GridEvents, PlatformHooks, PlatformRecord, ReservationAsk, simulate_platform_with,
 };
 use meta_scheduler::MetaConfig;
 use std::path::Path;
@@ -105,17 +103,10 @@ impl SimGrid {
                 })
                 .collect(),
         };
-        let classifier = Classifier::new(self.meta.classifier)?;
-        // Split jobs are co-allocated as the live meta-scheduler does, with its settings.
-        let splits = self.meta.dispatch.splits().then(|| {
-            SplitRules::new(
-                self.meta.dispatch.multi_site.clone(),
-                self.meta.links.coallocation_rounds,
-            )
-        });
-        let mut dispatch = self.meta.dispatch;
-        dispatch.max_priority = self.meta.classifier.max;
-        let dispatcher = dispatch.build();
+        // The grid runner the live meta-scheduler builds from the same configuration.
+        let config = meta_scheduler::decide::Decider::new(&self.meta, 0)?
+            .config()
+            .clone();
         let mut records: Vec<PlatformRecord> = Vec::with_capacity(n);
         let mut record = |r: &PlatformRecord| records.push(r.clone());
         // Each job's first start and site, for the jobs lost with their site.
@@ -136,11 +127,7 @@ impl SimGrid {
         let report = simulate_platform_with(
             &self.platform,
             self.policies,
-            Meta {
-                classify: Classify::By(Box::new(classifier)),
-                dispatcher,
-                splits,
-            },
+            config,
             jobs.into_iter().map(Ok::<_, std::convert::Infallible>),
             hooks,
             &events,

@@ -37,7 +37,7 @@ pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
 
 use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Priority};
-use gridsched_core::grid::{GridRunner, GridSettings, Input as GridInput, SiteSpec};
+use gridsched_core::grid::{GridConfig, GridRunner, GridSettings, Input as GridInput, SiteSpec};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::{Policy, Start};
 use gridsched_core::runner::{ClusterRunner, Effect, RunnerConfig};
@@ -84,6 +84,9 @@ pub enum PlatformError<E> {
         /// What is wrong.
         why: String,
     },
+    /// The grid's configuration cannot make a grid runner for this platform.
+    #[error("the grid's configuration: {0}")]
+    Grid(String),
     /// Events ran out with jobs still waiting.
     #[error("at {time}: {waiting} jobs wait but nothing will ever start them")]
     Stalled {
@@ -233,6 +236,30 @@ pub struct Meta {
     pub splits: Option<SplitRules>,
 }
 
+/// The grid level of a run: a [`Meta`], from which the engine builds the grid runner over the
+/// platform's clusters, or the plain configuration a live meta-scheduler builds its own runner
+/// from ([`GridRunner::from_config`]: its sites' limits, its settings), one site per cluster in
+/// order.
+#[derive(Debug)]
+pub enum Grid {
+    /// Built over the platform.
+    Meta(Meta),
+    /// As a live meta-scheduler builds it.
+    Config(Box<GridConfig>),
+}
+
+impl From<Meta> for Grid {
+    fn from(m: Meta) -> Grid {
+        Grid::Meta(m)
+    }
+}
+
+impl From<GridConfig> for Grid {
+    fn from(c: GridConfig) -> Grid {
+        Grid::Config(Box::new(c))
+    }
+}
+
 /// A dispatched job (or a split job's fragment) at its cluster, for the engine: the generation of
 /// its current run (an end event of an earlier run, before a suspension, is stale).
 #[derive(Clone, Copy, Debug)]
@@ -296,11 +323,11 @@ struct Sim<'p, 'h> {
     named: events::Named,
 }
 
-/// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `meta`.
+/// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `grid`.
 pub fn simulate_platform<I, E>(
     platform: &Platform,
     policies: Vec<Box<dyn Policy>>,
-    meta: Meta,
+    grid: impl Into<Grid>,
     jobs: I,
     hooks: PlatformHooks<'_>,
 ) -> Result<PlatformReport, PlatformError<E>>
@@ -308,7 +335,7 @@ where
     I: IntoIterator<Item = Result<Job, E>>,
 {
     let none = GridEvents::default();
-    simulate_platform_with(platform, policies, meta, jobs, hooks, &none)
+    simulate_platform_with(platform, policies, grid, jobs, hooks, &none)
 }
 
 /// [`simulate_platform`] with `events` happening to the grid on the way: sites lost, advance
@@ -316,7 +343,7 @@ where
 pub fn simulate_platform_with<I, E>(
     platform: &Platform,
     policies: Vec<Box<dyn Policy>>,
-    meta: Meta,
+    grid: impl Into<Grid>,
     jobs: I,
     hooks: PlatformHooks<'_>,
     events: &GridEvents,
@@ -354,29 +381,42 @@ where
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut caps = caps_of(platform);
-    // A partition's jobs may span its nodes: the widest job it runs is its whole size.
-    for (c, r) in caps.iter_mut().zip(&runners) {
-        if r.is_partition() {
-            c.max_machine_procs = u32::try_from(c.total_procs).unwrap_or(u32::MAX);
+    let grid = match grid.into() {
+        Grid::Meta(meta) => {
+            let mut caps = caps_of(platform);
+            // A partition's jobs may span its nodes: the widest job it runs is its whole size.
+            for (c, r) in caps.iter_mut().zip(&runners) {
+                if r.is_partition() {
+                    c.max_machine_procs = u32::try_from(c.total_procs).unwrap_or(u32::MAX);
+                }
+            }
+            let sites = caps
+                .into_iter()
+                .zip(&platform.clusters)
+                .map(|(caps, c)| SiteSpec {
+                    name: c.name.clone(),
+                    caps,
+                    max_estimate: None,
+                    machines: None,
+                })
+                .collect();
+            let settings = GridSettings {
+                coallocation: meta.splits,
+                site_down_after_ms: events.loses().then_some(events.down_after_ms),
+                ..GridSettings::default()
+            };
+            GridRunner::new(sites, meta.dispatcher, meta.classify, settings)
         }
-    }
-    let sites = caps
-        .into_iter()
-        .zip(&platform.clusters)
-        .map(|(caps, c)| SiteSpec {
-            name: c.name.clone(),
-            caps,
-            max_estimate: None,
-            machines: None,
-        })
-        .collect();
-    let settings = GridSettings {
-        coallocation: meta.splits,
-        site_down_after_ms: events.loses().then_some(events.down_after_ms),
-        ..GridSettings::default()
+        Grid::Config(cfg) => {
+            if cfg.sites.len() != n {
+                return Err(PlatformError::Grid(format!(
+                    "{} sites for {n} clusters",
+                    cfg.sites.len()
+                )));
+            }
+            GridRunner::from_config(&cfg).map_err(|e| PlatformError::Grid(e.to_string()))?
+        }
     };
-    let grid = GridRunner::new(sites, meta.dispatcher, meta.classify, settings);
     let mut sim = Sim {
         platform,
         runners,
