@@ -300,6 +300,10 @@ impl GridScheduler {
 
     /// Usable sites in descending order of `free` (ties to the lowest id) covering `width`.
     fn split_over(&self, free: &[u32], width: u32) -> Option<Alloc> {
+        // Most held jobs fit nowhere, split or not: answered without sorting or allocating.
+        if self.sites().map(|m| u64::from(free[m])).sum::<u64>() < u64::from(width) {
+            return None;
+        }
         let mut order: Vec<usize> = self.sites().filter(|&m| free[m] > 0).collect();
         order.sort_by_key(|&m| (std::cmp::Reverse(free[m]), m));
         let mut left = width;
@@ -536,6 +540,16 @@ impl Dispatcher for GridScheduler {
     fn release(&mut self, now: Time, grid: &GridState, out: &mut Vec<Release>) {
         self.sync(grid);
         let mut res: Option<Reserved> = None;
+        // The most processors free at one up site, and at all of them: a job wider than the
+        // first (and, when jobs split, than the second) can start nowhere now, which is most
+        // held jobs once the head's reservation is made.
+        let room = |s: &Self| {
+            let up = (0..s.free.len()).filter(|&m| s.up[m]).map(|m| s.free[m]);
+            up.fold((0, 0u64), |(most, all), f| {
+                (most.max(f), all + u64::from(f))
+            })
+        };
+        let (mut most, mut all) = room(self);
         let mut i = 0;
         while i < self.queue.len() {
             let w = Candidate {
@@ -543,6 +557,14 @@ impl Dispatcher for GridScheduler {
                 width: self.queue[i].width,
                 estimate: self.queue[i].estimate,
             };
+            if res.is_some()
+                && self.queue[i].allowed.is_none()
+                && w.width > most
+                && (!self.split || all < u64::from(w.width))
+            {
+                i += 1;
+                continue;
+            }
             mark_usable(
                 &mut self.usable,
                 &mut self.usable_is_up,
@@ -573,6 +595,7 @@ impl Dispatcher for GridScheduler {
                         reason,
                     });
                     self.hold(w.id, parts, est_end);
+                    (most, all) = room(self);
                 }
                 None => {
                     if res.is_none() {

@@ -13,11 +13,11 @@
 //! becomes ⌈w/M⌉ independent jobs of widths M, …, remainder with the same submission, estimate and
 //! run time, all at its home site.
 //!
-//! The event loop handles, at each instant, the ends, then the submissions, then one release
-//! pass, through the core's [`GridRunner`] (the grid level's one engine, which the live
-//! meta-scheduler drives too); the grid scheduler's splits start at once
-//! ([`GridSettings::splits_at_once`]), since each site is one machine whose occupancy the grid
-//! scheduler tracks itself.
+//! The runs go through gridsim's platform engine ([`crate::platform`]), at each instant the ends,
+//! then the submissions, then one release pass of the core's grid runner (the grid level's one
+//! engine, which the live meta-scheduler drives too), each site one single-machine cluster; the
+//! grid scheduler's splits start at once ([`GridSettings::splits_at_once`]), since each site is
+//! one machine whose occupancy the grid scheduler tracks itself.
 
 pub mod config;
 #[cfg(test)]
@@ -25,14 +25,14 @@ mod tests;
 
 pub use config::{Fragments, GridConfig, MachineConfig, Modification, Scenario};
 
-use gridsched_core::dispatch::{GridScheduler, GridState};
-use gridsched_core::grid::{Classify, Effect, GridRunner, GridSettings, Input, SiteSpec};
-use gridsched_core::model::{Job, JobId, Time};
+use crate::platform::{PlatformHooks, PlatformRecord, simulate_platform};
+use gridsched_core::dispatch::{DispatchConfig, DispatchKind, GridState};
+use gridsched_core::grid::{GridConfig as RunnerConfig, GridSettings, SiteSpec};
+use gridsched_core::model::{ClusterId, Job, JobId, Platform, Time};
+use gridsched_core::policy::{PolicyConfig, PolicyKind};
 use gridsched_workload::WorkloadError;
 use gridsched_workload::scale::{self, SplitJob};
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Where a job runs: (machine, nodes) per fragment.
 pub type Alloc = Vec<(usize, u32)>;
@@ -135,12 +135,16 @@ pub fn simulate_grid(
     Ok((report(&records, refused), records))
 }
 
-/// The central scheduler's event loop over `work` (sorted by submission): at each instant the
-/// ends, then the submissions, then one release pass — all through the core's grid runner, whose
-/// splits start at once (each site is one machine the grid scheduler tracks itself).
+/// The central scheduler over `work` (sorted by submission): the platform engine's run of one
+/// single-machine cluster per site (FCFS, which starts at once what the grid scheduler sends,
+/// since it sends a job only where it fits now), its grid runner built with the grid scheduler
+/// and splits started at once (each site is one machine the grid scheduler tracks itself).
 fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridRecord>, u64) {
     let ms = cfg.multi_site();
-    let strategy = GridScheduler::new(cfg.scenario == Scenario::MultiSite, ms.clone());
+    let strategy = match cfg.scenario {
+        Scenario::MultiSite => DispatchKind::MultiSite,
+        Scenario::JobSharing | Scenario::Local => DispatchKind::JobSharing,
+    };
     let sites = GridState::single_machines(sizes)
         .caps
         .into_iter()
@@ -152,95 +156,63 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
             machines: None,
         })
         .collect();
-    let settings = GridSettings {
-        splits_at_once: true,
-        ..GridSettings::default()
+    let grid = RunnerConfig {
+        sites,
+        dispatch: DispatchConfig {
+            multi_site: ms.clone(),
+            ..DispatchConfig::new(strategy)
+        },
+        classifier: None,
+        settings: GridSettings {
+            splits_at_once: true,
+            ..GridSettings::default()
+        },
+        classifier_state: None,
     };
-    let mut grid = GridRunner::new(sites, Box::new(strategy), Classify::Fixed(1), settings);
-    // (end, job, a site it ran on)
-    let mut ends: BinaryHeap<Reverse<(Time, usize, usize)>> = BinaryHeap::new();
+    let platform = Platform::single_machine_sites(sizes.iter().map(|&n| ("m", n)));
+    let policies = (0..sizes.len())
+        .map(|c| {
+            PolicyConfig::new(PolicyKind::Fcfs)
+                .build(&platform, ClusterId(c as u32))
+                .expect("FCFS runs on one machine")
+        })
+        .collect();
+    let jobs = work.iter().enumerate().map(|(k, x)| {
+        Ok::<_, std::convert::Infallible>(Job {
+            id: JobId(k as u64),
+            estimate: x.job.estimate.max(1),
+            ..x.job.clone()
+        })
+    });
     let mut records: Vec<Option<GridRecord>> = vec![None; work.len()];
-    let mut refused = 0;
-    let mut next = 0;
-    let mut out: Vec<Effect> = Vec::new();
-    loop {
-        let t_sub = work.get(next).map(|x| x.job.submit);
-        let t_end = ends.peek().map(|Reverse((t, _, _))| *t);
-        let now = match (t_sub, t_end) {
-            (None, None) => break,
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (Some(a), Some(b)) => a.min(b),
+    let mut record = |r: &PlatformRecord| {
+        let idx = r.id.0 as usize;
+        let SplitJob { job: j, site, .. } = &work[idx];
+        let parts: Alloc = match r.parts.is_empty() {
+            true => vec![(r.cluster.index(), j.procs)],
+            false => r.parts.iter().map(|p| (p.0.index(), p.1)).collect(),
         };
-        out.clear();
-        while let Some(Reverse((t, idx, site))) = ends.peek().copied() {
-            if t != now {
-                break;
-            }
-            ends.pop();
-            let ended = Input::Ended {
-                job: JobId(idx as u64),
-                site,
-            };
-            grid.on(now, ended, &mut out).expect("a site of the grid");
-        }
-        while work.get(next).is_some_and(|x| x.job.submit == now) {
-            let j = &work[next].job;
-            let job = Job {
-                id: JobId(next as u64),
-                estimate: j.estimate.max(1),
-                ..j.clone()
-            };
-            let submit = Input::Submit {
-                job,
-                priority: None,
-            };
-            grid.on(now, submit, &mut out).expect("a new job id");
-            next += 1;
-        }
-        grid.on(now, Input::Release, &mut out)
-            .expect("a release pass");
-        for e in &out {
-            let (idx, parts): (usize, Alloc) = match e {
-                Effect::Refuse { .. } => {
-                    refused += 1;
-                    continue;
-                }
-                Effect::Place { job, site, .. } => {
-                    let idx = job.0 as usize;
-                    (idx, vec![(*site, work[idx].job.procs)])
-                }
-                Effect::StartSplit { job, parts } => (
-                    job.0 as usize,
-                    parts.iter().map(|p| (p.cluster.index(), p.procs)).collect(),
-                ),
-                Effect::Wait { held: true, .. } => continue,
-                other => unreachable!("the grid scheduler holds every job it takes: {other:?}"),
-            };
-            let SplitJob { job: j, site, .. } = &work[idx];
-            let est = j.estimate.max(1);
-            let base_run = j.runtime.unwrap_or(j.estimate).clamp(0, est);
-            let run = if parts.len() > 1 {
-                ms.stretch_over(base_run, parts.iter().map(|p| p.0 as u32))
-            } else {
-                base_run
-            };
-            ends.push(Reverse((now + run, idx, parts[0].0)));
-            records[idx] = Some(GridRecord {
-                idx,
-                site: *site,
-                width: j.procs,
-                submit: j.submit,
-                start: now,
-                end: now + run,
-                run: base_run,
-                fragments: parts.len(),
-                parts,
-            });
-        }
-    }
-    debug_assert_eq!(grid.held(), 0, "every feasible job ends");
-    (records.into_iter().flatten().collect(), refused)
+        let est = j.estimate.max(1);
+        records[idx] = Some(GridRecord {
+            idx,
+            site: *site,
+            width: j.procs,
+            submit: j.submit,
+            start: r.start,
+            end: r.end,
+            run: j.runtime.unwrap_or(j.estimate).clamp(0, est),
+            fragments: parts.len(),
+            parts,
+        });
+    };
+    let hooks = PlatformHooks {
+        record: Some(&mut record),
+        ..PlatformHooks::default()
+    };
+    let report = simulate_platform(&platform, policies, grid, jobs, hooks)
+        .expect("every job the grid scheduler starts fits where it starts");
+    let records = records.into_iter().flatten().collect();
+    (records, report.stats.rejected)
 }
 
 /// The §3.4 metrics of a set of records.

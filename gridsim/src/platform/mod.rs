@@ -36,7 +36,7 @@ pub use gridsched_core::grid::Classify;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
 
-use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Priority};
+use gridsched_core::dispatch::{ClusterCaps, Dispatcher, MultiSiteConfig, Priority};
 use gridsched_core::grid::{GridConfig, GridRunner, GridSettings, Input as GridInput, SiteSpec};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::{Policy, Start};
@@ -121,6 +121,9 @@ pub struct PlatformRecord {
     /// Times it was killed (or requeued) and ran again from scratch.
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub restarts: u32,
+    /// A split job's fragments: cluster and processors (empty for a job run whole at `cluster`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<(ClusterId, u32)>,
 }
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -321,6 +324,8 @@ struct Sim<'p, 'h> {
     lost: Vec<bool>,
     /// The grid's ids of the reservations asked for, by the numbers jobs name them by.
     named: events::Named,
+    /// The overhead of the splits the grid runner starts at once.
+    at_once: MultiSiteConfig,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `grid`.
@@ -381,7 +386,7 @@ where
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let grid = match grid.into() {
+    let (grid, at_once) = match grid.into() {
         Grid::Meta(meta) => {
             let mut caps = caps_of(platform);
             // A partition's jobs may span its nodes: the widest job it runs is its whole size.
@@ -400,12 +405,15 @@ where
                     machines: None,
                 })
                 .collect();
+            let at_once = (meta.splits.as_ref())
+                .map_or_else(MultiSiteConfig::default, |s| s.multi_site.clone());
             let settings = GridSettings {
                 coallocation: meta.splits,
                 site_down_after_ms: events.loses().then_some(events.down_after_ms),
                 ..GridSettings::default()
             };
-            GridRunner::new(sites, meta.dispatcher, meta.classify, settings)
+            let grid = GridRunner::new(sites, meta.dispatcher, meta.classify, settings);
+            (grid, at_once)
         }
         Grid::Config(cfg) => {
             if cfg.sites.len() != n {
@@ -414,7 +422,9 @@ where
                     cfg.sites.len()
                 )));
             }
-            GridRunner::from_config(&cfg).map_err(|e| PlatformError::Grid(e.to_string()))?
+            let grid =
+                GridRunner::from_config(&cfg).map_err(|e| PlatformError::Grid(e.to_string()))?;
+            (grid, cfg.dispatch.multi_site.clone())
         }
     };
     let mut sim = Sim {
@@ -439,6 +449,7 @@ where
         effects: Vec::new(),
         lost: vec![false; n],
         named: events::Named::new(),
+        at_once,
     };
     for &(at, cluster) in &events.lost {
         if cluster.index() < n {

@@ -230,6 +230,7 @@ impl Sim<'_, '_> {
                     self.push(at, Ev::Retry { job });
                 }
             }
+            GridEffect::StartSplit { job, parts } => self.start_split(t, job, &parts, dirty)?,
             GridEffect::Over { job, site } => self.split_over(t, job, ClusterId(site as u32)),
             GridEffect::Wait {
                 job,
@@ -240,7 +241,6 @@ impl Sim<'_, '_> {
             | GridEffect::Coallocating { .. }
             | GridEffect::Wait { .. }
             | GridEffect::Kill { .. }
-            | GridEffect::StartSplit { .. }
             | GridEffect::SiteDown { .. }
             | GridEffect::SiteUp { .. } => {}
         }
@@ -309,17 +309,7 @@ impl Sim<'_, '_> {
         l.req_procs -= procs;
         l.req_licences -= licences;
         if self.splits.contains_key(&job) {
-            self.fragment_ended(t, job, c, &done);
-            let site = c.index();
-            self.feed(
-                t,
-                GridInput::FragmentEnded {
-                    job,
-                    site,
-                    ok: true,
-                },
-                dirty,
-            )?;
+            self.split_fragment_ended(t, job, c, &done, dirty)?;
             return Ok(true);
         }
         let rec = PlatformRecord {
@@ -333,6 +323,7 @@ impl Sim<'_, '_> {
             deadline: done.deadline,
             suspensions: done.suspensions,
             restarts: done.restarts,
+            parts: Vec::new(),
         };
         self.job_stats[c.index()].add(rec.submit, rec.end, rec.exec, rec.deadline);
         self.record(&rec);

@@ -17,7 +17,8 @@
 //! runner's rules.
 
 use super::{PlatformError, PlatformRecord, Sim};
-use gridsched_core::dispatch::{Priority, stretch_by};
+use gridsched_core::dispatch::{Part, Priority, stretch_by};
+use gridsched_core::grid::Input as GridInput;
 use gridsched_core::grid::{CoallocationRules, Fragment};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, ReservationId, Time};
 use gridsched_core::runner::{Finished, Input};
@@ -37,6 +38,27 @@ pub(super) struct SplitJob {
     start: Option<Time>,
     exec: Duration,
     suspensions: u32,
+    /// Its fragments: cluster and processors.
+    parts: Vec<(ClusterId, u32)>,
+    /// Started at once without holds ([`GridEffect::StartSplit`](gridsched_core::grid::Effect)):
+    /// the grid runner hears of its end once, from its first fragment's cluster, when the last
+    /// fragment ends.
+    at_once: bool,
+}
+
+impl SplitJob {
+    fn new(job: Job, priority: Priority, parts: Vec<(ClusterId, u32)>, at_once: bool) -> SplitJob {
+        SplitJob {
+            job,
+            priority,
+            left: parts.len(),
+            start: None,
+            exec: 0,
+            suspensions: 0,
+            parts,
+            at_once,
+        }
+    }
 }
 
 impl Sim<'_, '_> {
@@ -70,18 +92,83 @@ impl Sim<'_, '_> {
                     why: format!("fragment refused inside its reservation: {e}"),
                 })?;
         }
-        self.splits.insert(
-            job,
-            SplitJob {
-                job: whole,
-                priority,
-                left: fragments.len(),
-                start: None,
-                exec: 0,
-                suspensions: 0,
-            },
-        );
+        let parts = fragments
+            .iter()
+            .map(|f| (ClusterId(f.site as u32), f.procs))
+            .collect();
+        self.splits
+            .insert(job, SplitJob::new(whole, priority, parts, false));
         Ok(())
+    }
+
+    /// The grid runner starts split job `job` at once on `parts` (the multi-site study's grid
+    /// scheduler, which tracks each site's occupancy itself, Streit, thesis §6): each fragment is
+    /// submitted to its cluster, its run time and estimate stretched by the overhead p of the
+    /// sites it spans (`MultiSiteConfig::stretch_over`).
+    pub(super) fn start_split<E>(
+        &mut self,
+        t: Time,
+        job: JobId,
+        parts: &[Part],
+        dirty: &mut [bool],
+    ) -> Result<(), PlatformError<E>> {
+        let (whole, priority) = self.grid.job(job).expect("a split job is open");
+        let whole = whole.clone();
+        let sites = parts.iter().map(|p| p.cluster.0);
+        let stretch = |d: Duration| self.at_once.stretch_over(d, sites.clone());
+        let estimate = stretch(whole.estimate);
+        let runtime = whole.runtime.map(|r| stretch(r.clamp(0, whole.estimate)));
+        for p in parts {
+            let fragment = Job {
+                procs: p.procs,
+                estimate,
+                runtime,
+                inputs: Vec::new(),
+                ..whole.clone()
+            };
+            self.submit_to(t, fragment, priority, p.cluster, dirty)
+                .map_err(|e| PlatformError::BadDecision {
+                    time: t,
+                    cluster: p.cluster,
+                    job,
+                    why: format!("fragment refused where the grid started it: {e}"),
+                })?;
+        }
+        let parts = parts.iter().map(|p| (p.cluster, p.procs)).collect();
+        self.splits
+            .insert(job, SplitJob::new(whole, priority, parts, true));
+        Ok(())
+    }
+
+    /// A fragment of split job `job` ended at cluster `c`: the grid runner hears of it (of a
+    /// split started at once, only of its last fragment's end, as the job's end).
+    pub(super) fn split_fragment_ended<E>(
+        &mut self,
+        t: Time,
+        job: JobId,
+        c: ClusterId,
+        done: &Finished,
+        dirty: &mut [bool],
+    ) -> Result<(), PlatformError<E>> {
+        self.fragment_ended(t, job, c, done);
+        let s = &self.splits[&job];
+        let input = match (s.at_once, s.left) {
+            (false, _) => GridInput::FragmentEnded {
+                job,
+                site: c.index(),
+                ok: true,
+            },
+            (true, 0) => {
+                let first = s.parts[0].0;
+                self.split_over(t, job, first);
+                GridInput::Ended {
+                    job,
+                    site: first.index(),
+                }
+            }
+            (true, _) => return Ok(()),
+        };
+        self.feed(t, input, dirty)
     }
 
     /// Lets reservation `id` go at `cluster` (a hold that must move, or one that has served).
@@ -120,6 +207,7 @@ impl Sim<'_, '_> {
             deadline: s.job.deadline,
             suspensions: s.suspensions,
             restarts: 0,
+            parts: s.parts,
         };
         self.record(&rec);
     }
