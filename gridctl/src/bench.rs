@@ -241,9 +241,6 @@ pub(crate) fn pct(v: &mut [f64], p: f64) -> f64 {
 
 /// `gridctl bench`.
 pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
-    if a.against == Some(Against::Slurm) {
-        return crate::bench_slurm::against_slurm(&a).await;
-    }
     let tmp = tempfile::tempdir()?;
     let dir = a.dir.clone().unwrap_or_else(|| tmp.path().to_owned());
     let mut g = grid();

@@ -384,6 +384,11 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     };
     let cmd = match cli.cmd {
         Cmd::Up(a) => return up::up(a).await.map(|()| std::process::ExitCode::SUCCESS),
+        Cmd::Bench(a) if a.against == Some(bench::Against::Slurm) => {
+            return bench_slurm::against_slurm(&a)
+                .await
+                .map(|()| std::process::ExitCode::SUCCESS);
+        }
         Cmd::Bench(a) => {
             return bench::bench(a)
                 .await

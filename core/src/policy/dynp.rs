@@ -17,7 +17,7 @@
 //! of the table repeat the conditions of rows 4b, 2 and 3 (one strict best, the other two tied)
 //! and are counted there; the thesis' counts (Tab. 5.3) record 0, 0 and 1 decisions for them.
 
-use super::planning::PlanOrder;
+use super::plan_order::PlanOrder;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

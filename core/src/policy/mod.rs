@@ -21,6 +21,7 @@ mod fcfs;
 mod flexible_backfilling;
 pub mod gang;
 mod order;
+mod plan_order;
 mod planning;
 mod registry;
 mod rules;

@@ -22,6 +22,7 @@ mod candidates;
 
 use super::dynp::{DynpOptions, PlannedJob, Ratings, SelfTuning, Tuning, TuningMetric, rate};
 use super::fcfs::{check_job, restore_checks, restore_single};
+pub use super::plan_order::PlanOrder;
 use super::rules::PlanningRules;
 use super::user_caps::{UserUse, admits};
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
@@ -30,55 +31,12 @@ use crate::structures::{Profile, RunningSet};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// The order of a planning policy (thesis §3.2: FCFS, SJF, LJF with "front" selection).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum PlanOrder {
-    /// Arrival order.
-    #[default]
-    Fcfs,
-    /// Shortest estimate first, ties by arrival.
-    Sjf,
-    /// Longest estimate first, ties by arrival.
-    Ljf,
-}
-
-impl PlanOrder {
-    /// The three orders dynP chooses from, in the deciders' tie order.
-    pub const ALL: [PlanOrder; 3] = [PlanOrder::Fcfs, PlanOrder::Sjf, PlanOrder::Ljf];
-
-    /// Its name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlanOrder::Fcfs => "fcfs",
-            PlanOrder::Sjf => "sjf",
-            PlanOrder::Ljf => "ljf",
-        }
-    }
-
-    /// Its position in [`PlanOrder::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    fn key(self, w: &Waiting) -> (i64, u64) {
-        match self {
-            PlanOrder::Fcfs => (0, w.seq),
-            PlanOrder::Sjf => (w.estimate, w.seq),
-            PlanOrder::Ljf => (-w.estimate, w.seq),
-        }
-    }
-}
-
-impl std::str::FromStr for PlanOrder {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        PlanOrder::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("unknown order `{s}` (expected one of: fcfs, sjf, ljf)"))
+/// Where a waiting job stands in `order`: the sort key of the plan.
+fn order_key(order: PlanOrder, w: &Waiting) -> (i64, u64) {
+    match order {
+        PlanOrder::Fcfs => (0, w.seq),
+        PlanOrder::Sjf => (w.estimate, w.seq),
+        PlanOrder::Ljf => (-w.estimate, w.seq),
     }
 }
 
@@ -207,8 +165,10 @@ impl Plan {
 
     /// Takes `w` in at its place in the order.
     fn insert(&mut self, w: Waiting) {
-        let key = self.order.key(&w);
-        let at = self.slots.partition_point(|s| self.order.key(&s.job) < key);
+        let key = order_key(self.order, &w);
+        let at = self
+            .slots
+            .partition_point(|s| order_key(self.order, &s.job) < key);
         self.slots.insert(
             at,
             Slot {
@@ -1008,7 +968,7 @@ mod tests {
                 .iter()
                 .map(|&job| Slot { job, start: None })
                 .collect();
-            slots.sort_by_key(|s| order.key(&s.job));
+            slots.sort_by_key(|s| order_key(order, &s.job));
             let mut prev = now;
             for s in &mut slots {
                 let from = if self.backfilling { now } else { prev };

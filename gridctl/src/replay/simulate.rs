@@ -15,7 +15,7 @@ use gridsched_core::model::{
     ClusterId, Job, JobId, LicenceId, LicenceType, MachineId, Platform, Site, SiteId,
 };
 use gridsched_core::policy::Policy;
-use gridsched_core::policy::Start;
+use gridsched_core::runner::{ClusterRunner, Effect};
 use gridsim::platform::{
     GridEvents, PlatformHooks, PlatformRecord, ReservationAsk, simulate_platform_with,
 };
@@ -111,10 +111,12 @@ impl SimGrid {
         let mut record = |r: &PlatformRecord| records.push(r.clone());
         // Each job's first start and site, for the jobs lost with their site.
         let mut started: Vec<Option<(i64, usize)>> = vec![None; n];
-        let mut pass = |t: i64, c: ClusterId, starts: &[Start], _: &dyn Policy| {
-            for s in starts {
-                let first = &mut started[(s.job.0 - 1) as usize];
-                first.get_or_insert((t, c.index()));
+        let mut pass = |t: i64, c: ClusterId, effects: &[Effect], _: &ClusterRunner| {
+            for e in effects {
+                if let Effect::Start(s) = e {
+                    let first = &mut started[(s.job.0 - 1) as usize];
+                    first.get_or_insert((t, c.index()));
+                }
             }
         };
         let mut refusals: Vec<(JobId, String)> = Vec::new();

@@ -13,6 +13,7 @@ mod rerun;
 mod run;
 mod trace;
 mod trace_calibrate;
+mod trace_out;
 mod trace_synth;
 
 use clap::{Parser, Subcommand};

@@ -1,9 +1,56 @@
-//! Rendering a replay's result: a readable table by default, one JSON object with `--json`.
+//! A replay's result, and its rendering: a readable table by default, one JSON object with
+//! `--json`.
 
-use super::run::{RunOutcome, WorkloadInfo};
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 use gridsched_core::metrics::Summary;
+use gridsched_workload::NormalizeStats;
+use gridsim::RunReport;
 use serde::Serialize;
+
+/// What was replayed.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadInfo {
+    /// The file, or `synthetic`.
+    pub source: String,
+    /// `swf`, `jsonl` or `synthetic`.
+    pub format: &'static str,
+    /// Processors of the simulated machine.
+    pub procs: u32,
+    /// Jobs read from the workload.
+    pub jobs_read: u64,
+    /// Lines skipped as unreadable (with --skip-bad-lines).
+    pub skipped_lines: u64,
+    /// What the SWF normalisation did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normalizer: Option<NormalizeStats>,
+    /// Selected SWF header fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<HeaderInfo>,
+}
+
+/// The SWF header fields a report shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct HeaderInfo {
+    pub computer: Option<String>,
+    pub installation: Option<String>,
+    pub max_procs: Option<u64>,
+    pub max_nodes: Option<u64>,
+    pub unix_start_time: Option<i64>,
+    pub acknowledge: Option<String>,
+}
+
+/// The result of one replay.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub workload: WorkloadInfo,
+    pub policy: String,
+    pub options: Vec<String>,
+    pub report: RunReport,
+    pub wall_s: f64,
+    pub skipped_errors: Vec<String>,
+    /// The policy's own counters (dynP: decisions by case, switches, starts by policy).
+    pub counters: Vec<(String, u64)>,
+}
 
 /// The JSON object of `gridsim run --json`: the summary's keys at the top level, then the run's
 /// counters and timing.

@@ -2,16 +2,14 @@
 //! JSON and optionally every job's record as CSV.
 
 use super::knobs::Knobs;
-use super::output;
+use super::output::{self, HeaderInfo, RunOutcome, WorkloadInfo};
 use super::say;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use gridsched_core::metrics::JobRecord;
 use gridsched_core::model::{Job, MachineId};
-use gridsched_workload::{
-    JobSource, NormalizeStats, ShrinkExt, SyntheticParams, WorkloadError, traces,
-};
-use gridsim::{Hooks, ReservationRequest, RunReport, simulate};
+use gridsched_workload::{JobSource, ShrinkExt, SyntheticParams, WorkloadError, traces};
+use gridsim::{Hooks, ReservationRequest, simulate};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -58,51 +56,6 @@ pub struct RunArgs {
     /// No progress bar (it is shown only when stderr is a terminal anyway).
     #[arg(long)]
     pub quiet: bool,
-}
-
-/// What was replayed.
-#[derive(Clone, Debug, Serialize)]
-pub struct WorkloadInfo {
-    /// The file, or `synthetic`.
-    pub source: String,
-    /// `swf`, `jsonl` or `synthetic`.
-    pub format: &'static str,
-    /// Processors of the simulated machine.
-    pub procs: u32,
-    /// Jobs read from the workload.
-    pub jobs_read: u64,
-    /// Lines skipped as unreadable (with --skip-bad-lines).
-    pub skipped_lines: u64,
-    /// What the SWF normalisation did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub normalizer: Option<NormalizeStats>,
-    /// Selected SWF header fields.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub header: Option<HeaderInfo>,
-}
-
-/// The SWF header fields a report shows.
-#[derive(Clone, Debug, Serialize)]
-pub struct HeaderInfo {
-    pub computer: Option<String>,
-    pub installation: Option<String>,
-    pub max_procs: Option<u64>,
-    pub max_nodes: Option<u64>,
-    pub unix_start_time: Option<i64>,
-    pub acknowledge: Option<String>,
-}
-
-/// The result of one replay.
-#[derive(Debug)]
-pub struct RunOutcome {
-    pub workload: WorkloadInfo,
-    pub policy: String,
-    pub options: Vec<String>,
-    pub report: RunReport,
-    pub wall_s: f64,
-    pub skipped_errors: Vec<String>,
-    /// The policy's own counters (dynP: decisions by case, switches, starts by policy).
-    pub counters: Vec<(String, u64)>,
 }
 
 /// Opens the workload the arguments name.

@@ -3,7 +3,7 @@
 //! shapes from a trace's 3-D (width, estimate, actual) matrix, Weibull arrivals with one of the
 //! study's per-trace fits, written as SWF or JSON Lines with an optional JSON summary.
 
-use super::trace::{print_summary, write_jobs};
+use super::trace_out::{print_summary, write_jobs};
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use gridsched_workload::scale::Summary;

@@ -4,7 +4,7 @@
 //! and what incremental matching keeps that exact matching would move.
 
 use super::Summary;
-use super::cs::{BASELINES, CS, READINGS, Reading};
+use super::cs_variants::{BASELINES, CS, READINGS, Reading};
 use gridsched_core::cluster::ClusterState;
 use gridsched_core::model::ClusterId;
 use gridsched_workload::seed_setups::SetupParams;

@@ -20,6 +20,7 @@
 //! claims on traces that are not shared (CTC, LANL, SDSC SP2, the low-load traces), on months and
 //! on perfect estimates are listed as not evaluated with the reason.
 
+pub use super::dynp_syn::FACTORS;
 use super::dynp_syn::{self, FAMILIES, Family};
 use super::fb::{Claim, NotEvaluated, write_claims, write_not_evaluated};
 use super::output::Row;
@@ -34,9 +35,6 @@ use gridsched_workload::shrink::shrink_time;
 use gridsched_workload::synthetic::trace_model::TraceModelGenerator;
 use gridsched_workload::{JobSource, NormalizeOptions, traces};
 use std::fmt::Write as _;
-
-/// The shrinking factors of Tab. 5.10 for CTC, KTH, LANL and SDSC.
-pub const FACTORS: [f64; 5] = [1.0, 0.9, 0.8, 0.7, 0.6];
 
 /// The slackness values of Tab. 5.8, percent.
 pub const SLACKS: [u32; 5] = [2, 4, 6, 8, 10];

@@ -30,6 +30,9 @@ use gridsched_workload::synthetic::trace_model::{ShapeMatrix, Weibull};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// The shrinking factors of Tab. 5.10 for CTC, KTH, LANL and SDSC.
+pub const FACTORS: [f64; 5] = [1.0, 0.9, 0.8, 0.7, 0.6];
+
 /// The configurations of Tab. A.13–A.16.
 pub const CONFIGS: [&str; 5] = [
     "FCFS",
@@ -204,7 +207,7 @@ impl Family {
 
 /// The published row of Tab. A.13–A.16 at factor `f` (1.0 … 0.6), if the factor is one of them.
 fn published_at(rows: &[[f64; 10]; 5], f: f64) -> Option<&[f64; 10]> {
-    super::dynp::FACTORS
+    FACTORS
         .iter()
         .position(|&x| (x - f).abs() < 1e-9)
         .map(|i| &rows[i])

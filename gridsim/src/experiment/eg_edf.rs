@@ -27,7 +27,8 @@ use crate::platform::{Classify, Meta, PlatformHooks, PlatformRecord, simulate_pl
 use anyhow::{Result, anyhow};
 use gridsched_core::dispatch::RoundRobin;
 use gridsched_core::model::{ClusterId, Job, Platform, Time};
-use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind, Start};
+use gridsched_core::policy::{PolicyConfig, PolicyKind};
+use gridsched_core::runner::{ClusterRunner, Effect};
 use gridsched_workload::seed_setups::{LicenceNeeds, SetupParams};
 use std::fmt::Write as _;
 
@@ -328,7 +329,9 @@ pub fn metrics(platform: &Platform, kind: PolicyKind, jobs: Vec<Job>) -> Result<
         }
     };
     let mut counters: Vec<(String, u64)> = Vec::new();
-    let mut pass = |_: Time, _: ClusterId, _: &[Start], p: &dyn Policy| counters = p.counters();
+    let mut pass = |_: Time, _: ClusterId, _: &[Effect], r: &ClusterRunner| {
+        counters = r.policy().counters();
+    };
     let rep = simulate_platform(
         platform,
         vec![policy],

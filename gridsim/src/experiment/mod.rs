@@ -33,6 +33,7 @@ pub mod adh;
 pub mod constraints;
 pub mod cs;
 pub mod cs_findings;
+pub mod cs_variants;
 pub mod dynp;
 pub mod dynp_syn;
 pub mod eg_edf;

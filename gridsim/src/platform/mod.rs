@@ -39,7 +39,7 @@ pub use split::SplitRules;
 use gridsched_core::dispatch::{ClusterCaps, Dispatcher, MultiSiteConfig, Priority};
 use gridsched_core::grid::{GridConfig, GridRunner, GridSettings, Input as GridInput, SiteSpec};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
-use gridsched_core::policy::{Policy, Start};
+use gridsched_core::policy::Policy;
 use gridsched_core::runner::{ClusterRunner, Effect, RunnerConfig};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -202,8 +202,10 @@ pub struct PlatformReport {
     pub stats: PlatformStats,
 }
 
-/// Called after each pass with the time, the cluster, its starts and its policy.
-pub type PlatformPassHook<'a> = &'a mut dyn FnMut(Time, ClusterId, &[Start], &dyn Policy);
+/// Called after each pass with the time, the cluster, the pass's effects (starts, suspensions,
+/// kills) and the cluster's runner: an observer of the run (the gang experiment measures its
+/// loss of capacity by one).
+pub type PlatformPassHook<'a> = &'a mut dyn FnMut(Time, ClusterId, &[Effect], &ClusterRunner);
 
 /// Called with every job refused and why.
 pub type PlatformRefusalHook<'a> = &'a mut dyn FnMut(JobId, &str);

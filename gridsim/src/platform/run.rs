@@ -8,7 +8,7 @@ use super::{ClusterReport, Ev, Flight, PlatformError, PlatformRecord, PlatformRe
 use gridsched_core::dispatch::{ClusterLoad, Priority, UrgentLoad};
 use gridsched_core::grid::{Cause, Effect as GridEffect, GridError, Input as GridInput};
 use gridsched_core::model::{ClusterId, Job, JobId, Time};
-use gridsched_core::policy::{AdvanceReservation, Start};
+use gridsched_core::policy::AdvanceReservation;
 use gridsched_core::runner::{Effect, Input, RunnerError};
 use std::cmp::Reverse;
 use std::time::Instant;
@@ -357,7 +357,6 @@ impl Sim<'_, '_> {
         self.pass_time += clock.elapsed().as_secs_f64();
         self.stats.passes += 1;
         res.map_err(|e| bad_decision(cluster, e))?;
-        let mut starts = Vec::new();
         for e in &effects {
             match *e {
                 Effect::Suspend { job, .. } => {
@@ -393,18 +392,15 @@ impl Sim<'_, '_> {
                             generation,
                         },
                     );
-                    if self.hooks.pass.is_some() {
-                        starts.push(Start::on(s.job, s.machine, s.procs));
-                    }
                 }
                 Effect::Finished(_) | Effect::Overrun { .. } => {}
             }
         }
-        self.effects = effects;
         let runner = &self.runners[cluster.index()];
         if let Some(h) = self.hooks.pass.as_mut() {
-            h(t, cluster, &starts, runner.policy());
+            h(t, cluster, &effects, runner);
         }
+        self.effects = effects;
         if let Some(w) = runner.next_wakeup()
             && w > t
             && self.wakes.insert((w, cluster))

@@ -214,11 +214,13 @@ fn every_cluster_policy_keeps_the_invariants_on_random_platforms() {
         for kind in PolicyKind::cluster().into_iter().filter(|k| !k.is_gang()) {
             let mut first_res: HashMap<JobId, Time> = HashMap::new();
             let mut starts: HashMap<JobId, Time> = HashMap::new();
-            let mut pass = |t: Time, _c: ClusterId, s: &[Start], pol: &dyn Policy| {
-                for st in s {
-                    starts.entry(st.job).or_insert(t);
+            let mut pass = |t: Time, _c: ClusterId, effects: &[Effect], run: &ClusterRunner| {
+                for e in effects {
+                    if let Effect::Start(st) = e {
+                        starts.entry(st.job).or_insert(t);
+                    }
                 }
-                for r in pol.reservations() {
+                for r in run.policy().reservations() {
                     first_res.entry(r.job).or_insert(r.start);
                 }
             };
