@@ -69,7 +69,7 @@ pub struct MetaConfig {
     pub store: crate::store::StoreConfig,
     /// This replica's name, address and lease times, for replicas sharing a PostgreSQL store.
     #[serde(default)]
-    pub replica: crate::replica::ReplicaConfig,
+    pub replica: ReplicaConfig,
     /// Who may submit urgent jobs, and up to which level; without it, nobody.
     #[serde(default)]
     pub urgent: crate::urgent::UrgentConfig,
@@ -459,6 +459,61 @@ impl MetaConfig {
     /// The highest priority.
     pub fn max_priority(&self) -> u32 {
         u32::from(self.classifier.max)
+    }
+}
+
+/// The `[replica]` section: this replica's name and address in the lease, and the lease's
+/// times.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplicaConfig {
+    /// The replica's name in the lease (default: its address). Two replicas must not share it:
+    /// a replica takes a lease held under its own name at once (its earlier life, restarted).
+    pub name: Option<String>,
+    /// The address clients reach this replica at, which followers name in their answers
+    /// (default: the listen address, with this host's name for an unspecified one).
+    pub advertise: Option<String>,
+    /// How long a lease lasts without renewal, in milliseconds: a dead leader is replaced after
+    /// at most this plus `poll_ms` and the time to load the open jobs.
+    pub lease_ms: u64,
+    /// How often the leader renews its lease (milliseconds).
+    pub renew_ms: u64,
+    /// How often a follower asks for the lease (milliseconds).
+    pub poll_ms: u64,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        ReplicaConfig {
+            name: None,
+            advertise: None,
+            lease_ms: 3000,
+            renew_ms: 1000,
+            poll_ms: 500,
+        }
+    }
+}
+
+impl ReplicaConfig {
+    /// Checks the times: positive, and a renewal well inside the lease.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if self.lease_ms == 0 || self.renew_ms == 0 || self.poll_ms == 0 {
+            return Err((
+                "replica".into(),
+                "lease_ms, renew_ms and poll_ms must be positive".into(),
+            ));
+        }
+        if self.renew_ms.saturating_mul(2) > self.lease_ms {
+            return Err((
+                "replica.renew_ms".into(),
+                format!(
+                    "{} is more than half of replica.lease_ms ({}): one late renewal would \
+                     lose the lease",
+                    self.renew_ms, self.lease_ms
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -3,9 +3,17 @@
 //! local queue, its position, its reservation and what blocks it, read from its local scheduler's
 //! status.
 
-use crate::state::Decision;
 use gridsched_proto::v1::{self, BlockerKind, JobState};
 use tonic::Status;
+
+/// How a job's priority and site were chosen, kept for `explain`.
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    /// Classification.
+    pub priority: Option<v1::PriorityExplanation>,
+    /// The latest dispatch decision.
+    pub dispatch: Option<v1::DispatchExplanation>,
+}
 
 fn blocker(
     kind: BlockerKind,

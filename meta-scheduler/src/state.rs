@@ -30,14 +30,7 @@ use gridsched_core::model::{JobId, ReservationId};
 use gridsched_proto::v1::{self, JobState};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-/// How a job's priority and site were chosen, kept for `explain`.
-#[derive(Debug, Clone, Default)]
-pub struct Decision {
-    /// Classification.
-    pub priority: Option<v1::PriorityExplanation>,
-    /// The latest dispatch decision.
-    pub dispatch: Option<v1::DispatchExplanation>,
-}
+pub use crate::explain::Decision;
 
 /// What one state change must write and publish.
 #[derive(Debug, Default)]

@@ -24,8 +24,8 @@
 pub mod embedded;
 pub mod postgres;
 
+use crate::explain::Decision;
 use crate::history::Filter;
-use crate::state::Decision;
 use gridsched_proto::v1;
 use prost::Message;
 use serde::Deserialize;

@@ -45,6 +45,7 @@ pub mod ms_cs;
 pub mod ms_fb;
 pub mod multisite;
 pub mod output;
+pub mod per_cluster;
 pub mod plot;
 pub mod quoted;
 pub mod runner;

@@ -17,7 +17,7 @@
 //! bounds the deadline misses any policy can reach.
 
 use super::Summary;
-use super::two_level::{CAPACITY, CLUSTERS, SHARE, TwoLevelSetup, per_cluster};
+use super::per_cluster::{CAPACITY, CLUSTERS, SHARE, per_cluster};
 use gridsched_core::model::Platform;
 use std::fmt::Write as _;
 
@@ -117,44 +117,6 @@ pub fn share_table(r: &mut String, s: &Summary, alg: &str, optimal: &[f64; CLUST
     r.push('\n');
 }
 
-/// The offered load of the set-up's streams at `ta` (mean over the repetitions' draws), or `None`
-/// when the jobs all arrive at once.
-pub fn offered_load(setup: &TwoLevelSetup, ta: f64) -> Option<f64> {
-    let mut sum = 0.0;
-    for rep in 0..setup.reps.max(1) {
-        let (platform, jobs) = setup.draw(ta, setup.seed + u64::from(rep));
-        let procs: f64 = platform.machines.iter().map(|m| f64::from(m.procs)).sum();
-        let span = match (jobs.first(), jobs.last()) {
-            (Some(a), Some(b)) if b.submit > a.submit => (b.submit - a.submit) as f64,
-            _ => return None,
-        };
-        let work: f64 = jobs
-            .iter()
-            .map(|j| f64::from(j.procs) * j.estimate as f64)
-            .sum();
-        sum += work / (procs * span);
-    }
-    Some(sum / f64::from(setup.reps.max(1)))
-}
-
-/// A one-row table of the offered load at every Ta of the set-up.
-pub fn load_table(r: &mut String, setup: &TwoLevelSetup) {
-    let tas = &setup.params.inter_arrivals;
-    let _ = writeln!(
-        r,
-        "Offered load (Σ processors × estimate / (platform processors × arrival span); above 1 \
-         the queues grow all run long):\n"
-    );
-    let head: Vec<String> = tas.iter().map(|t| format!("Ta = {t}")).collect();
-    let _ = writeln!(r, "| {} |", head.join(" | "));
-    let _ = writeln!(r, "|{}", "---|".repeat(tas.len()));
-    let cells: Vec<String> = tas
-        .iter()
-        .map(|&t| offered_load(setup, t).map_or("all at once".into(), |l| format!("{l:.2}")))
-        .collect();
-    let _ = writeln!(r, "| {} |\n", cells.join(" | "));
-}
-
 /// The definitions paragraph of the share section.
 pub fn definitions(r: &mut String) {
     let _ = writeln!(
@@ -194,23 +156,5 @@ mod tests {
             distance(&[50.0, 30.0, 10.0, 10.0], &mean.map(|_| 25.0)),
             60.0
         );
-    }
-
-    #[test]
-    fn offered_load_falls_as_ta_grows() {
-        let setup = TwoLevelSetup {
-            params: SetupParams::table6(),
-            reps: 1,
-            seed: 1,
-        };
-        assert_eq!(offered_load(&setup, 0.0), None);
-        let l5 = offered_load(&setup, 5.0).unwrap();
-        let l10 = offered_load(&setup, 10.0).unwrap();
-        // 4.5 processors × 9,000 s per job every Ta seconds on about 225 × 18 processors.
-        assert!((1.6..2.4).contains(&l5), "{l5}");
-        assert!((l5 / l10 - 2.0).abs() < 0.2, "{l5} {l10}");
-        let mut r = String::new();
-        load_table(&mut r, &setup);
-        assert!(r.contains("| all at once |"), "{r}");
     }
 }

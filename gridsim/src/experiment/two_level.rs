@@ -24,37 +24,10 @@ use gridsched_core::policy::{Policy, PolicyConfig};
 use gridsched_workload::seed_setups::SetupParams;
 use std::fmt::Write as _;
 
-/// Clusters of the set-up.
-pub const CLUSTERS: usize = 4;
-
-/// Per-cluster metric names, as `[[c1, c2, c3, c4]; 8]`, in CSV order.
-pub const PER_CLUSTER: [[&str; CLUSTERS]; 8] = [
-    ["share_c1", "share_c2", "share_c3", "share_c4"],
-    ["optimal_c1", "optimal_c2", "optimal_c3", "optimal_c4"],
-    ["missed_c1", "missed_c2", "missed_c3", "missed_c4"],
-    ["missed_n_c1", "missed_n_c2", "missed_n_c3", "missed_n_c4"],
-    ["slowdown_c1", "slowdown_c2", "slowdown_c3", "slowdown_c4"],
-    ["proc_c1", "proc_c2", "proc_c3", "proc_c4"],
-    ["lic_c1", "lic_c2", "lic_c3", "lic_c4"],
-    ["capacity_c1", "capacity_c2", "capacity_c3", "capacity_c4"],
-];
-
-/// Index of each per-cluster metric in [`PER_CLUSTER`].
-pub const SHARE: usize = 0;
-/// Optimal share.
-pub const OPTIMAL: usize = 1;
-/// % deadline misses.
-pub const MISSED: usize = 2;
-/// Number of deadline misses.
-pub const MISSED_N: usize = 3;
-/// Slowdown of no-deadline jobs.
-pub const SLOWDOWN: usize = 4;
-/// Processor usage.
-pub const PROC: usize = 5;
-/// Licence usage.
-pub const LIC: usize = 6;
-/// Share of the platform's processors × benchmark ([`super::shares`]).
-pub const CAPACITY: usize = 7;
+pub use super::per_cluster::{
+    CAPACITY, CLUSTERS, LIC, MISSED, MISSED_N, OPTIMAL, PER_CLUSTER, PROC, SHARE, SLOWDOWN,
+    per_cluster,
+};
 
 /// How the meta-scheduler and the local schedulers of one configuration work.
 #[derive(Clone, Copy, Debug)]
@@ -238,7 +211,7 @@ impl Experiment for TwoLevelExperiment {
 /// The report tables: shares per Ta per configuration, then per-cluster tables at `ta`.
 pub fn body(r: &mut String, s: &Summary, setup: &TwoLevelSetup, algs: &[&str], fig: &str, ta: f64) {
     let o = optimal_shares(&setup.params);
-    shares::load_table(r, setup);
+    load_table(r, setup);
     shares::definitions(r);
     for a in algs {
         let _ = writeln!(r, "## Fig. {fig} — workload share per cluster, {a}\n");
@@ -403,11 +376,6 @@ pub fn cluster_table(r: &mut String, s: &Summary, algs: &[&str], ta: f64, k: usi
     r.push('\n');
 }
 
-/// The mean per-cluster values of metric `k` for a configuration and Ta (NaN when absent).
-pub fn per_cluster(s: &Summary, alg: &str, ta: f64, k: usize) -> [f64; CLUSTERS] {
-    PER_CLUSTER[k].map(|m| s.get(alg, "", ta, m).unwrap_or(f64::NAN))
-}
-
 /// A claim with its verdict and evidence.
 pub fn claim(claim: &str, holds: bool, evidence: String) -> Claim {
     Claim {
@@ -434,9 +402,65 @@ pub fn write_claims(r: &mut String, claims: &[Claim], not_evaluated: &[&str]) {
     }
 }
 
+/// The offered load of the set-up's streams at `ta` (mean over the repetitions' draws), or `None`
+/// when the jobs all arrive at once.
+pub fn offered_load(setup: &TwoLevelSetup, ta: f64) -> Option<f64> {
+    let mut sum = 0.0;
+    for rep in 0..setup.reps.max(1) {
+        let (platform, jobs) = setup.draw(ta, setup.seed + u64::from(rep));
+        let procs: f64 = platform.machines.iter().map(|m| f64::from(m.procs)).sum();
+        let span = match (jobs.first(), jobs.last()) {
+            (Some(a), Some(b)) if b.submit > a.submit => (b.submit - a.submit) as f64,
+            _ => return None,
+        };
+        let work: f64 = jobs
+            .iter()
+            .map(|j| f64::from(j.procs) * j.estimate as f64)
+            .sum();
+        sum += work / (procs * span);
+    }
+    Some(sum / f64::from(setup.reps.max(1)))
+}
+
+/// A one-row table of the offered load at every Ta of the set-up.
+pub fn load_table(r: &mut String, setup: &TwoLevelSetup) {
+    let tas = &setup.params.inter_arrivals;
+    let _ = writeln!(
+        r,
+        "Offered load (Σ processors × estimate / (platform processors × arrival span); above 1 \
+         the queues grow all run long):\n"
+    );
+    let head: Vec<String> = tas.iter().map(|t| format!("Ta = {t}")).collect();
+    let _ = writeln!(r, "| {} |", head.join(" | "));
+    let _ = writeln!(r, "|{}", "---|".repeat(tas.len()));
+    let cells: Vec<String> = tas
+        .iter()
+        .map(|&t| offered_load(setup, t).map_or("all at once".into(), |l| format!("{l:.2}")))
+        .collect();
+    let _ = writeln!(r, "| {} |\n", cells.join(" | "));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offered_load_falls_as_ta_grows() {
+        let setup = TwoLevelSetup {
+            params: SetupParams::table6(),
+            reps: 1,
+            seed: 1,
+        };
+        assert_eq!(offered_load(&setup, 0.0), None);
+        let l5 = offered_load(&setup, 5.0).unwrap();
+        let l10 = offered_load(&setup, 10.0).unwrap();
+        // 4.5 processors × 9,000 s per job every Ta seconds on about 225 × 18 processors.
+        assert!((1.6..2.4).contains(&l5), "{l5}");
+        assert!((l5 / l10 - 2.0).abs() < 0.2, "{l5} {l10}");
+        let mut r = String::new();
+        load_table(&mut r, &setup);
+        assert!(r.contains("| all at once |"), "{r}");
+    }
 
     #[test]
     fn optimal_shares_of_table6() {

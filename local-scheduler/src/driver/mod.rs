@@ -98,7 +98,7 @@ pub enum Msg {
         Reply<v1::CommitReservationResponse>,
     ),
     /// What Slurm answered to a call of a Slurm-backed site (never sent to a native driver).
-    Slurm(crate::slurm::Done),
+    Slurm(crate::slurm::call::Done),
 }
 
 #[derive(Debug)]

@@ -28,6 +28,7 @@
 //! * **Orphans.** A waiting Slurm job named as one of this site's that the site no longer wants (a
 //!   cancelled or withdrawn job whose cancellation did not reach Slurm) is cancelled.
 
+pub mod call;
 pub mod edge;
 pub mod mapping;
 pub mod rest;
@@ -38,89 +39,18 @@ use crate::config::{Config, SlurmConfig};
 use crate::driver::{EventFeed, Msg, Now};
 use crate::journal::{self, Journal};
 use crate::store::StoredJob;
+pub use call::{Call, Done, Snapshot};
 use gridsched_core::Time;
 use gridsched_core::model::{JobId, Platform};
 use gridsched_proto::v1::{self, JobState};
 use gridsched_proto::{NameTable, job_from_spec};
-use mapping::{Seen, SlurmJob, SlurmLicence, SlurmNode, Submission};
+use mapping::{Seen, SlurmJob, SlurmLicence, SlurmNode};
 use rest::CallError;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tokio::sync::mpsc;
 use tonic::Status;
 
 use crate::driver::WITHDRAWN;
-
-/// A call to Slurm the site decided, for the edge to make.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Call {
-    /// Submit run `run` of grid job `job`.
-    Submit {
-        /// The grid job.
-        job: u64,
-        /// Its run.
-        run: u32,
-        /// What to submit.
-        submission: Submission,
-    },
-    /// Release held Slurm job `slurm` (grid job `job`).
-    Release {
-        /// The grid job.
-        job: u64,
-        /// Its Slurm id.
-        slurm: u32,
-    },
-    /// Cancel Slurm job `slurm`.
-    Cancel {
-        /// Its Slurm id.
-        slurm: u32,
-    },
-    /// Read the jobs (all, or `None` back if none changed since `since`), nodes and licences.
-    Poll {
-        /// Unix seconds.
-        since: Option<Time>,
-    },
-}
-
-/// What Slurm answered to a [`Call`].
-#[derive(Debug)]
-pub enum Done {
-    /// To a submission: the Slurm id.
-    Submitted {
-        /// The grid job.
-        job: u64,
-        /// Its run.
-        run: u32,
-        /// Slurm's id, or why not.
-        result: Result<u32, CallError>,
-    },
-    /// To a release.
-    Released {
-        /// The grid job.
-        job: u64,
-        /// Done, or why not.
-        result: Result<(), CallError>,
-    },
-    /// To a cancellation.
-    Cancelled {
-        /// The Slurm job.
-        slurm: u32,
-        /// Done, or why not.
-        result: Result<(), CallError>,
-    },
-    /// To a poll.
-    Polled(Result<Snapshot, CallError>),
-}
-
-/// One read of the cluster.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Snapshot {
-    /// Every job Slurm retains; `None`: none changed since the poll's `since`.
-    pub jobs: Option<Vec<SlurmJob>>,
-    /// The nodes.
-    pub nodes: Vec<SlurmNode>,
-    /// The licence pools.
-    pub licences: Vec<SlurmLicence>,
-}
 
 /// A job of the site, not ended.
 #[derive(Debug)]

@@ -12,8 +12,8 @@ use super::{
     Backend, FinishedPage, History, Loaded, Reader, SCHEMA_VERSION, StoreConfig, StoreError, Write,
     decode_decision, err, newer,
 };
+use crate::explain::Decision;
 use crate::history::Filter;
-use crate::state::Decision;
 use gridsched_proto::v1;
 use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};

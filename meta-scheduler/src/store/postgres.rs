@@ -20,8 +20,8 @@
 use super::{
     Backend, FinishedPage, History, Loaded, Reader, StoreError, Write, decode_decision, err, newer,
 };
+use crate::explain::Decision;
 use crate::history::Filter;
-use crate::state::Decision;
 use gridsched_proto::v1;
 use postgres::types::ToSql;
 use postgres::{Client, NoTls};
