@@ -48,7 +48,8 @@ pub struct ReplayArgs {
     /// Skip unreadable trace lines (they are counted) instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_lines: bool,
-    /// Write every job's live and simulated outcome to this file (JSON Lines).
+    /// Write every job's live and simulated outcome to this file (JSON Lines; the simulated one
+    /// alone with `--dry-run`).
     #[arg(long)]
     pub records: Option<PathBuf>,
     /// Stop waiting for the live jobs this many seconds after the last submission (default: one

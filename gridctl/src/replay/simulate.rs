@@ -20,6 +20,7 @@ use gridsim::platform::{
     GridEvents, PlatformHooks, PlatformRecord, ReservationAsk, simulate_platform_with,
 };
 use meta_scheduler::MetaConfig;
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The grid as the simulator sees it.
@@ -109,13 +110,13 @@ impl SimGrid {
             .clone();
         let mut records: Vec<PlatformRecord> = Vec::with_capacity(n);
         let mut record = |r: &PlatformRecord| records.push(r.clone());
-        // Each job's first start and site, for the jobs lost with their site.
-        let mut started: Vec<Option<(i64, usize)>> = vec![None; n];
+        // Each job's first start at each site (a split job's fragments start apart when one of
+        // their sites is lost).
+        let mut started: HashMap<(u64, usize), i64> = HashMap::new();
         let mut pass = |t: i64, c: ClusterId, effects: &[Effect], _: &ClusterRunner| {
             for e in effects {
                 if let Effect::Start(s) = e {
-                    let first = &mut started[(s.job.0 - 1) as usize];
-                    first.get_or_insert((t, c.index()));
+                    started.entry((s.job.0, c.index())).or_insert(t);
                 }
             }
         };
@@ -139,18 +140,19 @@ impl SimGrid {
         for (job, why) in refusals {
             out[(job.0 - 1) as usize].note = why;
         }
-        // What a lost site still held when it was lost: every job it started is lost with it
-        // (one it started and finished before is recorded below, over this).
-        for (i, o) in out.iter_mut().enumerate() {
-            if let Some((start, site)) = started[i]
-                && lost.iter().any(|&(t, s)| s == site && t >= start)
-            {
-                o.site = Some(site);
-                o.submit = Some(submits[i]);
-                o.start = Some(start);
-                o.lost = true;
-                o.note = format!("lost with site {}", self.platform.clusters[site].name);
-            }
+        // What a lost site still held at the end: the jobs it ran, and those it kept (no other
+        // site could take them). A job it started and finished before is recorded below.
+        for &(job, site) in &report.stats.lost_jobs {
+            let i = (job.0 - 1) as usize;
+            let o = &mut out[i];
+            o.site = Some(site.index());
+            o.submit = Some(submits[i]);
+            o.start = started.get(&(job.0, site.index())).copied();
+            o.lost = true;
+            o.note = format!(
+                "lost with site {}",
+                self.platform.clusters[site.index()].name
+            );
         }
         for r in records {
             let o = &mut out[(r.id.0 - 1) as usize];

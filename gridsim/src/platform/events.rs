@@ -96,14 +96,15 @@ impl Sim<'_, '_> {
         }
     }
 
-    /// The jobs lost with their sites: those still at a lost cluster when the run ends.
-    pub(super) fn lost_jobs(&self) -> u64 {
-        self.runners
-            .iter()
-            .enumerate()
+    /// The jobs lost with their sites: those still at a lost cluster when the run ends (running
+    /// there, or kept there when no other site could take them), by job id.
+    pub(super) fn lost_jobs(&self) -> Vec<(JobId, ClusterId)> {
+        let mut out: Vec<(JobId, ClusterId)> = (self.runners.iter().enumerate())
             .filter(|(c, _)| self.lost[*c])
-            .map(|(_, r)| r.len() as u64)
-            .sum()
+            .flat_map(|(c, r)| r.jobs().map(move |(j, _)| (j.id, ClusterId(c as u32))))
+            .collect();
+        out.sort_unstable();
+        out
     }
 }
 

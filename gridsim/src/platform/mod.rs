@@ -156,6 +156,9 @@ pub struct PlatformStats {
     /// lost.
     #[serde(skip_serializing_if = "is_zero")]
     pub lost: u64,
+    /// Those jobs, with their sites, by job id.
+    #[serde(skip)]
+    pub lost_jobs: Vec<(JobId, ClusterId)>,
     /// Advance reservations asked for at the grid ([`GridEvents`]) and held by their sites.
     #[serde(skip_serializing_if = "is_zero")]
     pub reservations_held: u64,
@@ -562,7 +565,8 @@ where
             }
         }
     }
-    sim.stats.lost = sim.lost_jobs();
+    sim.stats.lost_jobs = sim.lost_jobs();
+    sim.stats.lost = sim.stats.lost_jobs.len() as u64;
     let waiting = (sim.runners.iter().enumerate())
         .filter(|(c, _)| !sim.lost[*c])
         .map(|(_, r)| r.len())

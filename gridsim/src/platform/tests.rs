@@ -540,14 +540,15 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
         let policies = build(&p, PolicyKind::Fcfs);
         let rep = simulate_platform_with(&p, policies, meta, jobs, hooks, events).unwrap();
         recs.sort_unstable();
-        (recs, rep.stats.lost)
+        assert_eq!(rep.stats.lost, rep.stats.lost_jobs.len() as u64);
+        (recs, rep.stats.lost_jobs)
     };
     let whole = outcome(&GridEvents::default());
     assert_eq!(
         whole,
         (
             vec![(1, 0, 0, 20), (2, 1, 0, 10), (3, 0, 20, 25), (4, 1, 10, 15)],
-            0
+            vec![]
         )
     );
     let lost = GridEvents {
@@ -557,7 +558,10 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
     };
     assert_eq!(
         outcome(&lost),
-        (vec![(1, 0, 0, 20), (3, 0, 20, 25), (4, 0, 25, 30)], 1)
+        (
+            vec![(1, 0, 0, 20), (3, 0, 20, 25), (4, 0, 25, 30)],
+            vec![(JobId(2), ClusterId(1))]
+        )
     );
     // Lost at 11 s, after job 4 started there: both of the site's jobs are done or lost.
     let late = GridEvents {
@@ -567,7 +571,10 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
     };
     assert_eq!(
         outcome(&late),
-        (vec![(1, 0, 0, 20), (2, 1, 0, 10), (3, 0, 20, 25)], 1)
+        (
+            vec![(1, 0, 0, 20), (2, 1, 0, 10), (3, 0, 20, 25)],
+            vec![(JobId(4), ClusterId(1))]
+        )
     );
 }
 
