@@ -609,14 +609,15 @@ async fn live(
             let first_fragment = job.fragments.first().map(|f| f.site.as_str());
             let site = job.site.as_deref().or(first_fragment).and_then(site_of);
             let lost_there = !job.state().is_terminal() && site.is_some_and(settled);
+            let o = &mut outcomes[i];
+            // As far as known: an unfinished job keeps these if the wait runs out.
+            o.site = site;
+            o.submit = job.submit_time.map(|t| t - t0);
+            o.start = job.start_time.map(|t| t - t0);
             if !job.state().is_terminal() && !lost_there {
                 still.push(i);
                 continue;
             }
-            let o = &mut outcomes[i];
-            o.site = site;
-            o.submit = job.submit_time.map(|t| t - t0);
-            o.start = job.start_time.map(|t| t - t0);
             o.end = job.end_time.map(|t| t - t0);
             o.completed = job.state() == v1::JobState::Completed;
             o.lost = lost_there;
@@ -638,8 +639,9 @@ async fn live(
         k.abort();
     }
     for &i in &open {
-        outcomes[i].submit = Some(slice.jobs[i].submit);
-        outcomes[i].note = "had not ended when the wait ran out".into();
+        let o = &mut outcomes[i];
+        o.submit.get_or_insert(slice.jobs[i].submit);
+        o.note = "had not ended when the wait ran out".into();
     }
     Ok(Live {
         outcomes,
