@@ -210,6 +210,9 @@ pub struct GridScheduler {
     /// Whether `usable` is `up` (marked for a job allowed everywhere, and `up` unchanged since).
     usable_is_up: bool,
     queue: Vec<Waiting>,
+    /// Whether a release pass skips, without building its options, a held job that fits nowhere
+    /// now (off only to test the pass against the plain one).
+    skip_hopeless: bool,
 }
 
 impl GridScheduler {
@@ -226,6 +229,7 @@ impl GridScheduler {
             usable: Vec::new(),
             usable_is_up: false,
             queue: Vec::new(),
+            skip_hopeless: true,
         }
     }
 
@@ -557,7 +561,8 @@ impl Dispatcher for GridScheduler {
                 width: self.queue[i].width,
                 estimate: self.queue[i].estimate,
             };
-            if res.is_some()
+            if self.skip_hopeless
+                && res.is_some()
                 && self.queue[i].allowed.is_none()
                 && w.width > most
                 && (!self.split || all < u64::from(w.width))
@@ -707,6 +712,59 @@ mod tests {
                 })
                 .collect(),
         )
+    }
+
+    /// Fast against plain: the release pass that skips the held jobs fitting nowhere decides
+    /// exactly what the pass building every job's options decides, over random streams of
+    /// arrivals and ends, for job sharing and multi-site.
+    #[test]
+    fn skipping_the_hopeless_held_jobs_changes_no_decision() {
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for round in 0..40 {
+            let sizes: Vec<u32> = (0..2 + next(4)).map(|_| 4 + next(29) as u32).collect();
+            let g = grid(&sizes);
+            let split = round % 2 == 0;
+            let mut fast = GridScheduler::new(split, MultiSiteConfig::default());
+            let mut plain = fast.clone();
+            plain.skip_hopeless = false;
+            let total: u32 = sizes.iter().sum();
+            let mut running: Vec<JobId> = Vec::new();
+            for step in 0..60u64 {
+                let now = step as Time * 10;
+                let top = if split {
+                    total
+                } else {
+                    *sizes.iter().max().unwrap()
+                };
+                let j = job(
+                    step + 1,
+                    1 + next(u64::from(top)) as u32,
+                    5 + next(200) as i64,
+                );
+                let (a, b) = (
+                    fast.dispatch(now, &j, 1, &g),
+                    plain.dispatch(now, &j, 1, &g),
+                );
+                assert_eq!(a, b, "round {round} step {step}");
+                if !running.is_empty() && next(3) == 0 {
+                    let k = next(running.len() as u64) as usize;
+                    let id = running.swap_remove(k);
+                    fast.job_ended(now, id, ClusterId(0));
+                    plain.job_ended(now, id, ClusterId(0));
+                }
+                let (mut x, mut y) = (Vec::new(), Vec::new());
+                fast.release(now, &g, &mut x);
+                plain.release(now, &g, &mut y);
+                assert_eq!(x, y, "round {round} step {step}");
+                running.extend(x.iter().map(|r| r.job));
+            }
+        }
     }
 
     #[test]

@@ -233,11 +233,10 @@ fn prepare(a: &ReplayArgs) -> anyhow::Result<Prepared> {
     let lost = a
         .lose
         .iter()
-        .map(|l| match grid.sites.iter().position(|s| s.name == l.site) {
+        .map(|l| match grid.site_index(&l.site) {
             Some(i) => Ok((l.at, i)),
             None => {
-                let names: Vec<&str> = grid.sites.iter().map(|s| s.name.as_str()).collect();
-                let names = names.join(", ");
+                let names = grid.site_names().join(", ");
                 anyhow::bail!(
                     "--lose {}@{}: no site `{}` (sites: {names})",
                     l.site,
@@ -248,10 +247,7 @@ fn prepare(a: &ReplayArgs) -> anyhow::Result<Prepared> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let reservations = match &a.reservations {
-        Some(p) => {
-            let names: Vec<&str> = grid.sites.iter().map(|s| s.name.as_str()).collect();
-            reservations::read(p, slice.origin, a.time_scale, &names)?
-        }
+        Some(p) => reservations::read(p, slice.origin, a.time_scale, &grid.site_names())?,
         None => Vec::new(),
     };
     let (simulated, down_after_ms) = simulate(&grid, &slice, &lost, &reservations)?;
@@ -329,11 +325,14 @@ async fn replay_up(a: ReplayArgs, json: bool) -> anyhow::Result<ExitCode> {
     let p = prepare(&a)?;
     let dir = tempfile::tempdir()?;
     let launched = crate::up::launch(&p.grid, dir.path(), "127.0.0.1:0", None, 1.0)?;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", launched.meta))?
-        .connect()
-        .await?;
-    let bearer = gridsched_security::Bearer::new(None)?;
-    let mut c = v1::meta_scheduler_client::MetaSchedulerClient::with_interceptor(channel, bearer);
+    let conn = crate::Conn {
+        endpoint: format!("http://{}", launched.meta),
+        failover_wait: 10,
+        token: None,
+        token_file: None,
+        ca: None,
+    };
+    let mut c = crate::connect(&conn).await?;
     let launched = std::sync::Arc::new(std::sync::Mutex::new(launched));
     let live = live(&a, &p, &mut c, false, Some(launched)).await;
     let code = live.and_then(|live| conclude(&a, &p, &live, json));
@@ -470,7 +469,7 @@ async fn live(
         ..
     } = p;
     let n = slice.jobs.len();
-    let site_of = |name: &str| grid.sites.iter().position(|s| s.name == name);
+    let site_of = |name: &str| grid.site_index(name);
     // Start on a whole second (the grid's clocks are in whole seconds), at least 1 s from now.
     let now = unix_now();
     let t0 = now.as_secs() as i64 + 2;

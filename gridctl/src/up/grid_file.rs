@@ -146,6 +146,16 @@ fn quoted(items: impl Iterator<Item = String>) -> String {
 }
 
 impl GridFile {
+    /// The index of site `name`, in file order.
+    pub fn site_index(&self, name: &str) -> Option<usize> {
+        self.sites.iter().position(|s| s.name == name)
+    }
+
+    /// The sites' names, in file order.
+    pub fn site_names(&self) -> Vec<&str> {
+        self.sites.iter().map(|s| s.name.as_str()).collect()
+    }
+
     /// Parses a grid description.
     pub fn parse(text: &str) -> anyhow::Result<GridFile> {
         let g: GridFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("grid file: {e}"))?;

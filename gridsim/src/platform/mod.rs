@@ -152,12 +152,9 @@ pub struct PlatformStats {
     /// Co-allocations given up (the job dispatched again a second later).
     #[serde(skip_serializing_if = "is_zero")]
     pub coallocations_given_up: u64,
-    /// Jobs lost with their sites ([`GridEvents`]): running there, or kept there, when it was
-    /// lost.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub lost: u64,
-    /// Those jobs, with their sites, by job id.
-    #[serde(skip)]
+    /// Jobs lost with their sites ([`GridEvents`]), by job id, with the site: running there, or
+    /// kept there, when it was lost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lost_jobs: Vec<(JobId, ClusterId)>,
     /// Advance reservations asked for at the grid ([`GridEvents`]) and held by their sites.
     #[serde(skip_serializing_if = "is_zero")]
@@ -566,7 +563,6 @@ where
         }
     }
     sim.stats.lost_jobs = sim.lost_jobs();
-    sim.stats.lost = sim.stats.lost_jobs.len() as u64;
     let waiting = (sim.runners.iter().enumerate())
         .filter(|(c, _)| !sim.lost[*c])
         .map(|(_, r)| r.len())
