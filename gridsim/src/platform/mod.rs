@@ -517,8 +517,13 @@ where
                     sim.feed(t, GridInput::Retry { job }, &mut dirty)?;
                 }
                 Ev::Wake { cluster } => {
+                    // A wake-up the policy has since moved passes nothing (the live rule: a
+                    // pass on a change, or when the runner's wake-up is due).
                     sim.wakes.remove(&(t, cluster));
-                    dirty[cluster.index()] = true;
+                    let due = sim.runners[cluster.index()]
+                        .next_wakeup()
+                        .is_some_and(|w| w <= t);
+                    dirty[cluster.index()] |= due;
                 }
                 Ev::Lost { cluster } => {
                     let closed = sim.lose(t, cluster, events.down_after_ms);

@@ -667,3 +667,35 @@ fn a_job_only_the_lost_site_could_run_is_lost_with_it() {
     );
     assert_eq!((rep.jobs.finished, rep.stats.rejected), (0, 0));
 }
+
+/// The engine passes a cluster where a live local scheduler does: on a change (an arrival, an
+/// end) or when the runner's wake-up is due, never at a wake-up the policy has since moved nor at
+/// the planned end of a job suspended before it.
+#[test]
+fn passes_come_at_changes_and_due_wake_ups_only() {
+    let p = Platform::single_machine(4);
+    let mut cfg = PolicyConfig::new(PolicyKind::Gs);
+    cfg.gang.mpl = 2;
+    let pols = vec![cfg.build(&p, ClusterId(0)).unwrap()];
+    // Two jobs filling the machine share it by 200 s slices.
+    let jobs = [Job::new(1, 0, 4, 300, 300), Job::new(2, 0, 4, 300, 300)];
+    let mut passes = Vec::new();
+    let mut pass = |t: Time, _: ClusterId, _: &[Effect], _: &ClusterRunner| passes.push(t);
+    let mut recs = Vec::new();
+    let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.end));
+    run(
+        &p,
+        pols,
+        &jobs,
+        PlatformHooks {
+            record: Some(&mut rec),
+            pass: Some(&mut pass),
+            refused: None,
+        },
+    );
+    assert_eq!(recs, vec![(1, 0, 500), (2, 200, 600)]);
+    // 300 and 500 are the planned ends of job 1 then of job 2 before each was suspended; 500
+    // is also job 1's real end. A pass at 700 would be the slice end planned at 500, moved when
+    // the matrix emptied at 600.
+    assert_eq!(passes, vec![0, 200, 400, 500, 600]);
+}
