@@ -507,7 +507,10 @@ fn planning_rules_keep_wide_jobs_out_of_prime_time() {
     ]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("the easy policy does not take planning rules"),
+        stderr(&o).contains(
+            "planning: the easy policy takes no `planning` options (only planning-fcfs, \
+             planning-sjf, planning-ljf, dynp do)"
+        ),
         "{}",
         stderr(&o)
     );
@@ -581,4 +584,62 @@ fn a_user_cap_holds_back_one_users_jobs() {
     assert!(stderr(&o).contains("planning rules"), "{}", stderr(&o));
     assert_eq!(json(&o)["rejected"], 1);
     assert_eq!(starts_in(&csv), [(2, ten), (3, ten + 3600), (4, ten)]);
+}
+
+/// `--set KEY=VALUE` takes the keys of a local scheduler's `[policy]` table: the same replay as
+/// the matching flag, job for job; a key of a table the policy does not read, an unknown key and
+/// a bad value are refused, each naming the key.
+#[test]
+fn set_takes_the_configuration_keys_of_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = |name: &str, extra: &[&str]| {
+        let csv = dir.path().join(name);
+        let mut a = vec![
+            "run",
+            "--policy",
+            "sjf-bf",
+            "--synthetic-jobs",
+            "3000",
+            "--jobs-out",
+            csv.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        let o = gridsim(&a);
+        (
+            o.status.success(),
+            stderr(&o),
+            std::fs::read_to_string(csv).unwrap_or_default(),
+        )
+    };
+    let (ok, err, flag) = replay("flag.csv", &["--shadow", "stale", "--no-extra-procs"]);
+    assert!(ok, "{err}");
+    let (ok, err, set) = replay(
+        "set.csv",
+        &[
+            "--set",
+            "backfill.shadow=stale",
+            "--set",
+            "backfill.extra_procs=false",
+        ],
+    );
+    assert!(ok, "{err}");
+    let (_, _, plain) = replay("plain.csv", &[]);
+    assert_eq!(flag, set);
+    assert_ne!(flag, plain, "the options change the schedule");
+    let refused = |extra: &[&str], want: &str| {
+        let (ok, err, _) = replay("bad.csv", extra);
+        assert!(!ok && err.contains(want), "{extra:?}: {err}");
+    };
+    refused(
+        &["--set", "gang.mpl=3"],
+        "gang: the sjf-bf policy takes no `gang` options (only gs, bgs, mgs, mbgs, bgs-adaptive do)",
+    );
+    refused(
+        &["--set", "backfill.shadw=stale"],
+        "--set backfill.shadw: unknown field `shadw`",
+    );
+    refused(
+        &["--set", "backfill.shadow=old"],
+        "--set backfill.shadow: unknown variant `old`",
+    );
 }

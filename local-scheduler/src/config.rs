@@ -283,10 +283,10 @@ impl Config {
     /// Parses a TOML text; errors name the offending key.
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
         let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
-        c.platform()?;
         c.policy
             .check()
             .map_err(|e| anyhow::anyhow!("policy.{e}"))?;
+        c.platform()?;
         c.tls.validate()?;
         c.auth.secrets()?;
         c.check_backend()?;
@@ -481,7 +481,22 @@ copies = 2
         let e = Config::from_toml(&toml("easy", "mon-fri"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("planning.rules: the easy policy"), "{e}");
+        assert!(
+            e.contains("policy.planning: the easy policy takes no `planning` options"),
+            "{e}"
+        );
+        // Any table the chosen policy does not read is refused the same way.
+        let e = Config::from_toml(
+            "cluster = \"c1\"\n[policy]\npolicy = \"fb-mod\"\n[policy.gang]\nmpl = 2\n\
+             [[machines]]\nname = \"m1\"\nprocessors = 16\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "policy.gang: the fb-mod policy takes no `gang` options (only gs, bgs, mgs, mbgs, \
+             bgs-adaptive do); fb-mod takes heuristics"
+        );
         let e = Config::from_toml(&toml("dynp", "mon-fry"))
             .unwrap_err()
             .to_string();

@@ -2,6 +2,7 @@
 //! Every knob of `reference-semantics.md` ("Knobs other simulators choose differently") that
 //! belongs to the policy lives here; the defaults are the reference mode.
 
+use super::registry::OptionTable;
 use super::{
     DynpOptions, GangOptions, PlanningOptions, Policy, PolicyKind, UrgentLayer, UrgentOptions,
 };
@@ -139,6 +140,16 @@ fn yes() -> bool {
     true
 }
 
+/// The tables a kind reads, for messages.
+fn takes(kind: PolicyKind) -> String {
+    let t = kind.entry().options;
+    if t.is_empty() {
+        "none".into()
+    } else {
+        t.iter().map(|t| t.key()).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// A policy configuration that cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyConfigError {
@@ -171,11 +182,27 @@ pub enum PolicyConfigError {
         "urgent: the {0} policy on cluster `{1}` does not run one space-shared machine, which the urgent layer needs"
     )]
     UrgentNeedsOneMachine(PolicyKind, String),
-    /// Planning rules given to a policy that does not plan.
+    /// Options set in a table the chosen policy does not read.
     #[error(
-        "planning.rules: the {0} policy does not take planning rules (planning-fcfs, planning-sjf, planning-ljf and dynp do)"
+        "{key}: the {policy} policy takes no `{key}` options (only {read_by} do); {policy} takes {takes}",
+        key = .table.key(),
+        read_by = PolicyKind::names(&.table.kinds()),
+        takes = takes(*.policy),
     )]
-    RulesUnsupported(PolicyKind),
+    ForeignOptions {
+        /// The table set.
+        table: OptionTable,
+        /// The policy chosen.
+        policy: PolicyKind,
+    },
+    /// A `KEY=VALUE` assignment that does not fit the options.
+    #[error("{key}: {why}")]
+    BadAssignment {
+        /// The key as given.
+        key: String,
+        /// What is wrong.
+        why: String,
+    },
     /// An option has a value the policy cannot run with.
     #[error("{key}: {why}")]
     BadOption {
@@ -203,23 +230,107 @@ impl PolicyConfig {
         }
     }
 
-    /// Refuses options the chosen policy would ignore: planning rules outside the planning
-    /// family.
+    /// Refuses options the chosen policy would ignore: a table its registry row does not list
+    /// ([`PolicyEntry::options`](super::PolicyEntry)) set away from its defaults.
     pub fn check(&self) -> Result<(), PolicyConfigError> {
-        let plans = matches!(
-            self.policy,
-            PolicyKind::PlanningFcfs
-                | PolicyKind::PlanningSjf
-                | PolicyKind::PlanningLjf
-                | PolicyKind::Dynp
-        );
-        if !plans && !self.planning.rules.is_empty() {
-            return Err(PolicyConfigError::RulesUnsupported(self.policy));
+        let takes = self.policy.entry().options;
+        if let Some(&table) = OptionTable::ALL
+            .iter()
+            .find(|t| !takes.contains(t) && self.is_set(**t))
+        {
+            return Err(PolicyConfigError::ForeignOptions {
+                table,
+                policy: self.policy,
+            });
         }
         if self.policy.is_gang() {
             self.gang.check()?;
         }
         Ok(())
+    }
+
+    /// Whether a table differs from its defaults.
+    fn is_set(&self, table: OptionTable) -> bool {
+        match table {
+            OptionTable::Backfill => self.backfill != BackfillOptions::default(),
+            OptionTable::Heuristics => self.heuristics != HeuristicParams::default(),
+            OptionTable::Cs => self.cs != CsParams::default(),
+            OptionTable::Matching => self.matching.is_some(),
+            OptionTable::Planning => self.planning != PlanningOptions::default(),
+            OptionTable::Dynp => self.dynp != DynpOptions::default(),
+            OptionTable::Gang => self.gang != GangOptions::default(),
+        }
+    }
+
+    /// Sets one option from a `KEY=VALUE` assignment, the key a dotted path of the configuration
+    /// file's keys (`gang.mpl=3`, `backfill.shadow=stale`, `planning.backfilling=false`,
+    /// `policy=sjf-bf`): the value is read as JSON where it parses as JSON, as a string
+    /// otherwise. Errors name the key; the result is not checked against the policy
+    /// ([`PolicyConfig::check`] does that).
+    pub fn set(&mut self, assignment: &str) -> Result<(), PolicyConfigError> {
+        let bad = |key: &str, why: String| PolicyConfigError::BadAssignment {
+            key: key.to_string(),
+            why,
+        };
+        let (key, text) = assignment
+            .split_once('=')
+            .ok_or_else(|| bad(assignment, "expected KEY=VALUE".into()))?;
+        let key = key.trim();
+        let value: serde_json::Value = serde_json::from_str(text.trim())
+            .unwrap_or_else(|_| serde_json::Value::String(text.trim().to_string()));
+        let mut doc = serde_json::to_value(*self).map_err(|e| bad(key, e.to_string()))?;
+        let mut at = &mut doc;
+        let parts: Vec<&str> = key.split('.').collect();
+        for (i, part) in parts.iter().enumerate() {
+            let serde_json::Value::Object(map) = at else {
+                return Err(bad(
+                    key,
+                    format!("`{}` takes a value, not keys", parts[..i].join(".")),
+                ));
+            };
+            if i == 0 && !map.contains_key(*part) && *part != "urgent" {
+                return Err(bad(
+                    key,
+                    format!(
+                        "unknown key (expected one of: {})",
+                        PolicyConfig::keys(self.policy).join(", ")
+                    ),
+                ));
+            }
+            at = map
+                .entry(part.to_string())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            if at.is_null() && i + 1 < parts.len() {
+                *at = serde_json::Value::Object(Default::default());
+            }
+        }
+        *at = value;
+        *self = serde_json::from_value(doc).map_err(|e| bad(key, e.to_string()))?;
+        Ok(())
+    }
+
+    /// The keys [`PolicyConfig::set`] takes for a kind, as dotted paths of the tables it reads
+    /// (and `partition`); derived from the options' types.
+    pub fn keys(kind: PolicyKind) -> Vec<String> {
+        fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(m) if !m.is_empty() => {
+                    for (k, v) in m {
+                        leaves(&format!("{prefix}.{k}"), v, out);
+                    }
+                }
+                _ => out.push(prefix.to_string()),
+            }
+        }
+        let doc = serde_json::to_value(PolicyConfig::new(kind)).unwrap_or_default();
+        let mut out = Vec::new();
+        for t in kind.entry().options {
+            if let Some(v) = doc.get(t.key()) {
+                leaves(t.key(), v, &mut out);
+            }
+        }
+        out.push("partition".into());
+        out
     }
 
     /// Builds a cluster policy on `state` (the kinds of [`PolicyKind::cluster`]).
@@ -404,6 +515,85 @@ mod tests {
         assert_eq!(c.heuristics, HeuristicParams::FB_4_3_2);
         assert_eq!("edf".parse::<PolicyKind>().unwrap(), PolicyKind::Edf);
         assert_eq!("fb-meta".parse::<PolicyKind>().unwrap(), PolicyKind::FbMeta);
+    }
+
+    #[test]
+    fn options_of_a_table_the_policy_does_not_read_are_refused_naming_both() {
+        let mut c = PolicyConfig::new(PolicyKind::Easy);
+        c.gang.mpl = 3;
+        assert_eq!(
+            c.check().unwrap_err().to_string(),
+            "gang: the easy policy takes no `gang` options (only gs, bgs, mgs, mbgs, bgs-adaptive \
+             do); easy takes backfill"
+        );
+        let mut c = PolicyConfig::new(PolicyKind::Fcfs);
+        c.planning.backfilling = false;
+        assert_eq!(
+            c.check().unwrap_err().to_string(),
+            "planning: the fcfs policy takes no `planning` options (only planning-fcfs, \
+             planning-sjf, planning-ljf, dynp do); fcfs takes none"
+        );
+        // Every kind builds with the defaults of every table, and with its own tables set.
+        for k in PolicyKind::every() {
+            let mut c = PolicyConfig::new(k);
+            c.check().unwrap();
+            for key in PolicyConfig::keys(k) {
+                assert!(
+                    key == "partition"
+                        || k.entry().options.iter().any(|t| key.starts_with(t.key())),
+                    "{k}: {key}"
+                );
+            }
+            if k.takes(OptionTable::Dynp) {
+                c.set("dynp.slack_pct=5").unwrap();
+                c.check().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn assignments_follow_the_configuration_keys() {
+        let mut c = PolicyConfig::new(PolicyKind::Gs);
+        c.set("gang.mpl=3").unwrap();
+        c.set("gang.invocation=discrete").unwrap();
+        assert_eq!(c.gang.mpl, 3);
+        assert_eq!(c.gang.invocation, crate::policy::gang::Invocation::Discrete);
+        c.set("policy=bgs").unwrap();
+        assert_eq!(c.policy, PolicyKind::Bgs);
+        let e = c.set("gang.mpll=3").unwrap_err().to_string();
+        assert!(e.starts_with("gang.mpll: unknown field `mpll`"), "{e}");
+        let e = c.set("gnag.mpl=3").unwrap_err().to_string();
+        assert!(
+            e.starts_with("gnag.mpl: unknown key (expected one of: gang.")
+                && e.ends_with("partition)"),
+            "{e}"
+        );
+        let e = c.set("gang.mpl=many").unwrap_err().to_string();
+        assert!(
+            e.starts_with("gang.mpl: invalid type: string \"many\""),
+            "{e}"
+        );
+        let e = c.set("gang.mpl").unwrap_err().to_string();
+        assert_eq!(e, "gang.mpl: expected KEY=VALUE");
+        let e = c.set("gang.mpl.x=1").unwrap_err().to_string();
+        assert_eq!(e, "gang.mpl.x: `gang.mpl` takes a value, not keys");
+        let mut e = PolicyConfig::new(PolicyKind::SjfBf);
+        e.set("backfill.shadow=stale").unwrap();
+        e.set("backfill.extra_procs=false").unwrap();
+        assert_eq!(
+            e.backfill.non_default(),
+            vec!["shadow=stale", "extra-procs=off"]
+        );
+        assert_eq!(
+            PolicyConfig::keys(PolicyKind::SjfBf),
+            vec![
+                "backfill.extra_procs",
+                "backfill.shadow",
+                "backfill.shadow_cmp",
+                "backfill.submit_pass",
+                "partition"
+            ]
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub use flexible_backfilling::{Blocked, ClusterOrder, FbVariant, FlexibleBackfil
 pub use gang::{Gang, GangKind, GangOptions};
 pub use order::QueueOrder;
 pub use planning::{PlanOrder, Planning, PlanningOptions};
-pub use registry::{BuildCluster, BuildSingle, POLICIES, PolicyEntry, PolicyKind};
+pub use registry::{BuildCluster, BuildSingle, OptionTable, POLICIES, PolicyEntry, PolicyKind};
 pub use rules::{PlanningRules, Rule, RuleKind};
 pub use schedule_based::{GapReading, ScheduleBased, TabuLimits, Weight};
 pub use urgent::{PreemptBy, UrgentLayer, UrgentMode, UrgentOptions, VictimOrder};

@@ -77,6 +77,61 @@ pub enum PolicyKind {
     BgsAdaptive,
 }
 
+/// A table of policy options in [`PolicyConfig`], by its configuration key (`[policy.gang]` in a
+/// configuration file, `--set gang.mpl=3` on gridsim's command line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OptionTable {
+    /// `backfill`: the classic backfilling policies' knobs ([`super::BackfillOptions`]).
+    Backfill,
+    /// `heuristics`: the Flexible Backfilling constants ([`crate::heuristics::HeuristicParams`]).
+    Heuristics,
+    /// `cs`: the Convergent Scheduling constants ([`crate::convergent::CsParams`]).
+    Cs,
+    /// `matching`: Convergent Scheduling's matching algorithm.
+    Matching,
+    /// `planning`: the planning policies' options ([`super::PlanningOptions`]).
+    Planning,
+    /// `dynp`: dynP's self-tuning ([`super::DynpOptions`]).
+    Dynp,
+    /// `gang`: the gang schedulers' options ([`super::GangOptions`]).
+    Gang,
+}
+
+impl OptionTable {
+    /// Every table, in [`PolicyConfig`]'s order.
+    pub const ALL: [OptionTable; 7] = [
+        OptionTable::Backfill,
+        OptionTable::Heuristics,
+        OptionTable::Cs,
+        OptionTable::Matching,
+        OptionTable::Planning,
+        OptionTable::Dynp,
+        OptionTable::Gang,
+    ];
+
+    /// Its configuration key.
+    pub fn key(self) -> &'static str {
+        match self {
+            OptionTable::Backfill => "backfill",
+            OptionTable::Heuristics => "heuristics",
+            OptionTable::Cs => "cs",
+            OptionTable::Matching => "matching",
+            OptionTable::Planning => "planning",
+            OptionTable::Dynp => "dynp",
+            OptionTable::Gang => "gang",
+        }
+    }
+
+    /// The kinds that read this table.
+    pub fn kinds(self) -> Vec<PolicyKind> {
+        POLICIES
+            .iter()
+            .filter(|e| e.options.contains(&self))
+            .map(|e| e.kind)
+            .collect()
+    }
+}
+
 /// Builds the classic implementation on one machine of the given processors.
 pub type BuildSingle = fn(&PolicyConfig, MachineId, u32) -> Box<dyn Policy>;
 /// Builds the policy on a heterogeneous cluster.
@@ -91,6 +146,9 @@ pub struct PolicyEntry {
     pub name: &'static str,
     /// One line of help.
     pub help: &'static str,
+    /// The option tables of [`PolicyConfig`] it reads (besides `partition` and `urgent`, which
+    /// every kind takes); any other table set away from its defaults is refused.
+    pub options: &'static [OptionTable],
     /// Its classic implementation on one space-shared machine (`gridsim run`), if it has one.
     pub single: Option<BuildSingle>,
     /// Its implementation on a heterogeneous cluster with licences (`gridsim cluster`, the live
@@ -104,6 +162,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Fcfs,
         name: "fcfs",
         help: "first come first served, no backfilling (cluster: the seed's FCFS)",
+        options: &[],
         single: Some(|_, m, p| Box::new(Fcfs::new(m, p))),
         cluster: Some(|_, s| Box::new(FlexibleBackfilling::fcfs(s))),
     },
@@ -111,6 +170,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Easy,
         name: "easy",
         help: "EASY (aggressive) backfilling in arrival order (cluster: BF_FCFS)",
+        options: &[OptionTable::Backfill],
         single: Some(|c, m, p| Box::new(Easy::new(m, p, QueueOrder::Fcfs, c.backfill))),
         cluster: Some(|_, s| Box::new(FlexibleBackfilling::bf_fcfs(s))),
     },
@@ -118,6 +178,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Conservative,
         name: "conservative",
         help: "conservative backfilling: every waiting job holds a reservation",
+        options: &[],
         single: Some(|_, m, p| Box::new(Conservative::new(m, p))),
         cluster: None,
     },
@@ -125,6 +186,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::FirstFit,
         name: "first-fit",
         help: "arrival order, every job that fits starts, no reservation (Kurowski et al.'s FCFS)",
+        options: &[],
         single: Some(|_, m, p| Box::new(Fcfs::first_fit(m, p))),
         cluster: None,
     },
@@ -132,6 +194,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::SjfBf,
         name: "sjf-bf",
         help: "EASY backfilling, queue ordered shortest estimate first",
+        options: &[OptionTable::Backfill],
         single: Some(|c, m, p| Box::new(Easy::new(m, p, QueueOrder::Sjf, c.backfill))),
         cluster: None,
     },
@@ -139,6 +202,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::LjfBf,
         name: "ljf-bf",
         help: "EASY backfilling, queue ordered longest estimate first",
+        options: &[OptionTable::Backfill],
         single: Some(|c, m, p| Box::new(Easy::new(m, p, QueueOrder::Ljf, c.backfill))),
         cluster: None,
     },
@@ -146,6 +210,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::FbUnmod,
         name: "fb-unmod",
         help: "Flexible Backfilling, the reserved job keeps its reservation (BF_UNMOD)",
+        options: &[OptionTable::Heuristics],
         single: None,
         cluster: Some(|c, s| Box::new(FlexibleBackfilling::fb(s, FbVariant::Unmod, c.heuristics))),
     },
@@ -153,6 +218,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::FbMod,
         name: "fb-mod",
         help: "Flexible Backfilling, the reservation follows the highest priority (BF_MOD)",
+        options: &[OptionTable::Heuristics],
         single: None,
         cluster: Some(|c, s| Box::new(FlexibleBackfilling::fb(s, FbVariant::Mod, c.heuristics))),
     },
@@ -160,6 +226,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Edf,
         name: "edf",
         help: "earliest deadline first on a heterogeneous cluster",
+        options: &[],
         single: None,
         cluster: Some(|_, s| Box::new(FlexibleBackfilling::edf(s))),
     },
@@ -167,6 +234,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::CsIP,
         name: "cs-i-p",
         help: "Convergent Scheduling, incremental matching, preemptive",
+        options: &[OptionTable::Cs, OptionTable::Matching],
         single: None,
         cluster: Some(|c, s| Box::new(ConvergentScheduling::new(s, true, true, c.matching, c.cs))),
     },
@@ -174,6 +242,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::CsINp,
         name: "cs-i-np",
         help: "Convergent Scheduling, incremental matching, non-preemptive",
+        options: &[OptionTable::Cs, OptionTable::Matching],
         single: None,
         cluster: Some(|c, s| Box::new(ConvergentScheduling::new(s, true, false, c.matching, c.cs))),
     },
@@ -181,6 +250,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::CsNiP,
         name: "cs-ni-p",
         help: "Convergent Scheduling, non-incremental matching, preemptive",
+        options: &[OptionTable::Cs, OptionTable::Matching],
         single: None,
         cluster: Some(|c, s| Box::new(ConvergentScheduling::new(s, false, true, c.matching, c.cs))),
     },
@@ -188,6 +258,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::CsNiNp,
         name: "cs-ni-np",
         help: "Convergent Scheduling, non-incremental matching, non-preemptive",
+        options: &[OptionTable::Cs, OptionTable::Matching],
         single: None,
         cluster: Some(|c, s| {
             Box::new(ConvergentScheduling::new(s, false, false, c.matching, c.cs))
@@ -197,6 +268,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::FbMeta,
         name: "fb-meta",
         help: "Flexible Backfilling ordered by the meta-scheduler's priority",
+        options: &[],
         single: None,
         cluster: Some(|_, s| Box::new(FlexibleBackfilling::fb_meta(s))),
     },
@@ -204,6 +276,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::PlanningFcfs,
         name: "planning-fcfs",
         help: "planning-based (CCS): a full plan in arrival order, backfilling implicit",
+        options: &[OptionTable::Planning],
         single: Some(|c, m, p| Box::new(Planning::new(m, p, PlanOrder::Fcfs, c.planning))),
         cluster: None,
     },
@@ -211,6 +284,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::PlanningSjf,
         name: "planning-sjf",
         help: "planning-based, shortest estimate first",
+        options: &[OptionTable::Planning],
         single: Some(|c, m, p| Box::new(Planning::new(m, p, PlanOrder::Sjf, c.planning))),
         cluster: None,
     },
@@ -218,6 +292,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::PlanningLjf,
         name: "planning-ljf",
         help: "planning-based, longest estimate first",
+        options: &[OptionTable::Planning],
         single: Some(|c, m, p| Box::new(Planning::new(m, p, PlanOrder::Ljf, c.planning))),
         cluster: None,
     },
@@ -225,6 +300,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Dynp,
         name: "dynp",
         help: "self-tuning dynP: the best-rated plan of FCFS, SJF and LJF at every event",
+        options: &[OptionTable::Planning, OptionTable::Dynp],
         single: Some(|c, m, p| Box::new(Planning::dynp(m, p, c.planning, c.dynp))),
         cluster: None,
     },
@@ -232,6 +308,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::EgEdf,
         name: "eg-edf",
         help: "schedule-based: every job planned on a machine, earliest gap or EDF insertion (EG-EDF)",
+        options: &[],
         single: None,
         cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf(s))),
     },
@@ -239,6 +316,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::EgEdfTabu,
         name: "eg-edf-tabu",
         help: "EG-EDF improved by Tabu search at every event (moves delayed waiting jobs to gaps)",
+        options: &[],
         single: None,
         cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf_tabu(s))),
     },
@@ -246,6 +324,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::EgEdfNow,
         name: "eg-edf-now",
         help: "EG-EDF, our reading of a gap: CPUs free now count (a job can start at once)",
+        options: &[],
         single: None,
         cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf_now(s))),
     },
@@ -253,6 +332,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::EgEdfTabuNow,
         name: "eg-edf-tabu-now",
         help: "EG-EDF + Tabu search, our reading of a gap (as eg-edf-now)",
+        options: &[],
         single: None,
         cluster: Some(|_, s| Box::new(ScheduleBased::eg_edf_tabu_now(s))),
     },
@@ -260,6 +340,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Gs,
         name: "gs",
         help: "gang scheduling on one machine: Ousterhout matrix of MPL time slices (Zhang et al.)",
+        options: &[OptionTable::Gang],
         single: None,
         cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::GS, c.gang))),
     },
@@ -267,6 +348,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Bgs,
         name: "bgs",
         help: "backfilling gang scheduling: conservative backfilling in every row of the matrix",
+        options: &[OptionTable::Gang],
         single: None,
         cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::BGS, c.gang))),
     },
@@ -274,6 +356,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Mgs,
         name: "mgs",
         help: "gang scheduling with migration (checkpoint/restart) to compact and fill the matrix",
+        options: &[OptionTable::Gang],
         single: None,
         cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::MGS, c.gang))),
     },
@@ -281,6 +364,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::Mbgs,
         name: "mbgs",
         help: "backfilling gang scheduling with migration",
+        options: &[OptionTable::Gang],
         single: None,
         cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::MBGS, c.gang))),
     },
@@ -288,6 +372,7 @@ pub static POLICIES: [PolicyEntry; 27] = [
         kind: PolicyKind::BgsAdaptive,
         name: "bgs-adaptive",
         help: "ours: BGS while the recent utilization is at most gang.rho_critical, BF above it",
+        options: &[OptionTable::Gang],
         single: None,
         cluster: Some(|c, s| Box::new(Gang::on_cluster(&s, GangKind::ADAPTIVE, c.gang))),
     },
@@ -384,6 +469,11 @@ impl PolicyKind {
                 | PolicyKind::Mbgs
                 | PolicyKind::BgsAdaptive
         )
+    }
+
+    /// Whether the kind reads an option table.
+    pub fn takes(self, table: OptionTable) -> bool {
+        self.entry().options.contains(&table)
     }
 
     /// The name used on command lines and in configuration files.

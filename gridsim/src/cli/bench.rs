@@ -218,7 +218,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         );
     }
     let mut report = BenchReport {
-        policy: args.knobs.policy().policy.to_string(),
+        policy: args.knobs.policy.to_string(),
         traces: Vec::new(),
         growth_trace: None,
         growth: Vec::new(),

@@ -12,7 +12,7 @@ use gridsched_core::classify::{Classifier, ClassifierConfig};
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
 use gridsched_core::heuristics::HeuristicParams;
 use gridsched_core::model::{ClusterId, Job, Platform};
-use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
+use gridsched_core::policy::{OptionTable, Policy, PolicyConfig, PolicyKind};
 use gridsched_workload::JsonlReader;
 use gridsched_workload::seed_setups::SetupParams;
 use gridsim::platform::{Classify, Meta, PlatformReport, simulate_jobs};
@@ -38,6 +38,20 @@ pub struct ClusterArgs {
     /// Constants of the Flexible Backfilling heuristics: fb-4.1, fb-4.3.1, fb-4.3.2, cs.
     #[arg(long, default_value = "fb-4.1")]
     pub heuristics: String,
+    /// A policy option by its configuration key (repeatable; the keys of a local scheduler's
+    /// `[policy]` table), e.g. `--set gang.mpl=3`, `--set cs.pin=true`; applied after
+    /// `--heuristics`.
+    #[arg(
+        long = "set",
+        value_name = "KEY=VALUE",
+        long_help = format!(
+            "A policy option by its configuration key (repeatable; the keys of a local \
+             scheduler's [policy] table), applied after --heuristics. The keys each policy \
+             takes:\n{}",
+            crate::cli::knobs::option_keys(&PolicyKind::cluster())
+        )
+    )]
+    pub set: Vec<String>,
     /// On a cluster of alike machines, keep one machine per job (the heterogeneous cluster's
     /// scheduler) instead of running an FCFS / backfilling / planning policy over the machines as
     /// one pool of processors with multi-node jobs.
@@ -142,11 +156,23 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
             args.heuristics
         )
     })?;
-    let cfg = PolicyConfig {
-        heuristics,
+    let mut cfg = PolicyConfig {
         partition: !args.no_partition,
         ..PolicyConfig::new(kind)
     };
+    if kind.takes(OptionTable::Heuristics) {
+        cfg.heuristics = heuristics;
+    } else if heuristics != HeuristicParams::default() {
+        bail!(
+            "--heuristics {}: the {kind} policy has no heuristics (only {} do)",
+            args.heuristics,
+            PolicyKind::names(&OptionTable::Heuristics.kinds())
+        );
+    }
+    for a in &args.set {
+        cfg.set(a).map_err(|e| anyhow!("--set {e}"))?;
+    }
+    cfg.check()?;
     let (platform, jobs) = platform_and_jobs(args)?;
     let policies: Vec<Box<dyn Policy>> = (0..platform.clusters.len())
         .map(|c| cfg.build(&platform, ClusterId(c as u32)))

@@ -162,6 +162,22 @@ pub struct Knobs {
     #[arg(long, default_value_t = 0.0, value_parser = parse_slack, help_heading = "Planning and dynP")]
     pub dynp_slack: f64,
 
+    /// A policy option by its configuration key (repeatable; the keys of a local scheduler's
+    /// `[policy]` table), e.g. `--set backfill.shadow=stale`, `--set planning.backfilling=false`,
+    /// `--set dynp.slack_pct=5`; applied after the flags above.
+    #[arg(
+        long = "set",
+        value_name = "KEY=VALUE",
+        help_heading = "Policy options",
+        long_help = format!(
+            "A policy option by its configuration key (repeatable; the keys of a local \
+             scheduler's [policy] table), applied after the flags above. The keys each policy \
+             takes:\n{}",
+            option_keys(&PolicyKind::single_machine())
+        )
+    )]
+    pub set: Vec<String>,
+
     /// Run a pass after every event (reference) or once per time stamp.
     #[arg(long, value_enum, default_value = "per-event", help_heading = "Engine")]
     pub batching: BatchingArg,
@@ -169,6 +185,15 @@ pub struct Knobs {
     /// is reached, in seconds (default: one more estimate).
     #[arg(long, help_heading = "Engine")]
     pub overrun_extension: Option<i64>,
+}
+
+/// One line per kind: the keys of `--set` it takes (derived from the options' types).
+pub fn option_keys(kinds: &[PolicyKind]) -> String {
+    kinds
+        .iter()
+        .map(|&k| format!("{:<13} {}", k.as_str(), PolicyConfig::keys(k).join(", ")))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Parsed `--estimates`.
@@ -246,8 +271,18 @@ impl Knobs {
         Ok(r)
     }
 
-    /// The policy configuration these knobs select.
-    pub fn policy(&self) -> PolicyConfig {
+    /// The policy configuration these knobs select, checked against the policy: the flags, then
+    /// every `--set` in order.
+    pub fn policy(&self) -> anyhow::Result<PolicyConfig> {
+        let mut c = self.flags_policy();
+        for a in &self.set {
+            c.set(a).map_err(|e| anyhow::anyhow!("--set {e}"))?;
+        }
+        c.check()?;
+        Ok(c)
+    }
+
+    fn flags_policy(&self) -> PolicyConfig {
         PolicyConfig {
             policy: self.policy,
             partition: true,
@@ -328,7 +363,8 @@ impl Knobs {
         if let Some(f) = self.shrink {
             v.push(format!("shrink={f}"));
         }
-        v.extend(self.policy().backfill.non_default());
+        let p = self.policy().unwrap_or_else(|_| self.flags_policy());
+        v.extend(p.backfill.non_default());
         if self.batching != BatchingArg::PerEvent {
             v.push("batching=per-timestamp".into());
         }

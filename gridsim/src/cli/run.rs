@@ -115,8 +115,7 @@ pub fn execute(args: &RunArgs, progress: bool) -> Result<RunOutcome> {
         None => bail!("{name}: the machine size is unknown; give it with --procs"),
     };
     args.knobs.rules()?;
-    let config = args.knobs.policy();
-    config.check()?;
+    let config = args.knobs.policy()?;
     let mut policy = config.build_single(MachineId(0), procs);
 
     let bar = progress

@@ -23,17 +23,17 @@ use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary, looku
 use anyhow::Result;
 use gridsched_core::convergent::{LateMachines, MatchingKind};
 use gridsched_core::heuristics::HeuristicParams;
-use gridsched_core::policy::{PolicyConfig, PolicyKind};
+use gridsched_core::policy::{OptionTable, PolicyConfig, PolicyKind};
 use gridsched_workload::seed_setups::SetupParams;
 use std::fmt::Write as _;
 
 /// The policy configuration of an algorithm in a run variant (`""` or [`OURS`]).
 pub fn config(algorithm: &str, variant: &str) -> Result<PolicyConfig> {
     let kind = *lookup(&ALGORITHMS, algorithm, "algorithm")?;
-    let mut cfg = PolicyConfig {
-        heuristics: HeuristicParams::CS,
-        ..PolicyConfig::new(kind)
-    };
+    let mut cfg = PolicyConfig::new(kind);
+    if kind.takes(OptionTable::Heuristics) {
+        cfg.heuristics = HeuristicParams::CS;
+    }
     match variant {
         "" => {}
         OURS if CS.contains(&algorithm) => {

@@ -196,7 +196,6 @@ pub fn section(s: &Summary, hopeless: &[(f64, f64)]) -> String {
 mod tests {
     use super::*;
     use crate::experiment::fb::single_cluster_metrics;
-    use gridsched_core::heuristics::HeuristicParams;
     use gridsched_core::policy::{PolicyConfig, PolicyKind};
 
     fn small() -> SetupParams {
@@ -226,10 +225,7 @@ mod tests {
         assert!(h > 0.0, "the set-up leaves some deadlines unreachable: {h}");
         let platform = s.platform(1);
         for kind in [PolicyKind::Edf, PolicyKind::CsIP, PolicyKind::Easy] {
-            let cfg = PolicyConfig {
-                heuristics: HeuristicParams::CS,
-                ..PolicyConfig::new(kind)
-            };
+            let cfg = PolicyConfig::new(kind);
             let m = single_cluster_metrics(&platform, cfg, s.jobs(&platform, 4.0, 1)).unwrap();
             let missed = m.iter().find(|(k, _)| *k == "missed_pct").unwrap().1;
             assert!(missed >= h - 1e-9, "{kind:?}: {missed} < {h}");

@@ -28,7 +28,7 @@ use super::two_level::{self, Config, Spec, TwoLevelSetup};
 use gridsched_core::convergent::{LateMachines, MatchingKind};
 use gridsched_core::dispatch::DispatchKind;
 use gridsched_core::heuristics::HeuristicParams;
-use gridsched_core::policy::{PolicyConfig, PolicyKind};
+use gridsched_core::policy::{OptionTable, PolicyConfig, PolicyKind};
 
 /// The local algorithms compared, as (report name, policy kind, FB constants).
 pub const ALGORITHMS: [(&str, PolicyKind, HeuristicParams); 5] = [
@@ -45,10 +45,10 @@ pub const CS_OURS: &str = "CS (ours)";
 /// The configuration of an algorithm.
 pub fn config(name: &str) -> Option<Config> {
     let (_, kind, heuristics) = ALGORITHMS.iter().find(|(n, ..)| *n == name)?;
-    let mut policy = PolicyConfig {
-        heuristics: *heuristics,
-        ..PolicyConfig::new(*kind)
-    };
+    let mut policy = PolicyConfig::new(*kind);
+    if kind.takes(OptionTable::Heuristics) {
+        policy.heuristics = *heuristics;
+    }
     if name == CS_OURS {
         policy.cs.late = LateMachines::Fixed;
         policy.matching = Some(MatchingKind::ImfsWarm);
