@@ -39,59 +39,64 @@ pub struct Decider {
     ticked: bool,
 }
 
+/// The plain data the grid runner of a (completed) meta-scheduler configuration is built from,
+/// for a meta-scheduler that has already accepted `accepted_before` jobs (0 on a fresh start),
+/// and the table of the machine and licence names it numbers. `gridctl replay` simulates with the
+/// same.
+pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameTable) {
+    let mut names = NameTable::new();
+    let mut sites = Vec::with_capacity(cfg.sites.len());
+    for (i, s) in cfg.sites.iter().enumerate() {
+        let machines: Vec<MachineId> = s
+            .machines
+            .iter()
+            .map(|m| names.add_machine(&m.name))
+            .collect();
+        let licences: Vec<LicenceId> = s.licences.iter().map(|l| names.add_licence(l)).collect();
+        sites.push(SiteSpec {
+            name: s.name.clone(),
+            caps: ClusterCaps {
+                cluster: ClusterId(i as u32),
+                up: true,
+                total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
+                max_machine_procs: s.widest_job(),
+                licences,
+            },
+            max_estimate: Some(s.max_estimate(cfg.limits.max_estimate_s)),
+            machines: Some(machines),
+        });
+    }
+    let mut dispatch = cfg.dispatch.clone();
+    dispatch.max_priority = cfg.classifier.max;
+    dispatch.seed = dispatch
+        .seed
+        .wrapping_add(accepted_before.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let links = &cfg.links;
+    let config = GridConfig {
+        sites,
+        dispatch,
+        classifier: Some(cfg.classifier),
+        settings: GridSettings {
+            coallocation: Some(CoallocationRules {
+                retry_after: i64::try_from(links.retry_ms.div_ceil(1000).max(1)).unwrap_or(1),
+                ..CoallocationRules::new(cfg.dispatch.multi_site.clone(), links.coallocation_rounds)
+            }),
+            splits_at_once: false,
+            explain: true,
+            site_down_after_ms: Some(links.site_down_after_ms),
+            // An unanswered reservation is overdue once its call has timed out.
+            reservation_answer_ms: (links.call_timeout_ms / 1000 + 1) * 1000,
+        },
+        classifier_state: None,
+    };
+    (config, names)
+}
+
 impl Decider {
     /// Builds the grid runner of a (completed) configuration, for a meta-scheduler that has
     /// already accepted `accepted_before` jobs (0 on a fresh start).
     pub fn new(cfg: &MetaConfig, accepted_before: u64) -> Result<Decider, ClassifierError> {
-        let mut names = NameTable::new();
-        let mut sites = Vec::with_capacity(cfg.sites.len());
-        for (i, s) in cfg.sites.iter().enumerate() {
-            let machines: Vec<MachineId> = s
-                .machines
-                .iter()
-                .map(|m| names.add_machine(&m.name))
-                .collect();
-            let licences: Vec<LicenceId> =
-                s.licences.iter().map(|l| names.add_licence(l)).collect();
-            sites.push(SiteSpec {
-                name: s.name.clone(),
-                caps: ClusterCaps {
-                    cluster: ClusterId(i as u32),
-                    up: true,
-                    total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
-                    max_machine_procs: s.widest_job(),
-                    licences,
-                },
-                max_estimate: Some(s.max_estimate(cfg.limits.max_estimate_s)),
-                machines: Some(machines),
-            });
-        }
-        let mut dispatch = cfg.dispatch.clone();
-        dispatch.max_priority = cfg.classifier.max;
-        dispatch.seed = dispatch
-            .seed
-            .wrapping_add(accepted_before.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let links = &cfg.links;
-        let config = GridConfig {
-            sites,
-            dispatch,
-            classifier: Some(cfg.classifier),
-            settings: GridSettings {
-                coallocation: Some(CoallocationRules {
-                    retry_after: i64::try_from(links.retry_ms.div_ceil(1000).max(1)).unwrap_or(1),
-                    ..CoallocationRules::new(
-                        cfg.dispatch.multi_site.clone(),
-                        links.coallocation_rounds,
-                    )
-                }),
-                splits_at_once: false,
-                explain: true,
-                site_down_after_ms: Some(links.site_down_after_ms),
-                // An unanswered reservation is overdue once its call has timed out.
-                reservation_answer_ms: (links.call_timeout_ms / 1000 + 1) * 1000,
-            },
-            classifier_state: None,
-        };
+        let (config, names) = grid_config(cfg, accepted_before);
         Ok(Decider {
             runner: GridRunner::from_config(&config)?,
             config,

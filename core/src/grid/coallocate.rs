@@ -7,7 +7,9 @@
 //! go and is dispatched again [`CoallocationRules::retry_after`](super::CoallocationRules)
 //! seconds later, so a live meta-scheduler and the simulator retry alike; after
 //! [`MAX_REFUSED`] co-allocations in a row that a site refused (a site whose policy takes no
-//! reservations, say), the job is refused instead of being tried forever. An answer that comes
+//! reservations, say), the job is refused instead of being tried forever; a hold that failed
+//! because its site's link is down (as the driver reported it) counts as no refusal, so a site
+//! lost for a while costs the job retries, not its place in the grid. An answer that comes
 //! after its co-allocation was given up (or to a hold since replaced) has its hold let go.
 
 use super::{At, Effect, Fragment, GridRunner, cluster};
@@ -25,6 +27,9 @@ pub(super) struct Coalloc {
     ids: Vec<Option<ReservationId>>,
     /// A site refused (rather than the rounds running out or the adaptive rule).
     refused: bool,
+    /// A hold failed at a site whose link is known to be down: no refusal of the job's, and no
+    /// success either (the site may come back, or be marked down and left out).
+    unreachable: bool,
     /// The WAN overhead p, percent.
     overhead_pct: u32,
 }
@@ -64,7 +69,15 @@ impl GridRunner {
         if self.settings.splits_at_once && !parts.is_empty() {
             let sites = parts.iter().map(|p| p.cluster.index()).collect();
             self.set_at(id, At::SplitAtOnce(sites));
-            out.push(Effect::StartSplit { job: id, parts });
+            let overhead_pct = (self.settings.coallocation.as_ref()).map_or(0, |r| {
+                r.multi_site
+                    .overhead_over(parts.iter().map(|p| p.cluster.0))
+            });
+            out.push(Effect::StartSplit {
+                job: id,
+                parts,
+                overhead_pct,
+            });
             return;
         }
         let Some(rules) = self.settings.coallocation.clone() else {
@@ -116,6 +129,7 @@ impl GridRunner {
                 c,
                 ids: vec![None; n],
                 refused: false,
+                unreachable: false,
                 overhead_pct,
             })),
         );
@@ -239,7 +253,11 @@ impl GridRunner {
                     .as_ref()
                     .map_or(MAX_REFUSED, |r| r.max_refused);
                 let n = self.refused_in_a_row.entry(id).or_default();
-                *n = if c.refused { *n + 1 } else { 0 };
+                *n = match (c.refused, c.unreachable) {
+                    (true, _) => *n + 1,
+                    (false, true) => *n,
+                    (false, false) => 0,
+                };
                 if *n >= max {
                     out.push(Effect::GivenUp {
                         job: id,
@@ -292,12 +310,17 @@ impl GridRunner {
             }
             return;
         }
+        let cut = self.links.cut(site);
         let c = self.coalloc(id).expect("co-allocating");
         let step = match answer {
             Ok(start) => c.c.held(fragment, start),
             Err(why) => {
                 c.ids[fragment] = None;
-                c.refused = true;
+                if cut {
+                    c.unreachable = true;
+                } else {
+                    c.refused = true;
+                }
                 c.c.refused(fragment, &why)
             }
         };

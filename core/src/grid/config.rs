@@ -68,7 +68,8 @@ pub struct GridSettings {
     pub coallocation: Option<CoallocationRules>,
     /// A split starts at once on its parts, without holds ([`Effect::StartSplit`]): the sites are
     /// bare machines whose occupancy the strategy tracks itself, as in the multi-site study
-    /// (Streit, thesis §6). Takes precedence over `coallocation`.
+    /// (Streit, thesis §6). Takes precedence over `coallocation`, whose `multi_site` overhead
+    /// still stretches the splits started at once.
     #[serde(default)]
     pub splits_at_once: bool,
     /// Explain every classification and dispatch (the live `explain`); off in simulations.

@@ -379,6 +379,9 @@ pub enum Effect {
         job: JobId,
         /// Its parts.
         parts: Vec<Part>,
+        /// The WAN overhead p of the sites it spans, percent: its run time and estimate grow by
+        /// (100 + p) / 100, rounded up (the co-allocation rules' `multi_site`; 0 without them).
+        overhead_pct: u32,
     },
     /// Kill the fragment of split job `job` at `site` (another fragment ended badly).
     Kill {

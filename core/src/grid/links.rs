@@ -43,6 +43,13 @@ impl SiteLinks {
         }
     }
 
+    /// Whether the link to `site` is known to be down: reported unreachable (or found so by a
+    /// tick) and not reported back since.
+    pub fn cut(&self, site: usize) -> bool {
+        let (reachable, since) = self.links[site];
+        !reachable && since.is_some()
+    }
+
     /// Whether the link to `site` is reachable.
     pub fn reachable(&self, site: usize) -> bool {
         self.links[site].0

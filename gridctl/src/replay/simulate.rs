@@ -105,9 +105,7 @@ impl SimGrid {
                 .collect(),
         };
         // The grid runner the live meta-scheduler builds from the same configuration.
-        let config = meta_scheduler::decide::Decider::new(&self.meta, 0)?
-            .config()
-            .clone();
+        let (config, _) = meta_scheduler::decide::grid_config(&self.meta, 0);
         let mut records: Vec<PlatformRecord> = Vec::with_capacity(n);
         let mut record = |r: &PlatformRecord| records.push(r.clone());
         // Each job's first start at each site (a split job's fragments start apart when one of

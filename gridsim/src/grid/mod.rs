@@ -27,7 +27,7 @@ pub use config::{Fragments, GridConfig, MachineConfig, Modification, Scenario};
 
 use crate::platform::{PlatformHooks, PlatformRecord, simulate_platform};
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind, GridState};
-use gridsched_core::grid::{GridConfig as RunnerConfig, GridSettings, SiteSpec};
+use gridsched_core::grid::{CoallocationRules, GridConfig as RunnerConfig, GridSettings, SiteSpec};
 use gridsched_core::model::{ClusterId, Job, JobId, Platform, Time};
 use gridsched_core::policy::{PolicyConfig, PolicyKind};
 use gridsched_workload::WorkloadError;
@@ -165,6 +165,8 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
         classifier: None,
         settings: GridSettings {
             splits_at_once: true,
+            // Their WAN overhead stretches the splits started at once.
+            coallocation: Some(CoallocationRules::new(ms.clone(), 1)),
             ..GridSettings::default()
         },
         classifier_state: None,

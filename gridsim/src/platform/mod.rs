@@ -36,7 +36,7 @@ pub use gridsched_core::grid::Classify;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
 
-use gridsched_core::dispatch::{ClusterCaps, Dispatcher, MultiSiteConfig, Priority};
+use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Priority};
 use gridsched_core::grid::{GridConfig, GridRunner, GridSettings, Input as GridInput, SiteSpec};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::Policy;
@@ -326,8 +326,6 @@ struct Sim<'p, 'h> {
     lost: Vec<bool>,
     /// The grid's ids of the reservations asked for, by the numbers jobs name them by.
     named: events::Named,
-    /// The overhead of the splits the grid runner starts at once.
-    at_once: MultiSiteConfig,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `grid`.
@@ -388,7 +386,7 @@ where
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (grid, at_once) = match grid.into() {
+    let grid = match grid.into() {
         Grid::Meta(meta) => {
             let mut caps = caps_of(platform);
             // A partition's jobs may span its nodes: the widest job it runs is its whole size.
@@ -407,15 +405,12 @@ where
                     machines: None,
                 })
                 .collect();
-            let at_once = (meta.splits.as_ref())
-                .map_or_else(MultiSiteConfig::default, |s| s.multi_site.clone());
             let settings = GridSettings {
                 coallocation: meta.splits,
                 site_down_after_ms: events.loses().then_some(events.down_after_ms),
                 ..GridSettings::default()
             };
-            let grid = GridRunner::new(sites, meta.dispatcher, meta.classify, settings);
-            (grid, at_once)
+            GridRunner::new(sites, meta.dispatcher, meta.classify, settings)
         }
         Grid::Config(cfg) => {
             if cfg.sites.len() != n {
@@ -424,9 +419,7 @@ where
                     cfg.sites.len()
                 )));
             }
-            let grid =
-                GridRunner::from_config(&cfg).map_err(|e| PlatformError::Grid(e.to_string()))?;
-            (grid, cfg.dispatch.multi_site.clone())
+            GridRunner::from_config(&cfg).map_err(|e| PlatformError::Grid(e.to_string()))?
         }
     };
     let mut sim = Sim {
@@ -451,7 +444,6 @@ where
         effects: Vec::new(),
         lost: vec![false; n],
         named: events::Named::new(),
-        at_once,
     };
     for &(at, cluster) in &events.lost {
         if cluster.index() < n {

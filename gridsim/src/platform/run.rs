@@ -230,7 +230,11 @@ impl Sim<'_, '_> {
                     self.push(at, Ev::Retry { job });
                 }
             }
-            GridEffect::StartSplit { job, parts } => self.start_split(t, job, &parts, dirty)?,
+            GridEffect::StartSplit {
+                job,
+                parts,
+                overhead_pct,
+            } => self.start_split(t, job, &parts, overhead_pct, dirty)?,
             GridEffect::Over { job, site } => self.split_over(t, job, ClusterId(site as u32)),
             GridEffect::Wait {
                 job,

@@ -104,20 +104,19 @@ impl Sim<'_, '_> {
     /// The grid runner starts split job `job` at once on `parts` (the multi-site study's grid
     /// scheduler, which tracks each site's occupancy itself, Streit, thesis §6): each fragment is
     /// submitted to its cluster, its run time and estimate stretched by the overhead p of the
-    /// sites it spans (`MultiSiteConfig::stretch_over`).
+    /// sites it spans, as the runner gives it.
     pub(super) fn start_split<E>(
         &mut self,
         t: Time,
         job: JobId,
         parts: &[Part],
+        overhead_pct: u32,
         dirty: &mut [bool],
     ) -> Result<(), PlatformError<E>> {
         let (whole, priority) = self.grid.job(job).expect("a split job is open");
         let whole = whole.clone();
-        let sites = parts.iter().map(|p| p.cluster.0);
-        let stretch = |d: Duration| self.at_once.stretch_over(d, sites.clone());
-        let estimate = stretch(whole.estimate);
-        let runtime = whole.runtime.map(|r| stretch(r.clamp(0, whole.estimate)));
+        let estimate = stretch_by(whole.estimate, overhead_pct);
+        let runtime = (whole.runtime).map(|r| stretch_by(r.clamp(0, whole.estimate), overhead_pct));
         for p in parts {
             let fragment = Job {
                 procs: p.procs,

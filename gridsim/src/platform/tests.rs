@@ -699,3 +699,49 @@ fn passes_come_at_changes_and_due_wake_ups_only() {
     // the matrix emptied at 600.
     assert_eq!(passes, vec![0, 200, 400, 500, 600]);
 }
+
+/// A job wider than any site, split while one of its sites is lost but not yet marked down: the
+/// hold asked of the lost site is refused ("the site cannot be reached"), the co-allocation given
+/// up and tried again each second, until the site is marked down; then the job is split over the
+/// two sites left and starts there.
+#[test]
+fn a_hold_asked_of_a_lost_site_is_refused_until_the_site_is_down() {
+    let p = platform(&[
+        (&[(8, 100)], true, &[]),
+        (&[(8, 100)], true, &[]),
+        (&[(8, 100)], true, &[]),
+    ]);
+    let jobs = [Job::new(1, 10, 12, 50, 40)];
+    let rules = SplitRules::new(gridsched_core::dispatch::MultiSiteConfig::default(), 8);
+    let mut recs = Vec::new();
+    let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.parts.clone()));
+    let hooks = PlatformHooks {
+        record: Some(&mut rec),
+        pass: None,
+        refused: None,
+    };
+    let meta = Meta {
+        classify: Classify::Fixed(1),
+        dispatcher: Box::new(gridsched_core::dispatch::WideSplit::new(Box::new(
+            RoundRobin::default(),
+        ))),
+        splits: Some(rules),
+    };
+    let lost = GridEvents {
+        down_after_ms: 20_000,
+        lost: vec![(5, ClusterId(1))],
+        ..GridEvents::default()
+    };
+    let policies = build(&p, PolicyKind::Conservative);
+    let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
+    let rep = simulate_platform_with(&p, policies, meta, jobs, hooks, &lost).unwrap();
+    assert_eq!(rep.stats.coallocations, 1, "{:?}", rep.stats);
+    assert_eq!(recs.len(), 1);
+    let (_, start, parts) = &recs[0];
+    assert!(parts.iter().all(|(c, _)| *c != ClusterId(1)), "{parts:?}");
+    assert_eq!(*start, 25, "{:?}", rep.stats);
+    assert_eq!(
+        rep.stats.coallocations_given_up, 15,
+        "one a second from 10 to 24"
+    );
+}
