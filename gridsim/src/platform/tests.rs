@@ -524,21 +524,11 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
         Job::new(4, 2, 4, 10, 5),
     ];
     let outcome = |events: &GridEvents| {
-        let mut recs = Vec::new();
-        let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.cluster.0, r.start, r.end));
-        let hooks = PlatformHooks {
-            record: Some(&mut rec),
-            pass: None,
-            refused: None,
-        };
-        let meta = Meta {
-            classify: Classify::Fixed(1),
-            dispatcher: Box::new(RoundRobin::default()),
-            splits: None,
-        };
-        let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
         let policies = build(&p, PolicyKind::Fcfs);
-        let rep = simulate_platform_with(&p, policies, meta, jobs, hooks, events).unwrap();
+        let (recs, rep) = run_with_events(&p, policies, RoundRobin::default(), None, &jobs, events);
+        let mut recs: Vec<_> = (recs.iter())
+            .map(|r| (r.id.0, r.cluster.0, r.start, r.end))
+            .collect();
         recs.sort_unstable();
         (recs, rep.stats.lost_jobs)
     };
@@ -713,35 +703,52 @@ fn a_hold_asked_of_a_lost_site_is_refused_until_the_site_is_down() {
     ]);
     let jobs = [Job::new(1, 10, 12, 50, 40)];
     let rules = SplitRules::new(gridsched_core::dispatch::MultiSiteConfig::default(), 8);
-    let mut recs = Vec::new();
-    let mut rec = |r: &PlatformRecord| recs.push((r.id.0, r.start, r.parts.clone()));
-    let hooks = PlatformHooks {
-        record: Some(&mut rec),
-        pass: None,
-        refused: None,
-    };
-    let meta = Meta {
-        classify: Classify::Fixed(1),
-        dispatcher: Box::new(gridsched_core::dispatch::WideSplit::new(Box::new(
-            RoundRobin::default(),
-        ))),
-        splits: Some(rules),
-    };
     let lost = GridEvents {
         down_after_ms: 20_000,
         lost: vec![(5, ClusterId(1))],
         ..GridEvents::default()
     };
+    let wide = gridsim_wide_split();
     let policies = build(&p, PolicyKind::Conservative);
-    let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
-    let rep = simulate_platform_with(&p, policies, meta, jobs, hooks, &lost).unwrap();
+    let (recs, rep) = run_with_events(&p, policies, wide, Some(rules), &jobs, &lost);
     assert_eq!(rep.stats.coallocations, 1, "{:?}", rep.stats);
     assert_eq!(recs.len(), 1);
-    let (_, start, parts) = &recs[0];
+    let (start, parts) = (&recs[0].start, &recs[0].parts);
     assert!(parts.iter().all(|(c, _)| *c != ClusterId(1)), "{parts:?}");
     assert_eq!(*start, 25, "{:?}", rep.stats);
     assert_eq!(
         rep.stats.coallocations_given_up, 15,
         "one a second from 10 to 24"
     );
+}
+
+/// Wide jobs split over the clusters, the others sent round robin.
+fn gridsim_wide_split() -> gridsched_core::dispatch::WideSplit {
+    gridsched_core::dispatch::WideSplit::new(Box::new(RoundRobin::default()))
+}
+
+/// Runs `jobs` under `dispatcher` (priority 1 for every job) with `events`: the records in end
+/// order, and the report.
+fn run_with_events(
+    p: &Platform,
+    policies: Vec<Box<dyn Policy>>,
+    dispatcher: impl Dispatcher + 'static,
+    splits: Option<SplitRules>,
+    jobs: &[Job],
+    events: &GridEvents,
+) -> (Vec<PlatformRecord>, PlatformReport) {
+    let mut recs = Vec::new();
+    let mut rec = |r: &PlatformRecord| recs.push(r.clone());
+    let hooks = PlatformHooks {
+        record: Some(&mut rec),
+        ..PlatformHooks::default()
+    };
+    let meta = Meta {
+        classify: Classify::Fixed(1),
+        dispatcher: Box::new(dispatcher),
+        splits,
+    };
+    let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
+    let rep = simulate_platform_with(p, policies, meta, jobs, hooks, events).unwrap();
+    (recs, rep)
 }
