@@ -103,6 +103,8 @@ impl SimGrid {
                     },
                 })
                 .collect(),
+            // The simulation stands for the live grid: its order within a second.
+            live_order: true,
         };
         // The grid runner the live meta-scheduler builds from the same configuration.
         let (config, _) = meta_scheduler::decide::grid_config(&self.meta, 0);

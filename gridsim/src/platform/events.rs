@@ -34,6 +34,12 @@ pub struct GridEvents {
     pub lost: Vec<(Time, ClusterId)>,
     /// Advance reservations asked for, in order of time.
     pub reservations: Vec<ReservationAsk>,
+    /// Order each second as the live services see it: the second's submissions first, then its
+    /// other events (a live job's end comes the fraction of a second after its start's, later
+    /// than the whole-second submissions), each followed by a pass of the clusters it changed (a
+    /// live local scheduler passes on every message), instead of every event, then every
+    /// submission, then one pass per cluster.
+    pub live_order: bool,
 }
 
 /// One advance reservation asked for at the grid's entry point.

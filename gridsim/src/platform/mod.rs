@@ -489,7 +489,20 @@ where
             }
         }
         clock = t;
-        while let Some(Reverse((te, _, ev))) = sim.events.peek().copied() {
+        if events.live_order {
+            while next.as_ref().is_some_and(|j| j.submit == t) {
+                let job = next.take().expect("peeked");
+                submit(&mut sim, events, job, &mut dirty)?;
+                next = jobs.next().transpose().map_err(PlatformError::Workload)?;
+                sim.pass_dirty(t, &mut dirty)?;
+            }
+        }
+        while let Some(Reverse((te, _, ev))) = {
+            if events.live_order {
+                sim.pass_dirty(t, &mut dirty)?;
+            }
+            sim.events.peek().copied()
+        } {
             if te != t {
                 break;
             }
@@ -530,34 +543,14 @@ where
             }
         }
         while next.as_ref().is_some_and(|j| j.submit == t) {
-            let mut job = next.take().expect("peeked");
-            sim.stats.submitted += 1;
-            if sim.has(job.id) {
-                return Err(PlatformError::DuplicateJob(job.id));
-            }
-            if !events.reservations.is_empty()
-                && let Err(why) = sim.name_reservation(&mut job)
-            {
-                sim.reject(job.id, why);
-                next = jobs.next().transpose().map_err(PlatformError::Workload)?;
-                continue;
-            }
-            sim.report_loads(t);
-            let submit = GridInput::Submit {
-                job,
-                priority: None,
-            };
-            sim.feed(t, submit, &mut dirty)?;
+            let job = next.take().expect("peeked");
+            submit(&mut sim, events, job, &mut dirty)?;
             next = jobs.next().transpose().map_err(PlatformError::Workload)?;
         }
         if sim.grid.held() > 0 {
             sim.feed(t, GridInput::Release, &mut dirty)?;
         }
-        for (c, d) in dirty.iter_mut().enumerate() {
-            if std::mem::take(d) && !sim.lost[c] {
-                sim.pass(t, ClusterId(c as u32))?;
-            }
-        }
+        sim.pass_dirty(t, &mut dirty)?;
     }
     sim.stats.lost_jobs = sim.lost_jobs();
     let waiting = (sim.runners.iter().enumerate())
@@ -572,6 +565,32 @@ where
         });
     }
     Ok(sim.report())
+}
+
+/// A submission at its second: named into its reservation, then handed to the grid runner.
+fn submit<E>(
+    sim: &mut Sim<'_, '_>,
+    events: &GridEvents,
+    mut job: Job,
+    dirty: &mut [bool],
+) -> Result<(), PlatformError<E>> {
+    let t = job.submit;
+    sim.stats.submitted += 1;
+    if sim.has(job.id) {
+        return Err(PlatformError::DuplicateJob(job.id));
+    }
+    if !events.reservations.is_empty()
+        && let Err(why) = sim.name_reservation(&mut job)
+    {
+        sim.reject(job.id, why);
+        return Ok(());
+    }
+    sim.report_loads(t);
+    let submit = GridInput::Submit {
+        job,
+        priority: None,
+    };
+    sim.feed(t, submit, dirty)
 }
 
 /// [`simulate_platform`] over an in-memory job list, without hooks.

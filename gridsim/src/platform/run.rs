@@ -414,6 +414,21 @@ impl Sim<'_, '_> {
         Ok(())
     }
 
+    /// Passes every cluster marked in `dirty` (and clears the marks); a lost cluster passes no
+    /// more.
+    pub(super) fn pass_dirty<E>(
+        &mut self,
+        t: Time,
+        dirty: &mut [bool],
+    ) -> Result<(), PlatformError<E>> {
+        for (c, d) in dirty.iter_mut().enumerate() {
+            if std::mem::take(d) && !self.lost[c] {
+                self.pass(t, ClusterId(c as u32))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Accounts the interval `[from, to)` at the current levels.
     pub(super) fn integrate(&mut self, from: Time, to: Time) {
         for (l, r) in self.levels.iter_mut().zip(&self.runners) {

@@ -752,3 +752,47 @@ fn run_with_events(
     let rep = simulate_platform_with(p, policies, meta, jobs, hooks, events).unwrap();
     (recs, rep)
 }
+
+/// The live order of a second: a job submitted in the very second another job ends is dispatched
+/// by Load / Ordering before that end is taken (live, the end's notice comes the fraction of a
+/// second after the whole-second submission): both clusters still hold a job, and cluster 1's
+/// is the lighter, so the job goes there; by default the end is taken first and the job goes to
+/// the idle cluster 0.
+#[test]
+fn the_live_order_dispatches_a_seconds_submissions_before_its_ends() {
+    use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
+    let p = platform(&[(&[(4, 100)], true, &[]), (&[(4, 100)], true, &[])]);
+    let jobs = [
+        Job::new(1, 0, 4, 10, 10),
+        Job::new(2, 0, 1, 20, 20),
+        Job::new(3, 10, 2, 5, 5),
+    ];
+    let site_of_3 = |live_order: bool| {
+        let events = GridEvents {
+            live_order,
+            ..GridEvents::default()
+        };
+        let d = DispatchConfig::new(DispatchKind::LoadOrdering).build();
+        let mut site = None;
+        let mut rec = |r: &PlatformRecord| {
+            if r.id == JobId(3) {
+                site = Some((r.cluster.0, r.start));
+            }
+        };
+        let hooks = PlatformHooks {
+            record: Some(&mut rec),
+            ..PlatformHooks::default()
+        };
+        let meta = Meta {
+            classify: Classify::Fixed(1),
+            dispatcher: d,
+            splits: None,
+        };
+        let policies = build(&p, PolicyKind::Easy);
+        let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
+        simulate_platform_with(&p, policies, meta, jobs, hooks, &events).unwrap();
+        site.unwrap()
+    };
+    assert_eq!(site_of_3(false), (0, 10));
+    assert_eq!(site_of_3(true), (1, 10));
+}
