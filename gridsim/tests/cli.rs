@@ -639,6 +639,10 @@ fn set_takes_the_configuration_keys_of_the_policy() {
         "--set backfill.shadw: unknown field `shadw`",
     );
     refused(
+        &["--set", "urgent.mode=preempt"],
+        "--set urgent: a replay runs no urgent layer",
+    );
+    refused(
         &["--set", "backfill.shadow=old"],
         "--set backfill.shadow: unknown variant `old`",
     );

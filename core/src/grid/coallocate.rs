@@ -19,17 +19,28 @@ use crate::model::{JobId, ReservationId, Time};
 /// Co-allocations of one job in a row that a site refused before the job is refused.
 pub const MAX_REFUSED: u32 = 10;
 
+/// How a co-allocation's holds failed, from least to most: a refusal outweighs an unreachable
+/// site.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+enum Failure {
+    /// No hold refused (the rounds ran out, or the adaptive rule chose one site).
+    #[default]
+    None,
+    /// A hold failed at a site whose link is known to be down: no refusal of the job's, and no
+    /// success either (the site may come back, or be marked down and left out).
+    Unreachable,
+    /// A site refused a hold.
+    Refused,
+}
+
 /// One job's co-allocation under way.
 #[derive(Clone, Debug)]
 pub(super) struct Coalloc {
     c: CoAllocation,
     /// Per fragment: the reservation of its current hold (asked or answered).
     ids: Vec<Option<ReservationId>>,
-    /// A site refused (rather than the rounds running out or the adaptive rule).
-    refused: bool,
-    /// A hold failed at a site whose link is known to be down: no refusal of the job's, and no
-    /// success either (the site may come back, or be marked down and left out).
-    unreachable: bool,
+    /// The worst answer a hold got.
+    failed: Failure,
     /// The WAN overhead p, percent.
     overhead_pct: u32,
 }
@@ -66,13 +77,14 @@ impl GridRunner {
         out: &mut Vec<Effect>,
     ) {
         let first = parts.first().map_or(0, |p| p.cluster.index());
+        // The WAN overhead p of the sites spanned (none without co-allocation rules).
+        let overhead_pct = (self.settings.coallocation.as_ref()).map_or(0, |r| {
+            r.multi_site
+                .overhead_over(parts.iter().map(|p| p.cluster.0))
+        });
         if self.settings.splits_at_once && !parts.is_empty() {
             let sites = parts.iter().map(|p| p.cluster.index()).collect();
             self.set_at(id, At::SplitAtOnce(sites));
-            let overhead_pct = (self.settings.coallocation.as_ref()).map_or(0, |r| {
-                r.multi_site
-                    .overhead_over(parts.iter().map(|p| p.cluster.0))
-            });
             out.push(Effect::StartSplit {
                 job: id,
                 parts,
@@ -106,8 +118,6 @@ impl GridRunner {
             self.refuse(id, why, out);
             return;
         }
-        let sites = parts.iter().map(|p| p.cluster.0);
-        let overhead_pct = rules.multi_site.overhead_over(sites);
         let length = stretch_by(self.jobs[&id].job.estimate, overhead_pct);
         let single_end = match reason {
             Some(Reason::Split { single, .. }) if rules.multi_site.adaptive => *single,
@@ -128,8 +138,7 @@ impl GridRunner {
             At::Coallocating(Box::new(Coalloc {
                 c,
                 ids: vec![None; n],
-                refused: false,
-                unreachable: false,
+                failed: Failure::None,
                 overhead_pct,
             })),
         );
@@ -253,10 +262,10 @@ impl GridRunner {
                     .as_ref()
                     .map_or(MAX_REFUSED, |r| r.max_refused);
                 let n = self.refused_in_a_row.entry(id).or_default();
-                *n = match (c.refused, c.unreachable) {
-                    (true, _) => *n + 1,
-                    (false, true) => *n,
-                    (false, false) => 0,
+                *n = match c.failed {
+                    Failure::Refused => *n + 1,
+                    Failure::Unreachable => *n,
+                    Failure::None => 0,
                 };
                 if *n >= max {
                     out.push(Effect::GivenUp {
@@ -316,11 +325,12 @@ impl GridRunner {
             Ok(start) => c.c.held(fragment, start),
             Err(why) => {
                 c.ids[fragment] = None;
-                if cut {
-                    c.unreachable = true;
+                let f = if cut {
+                    Failure::Unreachable
                 } else {
-                    c.refused = true;
-                }
+                    Failure::Refused
+                };
+                c.failed = c.failed.max(f);
                 c.c.refused(fragment, &why)
             }
         };

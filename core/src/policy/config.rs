@@ -279,8 +279,18 @@ impl PolicyConfig {
         let value: serde_json::Value = serde_json::from_str(text.trim())
             .unwrap_or_else(|_| serde_json::Value::String(text.trim().to_string()));
         let mut doc = serde_json::to_value(*self).map_err(|e| bad(key, e.to_string()))?;
+        // Every top-level key, the optional tables' too (absent from `doc` while unset).
+        let every = PolicyConfig {
+            urgent: Some(UrgentOptions::default()),
+            ..*self
+        };
+        let known = serde_json::to_value(every).map_err(|e| bad(key, e.to_string()))?;
         let mut at = &mut doc;
         let parts: Vec<&str> = key.split('.').collect();
+        if known.get(parts[0]).is_none() {
+            let keys = PolicyConfig::keys(self.policy).join(", ");
+            return Err(bad(key, format!("unknown key (expected one of: {keys})")));
+        }
         for (i, part) in parts.iter().enumerate() {
             let serde_json::Value::Object(map) = at else {
                 return Err(bad(
@@ -288,21 +298,9 @@ impl PolicyConfig {
                     format!("`{}` takes a value, not keys", parts[..i].join(".")),
                 ));
             };
-            if i == 0 && !map.contains_key(*part) && *part != "urgent" {
-                return Err(bad(
-                    key,
-                    format!(
-                        "unknown key (expected one of: {})",
-                        PolicyConfig::keys(self.policy).join(", ")
-                    ),
-                ));
-            }
             at = map
                 .entry(part.to_string())
                 .or_insert_with(|| serde_json::Value::Object(Default::default()));
-            if at.is_null() && i + 1 < parts.len() {
-                *at = serde_json::Value::Object(Default::default());
-            }
         }
         *at = value;
         *self = serde_json::from_value(doc).map_err(|e| bad(key, e.to_string()))?;

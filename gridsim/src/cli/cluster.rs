@@ -12,7 +12,7 @@ use gridsched_core::classify::{Classifier, ClassifierConfig};
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
 use gridsched_core::heuristics::HeuristicParams;
 use gridsched_core::model::{ClusterId, Job, Platform};
-use gridsched_core::policy::{OptionTable, Policy, PolicyConfig, PolicyKind};
+use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
 use gridsched_workload::JsonlReader;
 use gridsched_workload::seed_setups::SetupParams;
 use gridsim::platform::{Classify, Meta, PlatformReport, simulate_jobs};
@@ -156,19 +156,12 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
             args.heuristics
         )
     })?;
+    // A preset other than the default for a policy without heuristics is refused by `check`.
     let mut cfg = PolicyConfig {
+        heuristics,
         partition: !args.no_partition,
         ..PolicyConfig::new(kind)
     };
-    if kind.takes(OptionTable::Heuristics) {
-        cfg.heuristics = heuristics;
-    } else if heuristics != HeuristicParams::default() {
-        bail!(
-            "--heuristics {}: the {kind} policy has no heuristics (only {} do)",
-            args.heuristics,
-            PolicyKind::names(&OptionTable::Heuristics.kinds())
-        );
-    }
     for a in &args.set {
         cfg.set(a).map_err(|e| anyhow!("--set {e}"))?;
     }

@@ -279,6 +279,12 @@ impl Knobs {
             c.set(a).map_err(|e| anyhow::anyhow!("--set {e}"))?;
         }
         c.check()?;
+        if c.urgent.is_some() {
+            anyhow::bail!(
+                "--set urgent: a replay runs no urgent layer (gridsim cluster and \
+                 `gridsim experiment urgent` do)"
+            );
+        }
         Ok(c)
     }
 

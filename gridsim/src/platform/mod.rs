@@ -497,12 +497,13 @@ where
                 sim.pass_dirty(t, &mut dirty)?;
             }
         }
-        while let Some(Reverse((te, _, ev))) = {
+        loop {
             if events.live_order {
                 sim.pass_dirty(t, &mut dirty)?;
             }
-            sim.events.peek().copied()
-        } {
+            let Some(Reverse((te, _, ev))) = sim.events.peek().copied() else {
+                break;
+            };
             if te != t {
                 break;
             }

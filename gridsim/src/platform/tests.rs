@@ -525,7 +525,8 @@ fn a_lost_site_loses_its_running_job_and_its_waiting_one_goes_elsewhere() {
     ];
     let outcome = |events: &GridEvents| {
         let policies = build(&p, PolicyKind::Fcfs);
-        let (recs, rep) = run_with_events(&p, policies, RoundRobin::default(), None, &jobs, events);
+        let rr = Box::new(RoundRobin::default());
+        let (recs, rep) = run_with_events(&p, policies, rr, None, &jobs, events);
         let mut recs: Vec<_> = (recs.iter())
             .map(|r| (r.id.0, r.cluster.0, r.start, r.end))
             .collect();
@@ -708,7 +709,7 @@ fn a_hold_asked_of_a_lost_site_is_refused_until_the_site_is_down() {
         lost: vec![(5, ClusterId(1))],
         ..GridEvents::default()
     };
-    let wide = gridsim_wide_split();
+    let wide = Box::new(gridsim_wide_split());
     let policies = build(&p, PolicyKind::Conservative);
     let (recs, rep) = run_with_events(&p, policies, wide, Some(rules), &jobs, &lost);
     assert_eq!(rep.stats.coallocations, 1, "{:?}", rep.stats);
@@ -732,7 +733,7 @@ fn gridsim_wide_split() -> gridsched_core::dispatch::WideSplit {
 fn run_with_events(
     p: &Platform,
     policies: Vec<Box<dyn Policy>>,
-    dispatcher: impl Dispatcher + 'static,
+    dispatcher: Box<dyn Dispatcher>,
     splits: Option<SplitRules>,
     jobs: &[Job],
     events: &GridEvents,
@@ -745,7 +746,7 @@ fn run_with_events(
     };
     let meta = Meta {
         classify: Classify::Fixed(1),
-        dispatcher: Box::new(dispatcher),
+        dispatcher,
         splits,
     };
     let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
@@ -773,25 +774,10 @@ fn the_live_order_dispatches_a_seconds_submissions_before_its_ends() {
             ..GridEvents::default()
         };
         let d = DispatchConfig::new(DispatchKind::LoadOrdering).build();
-        let mut site = None;
-        let mut rec = |r: &PlatformRecord| {
-            if r.id == JobId(3) {
-                site = Some((r.cluster.0, r.start));
-            }
-        };
-        let hooks = PlatformHooks {
-            record: Some(&mut rec),
-            ..PlatformHooks::default()
-        };
-        let meta = Meta {
-            classify: Classify::Fixed(1),
-            dispatcher: d,
-            splits: None,
-        };
         let policies = build(&p, PolicyKind::Easy);
-        let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
-        simulate_platform_with(&p, policies, meta, jobs, hooks, &events).unwrap();
-        site.unwrap()
+        let (recs, _) = run_with_events(&p, policies, d, None, &jobs, &events);
+        let r = recs.iter().find(|r| r.id == JobId(3)).unwrap();
+        (r.cluster.0, r.start)
     };
     assert_eq!(site_of_3(false), (0, 10));
     assert_eq!(site_of_3(true), (1, 10));

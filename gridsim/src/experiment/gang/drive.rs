@@ -38,7 +38,8 @@ struct Kappa {
     /// The previous pass and whether a job waited after it.
     prev: Option<(Time, bool)>,
     counters: Vec<(String, u64)>,
-    refused: Option<String>,
+    /// What gang scheduling must never do, if it happened (an overrun, a kill).
+    error: Option<String>,
 }
 
 impl Kappa {
@@ -61,10 +62,10 @@ impl Kappa {
                     self.running.insert(s.job, (t, s.setup, s.procs));
                 }
                 Effect::Overrun { job, .. } => {
-                    self.refused = Some(format!("job {job} overran its estimate"));
+                    self.error = Some(format!("job {job} overran its estimate"));
                 }
                 Effect::Kill { job, .. } => {
-                    self.refused = Some(format!(
+                    self.error = Some(format!(
                         "job {job} was killed: gang scheduling kills nothing"
                     ));
                 }
@@ -90,7 +91,7 @@ pub fn drive(cfg: &PolicyConfig, procs: u32, jobs: &[Job]) -> Result<Measured> {
         running: HashMap::new(),
         prev: None,
         counters: Vec::new(),
-        refused: None,
+        error: None,
     };
     let mut outcomes = Vec::with_capacity(jobs.len());
     let mut record = |r: &PlatformRecord| {
@@ -125,7 +126,7 @@ pub fn drive(cfg: &PolicyConfig, procs: u32, jobs: &[Job]) -> Result<Measured> {
         },
     )
     .map_err(|e| anyhow!("{e}"))?;
-    if let Some(why) = k.refused.take().or_else(|| refused.first().cloned()) {
+    if let Some(why) = k.error.take().or_else(|| refused.first().cloned()) {
         bail!("{why}");
     }
     outcomes.sort_by_key(|o| o.end);
@@ -137,4 +138,26 @@ pub fn drive(cfg: &PolicyConfig, procs: u32, jobs: &[Job]) -> Result<Measured> {
         suspensions: rep.stats.suspensions,
         counters: k.counters,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gridsched_core::policy::PolicyKind;
+
+    /// κ of a worked example on N = 4 under GS at MPL 1 (one row: space sharing): job 1 takes 3
+    /// processors over [0, 100) while job 2 (2 processors) waits, leaving 1 processor empty
+    /// (100 processor-seconds lost with δ); job 2 runs over [100, 200) with 2 empty and nobody
+    /// waiting (200 more as printed). t_f = 200: κ = 100 / 800, as printed 300 / 800.
+    #[test]
+    fn kappa_of_a_worked_example() {
+        let mut cfg = PolicyConfig::new(PolicyKind::Gs);
+        cfg.gang.mpl = 1;
+        let jobs = [Job::new(1, 0, 3, 100, 100), Job::new(2, 0, 2, 100, 100)];
+        let m = drive(&cfg, 4, &jobs).unwrap();
+        assert_eq!((m.kappa, m.kappa_literal), (0.125, 0.375));
+        assert_eq!(m.suspensions, 0);
+        let ends: Vec<_> = m.outcomes.iter().map(|o| (o.start, o.end)).collect();
+        assert_eq!(ends, [(0, 100), (100, 200)]);
+    }
 }
