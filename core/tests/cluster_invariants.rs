@@ -14,7 +14,7 @@
 
 use gridsched_core::cluster::ClusterState;
 use gridsched_core::model::{Job, JobId, LicenceId, LicencePool, Machine, MachineId, Time};
-use gridsched_core::policy::{Policy, PolicyConfig, Start};
+use gridsched_core::policy::{Decisions, Policy, PolicyConfig, Start};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -241,7 +241,7 @@ fn run(name: &str, setup: &Setup, jobs: &[Job]) -> Result<Run, TestCaseError> {
     let mut finished = 0usize;
     let mut out = Run { starts: Vec::new() };
     let mut next_submit = 0usize;
-    let mut buf = Vec::new();
+    let mut buf = Decisions::default();
     let mut last = Time::MIN;
     loop {
         let t_sub = jobs.get(next_submit).map(|j| j.submit);
@@ -281,10 +281,11 @@ fn run(name: &str, setup: &Setup, jobs: &[Job]) -> Result<Run, TestCaseError> {
         }
         buf.clear();
         p.schedule(now, &mut buf);
-        let mut susp = Vec::new();
-        p.take_suspensions(&mut susp);
-        prop_assert!(susp.is_empty(), "{name} never preempts");
-        for s in &buf {
+        prop_assert!(
+            buf.suspensions.is_empty() && buf.kills.is_empty(),
+            "{name} never preempts"
+        );
+        for s in &buf.starts {
             let j = by_id[&s.job];
             prop_assert!(j.submit <= now);
             if let Some(&r) = first_res.get(&s.job) {

@@ -11,7 +11,7 @@
 use crate::events::{EventKind, EventQueue};
 use gridsched_core::metrics::{CapacityTracker, JobRecord, Summary, SummaryBuilder};
 use gridsched_core::model::{Duration, Job, JobId, MachineId, Time, UserId};
-use gridsched_core::policy::{AdvanceReservation, Policy, Start};
+use gridsched_core::policy::{AdvanceReservation, Decisions, Policy, Start};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
@@ -218,7 +218,7 @@ where
     let mut free: Vec<u64> = capacities.iter().map(|&c| u64::from(c)).collect();
     let total: u64 = free.iter().sum();
     let mut wakes: BTreeSet<Time> = BTreeSet::new();
-    let mut starts: Vec<Start> = Vec::new();
+    let mut starts = Decisions::default();
     let mut summary = SummaryBuilder::new();
     let mut capacity = CapacityTracker::new();
     let mut stats = RunStats::default();
@@ -451,7 +451,7 @@ where
 fn run_pass<E>(
     policy: &mut dyn Policy,
     now: Time,
-    starts: &mut Vec<Start>,
+    starts: &mut Decisions,
     inflight: &mut HashMap<JobId, InFlight>,
     free: &[u64],
     events: &mut EventQueue,
@@ -462,7 +462,14 @@ fn run_pass<E>(
     starts.clear();
     policy.schedule(now, starts);
     stats.passes += 1;
-    for s in starts.iter() {
+    if let Some(&job) = starts.suspensions.first().or(starts.kills.first()) {
+        return Err(SimError::BadStart {
+            time: now,
+            job,
+            why: "is preempted, which this engine (space-shared machines, run to completion) does not model",
+        });
+    }
+    for s in starts.starts.iter() {
         let bad = |why| SimError::BadStart {
             time: now,
             job: s.job,
@@ -486,7 +493,7 @@ fn run_pass<E>(
         events.push(now, EventKind::Start, s.job);
     }
     if let Some(h) = hooks.pass.as_mut() {
-        h(now, starts, &*policy);
+        h(now, &starts.starts, &*policy);
     }
     if let Some(w) = policy.next_wakeup()
         && w > now

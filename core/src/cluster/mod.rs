@@ -21,7 +21,7 @@ mod reservations;
 pub use accounting::{Alloc, ClusterError};
 use eligibility::Eligibility;
 pub use reservations::ClusterBook;
-pub(crate) use reservations::reservation_methods;
+pub(crate) use reservations::{cluster_booking, reservation_methods};
 
 use crate::model::{
     ClusterId, Duration, Job, JobId, LicenceId, LicencePool, Machine, MachineId, Platform, Time,

@@ -25,39 +25,47 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 
 /// The [`Policy`](crate::policy::Policy) methods of advance reservations, for a policy with a
-/// `book: ClusterBook` over its `state: ClusterState` and a `release(&mut self, &[ReservationId])`
-/// that sends the waiting jobs of given-up reservations to the general queue.
+/// `book: ClusterBook` that also implements [`AdvanceBooking`](crate::policy::AdvanceBooking) by
+/// [`cluster_booking`].
 macro_rules! reservation_methods {
     () => {
-        fn admit_reservation(
-            &mut self,
-            now: Time,
-            r: &AdvanceReservation,
-        ) -> Result<(), ReservationRefused> {
-            self.book.admit(&self.state, now, r)
-        }
-
-        fn takes_reservations(&self) -> bool {
-            true
-        }
-
-        fn cancel_reservation(&mut self, _now: Time, id: ReservationId) -> bool {
-            let held = self.book.cancel(id);
-            if held {
-                self.release(&[id]);
-            }
-            held
-        }
-
-        fn advance_reservations(&self) -> Vec<AdvanceReservation> {
-            self.book.list()
-        }
+        crate::policy::capabilities!(booking);
 
         fn next_wakeup(&self) -> Option<Time> {
             self.book.next_wakeup()
         }
     };
 }
+
+/// The advance reservations of a policy `$t` with a `book: ClusterBook` over its
+/// `state: ClusterState` and a `release(&mut self, &[ReservationId])` that sends the waiting jobs
+/// of given-up reservations to the general queue.
+macro_rules! cluster_booking {
+    ($t:ty) => {
+        impl crate::policy::AdvanceBooking for $t {
+            fn admit_reservation(
+                &mut self,
+                now: Time,
+                r: &AdvanceReservation,
+            ) -> Result<(), crate::policy::ReservationRefused> {
+                self.book.admit(&self.state, now, r)
+            }
+
+            fn cancel_reservation(&mut self, _now: Time, id: crate::model::ReservationId) -> bool {
+                let held = self.book.cancel(id);
+                if held {
+                    self.release(&[id]);
+                }
+                held
+            }
+
+            fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+                self.book.list()
+            }
+        }
+    };
+}
+pub(crate) use cluster_booking;
 pub(crate) use reservation_methods;
 
 /// A job running inside a reservation.
@@ -498,6 +506,7 @@ mod tests {
     use crate::convergent::{ConvergentScheduling, CsParams};
     use crate::heuristics::HeuristicParams;
     use crate::model::{LicencePool, Machine, MachineId};
+    use crate::policy::test_util::ScheduleInto;
     use crate::policy::{FbVariant, FlexibleBackfilling, Policy, Start};
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng as StdRng;
@@ -558,7 +567,7 @@ mod tests {
 
     fn pass(p: &mut dyn Policy, now: Time) -> Vec<(u64, u32)> {
         let mut v: Vec<Start> = Vec::new();
-        p.schedule(now, &mut v);
+        p.schedule_into(now, &mut v);
         v.iter().map(|s| (s.job.0, s.machine.0)).collect()
     }
 
@@ -741,7 +750,7 @@ mod tests {
                         admitted += usize::from(p.admit_reservation(now, &r).is_ok());
                     }
                     let mut starts = Vec::new();
-                    p.schedule(now, &mut starts);
+                    p.schedule_into(now, &mut starts);
                     for s in starts {
                         let j = jobs[&s.job].clone();
                         let end = now + j.estimate;

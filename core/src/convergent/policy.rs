@@ -23,9 +23,8 @@ use super::matching::{Assignment, imfs, mfs, mis};
 use super::matrix::{CsParams, RowJob, build, nxtime, rho};
 use crate::cluster::{ClusterBook, ClusterState};
 use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
-use crate::policy::{
-    AdvanceReservation, Policy, Rejection, Reservation, ReservationRefused, Start,
-};
+use crate::policy::{AdvanceReservation, Policy, Rejection, Reservation, Start};
+use crate::policy::{Decisions, Machines};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -526,7 +525,41 @@ impl Policy for ConvergentScheduling {
         }
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        self.pass(now, &mut out.starts);
+        out.suspensions.append(&mut self.suspended);
+    }
+
+    crate::cluster::reservation_methods!();
+
+    fn waiting_len(&self) -> usize {
+        self.jobs.iter().filter(|e| e.running.is_none()).count()
+    }
+
+    fn running_len(&self) -> usize {
+        self.jobs.iter().filter(|e| e.running.is_some()).count()
+    }
+
+    fn queue(&self) -> Vec<JobId> {
+        self.jobs
+            .iter()
+            .filter(|e| e.running.is_none())
+            .map(|e| e.job.id)
+            .collect()
+    }
+
+    fn reservations(&self) -> Vec<Reservation> {
+        Vec::new()
+    }
+
+    crate::policy::capabilities!(machines);
+}
+
+crate::cluster::cluster_booking!(ConvergentScheduling);
+
+impl ConvergentScheduling {
+    /// One pass: its starts (its suspensions and kills are collected on the way).
+    fn pass(&mut self, now: Time, starts: &mut Vec<Start>) {
         let over = self.book.pass(now);
         self.release(&over);
         self.start_inside(now, starts);
@@ -542,11 +575,9 @@ impl Policy for ConvergentScheduling {
             }
         }
     }
+}
 
-    fn take_suspensions(&mut self, out: &mut Vec<JobId>) {
-        out.append(&mut self.suspended);
-    }
-
+impl Machines for ConvergentScheduling {
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
         self.state.set_up(machine, available);
     }
@@ -587,27 +618,5 @@ impl Policy for ConvergentScheduling {
         self.index.insert(job.id, self.jobs.len());
         self.jobs.push(entry);
         Ok(())
-    }
-
-    crate::cluster::reservation_methods!();
-
-    fn waiting_len(&self) -> usize {
-        self.jobs.iter().filter(|e| e.running.is_none()).count()
-    }
-
-    fn running_len(&self) -> usize {
-        self.jobs.iter().filter(|e| e.running.is_some()).count()
-    }
-
-    fn queue(&self) -> Vec<JobId> {
-        self.jobs
-            .iter()
-            .filter(|e| e.running.is_none())
-            .map(|e| e.job.id)
-            .collect()
-    }
-
-    fn reservations(&self) -> Vec<Reservation> {
-        Vec::new()
     }
 }

@@ -6,20 +6,19 @@
 use super::*;
 use crate::cluster::ClusterState;
 use crate::model::{Job, JobId, LicenceId, LicencePool, Machine, MachineId};
-use crate::policy::{Policy, Start};
+use crate::policy::Decisions;
+use crate::policy::Policy;
 
 fn one_machine() -> ClusterState {
     ClusterState::from_parts(vec![Machine::new(MachineId(0), "m", 4, 100)], &[], false).unwrap()
 }
 
 fn pass(p: &mut ConvergentScheduling, now: i64) -> (Vec<u64>, Vec<u64>) {
-    let mut s: Vec<Start> = Vec::new();
-    p.schedule(now, &mut s);
-    let mut susp = Vec::new();
-    p.take_suspensions(&mut susp);
+    let mut d = Decisions::default();
+    p.schedule(now, &mut d);
     (
-        s.iter().map(|x| x.job.0).collect(),
-        susp.iter().map(|j| j.0).collect(),
+        d.starts.iter().map(|x| x.job.0).collect(),
+        d.suspensions.iter().map(|j| j.0).collect(),
     )
 }
 

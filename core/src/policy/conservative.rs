@@ -25,6 +25,7 @@
 use super::fcfs::{check_job, restore_checks, restore_single};
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
+use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{Profile, RunningSet};
 use std::collections::{BTreeMap, HashMap};
 
@@ -435,7 +436,8 @@ impl Policy for Conservative {
         true
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        let starts = &mut out.starts;
         if self.down {
             return;
         }
@@ -463,6 +465,32 @@ impl Policy for Conservative {
         self.first_due.into_iter().chain(inside).min()
     }
 
+    fn waiting_len(&self) -> usize {
+        self.waiting.len() + self.book.counts().0
+    }
+
+    fn running_len(&self) -> usize {
+        self.running.len() + self.book.counts().1
+    }
+
+    fn queue(&self) -> Vec<JobId> {
+        let inside = self.book.planned().into_iter().map(|p| p.0);
+        self.waiting.values().map(|p| p.id).chain(inside).collect()
+    }
+
+    fn reservations(&self) -> Vec<Reservation> {
+        let slots = self
+            .waiting
+            .values()
+            .map(|p| (p.id, p.start, p.estimate, p.procs))
+            .chain(self.book.planned());
+        Reservation::planned_on(self.machine, slots)
+    }
+
+    crate::policy::capabilities!(machines, booking);
+}
+
+impl Machines for Conservative {
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
         // `down != available`: already in that state.
         if machine != self.machine || self.down != available {
@@ -501,7 +529,9 @@ impl Policy for Conservative {
         self.replan_all = true;
         Ok(())
     }
+}
 
+impl AdvanceBooking for Conservative {
     fn admit_reservation(
         &mut self,
         now: Time,
@@ -541,34 +571,8 @@ impl Policy for Conservative {
         true
     }
 
-    fn takes_reservations(&self) -> bool {
-        true
-    }
-
     fn advance_reservations(&self) -> Vec<AdvanceReservation> {
         self.book.list()
-    }
-
-    fn waiting_len(&self) -> usize {
-        self.waiting.len() + self.book.counts().0
-    }
-
-    fn running_len(&self) -> usize {
-        self.running.len() + self.book.counts().1
-    }
-
-    fn queue(&self) -> Vec<JobId> {
-        let inside = self.book.planned().into_iter().map(|p| p.0);
-        self.waiting.values().map(|p| p.id).chain(inside).collect()
-    }
-
-    fn reservations(&self) -> Vec<Reservation> {
-        let slots = self
-            .waiting
-            .values()
-            .map(|p| (p.id, p.start, p.estimate, p.procs))
-            .chain(self.book.planned());
-        Reservation::planned_on(self.machine, slots)
     }
 }
 

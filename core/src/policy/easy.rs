@@ -27,6 +27,7 @@ use super::{
     ReservationKind, ReservationRefused, ShadowCmp, ShadowMode, Start, SubmitPass,
 };
 use crate::model::{Job, JobId, MachineId, ReservationId, Time};
+use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{OrderedQueue, QueueEntry, QueueKey, RunningSet};
 use std::collections::HashMap;
 
@@ -210,25 +211,6 @@ impl Policy for Easy {
         }
     }
 
-    fn restore_running(
-        &mut self,
-        now: Time,
-        job: &Job,
-        started: Time,
-        machine: MachineId,
-        procs: u32,
-    ) -> Result<(), Rejection> {
-        if job.reservation.is_some() {
-            restore_checks(job, machine, self.machine, false)?;
-            self.pass_needed = true;
-            return self.around.restore_running(now, job, started, procs);
-        }
-        let me = (self.machine, self.capacity);
-        restore_single(&mut self.running, me, job, started, machine, procs)?;
-        self.pass_needed = true;
-        Ok(())
-    }
-
     fn cancel(&mut self, now: Time, job: JobId) -> bool {
         if self.around.holds(job) {
             self.pass_needed = true;
@@ -245,7 +227,8 @@ impl Policy for Easy {
         true
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        let starts = &mut out.starts;
         if self.down {
             return;
         }
@@ -304,13 +287,6 @@ impl Policy for Easy {
         }
     }
 
-    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
-        if machine == self.machine && self.down == available {
-            self.down = !available;
-            self.pass_needed = true;
-        }
-    }
-
     fn waiting_len(&self) -> usize {
         self.queue.len() + self.around.waiting_inside()
     }
@@ -326,6 +302,55 @@ impl Policy for Easy {
         self.around.next_wakeup()
     }
 
+    fn queue(&self) -> Vec<JobId> {
+        self.queue.iter().map(|e| e.id).collect()
+    }
+
+    fn reservations(&self) -> Vec<Reservation> {
+        let mut v: Vec<Reservation> = self
+            .head_reservation
+            .into_iter()
+            .filter(|r| self.keys.contains_key(&r.job))
+            .collect();
+        v.extend(Reservation::planned_on(
+            self.machine,
+            self.around.planned().into_iter(),
+        ));
+        v
+    }
+
+    crate::policy::capabilities!(machines, booking);
+}
+
+impl Machines for Easy {
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        if machine == self.machine && self.down == available {
+            self.down = !available;
+            self.pass_needed = true;
+        }
+    }
+
+    fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        if job.reservation.is_some() {
+            restore_checks(job, machine, self.machine, false)?;
+            self.pass_needed = true;
+            return self.around.restore_running(now, job, started, procs);
+        }
+        let me = (self.machine, self.capacity);
+        restore_single(&mut self.running, me, job, started, machine, procs)?;
+        self.pass_needed = true;
+        Ok(())
+    }
+}
+
+impl AdvanceBooking for Easy {
     fn admit_reservation(
         &mut self,
         now: Time,
@@ -350,28 +375,7 @@ impl Policy for Easy {
         true
     }
 
-    fn takes_reservations(&self) -> bool {
-        true
-    }
-
     fn advance_reservations(&self) -> Vec<AdvanceReservation> {
         self.around.list()
-    }
-
-    fn queue(&self) -> Vec<JobId> {
-        self.queue.iter().map(|e| e.id).collect()
-    }
-
-    fn reservations(&self) -> Vec<Reservation> {
-        let mut v: Vec<Reservation> = self
-            .head_reservation
-            .into_iter()
-            .filter(|r| self.keys.contains_key(&r.job))
-            .collect();
-        v.extend(Reservation::planned_on(
-            self.machine,
-            self.around.planned().into_iter(),
-        ));
-        v
     }
 }

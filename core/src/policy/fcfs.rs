@@ -12,6 +12,7 @@
 use super::around::Around;
 use super::{AdvanceReservation, Policy, Rejection, Reservation, ReservationRefused, Start};
 use crate::model::{Job, JobId, MachineId, ReservationId, Time};
+use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::RunningSet;
 use std::collections::VecDeque;
 
@@ -115,22 +116,6 @@ impl Policy for Fcfs {
         }
     }
 
-    fn restore_running(
-        &mut self,
-        now: Time,
-        job: &Job,
-        started: Time,
-        machine: MachineId,
-        procs: u32,
-    ) -> Result<(), Rejection> {
-        if job.reservation.is_some() {
-            restore_checks(job, machine, self.machine, false)?;
-            return self.around.restore_running(now, job, started, procs);
-        }
-        let me = (self.machine, self.capacity);
-        restore_single(&mut self.running, me, job, started, machine, procs)
-    }
-
     fn overrun(&mut self, now: Time, job: JobId, predicted_end: Time) {
         if !self.around.overrun(now, job, predicted_end) {
             self.running.set_end(job, predicted_end);
@@ -150,7 +135,8 @@ impl Policy for Fcfs {
         }
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        let starts = &mut out.starts;
         if self.down {
             return;
         }
@@ -180,12 +166,6 @@ impl Policy for Fcfs {
         self.queue.len() + self.around.waiting_inside()
     }
 
-    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
-        if machine == self.machine {
-            self.down = !available;
-        }
-    }
-
     fn running_len(&self) -> usize {
         self.running.len() + self.around.running_inside()
     }
@@ -205,6 +185,34 @@ impl Policy for Fcfs {
         self.around.next_wakeup()
     }
 
+    crate::policy::capabilities!(machines, booking);
+}
+
+impl Machines for Fcfs {
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        if machine == self.machine {
+            self.down = !available;
+        }
+    }
+
+    fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        if job.reservation.is_some() {
+            restore_checks(job, machine, self.machine, false)?;
+            return self.around.restore_running(now, job, started, procs);
+        }
+        let me = (self.machine, self.capacity);
+        restore_single(&mut self.running, me, job, started, machine, procs)
+    }
+}
+
+impl AdvanceBooking for Fcfs {
     fn admit_reservation(
         &mut self,
         now: Time,
@@ -226,10 +234,6 @@ impl Policy for Fcfs {
         true
     }
 
-    fn takes_reservations(&self) -> bool {
-        true
-    }
-
     fn advance_reservations(&self) -> Vec<AdvanceReservation> {
         self.around.list()
     }
@@ -237,7 +241,7 @@ impl Policy for Fcfs {
 
 /// The submission checks every single-machine policy makes.
 /// Recovery of a running job on a classic single-machine policy (see
-/// [`Policy::restore_running`]): it holds `procs` processors of `machine` from `started` until
+/// [`Machines::restore_running`](super::Machines::restore_running)): it holds `procs` processors of `machine` from `started` until
 /// `started + estimate`, as if the policy had started it.
 pub(super) fn restore_single(
     running: &mut RunningSet,
@@ -306,6 +310,7 @@ pub(super) fn check_job(job: &Job, capacity: u32) -> Result<(), Rejection> {
 mod restore_tests {
     use super::*;
     use crate::policy::easy::Easy;
+    use crate::policy::test_util::ScheduleInto;
     use crate::policy::{BackfillOptions, QueueOrder};
 
     #[test]
@@ -324,10 +329,10 @@ mod restore_tests {
             assert!(p.restore_running(50, &wide, 10, m, 4).is_err(), "6 + 4 > 8");
             p.submit(50, &wide).unwrap();
             let mut starts = Vec::new();
-            p.schedule(50, &mut starts);
+            p.schedule_into(50, &mut starts);
             assert!(starts.is_empty(), "only 2 processors are free");
             p.terminate(60, JobId(1));
-            p.schedule(60, &mut starts);
+            p.schedule_into(60, &mut starts);
             assert_eq!(starts.len(), 1);
             assert_eq!(starts[0].job, JobId(2));
         }
@@ -343,17 +348,17 @@ mod restore_tests {
             p.set_machine_available(0, m, false);
             p.submit(0, &Job::new(1, 0, 2, 10, 10)).unwrap();
             let mut starts = Vec::new();
-            p.schedule(0, &mut starts);
+            p.schedule_into(0, &mut starts);
             assert!(
                 starts.is_empty(),
                 "{}: started on a down machine",
                 p.describe()
             );
             p.set_machine_available(5, MachineId(9), true);
-            p.schedule(5, &mut starts);
+            p.schedule_into(5, &mut starts);
             assert!(starts.is_empty(), "another machine's news changes nothing");
             p.set_machine_available(10, m, true);
-            p.schedule(10, &mut starts);
+            p.schedule_into(10, &mut starts);
             assert_eq!(starts.len(), 1, "{}", p.describe());
         }
     }
@@ -362,6 +367,7 @@ mod restore_tests {
 #[cfg(test)]
 mod first_fit_tests {
     use super::*;
+    use crate::policy::test_util::ScheduleInto;
 
     fn ids(starts: &[Start]) -> Vec<u64> {
         starts.iter().map(|s| s.job.0).collect()
@@ -379,7 +385,7 @@ mod first_fit_tests {
                 p.submit(0, &Job::new(id, 0, procs, 100, 100)).unwrap();
             }
             let mut starts = Vec::new();
-            p.schedule(0, &mut starts);
+            p.schedule_into(0, &mut starts);
             assert_eq!(ids(&starts), expected, "{}", p.describe());
         }
         let mut ff = Fcfs::first_fit(m, 8);
@@ -389,12 +395,12 @@ mod first_fit_tests {
             ff.submit(0, &Job::new(id, 0, procs, 100, 100)).unwrap();
         }
         let mut starts = Vec::new();
-        ff.schedule(0, &mut starts);
+        ff.schedule_into(0, &mut starts);
         assert_eq!(ids(&starts), [1, 3]);
         ff.terminate(50, JobId(1));
         ff.submit(50, &Job::new(4, 50, 5, 100, 100)).unwrap();
         starts.clear();
-        ff.schedule(50, &mut starts);
+        ff.schedule_into(50, &mut starts);
         assert_eq!(
             ids(&starts),
             [2],

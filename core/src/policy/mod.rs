@@ -200,19 +200,19 @@ pub fn check_reservation(policy: &dyn Policy, job: &Job) -> Result<(), Rejection
     let Some(id) = job.reservation else {
         return Ok(());
     };
-    if policy.advance_reservations().iter().any(|r| r.id == id) {
-        return Ok(());
-    }
-    if policy.takes_reservations() {
-        return Err(Rejection::ReservationNotHeld {
+    let Some(booking) = policy.booking() else {
+        return Err(Rejection::Reservation {
             job: job.id,
             reservation: id,
+            why: format!("the {} policy takes no reservations", policy.describe()),
         });
+    };
+    if booking.advance_reservations().iter().any(|r| r.id == id) {
+        return Ok(());
     }
-    Err(Rejection::Reservation {
+    Err(Rejection::ReservationNotHeld {
         job: job.id,
         reservation: id,
-        why: format!("the {} policy takes no reservations", policy.describe()),
     })
 }
 
@@ -229,7 +229,41 @@ impl From<crate::cluster::ClusterError> for Rejection {
     }
 }
 
-/// A local scheduling policy.
+/// What one scheduling pass decides (a policy's answer to [`Policy::schedule`]): the running jobs
+/// it suspends and those it kills, which the driver takes off their machines first, then the
+/// starts, which may reuse their processors. A driver clears it before every pass.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decisions {
+    /// The jobs that start now, in start order.
+    pub starts: Vec<Start>,
+    /// Running jobs suspended (preemptive policies only, e.g. Convergent Scheduling's `_p`
+    /// variants and the gang schedulers): each keeps its progress and is back in the waiting
+    /// queue; a later [`Start`] resumes it.
+    pub suspensions: Vec<JobId>,
+    /// Running jobs killed to free their processors (an urgent job preempting typical ones,
+    /// Kurowski et al. §4): each loses its progress and is back in the waiting queue (the policy
+    /// has resubmitted it); a later [`Start`] runs it from scratch.
+    pub kills: Vec<JobId>,
+}
+
+impl Decisions {
+    /// Empties it for the next pass (keeping its allocations).
+    pub fn clear(&mut self) {
+        self.starts.clear();
+        self.suspensions.clear();
+        self.kills.clear();
+    }
+
+    /// Whether the pass decided nothing.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty() && self.suspensions.is_empty() && self.kills.is_empty()
+    }
+}
+
+/// A local scheduling policy: the events a scheduling paper speaks of (a job submitted, ended,
+/// overrunning its estimate, cancelled; a pass at a given time and what it decides), what the
+/// policy shows of its state, and the capabilities some policies add ([`AdvanceBooking`],
+/// [`Machines`]), which a driver asks for and does without when a policy lacks them.
 pub trait Policy: Send + fmt::Debug {
     /// A short description including the options that differ from the defaults.
     fn describe(&self) -> String;
@@ -247,8 +281,10 @@ pub trait Policy: Send + fmt::Debug {
     /// Removes a waiting job. Returns false when the job is not waiting (unknown or running).
     fn cancel(&mut self, now: Time, job: JobId) -> bool;
 
-    /// Appends to `starts` the jobs that start at `now`, in start order.
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>);
+    /// One scheduling pass at `now`: appends to `out` what it decides (the driver has cleared
+    /// it): suspensions and kills, which the driver carries out first, then the starts, in start
+    /// order.
+    fn schedule(&mut self, now: Time, out: &mut Decisions);
 
     /// The next time at which the policy wants [`Policy::schedule`] called even if nothing
     /// happens (a planned start), if any.
@@ -262,74 +298,12 @@ pub trait Policy: Send + fmt::Debug {
     /// are ignored. The default: a policy that orders its queue by its own rules.
     fn meta_priority(&mut self, _job: JobId, _priority: u8) {}
 
-    /// Running jobs that the last [`Policy::schedule`] call suspended (preemptive policies only,
-    /// e.g. Convergent Scheduling's `_p` variants), drained into `out`. A driver calls it right
-    /// after `schedule` and suspends these jobs before applying that pass's starts, which may
-    /// reuse their processors. A suspended job keeps its progress and is back in the waiting
-    /// queue; a later [`Start`] resumes it. The default: a policy that never preempts.
-    fn take_suspensions(&mut self, _out: &mut Vec<JobId>) {}
-
-    /// Running jobs that the last [`Policy::schedule`] call killed to free their processors
-    /// (an urgent job preempting typical ones, Kurowski et al. §4), drained into `out` after
-    /// [`Policy::take_suspensions`]. A killed job loses its progress and is back in the waiting
-    /// queue (the policy has resubmitted it); a later [`Start`] runs it from scratch. The
-    /// default: a policy that never kills.
-    fn take_kills(&mut self, _out: &mut Vec<JobId>) {}
-
-    /// A machine of the cluster went down (`available == false`: it receives no new start; the
-    /// jobs running there are the driver's business, which reports them through
-    /// [`Policy::terminate`] or resubmits them) or came back / joined (`true`). Unknown machines
-    /// are ignored. The default: a policy whose machines never change.
-    fn set_machine_available(&mut self, _now: Time, _machine: MachineId, _available: bool) {}
-
     /// The one machine and its processors of a classic policy (it schedules processors on one
     /// space-shared machine); `None` for the policies that place jobs on the machines of a
     /// cluster. A runner over a partition of alike nodes whose policy sees one machine of their
     /// summed processors maps its starts onto the nodes ([`crate::runner::nodes`]).
     fn single_machine(&self) -> Option<(MachineId, u32)> {
         None
-    }
-
-    /// Recovery after a restart of the driver: `job` is already running on `machine` since
-    /// `started` with `procs` processors. The policy accounts for it as if it had started it.
-    fn restore_running(
-        &mut self,
-        _now: Time,
-        _job: &Job,
-        _started: Time,
-        _machine: MachineId,
-        _procs: u32,
-    ) -> Result<(), Rejection> {
-        Err(Rejection::Unsupported(self.describe()))
-    }
-
-    /// Admits an advance reservation iff its processors are free for its whole interval in the
-    /// current plan; every later decision then respects it. The default: refused, the policy
-    /// has no plan.
-    fn admit_reservation(
-        &mut self,
-        _now: Time,
-        _r: &AdvanceReservation,
-    ) -> Result<(), ReservationRefused> {
-        Err(ReservationRefused::Unsupported {
-            policy: self.describe(),
-        })
-    }
-
-    /// Whether the policy takes advance reservations at all.
-    fn takes_reservations(&self) -> bool {
-        false
-    }
-
-    /// Cancels an advance reservation; false if it is not held.
-    fn cancel_reservation(&mut self, _now: Time, _id: crate::model::ReservationId) -> bool {
-        false
-    }
-
-    /// The advance reservations held, by identifier (ended ones may linger until the next
-    /// pass).
-    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
-        Vec::new()
     }
 
     /// Named counters of the policy's own decisions, for reports (dynP: its decisions by case of
@@ -350,6 +324,147 @@ pub trait Policy: Send + fmt::Debug {
 
     /// The reservations the policy currently holds, ordered by start then job id.
     fn reservations(&self) -> Vec<Reservation>;
+
+    /// Its advance reservations, when it takes them. The default: it takes none.
+    fn booking(&self) -> Option<&dyn AdvanceBooking> {
+        None
+    }
+
+    /// [`Policy::booking`], to admit and cancel.
+    fn booking_mut(&mut self) -> Option<&mut dyn AdvanceBooking> {
+        None
+    }
+
+    /// Its machines coming and going and its running jobs restored after a restart of the
+    /// driver, when it supports them. The default: a policy whose machines never change and that
+    /// cannot take over running jobs.
+    fn machines(&mut self) -> Option<&mut dyn Machines> {
+        None
+    }
+}
+
+/// The capability of taking advance reservations (Streit, thesis §3.2): fixed-time requests
+/// admitted against the policy's plan, held, and given up.
+pub trait AdvanceBooking {
+    /// Admits an advance reservation iff its processors are free for its whole interval in the
+    /// current plan; every later decision then respects it.
+    fn admit_reservation(
+        &mut self,
+        now: Time,
+        r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused>;
+
+    /// Cancels an advance reservation; false if it is not held.
+    fn cancel_reservation(&mut self, now: Time, id: crate::model::ReservationId) -> bool;
+
+    /// The advance reservations held, by identifier (ended ones may linger until the next
+    /// pass).
+    fn advance_reservations(&self) -> Vec<AdvanceReservation>;
+}
+
+/// The capability of a cluster whose machines come and go, and of a driver restarted with jobs
+/// running.
+pub trait Machines {
+    /// A machine of the cluster went down (`available == false`: it receives no new start; the
+    /// jobs running there are the driver's business, which reports them through
+    /// [`Policy::terminate`] or resubmits them) or came back / joined (`true`). Unknown machines
+    /// are ignored.
+    fn set_machine_available(&mut self, now: Time, machine: MachineId, available: bool);
+
+    /// Recovery after a restart of the driver: `job` is already running on `machine` since
+    /// `started` with `procs` processors. The policy accounts for it as if it had started it.
+    fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection>;
+}
+
+/// The accessors of the capabilities a policy implements itself, written inside its
+/// `impl Policy`: `capabilities!(machines)`, `capabilities!(booking)` or both.
+macro_rules! capabilities {
+    (machines) => {
+        fn machines(&mut self) -> Option<&mut dyn $crate::policy::Machines> {
+            Some(self)
+        }
+    };
+    (booking) => {
+        fn booking(&self) -> Option<&dyn $crate::policy::AdvanceBooking> {
+            Some(self)
+        }
+
+        fn booking_mut(&mut self) -> Option<&mut dyn $crate::policy::AdvanceBooking> {
+            Some(self)
+        }
+    };
+    ($($c:ident),+) => {
+        $($crate::policy::capabilities!($c);)+
+    };
+}
+pub(crate) use capabilities;
+
+/// A driver's shorthands over a policy's capabilities, for every policy: one that takes no
+/// reservations refuses each and holds none; one without [`Machines`] ignores machines coming
+/// and going and refuses to restore running jobs.
+impl dyn Policy + '_ {
+    /// Admits an advance reservation, or refuses it ([`AdvanceBooking::admit_reservation`]).
+    pub fn admit_reservation(
+        &mut self,
+        now: Time,
+        r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused> {
+        let policy = self.describe();
+        match self.booking_mut() {
+            Some(b) => b.admit_reservation(now, r),
+            None => Err(ReservationRefused::Unsupported { policy }),
+        }
+    }
+
+    /// Cancels an advance reservation; false if it is not held.
+    pub fn cancel_reservation(&mut self, now: Time, id: crate::model::ReservationId) -> bool {
+        self.booking_mut()
+            .is_some_and(|b| b.cancel_reservation(now, id))
+    }
+
+    /// The advance reservations held (none when it takes none).
+    pub fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        self.booking()
+            .map(|b| b.advance_reservations())
+            .unwrap_or_default()
+    }
+
+    /// Whether it takes advance reservations at all.
+    pub fn takes_reservations(&self) -> bool {
+        self.booking().is_some()
+    }
+
+    /// A machine went down or came back ([`Machines::set_machine_available`]); nothing for a
+    /// policy whose machines never change.
+    pub fn set_machine_available(&mut self, now: Time, machine: MachineId, available: bool) {
+        if let Some(m) = self.machines() {
+            m.set_machine_available(now, machine, available);
+        }
+    }
+
+    /// A job found running after a restart of the driver ([`Machines::restore_running`]);
+    /// refused by a policy that cannot take over running jobs.
+    pub fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        let name = self.describe();
+        match self.machines() {
+            Some(m) => m.restore_running(now, job, started, machine, procs),
+            None => Err(Rejection::Unsupported(name)),
+        }
+    }
 }
 
 /// Helpers of the policies' unit tests.
@@ -358,11 +473,26 @@ pub(crate) mod test_util {
     use super::Policy;
     use crate::model::Time;
 
+    /// A pass whose starts are appended to a list (the suspensions and kills are the caller's to
+    /// read from [`super::Decisions`] when it tests them).
+    pub trait ScheduleInto {
+        /// One pass at `now`, its starts appended to `starts`.
+        fn schedule_into(&mut self, now: Time, starts: &mut Vec<super::Start>);
+    }
+
+    impl<P: Policy + ?Sized> ScheduleInto for P {
+        fn schedule_into(&mut self, now: Time, starts: &mut Vec<super::Start>) {
+            let mut d = super::Decisions::default();
+            self.schedule(now, &mut d);
+            starts.append(&mut d.starts);
+        }
+    }
+
     /// One pass at `now`: the jobs started, in order.
     pub fn starts(p: &mut dyn Policy, now: Time) -> Vec<u64> {
-        let mut v = Vec::new();
-        p.schedule(now, &mut v);
-        v.iter().map(|s| s.job.0).collect()
+        let mut d = super::Decisions::default();
+        p.schedule(now, &mut d);
+        d.starts.iter().map(|s| s.job.0).collect()
     }
 
     /// The planned starts of the waiting jobs, (job, start), by start.

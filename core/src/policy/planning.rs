@@ -27,6 +27,7 @@ use super::rules::PlanningRules;
 use super::user_caps::{UserUse, admits};
 use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time, UserId};
+use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{Profile, RunningSet};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -660,7 +661,8 @@ impl Policy for Planning {
         true
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        let starts = &mut out.starts;
         if self.down {
             return;
         }
@@ -723,81 +725,6 @@ impl Policy for Planning {
         planned.into_iter().chain(inside).min()
     }
 
-    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
-        if machine != self.machine || self.down != available {
-            return;
-        }
-        self.down = !available;
-        if available {
-            self.mark_all();
-        }
-    }
-
-    fn restore_running(
-        &mut self,
-        now: Time,
-        job: &Job,
-        started: Time,
-        machine: MachineId,
-        procs: u32,
-    ) -> Result<(), Rejection> {
-        let waiting = self.active.slots.iter().any(|s| s.job.id == job.id);
-        restore_checks(job, machine, self.machine, waiting)?;
-        if job.reservation.is_some() {
-            // Its reservation was admitted again first; the part past its end, if any, is
-            // blocked by the next full plan (`Book::block_in`).
-            self.book.restore_running(now, job, started, procs)?;
-        } else {
-            let me = (self.machine, self.capacity);
-            restore_single(&mut self.running, me, job, started, machine, procs)?;
-            self.owners.insert(job.id, job.user);
-        }
-        self.mark_all();
-        Ok(())
-    }
-
-    fn admit_reservation(
-        &mut self,
-        now: Time,
-        r: &AdvanceReservation,
-    ) -> Result<(), ReservationRefused> {
-        self.profile_now(now);
-        self.book
-            .admit(now, r, self.machine, self.capacity, &self.active.profile)?;
-        // It fits in the current plan: the placed slots stay where they are. It may not fit
-        // in the others, which are built again.
-        self.active.profile.reserve(r.start, r.end, r.procs);
-        for o in &mut self.others {
-            o.mark_rebuild();
-        }
-        Ok(())
-    }
-
-    fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
-        let released = self.book.cancel(id);
-        if released.reservation.is_none() {
-            return false;
-        }
-        // Its running jobs now hold the machine's own processors; its waiting ones queue.
-        for (job, procs, end) in released.running {
-            self.running.insert(job, procs, now, (end - now).max(1));
-        }
-        for job in released.waiting {
-            self.submit(now, &job)
-                .expect("a job that fitted in the reservation fits the machine");
-        }
-        self.mark_all();
-        true
-    }
-
-    fn takes_reservations(&self) -> bool {
-        true
-    }
-
-    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
-        self.book.list()
-    }
-
     fn counters(&self) -> Vec<(String, u64)> {
         self.tuner.as_ref().map_or_else(Vec::new, |t| t.counters())
     }
@@ -832,6 +759,83 @@ impl Policy for Planning {
             .chain(self.book.planned());
         Reservation::planned_on(self.machine, slots)
     }
+
+    crate::policy::capabilities!(machines, booking);
+}
+
+impl Machines for Planning {
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        if machine != self.machine || self.down != available {
+            return;
+        }
+        self.down = !available;
+        if available {
+            self.mark_all();
+        }
+    }
+
+    fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        let waiting = self.active.slots.iter().any(|s| s.job.id == job.id);
+        restore_checks(job, machine, self.machine, waiting)?;
+        if job.reservation.is_some() {
+            // Its reservation was admitted again first; the part past its end, if any, is
+            // blocked by the next full plan (`Book::block_in`).
+            self.book.restore_running(now, job, started, procs)?;
+        } else {
+            let me = (self.machine, self.capacity);
+            restore_single(&mut self.running, me, job, started, machine, procs)?;
+            self.owners.insert(job.id, job.user);
+        }
+        self.mark_all();
+        Ok(())
+    }
+}
+
+impl AdvanceBooking for Planning {
+    fn admit_reservation(
+        &mut self,
+        now: Time,
+        r: &AdvanceReservation,
+    ) -> Result<(), ReservationRefused> {
+        self.profile_now(now);
+        self.book
+            .admit(now, r, self.machine, self.capacity, &self.active.profile)?;
+        // It fits in the current plan: the placed slots stay where they are. It may not fit
+        // in the others, which are built again.
+        self.active.profile.reserve(r.start, r.end, r.procs);
+        for o in &mut self.others {
+            o.mark_rebuild();
+        }
+        Ok(())
+    }
+
+    fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
+        let released = self.book.cancel(id);
+        if released.reservation.is_none() {
+            return false;
+        }
+        // Its running jobs now hold the machine's own processors; its waiting ones queue.
+        for (job, procs, end) in released.running {
+            self.running.insert(job, procs, now, (end - now).max(1));
+        }
+        for job in released.waiting {
+            self.submit(now, &job)
+                .expect("a job that fitted in the reservation fits the machine");
+        }
+        self.mark_all();
+        true
+    }
+
+    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
+        self.book.list()
+    }
 }
 
 #[cfg(test)]
@@ -839,6 +843,7 @@ mod tests {
     use super::*;
     use crate::policy::Conservative;
     use crate::policy::dynp::DeciderKind;
+    use crate::policy::test_util::ScheduleInto;
     use crate::policy::test_util::{planned, starts};
 
     fn fixed(order: PlanOrder) -> Planning {
@@ -1020,7 +1025,7 @@ mod tests {
     /// A pass of both at `now`: the jobs each starts, sorted.
     fn both_pass(fast: &mut Planning, naive: &mut Naive, now: Time) -> (Vec<u64>, Vec<u64>) {
         let mut out = Vec::new();
-        fast.schedule(now, &mut out);
+        fast.schedule_into(now, &mut out);
         let mut a: Vec<u64> = out.iter().map(|s| s.job.0).collect();
         let mut b = naive.pass(now);
         a.sort();

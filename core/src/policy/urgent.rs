@@ -7,7 +7,7 @@
 //! The layer keeps the urgent jobs in a queue of its own (a higher [`Urgency`] first, then
 //! arrival) and hands the typical ones to the policy below it, which never sees an urgent job
 //! as such: a running urgent job is, to it, a job already running on the machine
-//! ([`Policy::restore_running`]) until its end, so every policy plans around it unchanged. At
+//! ([`Machines::restore_running`](super::Machines::restore_running)) until its end, so every policy plans around it unchanged. At
 //! each pass, before the policy's own:
 //!
 //! 1. the head urgent job starts if the processors free now suffice; otherwise, under a
@@ -26,8 +26,9 @@
 //! preemption), preemption, and preemption with advance reservation (the one the paper
 //! evaluates, the default here).
 
-use super::{AdvanceReservation, Policy, Rejection, Reservation, ReservationRefused, Start};
-use crate::model::{Job, JobId, MachineId, ReservationId, Time, Urgency};
+use super::{Policy, Rejection, Reservation, Start};
+use crate::model::{Job, JobId, MachineId, Time, Urgency};
+use crate::policy::{AdvanceBooking, Decisions, Machines};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
@@ -144,7 +145,7 @@ pub struct UrgentLayer {
     suspensions: Vec<JobId>,
     preemptions: u64,
     urgent_started: u64,
-    scratch: Vec<Start>,
+    scratch: Decisions,
 }
 
 impl UrgentLayer {
@@ -174,7 +175,7 @@ impl UrgentLayer {
             suspensions: Vec::new(),
             preemptions: 0,
             urgent_started: 0,
-            scratch: Vec::new(),
+            scratch: Decisions::default(),
         })
     }
 
@@ -392,14 +393,14 @@ impl Policy for UrgentLayer {
         gone
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
         self.release_hold(now);
-        self.serve_urgent(now, starts);
+        self.serve_urgent(now, &mut out.starts);
         self.hold_for_head(now);
         let mut below = std::mem::take(&mut self.scratch);
         below.clear();
         self.inner.schedule(now, &mut below);
-        for s in &below {
+        for s in &below.starts {
             self.typical.insert(
                 s.job,
                 TypicalRun {
@@ -409,7 +410,12 @@ impl Policy for UrgentLayer {
             );
             self.typical_busy += s.procs;
         }
-        starts.extend_from_slice(&below);
+        out.starts.extend_from_slice(&below.starts);
+        // The policy below's preemptions first, then the layer's own.
+        out.suspensions.append(&mut below.suspensions);
+        out.suspensions.append(&mut self.suspensions);
+        out.kills.append(&mut below.kills);
+        out.kills.append(&mut self.kills);
         self.scratch = below;
     }
 
@@ -423,79 +429,8 @@ impl Policy for UrgentLayer {
         }
     }
 
-    fn take_suspensions(&mut self, out: &mut Vec<JobId>) {
-        self.inner.take_suspensions(out);
-        out.append(&mut self.suspensions);
-    }
-
-    fn take_kills(&mut self, out: &mut Vec<JobId>) {
-        self.inner.take_kills(out);
-        out.append(&mut self.kills);
-    }
-
-    fn set_machine_available(&mut self, now: Time, machine: MachineId, available: bool) {
-        self.inner.set_machine_available(now, machine, available);
-    }
-
     fn single_machine(&self) -> Option<(MachineId, u32)> {
         Some((self.machine, self.capacity))
-    }
-
-    fn restore_running(
-        &mut self,
-        now: Time,
-        job: &Job,
-        started: Time,
-        machine: MachineId,
-        procs: u32,
-    ) -> Result<(), Rejection> {
-        self.release_hold(now);
-        let res = if job.urgency.is_some() {
-            let end = started + job.estimate.max(1);
-            let ph = Self::phantom(job, procs, started, end);
-            self.inner
-                .restore_running(now, &ph, started, machine, procs)
-                .map(|()| {
-                    self.urgent.insert(job.id, Running { procs, end });
-                    self.urgent_busy += procs;
-                })
-        } else {
-            self.inner
-                .restore_running(now, job, started, machine, procs)
-                .map(|()| {
-                    self.typical.insert(
-                        job.id,
-                        TypicalRun {
-                            since: started,
-                            procs,
-                        },
-                    );
-                    self.typical_busy += procs;
-                    self.jobs.insert(job.id, job.clone());
-                })
-        };
-        self.hold_for_head(now);
-        res
-    }
-
-    fn admit_reservation(
-        &mut self,
-        now: Time,
-        r: &AdvanceReservation,
-    ) -> Result<(), ReservationRefused> {
-        self.inner.admit_reservation(now, r)
-    }
-
-    fn takes_reservations(&self) -> bool {
-        self.inner.takes_reservations()
-    }
-
-    fn cancel_reservation(&mut self, now: Time, id: ReservationId) -> bool {
-        self.inner.cancel_reservation(now, id)
-    }
-
-    fn advance_reservations(&self) -> Vec<AdvanceReservation> {
-        self.inner.advance_reservations()
     }
 
     fn counters(&self) -> Vec<(String, u64)> {
@@ -526,6 +461,75 @@ impl Policy for UrgentLayer {
             .into_iter()
             .filter(|r| Some(r.job) != head)
             .collect()
+    }
+
+    fn machines(&mut self) -> Option<&mut dyn Machines> {
+        Some(self)
+    }
+
+    fn booking(&self) -> Option<&dyn AdvanceBooking> {
+        self.inner.booking()
+    }
+
+    fn booking_mut(&mut self) -> Option<&mut dyn AdvanceBooking> {
+        self.inner.booking_mut()
+    }
+}
+
+impl Machines for UrgentLayer {
+    fn set_machine_available(&mut self, now: Time, machine: MachineId, available: bool) {
+        self.inner.set_machine_available(now, machine, available);
+    }
+
+    fn restore_running(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        self.release_hold(now);
+        let res = self.restore(now, job, started, machine, procs);
+        self.hold_for_head(now);
+        res
+    }
+}
+
+impl UrgentLayer {
+    /// [`Machines::restore_running`] of the layer, between releasing and taking its hold.
+    fn restore(
+        &mut self,
+        now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        procs: u32,
+    ) -> Result<(), Rejection> {
+        if job.urgency.is_some() {
+            let end = started + job.estimate.max(1);
+            let ph = Self::phantom(job, procs, started, end);
+            self.inner
+                .restore_running(now, &ph, started, machine, procs)
+                .map(|()| {
+                    self.urgent.insert(job.id, Running { procs, end });
+                    self.urgent_busy += procs;
+                })
+        } else {
+            self.inner
+                .restore_running(now, job, started, machine, procs)
+                .map(|()| {
+                    self.typical.insert(
+                        job.id,
+                        TypicalRun {
+                            since: started,
+                            procs,
+                        },
+                    );
+                    self.typical_busy += procs;
+                    self.jobs.insert(job.id, job.clone());
+                })
+        }
     }
 }
 

@@ -39,7 +39,7 @@ pub use nodes::{NodePart, NodePool};
 
 use crate::dispatch::Priority;
 use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, ReservationId, Time};
-use crate::policy::{AdvanceReservation, Policy, Rejection, ReservationRefused, Start};
+use crate::policy::{AdvanceReservation, Decisions, Policy, Rejection, ReservationRefused, Start};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 
@@ -371,9 +371,7 @@ pub struct ClusterRunner {
     /// The running jobs by predicted end, so that the overrun check at every pass costs only the
     /// jobs that are due.
     ends: BTreeSet<(Time, JobId)>,
-    starts: Vec<Start>,
-    suspended: Vec<JobId>,
-    killed: Vec<JobId>,
+    decided: Decisions,
     /// Set when the cluster is a partition of alike nodes run as one pool.
     partition: Option<Partition>,
 }
@@ -409,9 +407,7 @@ impl ClusterRunner {
             jobs: HashMap::new(),
             running: 0,
             ends: BTreeSet::new(),
-            starts: Vec::new(),
-            suspended: Vec::new(),
-            killed: Vec::new(),
+            decided: Decisions::default(),
         })
     }
 
@@ -759,21 +755,13 @@ impl ClusterRunner {
     /// processors as free; the simulator's ends arrive on time, so there this changes nothing.
     fn pass(&mut self, now: Time, out: &mut Vec<Effect>) -> Result<(), RunnerError> {
         self.tick(now, out);
-        let mut starts = std::mem::take(&mut self.starts);
-        let mut suspended = std::mem::take(&mut self.suspended);
-        let mut killed = std::mem::take(&mut self.killed);
-        starts.clear();
-        suspended.clear();
-        killed.clear();
-        self.policy.schedule(now, &mut starts);
-        self.policy.take_suspensions(&mut suspended);
-        self.policy.take_kills(&mut killed);
+        let mut decided = std::mem::take(&mut self.decided);
+        decided.clear();
+        self.policy.schedule(now, &mut decided);
         let res = self
-            .kill(now, &killed, out)
-            .and_then(|()| self.apply(now, &starts, &suspended, out));
-        self.starts = starts;
-        self.suspended = suspended;
-        self.killed = killed;
+            .kill(now, &decided.kills, out)
+            .and_then(|()| self.apply(now, &decided.starts, &decided.suspensions, out));
+        self.decided = decided;
         res
     }
 

@@ -4,6 +4,7 @@
 //! thesis §4.3, whose suspensions depend on the whole job-machine matrix).
 
 use crate::model::{Job, JobId, MachineId, Time};
+use crate::policy::Decisions;
 use crate::policy::{Policy, Rejection, Reservation, Start};
 
 /// Runs every job on one machine at a time; a job with a deadline suspends the running one; a
@@ -54,7 +55,27 @@ impl Policy for Preemptor {
     fn cancel(&mut self, _: Time, _: JobId) -> bool {
         false
     }
-    fn schedule(&mut self, _: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        self.pass(now, &mut out.starts);
+        out.suspensions.append(&mut self.suspend);
+    }
+    fn waiting_len(&self) -> usize {
+        self.queue.len()
+    }
+    fn running_len(&self) -> usize {
+        usize::from(self.running.is_some())
+    }
+    fn queue(&self) -> Vec<JobId> {
+        self.queue.iter().map(|j| j.id).collect()
+    }
+    fn reservations(&self) -> Vec<Reservation> {
+        Vec::new()
+    }
+}
+
+impl Preemptor {
+    /// One pass: its starts (its suspensions and kills are collected on the way).
+    fn pass(&mut self, _: Time, starts: &mut Vec<Start>) {
         self.queue.sort_by_key(|j| (j.deadline.is_none(), j.id));
         let urgent = self.queue.first().is_some_and(|j| j.deadline.is_some());
         if let Some(r) = &self.running
@@ -80,20 +101,5 @@ impl Policy for Preemptor {
             starts.push(s);
             self.running = Some(j);
         }
-    }
-    fn take_suspensions(&mut self, out: &mut Vec<JobId>) {
-        out.append(&mut self.suspend);
-    }
-    fn waiting_len(&self) -> usize {
-        self.queue.len()
-    }
-    fn running_len(&self) -> usize {
-        usize::from(self.running.is_some())
-    }
-    fn queue(&self) -> Vec<JobId> {
-        self.queue.iter().map(|j| j.id).collect()
-    }
-    fn reservations(&self) -> Vec<Reservation> {
-        Vec::new()
     }
 }

@@ -6,6 +6,7 @@ use super::replay::{Entry, rerun};
 use super::testing::Preemptor;
 use super::*;
 use crate::model::{Cluster, Machine, Site, SiteId};
+use crate::policy::Decisions;
 use crate::policy::{PolicyConfig, PolicyKind, Reservation};
 use std::collections::BTreeSet;
 
@@ -291,9 +292,10 @@ impl Policy for Blind {
     fn cancel(&mut self, _: Time, _: JobId) -> bool {
         false
     }
-    fn schedule(&mut self, _: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, _: Time, out: &mut Decisions) {
         for j in self.queue.drain(..) {
-            starts.push(Start::on(j.id, self.machine, self.procs.unwrap_or(j.procs)));
+            out.starts
+                .push(Start::on(j.id, self.machine, self.procs.unwrap_or(j.procs)));
         }
     }
     fn waiting_len(&self) -> usize {

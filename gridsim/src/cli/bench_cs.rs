@@ -24,7 +24,7 @@ use gridsched_core::convergent::matching::{Assignment, Matrix, imfs, mfs, mis, s
 use gridsched_core::convergent::matrix::{RowJob, build, rho};
 use gridsched_core::convergent::{ConvergentScheduling, CsParams, MatchingKind};
 use gridsched_core::model::{ClusterId, Job, JobId, LicenceId, Time};
-use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind, Start};
+use gridsched_core::policy::{Decisions, Policy, PolicyConfig, PolicyKind};
 use gridsched_workload::seed_setups::SetupParams;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -95,29 +95,25 @@ pub fn measure(
                 .submit(0, j)
                 .map_err(|e| anyhow!("job {}: {e:?}", j.id.0))?;
         }
-        let mut starts: Vec<Start> = Vec::new();
+        let mut decided = Decisions::default();
         let t = Instant::now();
-        policy.schedule(0, &mut starts);
+        policy.schedule(0, &mut decided);
         let first = t.elapsed().as_secs_f64() * 1e3;
-        let started = starts.len();
-        let mut running: Vec<JobId> = starts.iter().map(|s| s.job).collect();
-        let mut suspended = Vec::new();
-        policy.take_suspensions(&mut suspended);
+        let started = decided.starts.len();
+        let mut running: Vec<JobId> = decided.starts.iter().map(|s| s.job).collect();
         let mut total = 0.0;
         let mut n = 0usize;
         for k in 0..REPLANS {
             let Some(done) = running.pop() else { break };
             let now = 1 + k as i64;
             policy.terminate(now, done);
-            starts.clear();
+            decided.clear();
             let t = Instant::now();
-            policy.schedule(now, &mut starts);
+            policy.schedule(now, &mut decided);
             total += t.elapsed().as_secs_f64() * 1e3;
             n += 1;
-            suspended.clear();
-            policy.take_suspensions(&mut suspended);
-            running.retain(|j| !suspended.contains(j));
-            running.extend(starts.iter().map(|s| s.job));
+            running.retain(|j| !decided.suspensions.contains(j));
+            running.extend(decided.starts.iter().map(|s| s.job));
         }
         let replan = if n == 0 { 0.0 } else { total / n as f64 };
         if best.is_none_or(|(f, _, _)| first < f) {
@@ -300,9 +296,9 @@ pub fn measure_matchings(
             .submit(0, j)
             .map_err(|e| anyhow!("job {}: {e:?}", j.id.0))?;
     }
-    let mut starts: Vec<Start> = Vec::new();
-    policy.schedule(0, &mut starts);
-    if let Some(done) = starts.last() {
+    let mut decided = Decisions::default();
+    policy.schedule(0, &mut decided);
+    if let Some(done) = decided.starts.last() {
         policy.terminate(1, done.job);
         stream.retain(|j| j.id != done.job);
     }

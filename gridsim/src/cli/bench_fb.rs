@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use gridsched_core::cluster::ClusterState;
 use gridsched_core::heuristics::HeuristicParams;
 use gridsched_core::model::{Job, LicenceId, LicencePool, Machine, MachineId, Time};
-use gridsched_core::policy::{FbVariant, FlexibleBackfilling, Policy};
+use gridsched_core::policy::{Decisions, FbVariant, FlexibleBackfilling, Policy};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -128,8 +128,7 @@ fn prepared(queued: usize, machines: usize) -> FlexibleBackfilling {
         accept(&mut p, j);
         id += 1;
     }
-    let mut starts = Vec::new();
-    p.schedule(0, &mut starts);
+    p.schedule(0, &mut Decisions::default());
     for w in p.queue() {
         p.cancel(0, w);
     }
@@ -150,11 +149,12 @@ pub fn fb_pass(sizes: &[(usize, usize)], repeat: u32) -> Vec<FbPassTiming> {
         let mut started = 0;
         for _ in 0..repeat {
             let mut p = base.clone();
-            let mut starts = Vec::with_capacity(queued);
+            let mut decided = Decisions::default();
+            decided.starts.reserve(queued);
             let t = Instant::now();
-            p.schedule(1, &mut starts);
+            p.schedule(1, &mut decided);
             times.push(t.elapsed().as_secs_f64() * 1e6);
-            started = starts.len();
+            started = decided.starts.len();
         }
         times.sort_by(f64::total_cmp);
         out.push(FbPassTiming {

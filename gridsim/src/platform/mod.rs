@@ -7,7 +7,7 @@
 //! scheduling pass of every cluster that saw an event ("a new plan at every submission and
 //! termination", batched per instant so that simultaneous events give one plan). A job runs on one
 //! machine for its run time scaled by the benchmark ratio (`Nxtime`, rounded up), killed at its
-//! scaled estimate. A policy may suspend running jobs ([`Policy::take_suspensions`]): the job keeps
+//! scaled estimate. A policy may suspend running jobs ([`Decisions::suspensions`](gridsched_core::policy::Decisions)): the job keeps
 //! the reference work it has done (rounded down, so it never gains progress) and resumes wherever
 //! its policy starts it next. Each cluster's policy is driven by the core's
 //! [`ClusterRunner`](gridsched_core::runner::ClusterRunner), the same code the live local scheduler

@@ -28,14 +28,13 @@
 #[cfg(test)]
 mod tests;
 
-use super::{
-    AdvanceReservation, Policy, Rejection, Reservation, ReservationKind, ReservationRefused, Start,
-};
+use super::{AdvanceReservation, Policy, Rejection, Reservation, ReservationKind, Start};
 use crate::cluster::{ClusterBook, ClusterState};
 use crate::heuristics::{
     HeuristicParams, LicenceD, RhoJobs, anti_aging, criticality, deadline_fb, licence_fb, wait_min,
 };
 use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
+use crate::policy::{Decisions, Machines};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -446,7 +445,8 @@ impl Policy for FlexibleBackfilling {
         self.queue.len() != before
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        let starts = &mut out.starts;
         let over = self.book.pass(now);
         self.release(&over);
         if self.queue.is_empty() {
@@ -518,29 +518,6 @@ impl Policy for FlexibleBackfilling {
         self.res = res;
     }
 
-    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
-        self.state.set_up(machine, available);
-    }
-
-    fn restore_running(
-        &mut self,
-        _now: Time,
-        job: &Job,
-        started: Time,
-        machine: MachineId,
-        _procs: u32,
-    ) -> Result<(), Rejection> {
-        self.state.restore(job, machine, started, |st, slot| {
-            st.duration_on(job, job.estimate, slot)
-        })?;
-        if let Some(slot) = self.state.slot_of(machine) {
-            let end = started + self.state.duration_on(job, job.estimate, slot);
-            self.book.note_start(&self.state, job, slot, end);
-        }
-        self.note_start(job.clone());
-        Ok(())
-    }
-
     crate::cluster::reservation_methods!();
 
     fn waiting_len(&self) -> usize {
@@ -567,5 +544,34 @@ impl Policy for FlexibleBackfilling {
                 kind: ReservationKind::Head,
             })
             .collect()
+    }
+
+    crate::policy::capabilities!(machines);
+}
+
+crate::cluster::cluster_booking!(FlexibleBackfilling);
+
+impl Machines for FlexibleBackfilling {
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        self.state.set_up(machine, available);
+    }
+
+    fn restore_running(
+        &mut self,
+        _now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        _procs: u32,
+    ) -> Result<(), Rejection> {
+        self.state.restore(job, machine, started, |st, slot| {
+            st.duration_on(job, job.estimate, slot)
+        })?;
+        if let Some(slot) = self.state.slot_of(machine) {
+            let end = started + self.state.duration_on(job, job.estimate, slot);
+            self.book.note_start(&self.state, job, slot, end);
+        }
+        self.note_start(job.clone());
+        Ok(())
     }
 }

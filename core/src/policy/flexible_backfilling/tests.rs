@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::model::{LicencePool, Machine};
+use crate::policy::test_util::ScheduleInto;
 
 fn machine(id: u32, procs: u32, bm: u32) -> Machine {
     Machine::new(MachineId(id), &format!("m{id}"), procs, bm)
@@ -23,7 +24,7 @@ fn one_smp(procs: u32) -> ClusterState {
 
 fn pass(p: &mut FlexibleBackfilling, now: Time) -> Vec<u64> {
     let mut v = Vec::new();
-    p.schedule(now, &mut v);
+    p.schedule_into(now, &mut v);
     v.iter().map(|s| s.job.0).collect()
 }
 
@@ -108,7 +109,7 @@ fn a_backfilled_job_never_takes_the_reserved_licence_copy() {
     // J3 would hold the only copy past 100: refused. J4 ends at 51: backfilled on the fastest free
     // machine (m1). J5 needs no licence and avoids m0: starts on m2.
     let mut v = Vec::new();
-    p.schedule(1, &mut v);
+    p.schedule_into(1, &mut v);
     let placed: Vec<(u64, u32)> = v.iter().map(|s| (s.job.0, s.machine.0)).collect();
     assert_eq!(placed, vec![(4, 1), (5, 2)]);
     assert_eq!(p.reservations()[0].start, 100);
@@ -180,7 +181,7 @@ fn machines_are_tried_fastest_first_and_runs_scale() {
     p.submit(0, &j).unwrap();
     p.submit(0, &job(2, 0, 2, 10)).unwrap();
     let mut v = Vec::new();
-    p.schedule(0, &mut v);
+    p.schedule_into(0, &mut v);
     assert_eq!(v[0].machine, MachineId(1));
     assert_eq!(v[1].machine, MachineId(2));
     // 1000 s on a benchmark-200 reference machine take 500 s on the 400 machine.

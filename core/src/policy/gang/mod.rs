@@ -30,6 +30,7 @@ pub use options::{GangOptions, Invocation, LOAD_WINDOW_SLICES, Phases};
 use super::{Policy, Rejection, Reservation, ReservationKind, Start};
 use crate::cluster::ClusterState;
 use crate::model::{Duration, Job, JobId, MachineId, Time};
+use crate::policy::Decisions;
 use backfill::RowReservation;
 use matrix::Matrix;
 use phases::{Clock, JobOrder};
@@ -560,38 +561,9 @@ impl Policy for Gang {
         true
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
-        if self.kind.adaptive {
-            // The processors held since the last pass, then the mode of this pass.
-            self.load.record(self.now, now, self.held);
-            self.bf_mode = self.load.utilization(now) > self.opts.rho_critical;
-            self.counters.bf_passes += u64::from(self.bf_mode);
-        }
-        self.now = now;
-        let discrete = self.opts.invocation == Invocation::Discrete;
-        let boundary = match self.cur {
-            Some(_) => now >= self.slice_end,
-            None => !discrete || self.boundary_of_discrete(now),
-        };
-        if discrete && !boundary {
-            self.note_held();
-            return;
-        }
-        let mut began = false;
-        if boundary && let Some(prev) = self.cur {
-            self.cur = self.next_live(prev);
-            self.begin_slice(now);
-            began = true;
-        }
-        self.recompute(now, boundary);
-        let before = self.cur;
-        self.cur = self.live_from(self.cur.unwrap_or(0));
-        // A fresh slice when the matrix was empty, or when the executing row emptied mid-slice.
-        if self.cur.is_some() && !began && before != self.cur {
-            self.begin_slice(now);
-        }
-        self.execute(now, starts);
-        self.note_held();
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        self.pass(now, &mut out.starts);
+        out.suspensions.append(&mut self.suspend);
     }
 
     fn next_wakeup(&self) -> Option<Time> {
@@ -602,10 +574,6 @@ impl Policy for Gang {
             }
             None => None,
         }
-    }
-
-    fn take_suspensions(&mut self, out: &mut Vec<JobId>) {
-        out.append(&mut self.suspend);
     }
 
     fn counters(&self) -> Vec<(String, u64)> {
@@ -647,5 +615,42 @@ impl Policy for Gang {
             .collect();
         v.sort_by_key(|r| (r.start, r.job));
         v
+    }
+}
+
+impl Gang {
+    /// One pass: its starts (its suspensions and kills are collected on the way).
+    fn pass(&mut self, now: Time, starts: &mut Vec<Start>) {
+        if self.kind.adaptive {
+            // The processors held since the last pass, then the mode of this pass.
+            self.load.record(self.now, now, self.held);
+            self.bf_mode = self.load.utilization(now) > self.opts.rho_critical;
+            self.counters.bf_passes += u64::from(self.bf_mode);
+        }
+        self.now = now;
+        let discrete = self.opts.invocation == Invocation::Discrete;
+        let boundary = match self.cur {
+            Some(_) => now >= self.slice_end,
+            None => !discrete || self.boundary_of_discrete(now),
+        };
+        if discrete && !boundary {
+            self.note_held();
+            return;
+        }
+        let mut began = false;
+        if boundary && let Some(prev) = self.cur {
+            self.cur = self.next_live(prev);
+            self.begin_slice(now);
+            began = true;
+        }
+        self.recompute(now, boundary);
+        let before = self.cur;
+        self.cur = self.live_from(self.cur.unwrap_or(0));
+        // A fresh slice when the matrix was empty, or when the executing row emptied mid-slice.
+        if self.cur.is_some() && !began && before != self.cur {
+            self.begin_slice(now);
+        }
+        self.execute(now, starts);
+        self.note_held();
     }
 }

@@ -9,6 +9,7 @@ use super::migration::{self, cost_option1, cost_option2};
 use super::phases::{self, Clock, JobOrder};
 use super::*;
 use crate::model::{ClusterId, Platform};
+use crate::policy::test_util::ScheduleInto;
 use crate::policy::{PolicyConfig, PolicyKind};
 use crate::runner::{ClusterRunner, Effect, Input, Launch, RunnerConfig};
 use rand::{RngExt, SeedableRng};
@@ -509,11 +510,11 @@ fn the_adaptive_variant_switches_to_bf_above_the_critical_utilization() {
         g.submit(0, &Job::new(1, 0, 10, 1_000, 1_000)).unwrap();
         let mut modes = Vec::new();
         for t in [0, 100, 200, 250] {
-            g.schedule(t, &mut starts);
+            g.schedule_into(t, &mut starts);
             modes.push(g.bf_mode);
         }
         g.submit(300, &Job::new(2, 300, 5, 100, 100)).unwrap();
-        g.schedule(300, &mut starts);
+        g.schedule_into(300, &mut starts);
         modes.push(g.bf_mode);
         (
             modes,

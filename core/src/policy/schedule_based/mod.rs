@@ -86,6 +86,7 @@ mod tests;
 use super::{Policy, Rejection, Reservation, ReservationKind, Start, check_reservation};
 use crate::cluster::ClusterState;
 use crate::model::{Job, JobId, MachineId, Time};
+use crate::policy::{Decisions, Machines};
 use crate::structures::Profile;
 use plan::{Base, MachinePlan, Planned};
 use std::cmp::Ordering;
@@ -682,7 +683,8 @@ impl Policy for ScheduleBased {
         true
     }
 
-    fn schedule(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, now: Time, out: &mut Decisions) {
+        let starts = &mut out.starts;
         self.last = Some(now);
         for s in 0..self.plans.len() {
             if self.dirty[s] || self.plans[s].jobs.first().is_some_and(|p| p.start < now) {
@@ -707,33 +709,6 @@ impl Policy for ScheduleBased {
             .iter()
             .filter_map(|p| p.jobs.iter().map(|q| q.start).find(|&t| t > last))
             .min()
-    }
-
-    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
-        self.state.set_up(machine, available);
-        if let Some(slot) = self.state.slot_of(machine) {
-            if available {
-                self.dirty[slot] = true;
-            } else {
-                self.unplan(slot);
-            }
-        }
-    }
-
-    fn restore_running(
-        &mut self,
-        _now: Time,
-        job: &Job,
-        started: Time,
-        machine: MachineId,
-        _procs: u32,
-    ) -> Result<(), Rejection> {
-        let slot = self.state.restore(job, machine, started, |st, slot| {
-            st.duration_on(job, job.estimate, slot)
-        })?;
-        self.running.insert(job.id, job.clone());
-        self.dirty[slot] = true;
-        Ok(())
     }
 
     fn counters(&self) -> Vec<(String, u64)> {
@@ -785,5 +760,36 @@ impl Policy for ScheduleBased {
             .collect();
         v.sort_by_key(|r| (r.start, r.job));
         v
+    }
+
+    crate::policy::capabilities!(machines);
+}
+
+impl Machines for ScheduleBased {
+    fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {
+        self.state.set_up(machine, available);
+        if let Some(slot) = self.state.slot_of(machine) {
+            if available {
+                self.dirty[slot] = true;
+            } else {
+                self.unplan(slot);
+            }
+        }
+    }
+
+    fn restore_running(
+        &mut self,
+        _now: Time,
+        job: &Job,
+        started: Time,
+        machine: MachineId,
+        _procs: u32,
+    ) -> Result<(), Rejection> {
+        let slot = self.state.restore(job, machine, started, |st, slot| {
+            st.duration_on(job, job.estimate, slot)
+        })?;
+        self.running.insert(job.id, job.clone());
+        self.dirty[slot] = true;
+        Ok(())
     }
 }

@@ -7,6 +7,7 @@
 
 use super::*;
 use crate::model::{Duration, LicenceId, LicencePool, Machine};
+use crate::policy::test_util::ScheduleInto;
 use crate::policy::test_util::starts;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -534,7 +535,7 @@ fn drive(c: &Case, tabu: bool, gaps: GapReading) -> Result<Vec<(u64, Time, u32)>
             next += 1;
         }
         buf.clear();
-        p.schedule(now, &mut buf);
+        p.schedule_into(now, &mut buf);
         for s in &buf {
             let j = &jobs[s.job.0 as usize - 1];
             let m = s.machine.0 as usize;
