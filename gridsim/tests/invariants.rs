@@ -378,3 +378,34 @@ fn backfilling_helps_on_average() {
         "{waits:?}"
     );
 }
+
+/// The engine replays space-shared machines whose jobs run to completion: a policy that preempts
+/// is refused at the pass that suspends, with the job named, instead of having its suspensions
+/// dropped (the job would run on while the policy thinks it stopped).
+#[test]
+fn a_preempting_policy_is_refused_at_its_first_suspension() {
+    let mut policy = gridsched_core::runner::testing::Preemptor::default();
+    let mut urgent = Job::new(2, 10, 1, 100, 100);
+    urgent.deadline = Some(500);
+    let jobs = [Job::new(1, 0, 1, 100, 100), urgent];
+    let err = simulate(
+        &mut policy,
+        &[1],
+        jobs.into_iter().map(Ok::<_, Infallible>),
+        &EngineOptions::default(),
+        Hooks::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            gridsim::SimError::BadStart {
+                time: 10,
+                job: JobId(1),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("is preempted"), "{err}");
+}

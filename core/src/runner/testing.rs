@@ -4,8 +4,7 @@
 //! thesis §4.3, whose suspensions depend on the whole job-machine matrix).
 
 use crate::model::{Job, JobId, MachineId, Time};
-use crate::policy::Decisions;
-use crate::policy::{Policy, Rejection, Reservation, Start};
+use crate::policy::{Decisions, Policy, Rejection, Reservation, Start};
 
 /// Runs every job on one machine at a time; a job with a deadline suspends the running one; a
 /// suspended job resumes on `resume_on` (machine 0 by default).
