@@ -12,8 +12,9 @@ use crate::events::{EventKind, EventQueue};
 use gridsched_core::metrics::{CapacityTracker, JobRecord, Summary, SummaryBuilder};
 use gridsched_core::model::{Duration, Job, JobId, MachineId, Time, UserId};
 use gridsched_core::policy::{AdvanceReservation, Decisions, Policy, Start};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// When the engine asks the policy for a scheduling pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
@@ -214,7 +215,7 @@ where
     let mut jobs = jobs.into_iter();
     let mut next_job = jobs.next().transpose().map_err(SimError::Workload)?;
     let mut events = EventQueue::new();
-    let mut inflight: HashMap<JobId, InFlight> = HashMap::new();
+    let mut inflight: FxHashMap<JobId, InFlight> = FxHashMap::default();
     let mut free: Vec<u64> = capacities.iter().map(|&c| u64::from(c)).collect();
     let total: u64 = free.iter().sum();
     let mut wakes: BTreeSet<Time> = BTreeSet::new();
@@ -452,7 +453,7 @@ fn run_pass<E>(
     policy: &mut dyn Policy,
     now: Time,
     starts: &mut Decisions,
-    inflight: &mut HashMap<JobId, InFlight>,
+    inflight: &mut FxHashMap<JobId, InFlight>,
     free: &[u64],
     events: &mut EventQueue,
     wakes: &mut BTreeSet<Time>,

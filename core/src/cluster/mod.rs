@@ -26,7 +26,7 @@ pub(crate) use reservations::{cluster_booking, reservation_methods};
 use crate::model::{
     ClusterId, Duration, Job, JobId, LicenceId, LicencePool, Machine, MachineId, Platform, Time,
 };
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// One machine of the cluster and what is in use on it.
 #[derive(Clone, Debug)]
@@ -61,11 +61,11 @@ pub struct Pool {
 pub struct ClusterState {
     slots: Vec<Slot>,
     by_speed: Vec<usize>,
-    slot_of: HashMap<MachineId, usize>,
+    slot_of: FxHashMap<MachineId, usize>,
     /// Indexed by licence index; `None` when the cluster has no pool of that licence.
     pools: Vec<Option<Pool>>,
     space_sharing: bool,
-    running: HashMap<JobId, Alloc>,
+    running: FxHashMap<JobId, Alloc>,
     /// Minimal Requirements as bit sets, fixed with the machines and pools.
     eligibility: Eligibility,
 }
@@ -105,7 +105,7 @@ impl ClusterState {
         if machines.is_empty() {
             return Err(ClusterError::NoMachine);
         }
-        let mut slot_of = HashMap::with_capacity(machines.len());
+        let mut slot_of = FxHashMap::with_capacity_and_hasher(machines.len(), Default::default());
         for (i, m) in machines.iter().enumerate() {
             if slot_of.insert(m.id, i).is_some() {
                 return Err(ClusterError::DuplicateMachine(m.id));
@@ -152,7 +152,7 @@ impl ClusterState {
             slot_of,
             pools: pool_vec,
             space_sharing,
-            running: HashMap::new(),
+            running: FxHashMap::default(),
             eligibility: Eligibility::default(),
         };
         state.eligibility = Eligibility::new(&state);
@@ -196,7 +196,7 @@ impl ClusterState {
     }
 
     /// The running jobs and their allocations.
-    pub fn running(&self) -> &HashMap<JobId, Alloc> {
+    pub fn running(&self) -> &FxHashMap<JobId, Alloc> {
         &self.running
     }
 

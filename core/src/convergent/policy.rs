@@ -25,8 +25,8 @@ use crate::cluster::{ClusterBook, ClusterState};
 use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
 use crate::policy::{AdvanceReservation, Policy, Rejection, Reservation, Start};
 use crate::policy::{Decisions, Machines};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// The licences of a job that have a pool of limited copies (`caps` below `u32::MAX`).
 fn pooled<'a>(job: &'a Job, caps: &'a [u32]) -> impl Iterator<Item = usize> + 'a {
@@ -85,8 +85,8 @@ pub struct ConvergentScheduling {
     pin: bool,
     matching: MatchingKind,
     jobs: Vec<Entry>,
-    index: HashMap<JobId, usize>,
-    previous: HashMap<JobId, usize>,
+    index: FxHashMap<JobId, usize>,
+    previous: FxHashMap<JobId, usize>,
     suspended: Vec<JobId>,
     nlic: usize,
     /// Advance reservations.
@@ -130,8 +130,8 @@ impl ConvergentScheduling {
             pin,
             matching,
             jobs: Vec::new(),
-            index: HashMap::new(),
-            previous: HashMap::new(),
+            index: FxHashMap::default(),
+            previous: FxHashMap::default(),
             suspended: Vec::new(),
             nlic,
             book: ClusterBook::default(),
@@ -411,7 +411,7 @@ impl ConvergentScheduling {
         order: &[usize],
         starts: &mut Vec<Start>,
     ) -> usize {
-        let mut target: HashMap<usize, usize> = HashMap::new();
+        let mut target: FxHashMap<usize, usize> = FxHashMap::default();
         for (m, row) in a.iter().enumerate() {
             if let Some(r) = row {
                 target.insert(order[*r], m);

@@ -6,8 +6,8 @@
 
 use super::Priority;
 use crate::model::{ClusterId, Job, JobId};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// What counts as a job's workload in the Load array (D12 #9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -49,7 +49,7 @@ pub struct PriorityArrays {
     max: Priority,
     measure: LoadMeasure,
     clusters: Vec<ClusterArrays>,
-    jobs: HashMap<JobId, (ClusterId, Priority, i128)>,
+    jobs: FxHashMap<JobId, (ClusterId, Priority, i128)>,
 }
 
 impl PriorityArrays {
@@ -59,7 +59,7 @@ impl PriorityArrays {
             max: max.max(1),
             measure,
             clusters: Vec::new(),
-            jobs: HashMap::new(),
+            jobs: FxHashMap::default(),
         }
     }
 

@@ -31,8 +31,8 @@
 
 use super::{Dispatcher, GridState, Placement, Priority, Reason, Release};
 use crate::model::{ClusterId, Duration, Job, JobId, Time};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// The maximal number of fragments of a multi-site job (Streit, thesis Tab. 7.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -202,7 +202,7 @@ pub struct GridScheduler {
     /// Per site: processors not held by a job this scheduler placed there.
     free: Vec<u32>,
     /// The fragments of every job placed and not ended.
-    running: HashMap<JobId, Alloc>,
+    running: FxHashMap<JobId, Alloc>,
     /// Per site: the fragments placed there, (job, processors, estimated end).
     on_site: Vec<Vec<(JobId, u32, Time)>>,
     /// Per site, for the job being considered: whether it may run there now.
@@ -224,7 +224,7 @@ impl GridScheduler {
             sizes: Vec::new(),
             up: Vec::new(),
             free: Vec::new(),
-            running: HashMap::new(),
+            running: FxHashMap::default(),
             on_site: Vec::new(),
             usable: Vec::new(),
             usable_is_up: false,

@@ -17,7 +17,8 @@
 
 use super::{Dispatcher, GridState, Part, Placement, Priority, Reason, Release};
 use crate::model::{ClusterId, Job, JobId, LicenceId, Time};
-use std::collections::{BTreeMap, HashSet};
+use rustc_hash::FxHashSet;
+use std::collections::BTreeMap;
 
 /// A single-site strategy that also splits jobs wider than every site.
 #[derive(Debug)]
@@ -27,7 +28,7 @@ pub struct WideSplit {
     /// (those up and able to take them at their dispatch).
     held: BTreeMap<JobId, Wide>,
     /// Wide jobs placed as splits, until they end or come back.
-    split: HashSet<JobId>,
+    split: FxHashSet<JobId>,
     /// The last dispatch held a wide job.
     last_wide: bool,
 }
@@ -45,7 +46,7 @@ impl WideSplit {
         WideSplit {
             inner,
             held: BTreeMap::new(),
-            split: HashSet::new(),
+            split: FxHashSet::default(),
             last_wide: false,
         }
     }

@@ -56,7 +56,7 @@ use crate::classify::{Classifier, ClassifierError};
 use crate::dispatch::{Dispatcher, Priority};
 use crate::model::{ClusterId, Job, JobId, ReservationId, Time};
 use coallocate::Coalloc;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Where an open job is.
 #[derive(Clone, Debug)]
@@ -102,8 +102,8 @@ pub struct GridRunner {
     settings: GridSettings,
     /// The open jobs (hashed: a sorted map shifts its large entries at every removal; the
     /// passes that need id order sort).
-    jobs: HashMap<JobId, Open>,
-    refused_in_a_row: HashMap<JobId, u32>,
+    jobs: FxHashMap<JobId, Open>,
+    refused_in_a_row: FxHashMap<JobId, u32>,
     last_reservation: u64,
     links: SiteLinks,
     /// The grid's advance reservations.
@@ -123,8 +123,8 @@ impl GridRunner {
             placer: Placer::new(sites, dispatcher),
             classify,
             settings,
-            jobs: HashMap::new(),
-            refused_in_a_row: HashMap::new(),
+            jobs: FxHashMap::default(),
+            refused_in_a_row: FxHashMap::default(),
             last_reservation: 0,
             links,
             reservations: reservations::Book::default(),

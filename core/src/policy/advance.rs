@@ -15,8 +15,9 @@
 use super::{Rejection, Start};
 use crate::model::{Duration, Job, JobId, LicenceId, MachineId, ReservationId, Time};
 use crate::structures::{Profile, RunningSet};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// A fixed-time request for processors (and, on a heterogeneous cluster, one machine's
 /// processors and licence copies).
@@ -229,7 +230,7 @@ fn not_held(job: &Job, id: ReservationId) -> Rejection {
 #[derive(Clone, Debug, Default)]
 pub struct Book {
     held: BTreeMap<ReservationId, Held>,
-    of_job: HashMap<JobId, ReservationId>,
+    of_job: FxHashMap<JobId, ReservationId>,
 }
 
 impl Book {

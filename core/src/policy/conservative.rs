@@ -27,7 +27,8 @@ use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, Reservatio
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
 use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{Profile, RunningSet};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug)]
 struct Planned {
@@ -109,7 +110,7 @@ pub struct Conservative {
     profile: Profile,
     /// Waiting jobs by arrival sequence.
     waiting: BTreeMap<u64, Planned>,
-    seq_of: HashMap<JobId, u64>,
+    seq_of: FxHashMap<JobId, u64>,
     /// The earliest planned start of a waiting job (kept exact: moves in place only go earlier,
     /// other changes recompute it). The jobs due at a pass are found by a scan of the waiting
     /// jobs, which costs no more than a round, instead of an ordered set updated at every move.
@@ -147,7 +148,7 @@ impl Conservative {
             capacity,
             profile: Profile::new(capacity),
             waiting: BTreeMap::new(),
-            seq_of: HashMap::new(),
+            seq_of: FxHashMap::default(),
             first_due: None,
             running: RunningSet::new(),
             committed: 0,
@@ -596,7 +597,7 @@ mod tests {
             let mut reference = Conservative::new(MachineId(0), 16);
             reference.reference_rounds = true;
             let mut ends: Vec<(Time, u64, Time)> = Vec::new(); // (end, job, predicted end)
-            let mut runs = HashMap::new();
+            let mut runs = std::collections::HashMap::new();
             let mut waiting: Vec<u64> = Vec::new();
             let mut next_id = 1u64;
             for now in 0..6_000i64 {

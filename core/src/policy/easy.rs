@@ -29,7 +29,7 @@ use super::{
 use crate::model::{Job, JobId, MachineId, ReservationId, Time};
 use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{OrderedQueue, QueueEntry, QueueKey, RunningSet};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// EASY backfilling on one space-shared machine.
 #[derive(Debug)]
@@ -39,7 +39,7 @@ pub struct Easy {
     order: QueueOrder,
     opts: BackfillOptions,
     queue: OrderedQueue,
-    keys: HashMap<JobId, QueueKey>,
+    keys: FxHashMap<JobId, QueueKey>,
     running: RunningSet,
     next_seq: u64,
     /// Stale mode: the head and the shadow time fixed when it first blocked.
@@ -68,7 +68,7 @@ impl Easy {
             order,
             opts,
             queue: OrderedQueue::new(),
-            keys: HashMap::new(),
+            keys: FxHashMap::default(),
             running: RunningSet::new(),
             next_seq: 0,
             stale: None,

@@ -29,8 +29,8 @@ use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, Reservatio
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time, UserId};
 use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{Profile, RunningSet};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Where a waiting job stands in `order`: the sort key of the plan.
 fn order_key(order: PlanOrder, w: &Waiting) -> (i64, u64) {
@@ -219,7 +219,7 @@ pub struct Planning {
     /// Advance reservations: fixed blocks under every plan.
     book: Book,
     /// The owners of the running jobs, for the `user-cap` rules.
-    owners: HashMap<JobId, UserId>,
+    owners: FxHashMap<JobId, UserId>,
 }
 
 impl Planning {
@@ -242,7 +242,7 @@ impl Planning {
             down: false,
             tuner: None,
             book: Book::default(),
-            owners: HashMap::new(),
+            owners: FxHashMap::default(),
         }
     }
 

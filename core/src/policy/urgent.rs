@@ -29,9 +29,10 @@
 use super::{Policy, Rejection, Reservation, Start};
 use crate::model::{Job, JobId, MachineId, Time, Urgency};
 use crate::policy::{AdvanceBooking, Decisions, Machines};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// How the local scheduler serves urgent jobs (§4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,7 +137,7 @@ pub struct UrgentLayer {
     typical: BTreeMap<JobId, TypicalRun>,
     typical_busy: u32,
     /// Every typical job in the cluster (to resubmit a preempted one).
-    jobs: HashMap<JobId, Job>,
+    jobs: FxHashMap<JobId, Job>,
     /// The processors held for the head urgent job while it waits (under the policy below, a
     /// running job with the urgent job's id).
     hold: Option<u32>,
@@ -168,7 +169,7 @@ impl UrgentLayer {
             urgent_busy: 0,
             typical: BTreeMap::new(),
             typical_busy: 0,
-            jobs: HashMap::new(),
+            jobs: FxHashMap::default(),
             hold: None,
             seq: 0,
             kills: Vec::new(),

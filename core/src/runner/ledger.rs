@@ -6,7 +6,7 @@
 
 use super::NodePart;
 use crate::model::{ClusterId, Job, LicenceId, Machine, MachineId, Platform};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 #[derive(Clone, Debug)]
 struct MachineUse {
@@ -40,9 +40,9 @@ pub struct Ledger {
     cluster: ClusterId,
     /// The cluster's machines, by their position in `slot_of`.
     machines: Vec<MachineUse>,
-    slot_of: HashMap<MachineId, usize>,
+    slot_of: FxHashMap<MachineId, usize>,
     space_sharing: bool,
-    pools: HashMap<LicenceId, PoolUse>,
+    pools: FxHashMap<LicenceId, PoolUse>,
     busy_procs: u64,
     used_copies: u64,
     active_machines: u64,
@@ -53,7 +53,7 @@ impl Ledger {
     pub fn new(platform: &Platform, cluster: ClusterId) -> Option<Ledger> {
         let c = platform.cluster(cluster)?;
         let mut machines = Vec::with_capacity(c.machines.len());
-        let mut slot_of = HashMap::with_capacity(c.machines.len());
+        let mut slot_of = FxHashMap::with_capacity_and_hasher(c.machines.len(), Default::default());
         for &m in &c.machines {
             let machine = platform.machine(m)?.clone();
             slot_of.insert(m, machines.len());

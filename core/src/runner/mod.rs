@@ -40,8 +40,9 @@ pub use nodes::{NodePart, NodePool};
 use crate::dispatch::Priority;
 use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, ReservationId, Time};
 use crate::policy::{AdvanceReservation, Decisions, Policy, Rejection, ReservationRefused, Start};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// How an overrunning job's predicted end moves each time it is reached (the reference simulator's
 /// rule, `reference-semantics.md`): by `extension` seconds, or by one more estimate when `None`;
@@ -366,7 +367,7 @@ pub struct ClusterRunner {
     config: RunnerConfig,
     policy: Box<dyn Policy>,
     ledger: Ledger,
-    jobs: HashMap<JobId, Tracked>,
+    jobs: FxHashMap<JobId, Tracked>,
     running: usize,
     /// The running jobs by predicted end, so that the overrun check at every pass costs only the
     /// jobs that are due.
@@ -404,7 +405,7 @@ impl ClusterRunner {
             config,
             policy,
             ledger,
-            jobs: HashMap::new(),
+            jobs: FxHashMap::default(),
             running: 0,
             ends: BTreeSet::new(),
             decided: Decisions::default(),

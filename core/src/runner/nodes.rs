@@ -11,8 +11,8 @@
 //! (rank 0).
 
 use crate::model::{JobId, MachineId};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// One node's share of a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +28,7 @@ pub struct NodePart {
 pub struct NodePool {
     nodes: Vec<MachineId>,
     free: Vec<u32>,
-    held: HashMap<JobId, Vec<(usize, u32)>>,
+    held: FxHashMap<JobId, Vec<(usize, u32)>>,
 }
 
 impl NodePool {
@@ -37,7 +37,7 @@ impl NodePool {
         NodePool {
             nodes: nodes.iter().map(|n| n.0).collect(),
             free: nodes.iter().map(|n| n.1).collect(),
-            held: HashMap::new(),
+            held: FxHashMap::default(),
         }
     }
 

@@ -8,7 +8,8 @@
 //! unused tail of a job that ends early at its termination event).
 
 use crate::model::{Duration, JobId, Time};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 /// One running job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +25,7 @@ pub struct RunEntry {
 /// Running jobs and their predicted ends.
 #[derive(Clone, Debug, Default)]
 pub struct RunningSet {
-    jobs: HashMap<JobId, RunEntry>,
+    jobs: FxHashMap<JobId, RunEntry>,
     /// Predicted end -> processors released then.
     ends: BTreeMap<Time, u64>,
     busy: u64,

@@ -217,4 +217,4 @@ impl Sim<'_, '_> {
 
 /// The grid's ids of the reservations asked for, by the number jobs name them by, with whether
 /// their sites hold them.
-pub(super) type Named = std::collections::HashMap<u64, (ReservationId, bool)>;
+pub(super) type Named = rustc_hash::FxHashMap<u64, (ReservationId, bool)>;

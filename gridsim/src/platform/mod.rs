@@ -41,9 +41,10 @@ use gridsched_core::grid::{GridConfig, GridRunner, GridSettings, Input as GridIn
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::Policy;
 use gridsched_core::runner::{ClusterRunner, Effect, RunnerConfig};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap};
 
 /// Why a platform run stopped.
 #[derive(Debug, thiserror::Error)]
@@ -302,12 +303,12 @@ struct Sim<'p, 'h> {
     platform: &'p Platform,
     runners: Vec<ClusterRunner>,
     /// Keyed by job and cluster: a split job has a fragment at each of its clusters.
-    flights: HashMap<(JobId, ClusterId), Flight>,
+    flights: FxHashMap<(JobId, ClusterId), Flight>,
     /// The meta-scheduler's decisions: classification, dispatch, the meta-level queue,
     /// co-allocation.
     grid: GridRunner,
     /// Split jobs running as fragments.
-    splits: HashMap<JobId, split::SplitJob>,
+    splits: FxHashMap<JobId, split::SplitJob>,
     events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
     seq: u64,
     wakes: BTreeSet<(Time, ClusterId)>,
@@ -425,9 +426,9 @@ where
     let mut sim = Sim {
         platform,
         runners,
-        flights: HashMap::new(),
+        flights: FxHashMap::default(),
         grid,
-        splits: HashMap::new(),
+        splits: FxHashMap::default(),
         events: BinaryHeap::new(),
         seq: 0,
         wakes: BTreeSet::new(),
@@ -443,7 +444,7 @@ where
         hooks,
         effects: Vec::new(),
         lost: vec![false; n],
-        named: events::Named::new(),
+        named: events::Named::default(),
     };
     for &(at, cluster) in &events.lost {
         if cluster.index() < n {

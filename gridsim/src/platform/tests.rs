@@ -10,6 +10,7 @@ use gridsched_core::policy::{PolicyConfig, PolicyKind};
 use gridsched_core::runner::testing::Preemptor;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
 use std::convert::Infallible;
 
 /// Machines as (processors, benchmark), space sharing, pools as (licence, copies).

@@ -35,8 +35,8 @@ use crate::heuristics::{
 };
 use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
 use crate::policy::{Decisions, Machines};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// The two reservation semantics of Flexible Backfilling (D6.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -101,7 +101,7 @@ pub struct FlexibleBackfilling {
     order: ClusterOrder,
     blocked: Blocked,
     queue: Vec<Waiting>,
-    running: HashMap<JobId, Job>,
+    running: FxHashMap<JobId, Job>,
     running_demand: Vec<u32>,
     offer: Vec<u32>,
     res: Option<Res>,
@@ -127,7 +127,7 @@ impl FlexibleBackfilling {
             order,
             blocked,
             queue: Vec::new(),
-            running: HashMap::new(),
+            running: FxHashMap::default(),
             running_demand: vec![0; nlic],
             offer,
             res: None,

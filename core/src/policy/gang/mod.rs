@@ -34,7 +34,8 @@ use crate::policy::Decisions;
 use backfill::RowReservation;
 use matrix::Matrix;
 use phases::{Clock, JobOrder};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeSet, VecDeque};
 
 /// Which of the four schedulers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +128,7 @@ impl GJob {
 
 /// BGS's predicted end of a placed job at `now`: now + MPL × its remaining estimate, at least one
 /// second of it (G-A11).
-fn predicted_end(jobs: &HashMap<JobId, GJob>, mpl: usize, now: Time, id: JobId) -> Time {
+fn predicted_end(jobs: &FxHashMap<JobId, GJob>, mpl: usize, now: Time, id: JobId) -> Time {
     let j = &jobs[&id];
     now + mpl as Duration * (j.estimate - j.done_at(now)).max(1)
 }
@@ -200,7 +201,7 @@ pub struct Gang {
     opts: GangOptions,
     machine: MachineId,
     matrix: Matrix,
-    jobs: HashMap<JobId, GJob>,
+    jobs: FxHashMap<JobId, GJob>,
     /// Waiting jobs (not in the matrix) by (submission, id): FCFS.
     queue: BTreeSet<(Time, JobId)>,
     /// Jobs executing now.
@@ -230,7 +231,7 @@ impl Gang {
             opts,
             machine,
             matrix: Matrix::new(opts.mpl.clamp(1, 64) as usize, procs),
-            jobs: HashMap::new(),
+            jobs: FxHashMap::default(),
             queue: BTreeSet::new(),
             running: BTreeSet::new(),
             cur: None,

@@ -15,6 +15,7 @@ use crate::runner::{ClusterRunner, Effect, Input, Launch, RunnerConfig};
 use rand::{RngExt, SeedableRng};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::HashMap;
 
 fn cols(n: u32, c: &[u32]) -> Cols {
     Cols::of(n, c)

@@ -89,8 +89,9 @@ use crate::model::{Job, JobId, MachineId, Time};
 use crate::policy::{Decisions, Machines};
 use crate::structures::Profile;
 use plan::{Base, MachinePlan, Planned};
+use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// The bounds of the Tabu search (D12 #34).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,10 +234,10 @@ pub struct ScheduleBased {
     plans: Vec<MachinePlan>,
     /// Machines whose plan is compacted at the next pass.
     dirty: Vec<bool>,
-    waiting: HashMap<JobId, Waiting>,
+    waiting: FxHashMap<JobId, Waiting>,
     /// Jobs to place (new arrivals, jobs of a machine gone down), in arrival order.
     pending: Vec<JobId>,
-    running: HashMap<JobId, Job>,
+    running: FxHashMap<JobId, Job>,
     seq: u64,
     /// The time of the last pass.
     last: Option<Time>,
@@ -266,9 +267,9 @@ impl ScheduleBased {
             gaps: GapReading::AsPrinted,
             plans,
             dirty: vec![false; n],
-            waiting: HashMap::new(),
+            waiting: FxHashMap::default(),
             pending: Vec::new(),
-            running: HashMap::new(),
+            running: FxHashMap::default(),
             seq: 0,
             last: None,
             counts: Counts::default(),

@@ -11,6 +11,7 @@ use crate::policy::test_util::ScheduleInto;
 use crate::policy::test_util::starts;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 fn machine(id: u32, procs: u32, bm: u32) -> Machine {
     Machine::new(MachineId(id), &format!("m{id}"), procs, bm)
