@@ -643,6 +643,10 @@ fn set_takes_the_configuration_keys_of_the_policy() {
         "--set urgent: a replay runs no urgent layer",
     );
     refused(
+        &["--set", "partition=false"],
+        "--set partition: a replay runs one space-shared machine",
+    );
+    refused(
         &["--set", "backfill.shadow=old"],
         "--set backfill.shadow: unknown variant `old`",
     );

@@ -173,7 +173,7 @@ pub struct Knobs {
             "A policy option by its configuration key (repeatable; the keys of a local \
              scheduler's [policy] table), applied after the flags above. The keys each policy \
              takes:\n{}",
-            option_keys(&PolicyKind::single_machine())
+            replay_keys()
         )
     )]
     pub set: Vec<String>,
@@ -185,6 +185,26 @@ pub struct Knobs {
     /// is reached, in seconds (default: one more estimate).
     #[arg(long, help_heading = "Engine")]
     pub overrun_extension: Option<i64>,
+}
+
+/// [`option_keys`] of the replay's policies, without `partition`, which a replay of one
+/// space-shared machine refuses.
+fn replay_keys() -> String {
+    PolicyKind::single_machine()
+        .iter()
+        .map(|&k| {
+            let keys: Vec<String> = PolicyConfig::keys(k)
+                .into_iter()
+                .filter(|key| key != "partition")
+                .collect();
+            let keys = match keys.is_empty() {
+                true => "(none)".to_string(),
+                false => keys.join(", "),
+            };
+            format!("{:<13} {keys}", k.as_str())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// One line per kind: the keys of `--set` it takes (derived from the options' types).
@@ -276,6 +296,13 @@ impl Knobs {
     pub fn policy(&self) -> anyhow::Result<PolicyConfig> {
         let mut c = self.flags_policy();
         for a in &self.set {
+            let key = a.split('=').next().unwrap_or_default().trim();
+            if key == "partition" {
+                anyhow::bail!(
+                    "--set partition: a replay runs one space-shared machine, never a partition \
+                     of nodes (gridsim cluster and a local scheduler's [policy] table take it)"
+                );
+            }
             c.set(a).map_err(|e| anyhow::anyhow!("--set {e}"))?;
         }
         c.check()?;
