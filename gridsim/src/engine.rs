@@ -219,7 +219,7 @@ where
     let mut free: Vec<u64> = capacities.iter().map(|&c| u64::from(c)).collect();
     let total: u64 = free.iter().sum();
     let mut wakes: BTreeSet<Time> = BTreeSet::new();
-    let mut starts = Decisions::default();
+    let mut decided = Decisions::default();
     let mut summary = SummaryBuilder::new();
     let mut capacity = CapacityTracker::new();
     let mut stats = RunStats::default();
@@ -260,7 +260,7 @@ where
             run_pass(
                 policy,
                 clock,
-                &mut starts,
+                &mut decided,
                 &mut inflight,
                 &free,
                 &mut events,
@@ -412,7 +412,7 @@ where
             Batching::PerEvent => run_pass(
                 policy,
                 clock,
-                &mut starts,
+                &mut decided,
                 &mut inflight,
                 &free,
                 &mut events,
@@ -452,7 +452,7 @@ where
 fn run_pass<E>(
     policy: &mut dyn Policy,
     now: Time,
-    starts: &mut Decisions,
+    decided: &mut Decisions,
     inflight: &mut FxHashMap<JobId, InFlight>,
     free: &[u64],
     events: &mut EventQueue,
@@ -460,17 +460,17 @@ fn run_pass<E>(
     stats: &mut RunStats,
     hooks: &mut Hooks<'_>,
 ) -> Result<(), SimError<E>> {
-    starts.clear();
-    policy.schedule(now, starts);
+    decided.clear();
+    policy.schedule(now, decided);
     stats.passes += 1;
-    if let Some(&job) = starts.suspensions.first().or(starts.kills.first()) {
+    if let Some(&job) = decided.suspensions.first().or(decided.kills.first()) {
         return Err(SimError::BadStart {
             time: now,
             job,
             why: "is preempted, which this engine (space-shared machines, run to completion) does not model",
         });
     }
-    for s in starts.starts.iter() {
+    for s in decided.starts.iter() {
         let bad = |why| SimError::BadStart {
             time: now,
             job: s.job,
@@ -494,7 +494,7 @@ fn run_pass<E>(
         events.push(now, EventKind::Start, s.job);
     }
     if let Some(h) = hooks.pass.as_mut() {
-        h(now, &starts.starts, &*policy);
+        h(now, &decided.starts, &*policy);
     }
     if let Some(w) = policy.next_wakeup()
         && w > now

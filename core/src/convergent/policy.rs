@@ -23,8 +23,9 @@ use super::matching::{Assignment, imfs, mfs, mis};
 use super::matrix::{CsParams, RowJob, build, nxtime, rho};
 use crate::cluster::{ClusterBook, ClusterState};
 use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
-use crate::policy::{AdvanceReservation, Policy, Rejection, Reservation, Start};
-use crate::policy::{Decisions, Machines};
+use crate::policy::{
+    AdvanceReservation, Decisions, Machines, Policy, Rejection, Reservation, Start,
+};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -87,7 +88,6 @@ pub struct ConvergentScheduling {
     jobs: Vec<Entry>,
     index: FxHashMap<JobId, usize>,
     previous: FxHashMap<JobId, usize>,
-    suspended: Vec<JobId>,
     nlic: usize,
     /// Advance reservations.
     book: ClusterBook,
@@ -132,7 +132,6 @@ impl ConvergentScheduling {
             jobs: Vec::new(),
             index: FxHashMap::default(),
             previous: FxHashMap::default(),
-            suspended: Vec::new(),
             nlic,
             book: ClusterBook::default(),
         }
@@ -233,7 +232,7 @@ impl ConvergentScheduling {
         }
     }
 
-    fn suspend(&mut self, i: usize, now: Time) {
+    fn suspend(&mut self, i: usize, now: Time, suspensions: &mut Vec<JobId>) {
         let progress = self.progress_at(&self.jobs[i], now);
         let e = &mut self.jobs[i];
         if let Some((slot, _)) = e.running.take() {
@@ -241,7 +240,7 @@ impl ConvergentScheduling {
             e.last_slot = Some(slot);
             self.state.finish(e.job.id);
             self.book.note_end(e.job.id);
-            self.suspended.push(e.job.id);
+            suspensions.push(e.job.id);
         }
     }
 
@@ -404,13 +403,7 @@ impl ConvergentScheduling {
         (a, order)
     }
 
-    fn apply(
-        &mut self,
-        now: Time,
-        a: &Assignment,
-        order: &[usize],
-        starts: &mut Vec<Start>,
-    ) -> usize {
+    fn apply(&mut self, now: Time, a: &Assignment, order: &[usize], out: &mut Decisions) -> usize {
         let mut target: FxHashMap<usize, usize> = FxHashMap::default();
         for (m, row) in a.iter().enumerate() {
             if let Some(r) = row {
@@ -424,7 +417,7 @@ impl ConvergentScheduling {
                     && target.get(&i) != Some(&slot)
                     && self.jobs[i].job.reservation.is_none()
                 {
-                    self.suspend(i, now);
+                    self.suspend(i, now, &mut out.suspensions);
                 }
             }
         }
@@ -444,7 +437,7 @@ impl ConvergentScheduling {
             let job = self.jobs[i].job.clone();
             if self.state.start(&job, m, now, end).is_ok() {
                 self.jobs[i].running = Some((m, now));
-                starts.push(Start::on(
+                out.starts.push(Start::on(
                     job.id,
                     self.state.slots()[m].machine.id,
                     job.procs,
@@ -526,8 +519,20 @@ impl Policy for ConvergentScheduling {
     }
 
     fn schedule(&mut self, now: Time, out: &mut Decisions) {
-        self.pass(now, &mut out.starts);
-        out.suspensions.append(&mut self.suspended);
+        let over = self.book.pass(now);
+        self.release(&over);
+        self.start_inside(now, &mut out.starts);
+        if !self.jobs.iter().any(|e| e.running.is_none()) {
+            return;
+        }
+        let pin = self.pin || self.state.space_sharing();
+        let rounds = if self.state.space_sharing() { 16 } else { 1 };
+        for _ in 0..rounds {
+            let (a, order) = self.plan(now, pin);
+            if self.apply(now, &a, &order, out) == 0 {
+                break;
+            }
+        }
     }
 
     crate::cluster::reservation_methods!();
@@ -556,26 +561,6 @@ impl Policy for ConvergentScheduling {
 }
 
 crate::cluster::cluster_booking!(ConvergentScheduling);
-
-impl ConvergentScheduling {
-    /// One pass: its starts (its suspensions and kills are collected on the way).
-    fn pass(&mut self, now: Time, starts: &mut Vec<Start>) {
-        let over = self.book.pass(now);
-        self.release(&over);
-        self.start_inside(now, starts);
-        if !self.jobs.iter().any(|e| e.running.is_none()) {
-            return;
-        }
-        let pin = self.pin || self.state.space_sharing();
-        let rounds = if self.state.space_sharing() { 16 } else { 1 };
-        for _ in 0..rounds {
-            let (a, order) = self.plan(now, pin);
-            if self.apply(now, &a, &order, starts) == 0 {
-                break;
-            }
-        }
-    }
-}
 
 impl Machines for ConvergentScheduling {
     fn set_machine_available(&mut self, _now: Time, machine: MachineId, available: bool) {

@@ -23,9 +23,11 @@
 //! overrun (the plan made before the outage promised starts that have passed).
 
 use super::fcfs::{check_job, restore_checks, restore_single};
-use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
+use super::{
+    AdvanceBooking, AdvanceReservation, Book, Decisions, Machines, Policy, Rejection, Reservation,
+    ReservationRefused, Start,
+};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time};
-use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{Profile, RunningSet};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;

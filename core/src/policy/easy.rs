@@ -23,11 +23,11 @@
 use super::around::Around;
 use super::fcfs::{check_job, restore_checks, restore_single};
 use super::{
-    AdvanceReservation, BackfillOptions, Policy, QueueOrder, Rejection, Reservation,
-    ReservationKind, ReservationRefused, ShadowCmp, ShadowMode, Start, SubmitPass,
+    AdvanceBooking, AdvanceReservation, BackfillOptions, Decisions, Machines, Policy, QueueOrder,
+    Rejection, Reservation, ReservationKind, ReservationRefused, ShadowCmp, ShadowMode, Start,
+    SubmitPass,
 };
 use crate::model::{Job, JobId, MachineId, ReservationId, Time};
-use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{OrderedQueue, QueueEntry, QueueKey, RunningSet};
 use rustc_hash::FxHashMap;
 

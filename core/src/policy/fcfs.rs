@@ -10,9 +10,11 @@
 //! reservation.
 
 use super::around::Around;
-use super::{AdvanceReservation, Policy, Rejection, Reservation, ReservationRefused, Start};
+use super::{
+    AdvanceBooking, AdvanceReservation, Decisions, Machines, Policy, Rejection, Reservation,
+    ReservationRefused, Start,
+};
 use crate::model::{Job, JobId, MachineId, ReservationId, Time};
-use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::RunningSet;
 use std::collections::VecDeque;
 
@@ -239,9 +241,8 @@ impl AdvanceBooking for Fcfs {
     }
 }
 
-/// The submission checks every single-machine policy makes.
 /// Recovery of a running job on a classic single-machine policy (see
-/// [`Machines::restore_running`](super::Machines::restore_running)): it holds `procs` processors of `machine` from `started` until
+/// [`Machines::restore_running`]): it holds `procs` processors of `machine` from `started` until
 /// `started + estimate`, as if the policy had started it.
 pub(super) fn restore_single(
     running: &mut RunningSet,
@@ -289,6 +290,7 @@ pub(super) fn restore_checks(
     Ok(())
 }
 
+/// The submission checks every single-machine policy makes.
 pub(super) fn check_job(job: &Job, capacity: u32) -> Result<(), Rejection> {
     if job.procs > capacity {
         return Err(Rejection::TooWide {

@@ -253,11 +253,6 @@ impl Decisions {
         self.suspensions.clear();
         self.kills.clear();
     }
-
-    /// Whether the pass decided nothing.
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty() && self.suspensions.is_empty() && self.kills.is_empty()
-    }
 }
 
 /// A local scheduling policy: the events a scheduling paper speaks of (a job submitted, ended,

@@ -25,9 +25,11 @@ use super::fcfs::{check_job, restore_checks, restore_single};
 pub use super::plan_order::PlanOrder;
 use super::rules::PlanningRules;
 use super::user_caps::{UserUse, admits};
-use super::{AdvanceReservation, Book, Policy, Rejection, Reservation, ReservationRefused, Start};
+use super::{
+    AdvanceBooking, AdvanceReservation, Book, Decisions, Machines, Policy, Rejection, Reservation,
+    ReservationRefused, Start,
+};
 use crate::model::{Duration, Job, JobId, MachineId, ReservationId, Time, UserId};
-use crate::policy::{AdvanceBooking, Decisions, Machines};
 use crate::structures::{Profile, RunningSet};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};

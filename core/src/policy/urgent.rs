@@ -7,8 +7,8 @@
 //! The layer keeps the urgent jobs in a queue of its own (a higher [`Urgency`] first, then
 //! arrival) and hands the typical ones to the policy below it, which never sees an urgent job
 //! as such: a running urgent job is, to it, a job already running on the machine
-//! ([`Machines::restore_running`](super::Machines::restore_running)) until its end, so every policy plans around it unchanged. At
-//! each pass, before the policy's own:
+//! ([`Machines::restore_running`](super::Machines::restore_running)) until its end, so every
+//! policy plans around it unchanged. At each pass, before the policy's own:
 //!
 //! 1. the head urgent job starts if the processors free now suffice; otherwise, under a
 //!    preemptive mode, if the processors not held by urgent jobs suffice, running typical jobs
@@ -26,9 +26,8 @@
 //! preemption), preemption, and preemption with advance reservation (the one the paper
 //! evaluates, the default here).
 
-use super::{Policy, Rejection, Reservation, Start};
+use super::{AdvanceBooking, Decisions, Machines, Policy, Rejection, Reservation, Start};
 use crate::model::{Job, JobId, MachineId, Time, Urgency};
-use crate::policy::{AdvanceBooking, Decisions, Machines};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -142,8 +141,6 @@ pub struct UrgentLayer {
     /// running job with the urgent job's id).
     hold: Option<u32>,
     seq: u64,
-    kills: Vec<JobId>,
-    suspensions: Vec<JobId>,
     preemptions: u64,
     urgent_started: u64,
     scratch: Decisions,
@@ -172,8 +169,6 @@ impl UrgentLayer {
             jobs: FxHashMap::default(),
             hold: None,
             seq: 0,
-            kills: Vec::new(),
-            suspensions: Vec::new(),
             preemptions: 0,
             urgent_started: 0,
             scratch: Decisions::default(),
@@ -242,7 +237,7 @@ impl UrgentLayer {
     }
 
     /// Step 1 and 2 of a pass: the urgent jobs that can start now, with their victims.
-    fn serve_urgent(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn serve_urgent(&mut self, now: Time, out: &mut Decisions) {
         let mut preempted = Vec::new();
         while let Some(head) = self.waiting.first() {
             let need = head.job.procs;
@@ -258,15 +253,15 @@ impl UrgentLayer {
                     self.typical_busy -= r.procs;
                     self.inner.terminate(now, v);
                     match self.opts.preempt_by {
-                        PreemptBy::Kill => self.kills.push(v),
-                        PreemptBy::Suspend => self.suspensions.push(v),
+                        PreemptBy::Kill => out.kills.push(v),
+                        PreemptBy::Suspend => out.suspensions.push(v),
                     }
                     self.preemptions += 1;
                     preempted.push(v);
                 }
             }
             let w = self.waiting.remove(0);
-            self.start_urgent(now, w, starts);
+            self.start_urgent(now, w, &mut out.starts);
         }
         // Back to the tail of the queue, among themselves in their order of arrival.
         preempted.sort_by_key(|v| (self.jobs.get(v).map(|j| j.submit), *v));
@@ -396,7 +391,7 @@ impl Policy for UrgentLayer {
 
     fn schedule(&mut self, now: Time, out: &mut Decisions) {
         self.release_hold(now);
-        self.serve_urgent(now, &mut out.starts);
+        self.serve_urgent(now, out);
         self.hold_for_head(now);
         let mut below = std::mem::take(&mut self.scratch);
         below.clear();
@@ -411,12 +406,10 @@ impl Policy for UrgentLayer {
             );
             self.typical_busy += s.procs;
         }
+        // The layer's own preemptions are in `out` already; the policy below's follow.
         out.starts.extend_from_slice(&below.starts);
-        // The policy below's preemptions first, then the layer's own.
         out.suspensions.append(&mut below.suspensions);
-        out.suspensions.append(&mut self.suspensions);
         out.kills.append(&mut below.kills);
-        out.kills.append(&mut self.kills);
         self.scratch = below;
     }
 
@@ -464,9 +457,7 @@ impl Policy for UrgentLayer {
             .collect()
     }
 
-    fn machines(&mut self) -> Option<&mut dyn Machines> {
-        Some(self)
-    }
+    crate::policy::capabilities!(machines);
 
     fn booking(&self) -> Option<&dyn AdvanceBooking> {
         self.inner.booking()
@@ -491,23 +482,7 @@ impl Machines for UrgentLayer {
         procs: u32,
     ) -> Result<(), Rejection> {
         self.release_hold(now);
-        let res = self.restore(now, job, started, machine, procs);
-        self.hold_for_head(now);
-        res
-    }
-}
-
-impl UrgentLayer {
-    /// [`Machines::restore_running`] of the layer, between releasing and taking its hold.
-    fn restore(
-        &mut self,
-        now: Time,
-        job: &Job,
-        started: Time,
-        machine: MachineId,
-        procs: u32,
-    ) -> Result<(), Rejection> {
-        if job.urgency.is_some() {
+        let res = if job.urgency.is_some() {
             let end = started + job.estimate.max(1);
             let ph = Self::phantom(job, procs, started, end);
             self.inner
@@ -530,7 +505,9 @@ impl UrgentLayer {
                     self.typical_busy += procs;
                     self.jobs.insert(job.id, job.clone());
                 })
-        }
+        };
+        self.hold_for_head(now);
+        res
     }
 }
 

@@ -12,7 +12,6 @@ use crate::policy::{Decisions, Policy, Rejection, Reservation, Start};
 pub struct Preemptor {
     queue: Vec<Job>,
     running: Option<Job>,
-    suspend: Vec<JobId>,
     resume_on: MachineId,
     preempted: Vec<JobId>,
     setup: crate::model::Duration,
@@ -54,34 +53,14 @@ impl Policy for Preemptor {
     fn cancel(&mut self, _: Time, _: JobId) -> bool {
         false
     }
-    fn schedule(&mut self, now: Time, out: &mut Decisions) {
-        self.pass(now, &mut out.starts);
-        out.suspensions.append(&mut self.suspend);
-    }
-    fn waiting_len(&self) -> usize {
-        self.queue.len()
-    }
-    fn running_len(&self) -> usize {
-        usize::from(self.running.is_some())
-    }
-    fn queue(&self) -> Vec<JobId> {
-        self.queue.iter().map(|j| j.id).collect()
-    }
-    fn reservations(&self) -> Vec<Reservation> {
-        Vec::new()
-    }
-}
-
-impl Preemptor {
-    /// One pass: its starts (its suspensions and kills are collected on the way).
-    fn pass(&mut self, _: Time, starts: &mut Vec<Start>) {
+    fn schedule(&mut self, _: Time, out: &mut Decisions) {
         self.queue.sort_by_key(|j| (j.deadline.is_none(), j.id));
         let urgent = self.queue.first().is_some_and(|j| j.deadline.is_some());
         if let Some(r) = &self.running
             && urgent
             && r.deadline.is_none()
         {
-            self.suspend.push(r.id);
+            out.suspensions.push(r.id);
             self.preempted.push(r.id);
             let r = self.running.take().expect("checked");
             self.queue.push(r);
@@ -97,8 +76,20 @@ impl Preemptor {
             if self.preempted.contains(&j.id) {
                 s.setup = self.setup;
             }
-            starts.push(s);
+            out.starts.push(s);
             self.running = Some(j);
         }
+    }
+    fn waiting_len(&self) -> usize {
+        self.queue.len()
+    }
+    fn running_len(&self) -> usize {
+        usize::from(self.running.is_some())
+    }
+    fn queue(&self) -> Vec<JobId> {
+        self.queue.iter().map(|j| j.id).collect()
+    }
+    fn reservations(&self) -> Vec<Reservation> {
+        Vec::new()
     }
 }

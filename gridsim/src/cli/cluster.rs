@@ -48,7 +48,7 @@ pub struct ClusterArgs {
             "A policy option by its configuration key (repeatable; the keys of a local \
              scheduler's [policy] table), applied after --heuristics. The keys each policy \
              takes:\n{}",
-            crate::cli::knobs::option_keys(&PolicyKind::cluster())
+            crate::cli::knobs::option_keys(&PolicyKind::cluster(), &[])
         )
     )]
     pub set: Vec<String>,

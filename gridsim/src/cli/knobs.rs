@@ -173,7 +173,10 @@ pub struct Knobs {
             "A policy option by its configuration key (repeatable; the keys of a local \
              scheduler's [policy] table), applied after the flags above. The keys each policy \
              takes:\n{}",
-            replay_keys()
+            option_keys(
+                &PolicyKind::single_machine(),
+                &NOT_IN_A_REPLAY.map(|(key, _)| key)
+            )
         )
     )]
     pub set: Vec<String>,
@@ -187,15 +190,29 @@ pub struct Knobs {
     pub overrun_extension: Option<i64>,
 }
 
-/// [`option_keys`] of the replay's policies, without `partition`, which a replay of one
-/// space-shared machine refuses.
-fn replay_keys() -> String {
-    PolicyKind::single_machine()
+/// The top-level `[policy]` keys a replay refuses, with why: it runs one space-shared machine
+/// and no urgent layer.
+const NOT_IN_A_REPLAY: [(&str, &str); 2] = [
+    (
+        "partition",
+        "a replay runs one space-shared machine, never a partition of nodes (gridsim cluster and \
+         a local scheduler's [policy] table take it)",
+    ),
+    (
+        "urgent",
+        "a replay runs no urgent layer (gridsim cluster and `gridsim experiment urgent` do)",
+    ),
+];
+
+/// One line per kind: the keys of `--set` it takes (derived from the options' types), leaving
+/// out the top-level keys in `left_out`.
+pub fn option_keys(kinds: &[PolicyKind], left_out: &[&str]) -> String {
+    kinds
         .iter()
         .map(|&k| {
             let keys: Vec<String> = PolicyConfig::keys(k)
                 .into_iter()
-                .filter(|key| key != "partition")
+                .filter(|key| !left_out.contains(&key.split('.').next().unwrap_or_default()))
                 .collect();
             let keys = match keys.is_empty() {
                 true => "(none)".to_string(),
@@ -203,15 +220,6 @@ fn replay_keys() -> String {
             };
             format!("{:<13} {keys}", k.as_str())
         })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// One line per kind: the keys of `--set` it takes (derived from the options' types).
-pub fn option_keys(kinds: &[PolicyKind]) -> String {
-    kinds
-        .iter()
-        .map(|&k| format!("{:<13} {}", k.as_str(), PolicyConfig::keys(k).join(", ")))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -296,22 +304,13 @@ impl Knobs {
     pub fn policy(&self) -> anyhow::Result<PolicyConfig> {
         let mut c = self.flags_policy();
         for a in &self.set {
-            let key = a.split('=').next().unwrap_or_default().trim();
-            if key == "partition" {
-                anyhow::bail!(
-                    "--set partition: a replay runs one space-shared machine, never a partition \
-                     of nodes (gridsim cluster and a local scheduler's [policy] table take it)"
-                );
+            let top = a.split(['=', '.']).next().unwrap_or_default().trim();
+            if let Some((key, why)) = NOT_IN_A_REPLAY.iter().find(|(key, _)| *key == top) {
+                anyhow::bail!("--set {key}: {why}");
             }
             c.set(a).map_err(|e| anyhow::anyhow!("--set {e}"))?;
         }
         c.check()?;
-        if c.urgent.is_some() {
-            anyhow::bail!(
-                "--set urgent: a replay runs no urgent layer (gridsim cluster and \
-                 `gridsim experiment urgent` do)"
-            );
-        }
         Ok(c)
     }
 

@@ -28,13 +28,14 @@
 #[cfg(test)]
 mod tests;
 
-use super::{AdvanceReservation, Policy, Rejection, Reservation, ReservationKind, Start};
+use super::{
+    AdvanceReservation, Decisions, Machines, Policy, Rejection, Reservation, ReservationKind, Start,
+};
 use crate::cluster::{ClusterBook, ClusterState};
 use crate::heuristics::{
     HeuristicParams, LicenceD, RhoJobs, anti_aging, criticality, deadline_fb, licence_fb, wait_min,
 };
 use crate::model::{Job, JobId, LicenceId, MachineId, ReservationId, Time};
-use crate::policy::{Decisions, Machines};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 

@@ -27,10 +27,9 @@ mod tests;
 
 pub use options::{GangOptions, Invocation, LOAD_WINDOW_SLICES, Phases};
 
-use super::{Policy, Rejection, Reservation, ReservationKind, Start};
+use super::{Decisions, Policy, Rejection, Reservation, ReservationKind, Start};
 use crate::cluster::ClusterState;
 use crate::model::{Duration, Job, JobId, MachineId, Time};
-use crate::policy::Decisions;
 use backfill::RowReservation;
 use matrix::Matrix;
 use phases::{Clock, JobOrder};
@@ -212,7 +211,6 @@ pub struct Gang {
     /// The last pass.
     now: Time,
     reservations: Vec<RowReservation>,
-    suspend: Vec<JobId>,
     /// Tasks migrated in the current slice (Q budget, G-A12).
     migrated_in_slice: u32,
     counters: GangCounters,
@@ -238,7 +236,6 @@ impl Gang {
             slice_end: 0,
             now: 0,
             reservations: Vec::new(),
-            suspend: Vec::new(),
             migrated_in_slice: 0,
             counters: GangCounters::default(),
             load: LoadWindow::new(LOAD_WINDOW_SLICES * opts.slice, procs),
@@ -439,7 +436,7 @@ impl Gang {
 
     /// Brings execution in line with the executing row: suspends the jobs leaving, starts the
     /// jobs entering (and restarts a running job with a migration delay due).
-    fn execute(&mut self, now: Time, starts: &mut Vec<Start>) {
+    fn execute(&mut self, now: Time, out: &mut Decisions) {
         let desired: BTreeSet<JobId> = self
             .cur
             .map(|r| self.matrix.in_row(r).into_iter().collect())
@@ -456,7 +453,7 @@ impl Gang {
             j.done = j.done_at(now);
             j.run = None;
             self.running.remove(&id);
-            self.suspend.push(id);
+            out.suspensions.push(id);
         }
         let switch = self.opts.switch_seconds();
         for &id in &desired {
@@ -477,7 +474,7 @@ impl Gang {
             self.running.insert(id);
             let mut s = Start::on(id, self.machine, j.procs);
             s.setup = setup;
-            starts.push(s);
+            out.starts.push(s);
         }
     }
 
@@ -563,8 +560,37 @@ impl Policy for Gang {
     }
 
     fn schedule(&mut self, now: Time, out: &mut Decisions) {
-        self.pass(now, &mut out.starts);
-        out.suspensions.append(&mut self.suspend);
+        if self.kind.adaptive {
+            // The processors held since the last pass, then the mode of this pass.
+            self.load.record(self.now, now, self.held);
+            self.bf_mode = self.load.utilization(now) > self.opts.rho_critical;
+            self.counters.bf_passes += u64::from(self.bf_mode);
+        }
+        self.now = now;
+        let discrete = self.opts.invocation == Invocation::Discrete;
+        let boundary = match self.cur {
+            Some(_) => now >= self.slice_end,
+            None => !discrete || self.boundary_of_discrete(now),
+        };
+        if discrete && !boundary {
+            self.note_held();
+            return;
+        }
+        let mut began = false;
+        if boundary && let Some(prev) = self.cur {
+            self.cur = self.next_live(prev);
+            self.begin_slice(now);
+            began = true;
+        }
+        self.recompute(now, boundary);
+        let before = self.cur;
+        self.cur = self.live_from(self.cur.unwrap_or(0));
+        // A fresh slice when the matrix was empty, or when the executing row emptied mid-slice.
+        if self.cur.is_some() && !began && before != self.cur {
+            self.begin_slice(now);
+        }
+        self.execute(now, out);
+        self.note_held();
     }
 
     fn next_wakeup(&self) -> Option<Time> {
@@ -616,42 +642,5 @@ impl Policy for Gang {
             .collect();
         v.sort_by_key(|r| (r.start, r.job));
         v
-    }
-}
-
-impl Gang {
-    /// One pass: its starts (its suspensions and kills are collected on the way).
-    fn pass(&mut self, now: Time, starts: &mut Vec<Start>) {
-        if self.kind.adaptive {
-            // The processors held since the last pass, then the mode of this pass.
-            self.load.record(self.now, now, self.held);
-            self.bf_mode = self.load.utilization(now) > self.opts.rho_critical;
-            self.counters.bf_passes += u64::from(self.bf_mode);
-        }
-        self.now = now;
-        let discrete = self.opts.invocation == Invocation::Discrete;
-        let boundary = match self.cur {
-            Some(_) => now >= self.slice_end,
-            None => !discrete || self.boundary_of_discrete(now),
-        };
-        if discrete && !boundary {
-            self.note_held();
-            return;
-        }
-        let mut began = false;
-        if boundary && let Some(prev) = self.cur {
-            self.cur = self.next_live(prev);
-            self.begin_slice(now);
-            began = true;
-        }
-        self.recompute(now, boundary);
-        let before = self.cur;
-        self.cur = self.live_from(self.cur.unwrap_or(0));
-        // A fresh slice when the matrix was empty, or when the executing row emptied mid-slice.
-        if self.cur.is_some() && !began && before != self.cur {
-            self.begin_slice(now);
-        }
-        self.execute(now, starts);
-        self.note_held();
     }
 }

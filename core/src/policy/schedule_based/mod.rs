@@ -83,10 +83,11 @@ mod plan;
 #[cfg(test)]
 mod tests;
 
-use super::{Policy, Rejection, Reservation, ReservationKind, Start, check_reservation};
+use super::{
+    Decisions, Machines, Policy, Rejection, Reservation, ReservationKind, Start, check_reservation,
+};
 use crate::cluster::ClusterState;
 use crate::model::{Job, JobId, MachineId, Time};
-use crate::policy::{Decisions, Machines};
 use crate::structures::Profile;
 use plan::{Base, MachinePlan, Planned};
 use rustc_hash::FxHashMap;
