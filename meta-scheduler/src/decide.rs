@@ -366,6 +366,7 @@ fn field_name(field: Field) -> String {
         Field::Licence(i) => format!("licences[{i}]"),
         Field::Inputs => "inputs".into(),
         Field::Benchmark => "benchmark".into(),
+        Field::After => "after".into(),
         Field::Reservation => "reservation".into(),
         Field::ReservationSite => "reservation.site".into(),
         Field::ReservationProcs => "reservation.processors".into(),
@@ -518,6 +519,7 @@ mod tests {
             Input::Ended {
                 job: JobId(1),
                 site: 0,
+                outcome: gridsched_core::model::Outcome::Completed,
             },
         );
         assert_eq!(d.arrays()[0].count[1], 1);

@@ -26,7 +26,7 @@ use crate::config::SiteConfig;
 use crate::decide::Decider;
 use gridsched_core::dispatch::Priority;
 use gridsched_core::grid::{Input, Restored};
-use gridsched_core::model::{JobId, ReservationId};
+use gridsched_core::model::{JobId, Outcome, ReservationId};
 use gridsched_proto::v1::{self, JobState};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -422,6 +422,7 @@ impl State {
                     Some(i) => Input::Ended {
                         job: JobId(id),
                         site: i,
+                        outcome: outcome_of(&job),
                     },
                     None => Input::Cancel { job: JobId(id) },
                 });
@@ -758,3 +759,14 @@ mod effects;
 mod split;
 #[cfg(test)]
 mod tests;
+
+/// How a job that reached a terminal state ended, for the jobs that depend on it.
+fn outcome_of(job: &v1::Job) -> Outcome {
+    match job.state() {
+        JobState::Completed => Outcome::Completed,
+        JobState::Cancelled => Outcome::Cancelled {
+            started: job.start_time.is_some(),
+        },
+        _ => Outcome::Failed,
+    }
+}

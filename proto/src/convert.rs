@@ -169,6 +169,9 @@ impl From<JobError> for ConvertError {
             JobError::NoProcessors => {
                 ConvertError::new("processors", "a job needs at least one processor")
             }
+            JobError::DependsOnItself(id) => {
+                ConvertError::new("after", format!("job {id} cannot wait for itself"))
+            }
             JobError::NonPositiveEstimate(v) => {
                 ConvertError::new("estimate_s", format!("must be at least 1 second, got {v}"))
             }
@@ -376,6 +379,7 @@ pub fn job_from_spec(
             r => r.map(ReservationId),
         },
         urgency: urgency_from(spec.urgency)?,
+        after: None,
     };
     job.validate()?;
     job.user = names.intern_user(&spec.user);
@@ -523,7 +527,7 @@ mod tests {
     }
 
     /// A job with every model field on the wire set to a non-default value (advance reservations
-    /// are not on the wire yet).
+    /// and dependencies are not on the wire yet).
     fn full_job() -> Job {
         Job {
             id: JobId(42),
@@ -551,6 +555,7 @@ mod tests {
             partition: Some(3),
             reservation: None,
             urgency: Some(Urgency::High),
+            after: None,
         }
     }
 

@@ -26,6 +26,8 @@
 //! | `partition` | u32 | no | home partition or site |
 //! | `reservation` | u64 | no | the advance reservation the job runs in (planning policies) |
 //! | `urgency` | `"important"`, `"high"`, `"critical"` | no (typical) | an urgent job's level: it outranks typical jobs and may preempt them |
+//! | `after` | string | no | the jobs it waits for, in Slurm's `--dependency` syntax (`"afterok:12,afterany:13+60"`; delays in seconds) |
+//! | `name` | string | no | the job's name, which `singleton` in `after` refers to |
 //!
 //! Unknown keys are an error. Licence names are interned into [`LicenceId`]s in order of first
 //! appearance in the file (or after the names given to [`JsonlReader::with_licence_names`], so
@@ -44,7 +46,8 @@
 use crate::error::WorkloadError;
 use crate::input::{DynBufRead, OpenedInput, Progress, open_input};
 use gridsched_core::model::{
-    InputRef, Job, JobId, LicenceId, MachineId, ReservationId, Urgency, UserClass, UserId,
+    Dependency, InputRef, Job, JobId, LicenceId, MachineId, ReservationId, Urgency, UserClass,
+    UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -92,6 +95,10 @@ struct JsonJobIn {
     reservation: Option<u64>,
     #[serde(default)]
     urgency: Option<Urgency>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
 }
 
 /// One job line as written (same keys, defaults left out).
@@ -125,6 +132,10 @@ struct JsonJobOut<'a> {
     reservation: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     urgency: Option<Urgency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    after: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
 }
 
 fn is_zero_u32(v: &u32) -> bool {
@@ -319,6 +330,13 @@ impl<R: BufRead> JsonlReader<R> {
             })?;
             licences.push(id);
         }
+        let after = match &raw.after {
+            Some(text) => Some(Box::new(
+                Dependency::parse(text, raw.name.as_deref())
+                    .map_err(|e| self.json_error("after", e.why))?,
+            )),
+            None => None,
+        };
         let job = Job {
             id: JobId(raw.id),
             user: UserId(raw.user.unwrap_or(0)),
@@ -343,6 +361,7 @@ impl<R: BufRead> JsonlReader<R> {
             partition: raw.partition,
             reservation: raw.reservation.map(ReservationId),
             urgency: raw.urgency,
+            after,
         };
         job.validate().map_err(|source| WorkloadError::InvalidJob {
             file: self.name.clone(),
@@ -439,6 +458,8 @@ impl<W: Write> JsonlWriter<W> {
             partition: job.partition,
             reservation: job.reservation.map(|r| r.0),
             urgency: job.urgency,
+            after: job.after.as_ref().map(|d| d.to_string()),
+            name: job.after.as_ref().and_then(|d| d.singleton.as_deref()),
         };
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, &out).map_err(io::Error::other)?;

@@ -3,7 +3,8 @@
 //! a submitted job before it is classified. A job no site can ever run (wider than every site, or
 //! than all of them together where jobs are split; longer than every site's limit; needing a
 //! licence no site has; reading inputs held by no site that could run it), a deadline already
-//! past, or a job into an advance reservation it may not use, is refused with a [`Refusal`]
+//! past, a job waiting for a job the grid does not know, or a job into an advance reservation it
+//! may not use, is refused with a [`Refusal`]
 //! naming the job's field to blame, so a driver can answer the submission at once.
 
 use super::GridRunner;
@@ -36,6 +37,8 @@ pub enum Field {
     Benchmark,
     /// The advance reservation it runs in.
     Reservation,
+    /// Its dependencies.
+    After,
     /// A reservation request's site.
     ReservationSite,
     /// A reservation request's processors.
@@ -94,6 +97,7 @@ impl From<JobError> for Refusal {
             JobError::DeadlineBeforeSubmit { .. } => Field::Deadline,
             JobError::DuplicateLicence(_) => Field::Licences,
             JobError::ZeroBenchmark => Field::Benchmark,
+            JobError::DependsOnItself(_) => Field::After,
         };
         Refusal::new(field, Kind::Invalid, e.to_string())
     }
@@ -185,6 +189,15 @@ impl GridRunner {
                 Field::Inputs,
                 Kind::Invalid,
                 "no site that can run the job holds every machine its inputs name",
+            ));
+        }
+        if let Some(dep) = &job.after
+            && let Err(j) = self.known_predecessors(dep)
+        {
+            return Err(Refusal::new(
+                Field::After,
+                Kind::NotFound,
+                format!("job {j} is not known to the grid"),
             ));
         }
         match job.reservation {

@@ -4,17 +4,18 @@
 //! when one ends badly, the job over with the last).
 
 use super::{At, Effect, GridRunner, Open, cluster};
-use crate::model::{JobId, Time};
+use crate::model::{JobId, Outcome, Time};
 
 impl GridRunner {
     /// The user cancelled job `id`: the strategy forgets it; a co-allocation under way lets its
     /// holds go, and a split job's fragments their reservations.
     pub(super) fn cancel(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
-        let Some(o) = self.remove(id) else {
+        let started = self.jobs.get(&id).is_some_and(|o| o.at.started());
+        let Some(o) = self.remove(id, Some(Outcome::Cancelled { started })) else {
             return;
         };
         match o.at {
-            At::Unplaced | At::Retrying => {}
+            At::Unplaced | At::Retrying | At::Blocked | At::Deferred => {}
             At::Held => self.placer.dispatcher.withdraw(id),
             At::Site { site, .. } => self.placer.dispatcher.job_ended(now, id, cluster(site)),
             At::SplitAtOnce(sites) => self.placer.dispatcher.job_ended(now, id, cluster(sites[0])),
@@ -54,7 +55,7 @@ impl GridRunner {
         };
         match &mut o.at {
             At::Site { site: s, .. } if *s == site => {
-                self.remove(id);
+                self.remove(id, Some(Outcome::Refused));
                 self.placer.dispatcher.job_returned(now, id, cluster(site));
                 out.push(Effect::Refuse {
                     job: id,
@@ -68,7 +69,7 @@ impl GridRunner {
                 }
                 if fragments.iter().all(|f| f.2) {
                     let first = fragments.first().map_or(0, |f| f.0);
-                    self.remove(id);
+                    self.remove(id, Some(Outcome::Refused));
                     self.placer.dispatcher.job_returned(now, id, cluster(first));
                     out.push(Effect::Refuse {
                         job: id,
@@ -82,13 +83,16 @@ impl GridRunner {
     }
 
     /// Fragment of split job `id` at `site` ended: its reservation is let go; one that ended
-    /// badly has the others killed; after the last, the job is over.
+    /// badly has the others killed; after the last, the job is over (completed when no fragment
+    /// ended badly, failed otherwise, or, `again`, to be requeued by the driver: its dependants
+    /// wait for its next run).
     pub(super) fn fragment_ended(
         &mut self,
         now: Time,
         id: JobId,
         site: usize,
         ok: bool,
+        again: bool,
         out: &mut Vec<Effect>,
     ) {
         let Some(Open {
@@ -101,6 +105,9 @@ impl GridRunner {
         let Some(k) = fragments.iter().position(|f| f.0 == site && !f.2) else {
             return;
         };
+        if !ok {
+            self.failed_fragments.insert(id);
+        }
         fragments[k].2 = true;
         let reservation = fragments[k].1;
         out.push(Effect::LetGo {
@@ -120,7 +127,13 @@ impl GridRunner {
         let over = fragments.iter().all(|f| f.2).then(|| fragments[0].0);
         self.reservations.remove(reservation);
         if let Some(first) = over {
-            self.remove(id);
+            let failed = self.failed_fragments.remove(&id);
+            let outcome = match (again, failed) {
+                (true, _) => None,
+                (false, false) => Some(Outcome::Completed),
+                (false, true) => Some(Outcome::Failed),
+            };
+            self.remove(id, outcome);
             self.placer.dispatcher.job_ended(now, id, cluster(first));
             out.push(Effect::Over {
                 job: id,

@@ -8,7 +8,7 @@ use super::admit::Refusal;
 use super::reservations::{Reservation, ReservationAnswer, ReservationRequest};
 use crate::classify::Classification;
 use crate::dispatch::{ClusterLoad, Part, Priority};
-use crate::model::{Duration, Job, JobId, ReservationId, Time};
+use crate::model::{Duration, Job, JobId, Outcome, ReservationId, Time};
 use serde::{Deserialize, Serialize};
 
 /// Why a job goes to the site it goes to.
@@ -30,6 +30,8 @@ pub enum Cause {
     },
     /// Back after a run that failed ([`Input::Requeue`]).
     Requeued,
+    /// Its dependency is met.
+    Dependency,
     /// Re-entered after the driver restarted ([`Input::Restore`]).
     Restored,
 }
@@ -111,6 +113,9 @@ pub enum Input {
         job: JobId,
         /// The site.
         site: usize,
+        /// How (for the jobs that depend on it).
+        #[serde(default)]
+        outcome: Outcome,
     },
     /// The fragment of split job `job` at `site` ended; `ok` when it completed.
     FragmentEnded {
@@ -120,6 +125,10 @@ pub enum Input {
         site: usize,
         /// Whether it completed.
         ok: bool,
+        /// The driver will requeue the job after this, its last fragment ([`Input::Requeue`]):
+        /// the jobs that depend on it wait for its next run.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        again: bool,
     },
     /// `site` refused the job (or its fragment) it was sent: it cannot run it there.
     Refused {
@@ -173,7 +182,7 @@ pub enum Input {
         /// Committed, or why not.
         answer: Result<(), String>,
     },
-    /// The retry an [`Effect::GivenUp`] asked for is due.
+    /// The retry an [`Effect::GivenUp`] asked for, or the time an [`Effect::Defer`] gave, is due.
     Retry {
         /// The job.
         job: JobId,
@@ -292,6 +301,27 @@ pub enum Effect {
         /// The field to blame, when refused at admission.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         refusal: Option<Refusal>,
+    },
+    /// The job waits for its dependency: for `waits`, in words.
+    Blocked {
+        /// The job.
+        job: JobId,
+        /// What it waits for ("job 12 (afterok), job 13 (after)").
+        waits: String,
+    },
+    /// The job's dependency is met from `until` on: send [`Input::Retry`] then.
+    Defer {
+        /// The job.
+        job: JobId,
+        /// When it may go.
+        until: Time,
+    },
+    /// The job's dependency can never be met: it leaves the grid, never started.
+    Unmet {
+        /// The job.
+        job: JobId,
+        /// Why, naming the job waited for and what it did.
+        why: String,
     },
     /// The strategy split the job: its co-allocation over `parts` begins (holds follow).
     Coallocating {

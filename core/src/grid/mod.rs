@@ -21,6 +21,9 @@
 //! * **sites going down and up**, decided here from the time the driver gives: a site whose link
 //!   has been down for [`GridSettings::site_down_after_ms`] receives no new job, and the jobs it
 //!   has not started (not yet [`Input::Claimed`]) are dispatched again elsewhere;
+//! * **dependencies** ([`crate::model::Dependency`], Slurm's semantics): a job waits in the grid
+//!   until the jobs it names have started or ended as it asks, and leaves never started when they
+//!   cannot;
 //! * the strategy's **bookkeeping of ends**: a job (or a split job's last fragment) reported
 //!   ended, a job a site refused or that came back.
 //!
@@ -32,6 +35,8 @@
 mod admit;
 mod coallocate;
 mod config;
+mod depend;
+pub mod dependency_cases;
 mod ends;
 mod io;
 mod links;
@@ -54,9 +59,9 @@ pub use reservations::{
 
 use crate::classify::{Classifier, ClassifierError};
 use crate::dispatch::{Dispatcher, Priority};
-use crate::model::{ClusterId, Job, JobId, ReservationId, Time};
+use crate::model::{ClusterId, Job, JobId, Outcome, ReservationId, Time};
 use coallocate::Coalloc;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Where an open job is.
 #[derive(Clone, Debug)]
@@ -75,12 +80,29 @@ enum At {
     Split(Vec<(usize, ReservationId, bool)>),
     /// Started split at once on these sites ([`GridSettings::splits_at_once`]).
     SplitAtOnce(Vec<usize>),
+    /// Waiting for its dependency.
+    Blocked,
+    /// Its dependency is met; dispatched on [`Input::Retry`] when its delay has passed.
+    Deferred,
 }
 
 impl At {
     /// Waiting at the meta level.
     fn waits(&self) -> bool {
-        matches!(self, At::Unplaced | At::Held | At::Retrying)
+        matches!(
+            self,
+            At::Unplaced | At::Held | At::Retrying | At::Blocked | At::Deferred
+        )
+    }
+
+    /// Whether the job has begun running (as far as the grid knows: claimed at its site, or
+    /// its fragments sent into their reservations).
+    fn started(&self) -> bool {
+        match self {
+            At::Site { claimed, .. } => *claimed,
+            At::Split(_) | At::SplitAtOnce(_) => true,
+            _ => false,
+        }
     }
 }
 
@@ -108,6 +130,10 @@ pub struct GridRunner {
     links: SiteLinks,
     /// The grid's advance reservations.
     reservations: reservations::Book,
+    /// The jobs waiting for others.
+    deps: depend::Book,
+    /// Split jobs a fragment of which ended badly.
+    failed_fragments: FxHashSet<JobId>,
 }
 
 impl GridRunner {
@@ -128,6 +154,8 @@ impl GridRunner {
             last_reservation: 0,
             links,
             reservations: reservations::Book::default(),
+            deps: depend::Book::default(),
+            failed_fragments: FxHashSet::default(),
         }
     }
 
@@ -151,6 +179,12 @@ impl GridRunner {
 
     /// Handles `input` at `now`, appending what to do to `out`.
     pub fn on(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) -> Result<(), GridError> {
+        self.handle(now, input, out)?;
+        self.settle(now, out);
+        Ok(())
+    }
+
+    fn handle(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) -> Result<(), GridError> {
         let site_ok = |s: usize| {
             if s < self.placer.sites.len() {
                 Ok(())
@@ -198,26 +232,32 @@ impl GridRunner {
                     && *s == site
                 {
                     *claimed = true;
+                    self.deps.started(job);
                 }
             }
-            Input::Ended { job, site } => {
+            Input::Ended { job, site, outcome } => {
                 site_ok(site)?;
                 match self.jobs.get(&job).map(|o| &o.at) {
                     Some(At::Site { site: s, .. }) if *s == site => {
-                        self.jobs.remove(&job);
+                        self.remove(job, Some(outcome));
                         self.placer.dispatcher.job_ended(now, job, cluster(site));
                     }
                     Some(At::SplitAtOnce(sites)) if sites.contains(&site) => {
                         let first = sites[0];
-                        self.jobs.remove(&job);
+                        self.remove(job, Some(outcome));
                         self.placer.dispatcher.job_ended(now, job, cluster(first));
                     }
                     _ => {}
                 }
             }
-            Input::FragmentEnded { job, site, ok } => {
+            Input::FragmentEnded {
+                job,
+                site,
+                ok,
+                again,
+            } => {
                 site_ok(site)?;
-                self.fragment_ended(now, job, site, ok, out);
+                self.fragment_ended(now, job, site, ok, again, out);
             }
             Input::Refused { job, site, why } => {
                 site_ok(site)?;
@@ -255,13 +295,14 @@ impl GridRunner {
                 fragment,
                 answer,
             } => self.committed(now, job, fragment, answer, out),
-            Input::Retry { job } => {
-                if let Some(open) = self.jobs.get(&job)
-                    && matches!(open.at, At::Retrying)
-                {
-                    self.dispatch(now, job, Cause::Retried, out);
+            Input::Retry { job } => match self.jobs.get(&job).map(|o| &o.at) {
+                Some(At::Retrying) => self.dispatch(now, job, Cause::Retried, out),
+                Some(At::Deferred) => {
+                    self.set_at(job, At::Unplaced);
+                    self.dispatch(now, job, Cause::Dependency, out);
                 }
-            }
+                _ => {}
+            },
             Input::Release => self.release(now, out),
             Input::Reservations { last } => self.set_last_reservation(last),
             Input::Reserve { request, at_ms } => self.reserve(now, at_ms, request, out),
@@ -322,7 +363,7 @@ impl GridRunner {
             }
         };
         self.enter(job, priority, only, At::Unplaced);
-        self.dispatch(now, id, Cause::Submitted, out);
+        self.enter_dependency(now, id, out);
     }
 
     /// A release pass of the strategy's queue.
@@ -397,7 +438,7 @@ impl GridRunner {
 
     /// The job leaves the grid, refused.
     fn refuse(&mut self, id: JobId, why: String, out: &mut Vec<Effect>) {
-        self.remove(id);
+        self.remove(id, Some(Outcome::Refused));
         out.push(Effect::Refuse {
             job: id,
             why,
@@ -410,10 +451,19 @@ impl GridRunner {
         self.reservations.get(job.reservation?).map(|r| r.site)
     }
 
-    /// Removes an open job (it left the grid).
-    fn remove(&mut self, id: JobId) -> Option<Open> {
+    /// Removes an open job: it left the grid with `outcome` (its dependants are told), or,
+    /// `None`, it will come back ([`Input::Requeue`]).
+    fn remove(&mut self, id: JobId, outcome: Option<Outcome>) -> Option<Open> {
         self.refused_in_a_row.remove(&id);
-        self.jobs.remove(&id)
+        self.failed_fragments.remove(&id);
+        let open = self.jobs.remove(&id)?;
+        if matches!(open.at, At::Blocked) {
+            self.forget_dependency(id);
+        }
+        if let Some(o) = outcome {
+            self.deps.left(id, o);
+        }
+        Some(open)
     }
 
     /// Whether job `id` is in the grid (waiting at the meta level, co-allocating, or at a site

@@ -24,7 +24,7 @@ pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
     }
 }
 
-fn runner(kind: DispatchKind, sizes: &[u32], settings: GridSettings) -> GridRunner {
+pub(super) fn runner(kind: DispatchKind, sizes: &[u32], settings: GridSettings) -> GridRunner {
     let cfg = GridConfig {
         sites: sizes
             .iter()
@@ -73,7 +73,7 @@ fn placed(effects: &[Effect]) -> Vec<(u64, usize)> {
         .collect()
 }
 
-fn splitting() -> GridSettings {
+pub(super) fn splitting() -> GridSettings {
     GridSettings {
         coallocation: Some(CoallocationRules::new(
             MultiSiteConfig {
@@ -105,6 +105,7 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
         Input::Ended {
             job: JobId(2),
             site: 0,
+            outcome: Outcome::Completed,
         },
     );
     assert!(r.contains(JobId(2)));
@@ -114,6 +115,7 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
         Input::Ended {
             job: JobId(2),
             site: 1,
+            outcome: Outcome::Completed,
         },
     );
     assert!(!r.contains(JobId(2)));
@@ -304,6 +306,7 @@ fn a_wide_job_is_co_allocated_round_by_round_and_sent_stretched() {
             job: JobId(1),
             site: 1,
             ok: true,
+            again: false,
         },
     );
     assert_eq!(
@@ -322,6 +325,7 @@ fn a_wide_job_is_co_allocated_round_by_round_and_sent_stretched() {
             job: JobId(1),
             site: 0,
             ok: true,
+            again: false,
         },
     );
     assert_eq!(
@@ -703,6 +707,9 @@ fn random_drives_keep_the_grid_invariants() {
                         at.insert(job, None);
                     }
                     Effect::StartSplit { .. } => unreachable!("not at once here"),
+                    Effect::Blocked { .. } | Effect::Defer { .. } | Effect::Unmet { .. } => {
+                        unreachable!("no dependencies here")
+                    }
                     Effect::Over { job, .. } => {
                         running_splits.remove(&job);
                         at.remove(&job);
@@ -792,7 +799,11 @@ fn random_drives_keep_the_grid_invariants() {
                         if rng.random_range(0..2u32) == 0 {
                             go!(Input::Claimed { job, site });
                         }
-                        go!(Input::Ended { job, site });
+                        go!(Input::Ended {
+                            job,
+                            site,
+                            outcome: Outcome::Completed
+                        });
                         at.remove(&job);
                     }
                     if let Some((&job, sites)) = running_splits.iter().next() {
@@ -800,7 +811,8 @@ fn random_drives_keep_the_grid_invariants() {
                         go!(Input::FragmentEnded {
                             job,
                             site,
-                            ok: true
+                            ok: true,
+                            again: false,
                         });
                         if let Some(v) = running_splits.get_mut(&job) {
                             v.retain(|&s| s != site);
@@ -864,7 +876,11 @@ fn random_drives_keep_the_grid_invariants() {
             let placed: Vec<(JobId, usize)> =
                 at.iter().filter_map(|(&j, &s)| s.map(|s| (j, s))).collect();
             for (job, site) in placed {
-                go!(Input::Ended { job, site });
+                go!(Input::Ended {
+                    job,
+                    site,
+                    outcome: Outcome::Completed
+                });
                 at.remove(&job);
             }
             let splits: Vec<(JobId, Vec<usize>)> =
@@ -874,7 +890,8 @@ fn random_drives_keep_the_grid_invariants() {
                     go!(Input::FragmentEnded {
                         job,
                         site,
-                        ok: true
+                        ok: true,
+                        again: false,
                     });
                 }
             }
@@ -1122,6 +1139,7 @@ fn cancellations_and_failed_fragments_release_what_the_job_held() {
         job: JobId(3),
         site: 1,
         ok: false,
+        again: false,
     };
     let e = on(&mut r, 9, failed);
     assert!(matches!(e[0], Effect::LetGo { site: 1, .. }), "{e:?}");
@@ -1130,6 +1148,7 @@ fn cancellations_and_failed_fragments_release_what_the_job_held() {
         job: JobId(3),
         site: 0,
         ok: false,
+        again: false,
     };
     let e = on(&mut r, 10, killed);
     assert_eq!(
@@ -1201,6 +1220,7 @@ fn restored_jobs_count_again_and_go_on_as_before() {
             job: JobId(3),
             site: 1,
             ok: false,
+            again: false,
         },
     );
     assert_eq!(
@@ -1225,6 +1245,7 @@ fn restored_jobs_count_again_and_go_on_as_before() {
             job: JobId(3),
             site: 0,
             ok: false,
+            again: false,
         },
     );
     assert_eq!(

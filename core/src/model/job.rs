@@ -1,7 +1,9 @@
 //! The job: what a user submits and what the schedulers reason about (spec
 //! `two-level-grid-scheduler.md` D2.1, `self-tuning-and-multisite.md` §1.1, §1.5).
 
-use super::{Duration, LicenceId, Machine, MachineId, ReservationId, Time, Urgency, UserId};
+use super::{
+    Dependency, Duration, LicenceId, Machine, MachineId, ReservationId, Time, Urgency, UserId,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -114,6 +116,9 @@ pub struct Job {
     /// ones and may preempt them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub urgency: Option<Urgency>,
+    /// The jobs it waits for before the grid dispatches it (Slurm's `--dependency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Box<Dependency>>,
 }
 
 pub use super::JobId;
@@ -150,6 +155,9 @@ pub enum JobError {
     /// `benchmark` is zero.
     #[error("field `benchmark`: a benchmark score must be positive")]
     ZeroBenchmark,
+    /// A dependency names the job itself.
+    #[error("field `after`: job {0} cannot wait for itself")]
+    DependsOnItself(JobId),
 }
 
 impl Job {
@@ -172,6 +180,7 @@ impl Job {
             partition: None,
             reservation: None,
             urgency: None,
+            after: None,
         }
     }
 
@@ -214,6 +223,11 @@ impl Job {
         }
         if self.benchmark == Some(0) {
             return Err(JobError::ZeroBenchmark);
+        }
+        if let Some(d) = &self.after
+            && d.terms.iter().any(|t| t.job == self.id)
+        {
+            return Err(JobError::DependsOnItself(self.id));
         }
         Ok(())
     }

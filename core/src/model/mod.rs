@@ -3,12 +3,14 @@
 //!
 //! Time is integer seconds everywhere ([`Time`] for instants, [`Duration`] for lengths).
 
+mod dependency;
 mod ids;
 mod job;
 mod machine;
 mod platform;
 mod urgency;
 
+pub use dependency::{Condition, Dependency, DependencyError, Outcome, Term};
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass, scale_duration};
 pub use machine::Machine;

@@ -105,6 +105,7 @@ impl SimGrid {
                 .collect(),
             // The simulation stands for the live grid: its order within a second.
             live_order: true,
+            cancels: Vec::new(),
         };
         // The grid runner the live meta-scheduler builds from the same configuration.
         let (config, _) = meta_scheduler::decide::grid_config(&self.meta, 0);

@@ -15,12 +15,16 @@
 //! and asks its site, here answered at once by the site's cluster runner, whose policy admits or
 //! refuses it; a job names its reservation by the request's own number, which the engine turns
 //! into the grid's id (a job naming a request the grid did not hold is refused).
+//!
+//! **Cancellations**: a user cancels a job at a given second, wherever it is (waiting at the
+//! meta level, queued or running at its cluster), as the live `Cancel` does; the jobs that
+//! depend on it hear how it ended (cancelled before or after it began running).
 
 use super::{Ev, PlatformError, Sim};
 use gridsched_core::grid::{
     Effect as GridEffect, Input as GridInput, ReservationAnswer, ReservationRequest, Standing,
 };
-use gridsched_core::model::{ClusterId, Job, JobId, ReservationId, Time};
+use gridsched_core::model::{ClusterId, Job, JobId, Outcome, ReservationId, Time};
 use gridsched_core::policy::AdvanceReservation;
 use gridsched_core::runner::Input;
 
@@ -40,6 +44,8 @@ pub struct GridEvents {
     /// live local scheduler passes on every message), instead of every event, then every
     /// submission, then one pass per cluster.
     pub live_order: bool,
+    /// Jobs cancelled by their users, with the second (after that second's submissions).
+    pub cancels: Vec<(Time, JobId)>,
 }
 
 /// One advance reservation asked for at the grid's entry point.
@@ -61,6 +67,36 @@ impl GridEvents {
 }
 
 impl Sim<'_, '_> {
+    /// The user cancels `job` at `t`: it leaves its cluster's runner (if it is at one) and the
+    /// grid runner hears of it. A split job is not cancelled (its fragments run on).
+    pub(super) fn cancel<E>(
+        &mut self,
+        t: Time,
+        job: JobId,
+        dirty: &mut [bool],
+    ) -> Result<(), PlatformError<E>> {
+        if self.splits.contains_key(&job) {
+            return Ok(());
+        }
+        let at = (0..self.runners.len())
+            .map(|c| ClusterId(c as u32))
+            .find(|&c| self.flights.contains_key(&(job, c)));
+        let Some(c) = at else {
+            return self.feed(t, GridInput::Cancel { job }, dirty);
+        };
+        let flight = self.flights.remove(&(job, c)).expect("found");
+        self.leave_cluster(t, job, c.index());
+        self.stats.cancelled += 1;
+        dirty[c.index()] = true;
+        let started = flight.generation.is_some();
+        let ended = GridInput::Ended {
+            job,
+            site: c.index(),
+            outcome: Outcome::Cancelled { started },
+        };
+        self.feed(t, ended, dirty)
+    }
+
     /// Whether `cluster` has been lost.
     pub(super) fn is_lost(&self, cluster: ClusterId) -> bool {
         self.lost.get(cluster.index()).copied().unwrap_or(false)
@@ -89,13 +125,18 @@ impl Sim<'_, '_> {
         {
             return;
         }
-        let runner = &mut self.runners[from];
+        self.leave_cluster(t, job, from);
+    }
+
+    /// `job` leaves cluster `c`'s runner (waiting or running there), and its accounting.
+    fn leave_cluster(&mut self, t: Time, job: JobId, c: usize) {
+        let runner = &mut self.runners[c];
         let (procs, licences) = runner
             .job(job)
             .map_or((0, 0), |j| (u64::from(j.procs), j.licences.len() as u64));
         let mut none = Vec::new();
         if runner.on(t, Input::Cancel { job }, &mut none).is_ok() {
-            let l = &mut self.levels[from];
+            let l = &mut self.levels[c];
             l.jobs -= 1;
             l.req_procs -= procs;
             l.req_licences -= licences;

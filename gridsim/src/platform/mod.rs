@@ -163,6 +163,12 @@ pub struct PlatformStats {
     /// Advance reservations refused, by the grid's checks or by their sites.
     #[serde(skip_serializing_if = "is_zero")]
     pub reservations_refused: u64,
+    /// Jobs cancelled by their users ([`GridEvents::cancels`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cancelled: u64,
+    /// Jobs ended never started because their dependency could never be met.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unmet: u64,
     /// Scheduling passes.
     pub passes: u64,
     /// Mean wall-clock time of a pass, microseconds (not deterministic).
@@ -218,7 +224,8 @@ pub struct PlatformHooks<'a> {
     pub record: Option<&'a mut dyn FnMut(&PlatformRecord)>,
     /// After every pass.
     pub pass: Option<PlatformPassHook<'a>>,
-    /// Every job refused (by the grid's admission or dispatch, or by its site), with why.
+    /// Every job refused (by the grid's admission or dispatch, or by its site), or ended never
+    /// started (its dependency can never be met), with why.
     pub refused: Option<PlatformRefusalHook<'a>>,
 }
 
@@ -297,6 +304,10 @@ enum Ev {
     },
     /// The grid runner is given the time (a lost site's down timeout has run out).
     Tick,
+    /// A user cancels the job ([`GridEvents::cancels`]).
+    Cancel {
+        job: JobId,
+    },
 }
 
 struct Sim<'p, 'h> {
@@ -323,6 +334,8 @@ struct Sim<'p, 'h> {
     pass_time: f64,
     hooks: PlatformHooks<'h>,
     effects: Vec<Effect>,
+    /// The grid runner's decisions on the starts of a pass, carried out after it.
+    backlog: Vec<gridsched_core::grid::Effect>,
     /// Per cluster: lost ([`GridEvents`]).
     lost: Vec<bool>,
     /// The grid's ids of the reservations asked for, by the numbers jobs name them by.
@@ -443,6 +456,7 @@ where
         pass_time: 0.0,
         hooks,
         effects: Vec::new(),
+        backlog: Vec::new(),
         lost: vec![false; n],
         named: events::Named::default(),
     };
@@ -453,6 +467,9 @@ where
     }
     for (index, r) in events.reservations.iter().enumerate() {
         sim.push(r.at, Ev::Reserve { index });
+    }
+    for &(at, job) in &events.cancels {
+        sim.push(at, Ev::Cancel { job });
     }
     let mut jobs = jobs.into_iter();
     let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
@@ -537,6 +554,7 @@ where
                     sim.feed(t, closed, &mut dirty)?;
                 }
                 Ev::Reserve { index } => sim.reserve(t, &events.reservations[index], &mut dirty)?,
+                Ev::Cancel { job } => sim.cancel(t, job, &mut dirty)?,
                 Ev::Tick => {
                     sim.report_loads(t);
                     let at_ms = events::at_ms(t);

@@ -7,7 +7,7 @@
 use super::{ClusterReport, Ev, Flight, PlatformError, PlatformRecord, PlatformReport, Sim};
 use gridsched_core::dispatch::{ClusterLoad, Priority, UrgentLoad};
 use gridsched_core::grid::{Cause, Effect as GridEffect, GridError, Input as GridInput};
-use gridsched_core::model::{ClusterId, Job, JobId, Time};
+use gridsched_core::model::{ClusterId, Job, JobId, Outcome, Time};
 use gridsched_core::policy::AdvanceReservation;
 use gridsched_core::runner::{Effect, Input, RunnerError};
 use std::cmp::Reverse;
@@ -149,6 +149,13 @@ impl Sim<'_, '_> {
                 }
             }
             GridEffect::Refuse { job, why, .. } => self.reject(job, why),
+            GridEffect::Unmet { job, why } => {
+                self.stats.unmet += 1;
+                if let Some(h) = self.hooks.refused.as_mut() {
+                    h(job, &why);
+                }
+            }
+            GridEffect::Defer { job, until } => self.push(until, Ev::Retry { job }),
             GridEffect::AskReservation { reservation } => {
                 if let Some(answer) = self.ask_reservation(t, &reservation, dirty) {
                     self.feed(t, answer, dirty)?;
@@ -242,6 +249,7 @@ impl Sim<'_, '_> {
                 ..
             } => self.withdraw(t, job, from),
             GridEffect::Classified { .. }
+            | GridEffect::Blocked { .. }
             | GridEffect::Coallocating { .. }
             | GridEffect::Wait { .. }
             | GridEffect::Kill { .. }
@@ -297,9 +305,11 @@ impl Sim<'_, '_> {
         if current != Some(Some(generation)) || self.is_lost(c) {
             return Ok(false);
         }
-        let (procs, licences) = self.runners[c.index()]
+        let (procs, licences, outcome) = self.runners[c.index()]
             .job(job)
-            .map_or((0, 0), |j| (u64::from(j.procs), j.licences.len() as u64));
+            .map_or((0, 0, Outcome::Completed), |j| {
+                (u64::from(j.procs), j.licences.len() as u64, outcome_of(j))
+            });
         self.effects.clear();
         self.runners[c.index()]
             .on(t, Input::Ended { job }, &mut self.effects)
@@ -336,6 +346,7 @@ impl Sim<'_, '_> {
             GridInput::Ended {
                 job,
                 site: c.index(),
+                outcome,
             },
             dirty,
         )?;
@@ -386,7 +397,9 @@ impl Sim<'_, '_> {
                         job: s.job,
                         site: cluster.index(),
                     };
-                    let _ = self.grid.on(t, claimed, &mut Vec::new());
+                    // What it decides (the jobs that waited for this one to start) is carried
+                    // out after the pass.
+                    let _ = self.grid.on(t, claimed, &mut self.backlog);
                     self.stats.starts += 1;
                     self.push(
                         t + s.run,
@@ -414,19 +427,26 @@ impl Sim<'_, '_> {
         Ok(())
     }
 
-    /// Passes every cluster marked in `dirty` (and clears the marks); a lost cluster passes no
-    /// more.
+    /// Passes every cluster marked in `dirty` (and clears the marks), and again those the grid
+    /// runner's decisions on the starts mark; a lost cluster passes no more.
     pub(super) fn pass_dirty<E>(
         &mut self,
         t: Time,
         dirty: &mut [bool],
     ) -> Result<(), PlatformError<E>> {
-        for (c, d) in dirty.iter_mut().enumerate() {
-            if std::mem::take(d) && !self.lost[c] {
-                self.pass(t, ClusterId(c as u32))?;
+        loop {
+            for (c, d) in dirty.iter_mut().enumerate() {
+                if std::mem::take(d) && !self.lost[c] {
+                    self.pass(t, ClusterId(c as u32))?;
+                }
+            }
+            if self.backlog.is_empty() {
+                return Ok(());
+            }
+            for e in std::mem::take(&mut self.backlog) {
+                self.carry_out(t, e, dirty)?;
             }
         }
-        Ok(())
     }
 
     /// Accounts the interval `[from, to)` at the current levels.
@@ -502,5 +522,15 @@ fn bad_decision<E>(cluster: ClusterId, e: RunnerError) -> PlatformError<E> {
             job: JobId(0),
             why: other.to_string(),
         },
+    }
+}
+
+/// How a job ended, for the jobs that depend on it: failed when killed at its estimate (the
+/// run it was given was longer), completed otherwise.
+pub(super) fn outcome_of(job: &Job) -> Outcome {
+    if job.runtime.is_some_and(|r| r > job.estimate) {
+        Outcome::Failed
+    } else {
+        Outcome::Completed
     }
 }

@@ -20,7 +20,7 @@ use super::{PlatformError, PlatformRecord, Sim};
 use gridsched_core::dispatch::{Part, Priority, stretch_by};
 use gridsched_core::grid::Input as GridInput;
 use gridsched_core::grid::{CoallocationRules, Fragment};
-use gridsched_core::model::{ClusterId, Duration, Job, JobId, ReservationId, Time};
+use gridsched_core::model::{ClusterId, Duration, Job, JobId, Outcome, ReservationId, Time};
 use gridsched_core::runner::{Finished, Input};
 
 /// How the engine co-allocates split jobs: the live meta-scheduler's `[dispatch.multi_site]`
@@ -156,6 +156,7 @@ impl Sim<'_, '_> {
                 job,
                 site: c.index(),
                 ok: true,
+                again: false,
             },
             (true, 0) => {
                 let first = s.parts[0].0;
@@ -163,6 +164,7 @@ impl Sim<'_, '_> {
                 GridInput::Ended {
                     job,
                     site: first.index(),
+                    outcome: Outcome::Completed,
                 }
             }
             (true, _) => return Ok(()),

@@ -783,3 +783,103 @@ fn the_live_order_dispatches_a_seconds_submissions_before_its_ends() {
     assert_eq!(site_of_3(false), (0, 10));
     assert_eq!(site_of_3(true), (1, 10));
 }
+
+/// The table of dependency cases, simulated: each predecessor is held back to the second of its
+/// first step by `after:50+T` on a filler job 50 started at 0, completes or fails (killed at its
+/// estimate) at the second of its end step, or is cancelled ([`GridEvents::cancels`]); step `k`
+/// happens at second 100 (k + 1). The dependent job 100 starts at the second of the step the
+/// case names, or is ended never started, or refused. The simulator requeues no job, so the
+/// cases of a requeued predecessor are the live grid's and the grid runner's only.
+#[test]
+fn every_case_of_the_dependency_table_holds_in_the_simulator() {
+    use gridsched_core::grid::dependency_cases::{CASES, Expect, Singleton, Step};
+    use gridsched_core::model::{Dependency, UserId};
+    let p = platform(&[(&[(16, 100)], true, &[])]);
+    let at = |k: usize| 100 * (k as i64 + 1);
+    let dep = |text: &str| Some(Box::new(Dependency::parse(text, Some("n")).unwrap()));
+    let mut skipped = 0;
+    for c in CASES {
+        if c.split {
+            skipped += 1;
+            continue;
+        }
+        let mut jobs = vec![Job::new(50, 0, 1, 1_000_000, 1_000_000)];
+        let mut cancels = Vec::new();
+        for id in 1..=c.jobs {
+            let steps: Vec<(usize, Step)> = (c.steps.iter().enumerate())
+                .filter(|(_, s)| s.0 == id)
+                .map(|(k, s)| (k, s.1))
+                .collect();
+            let start = match steps.first() {
+                Some(&(k, Step::Start)) => at(k),
+                _ => 900_000,
+            };
+            let (estimate, runtime) = match steps.get(1) {
+                Some(&(k, Step::Complete)) => (at(k) - start, at(k) - start),
+                Some(&(k, Step::Fail)) => (at(k) - start, at(k) - start + 1),
+                _ => (10, 10),
+            };
+            if let Some(&(k, Step::Cancel)) = steps.iter().find(|s| s.1 == Step::Cancel) {
+                cancels.push((at(k), JobId(id)));
+            }
+            let mut j = Job::new(id, 0, 1, estimate.max(1), runtime);
+            if matches!(steps.get(1), Some((_, Step::Cancel))) {
+                (j.estimate, j.runtime) = (1_000_000, Some(1_000_000));
+            }
+            let single = match c.singleton {
+                Singleton::No => "",
+                Singleton::SameUser => ",singleton",
+                Singleton::OtherUser => {
+                    j.user = UserId(1);
+                    ",singleton"
+                }
+            };
+            j.after = dep(&format!("after:50+{start}{single}"));
+            jobs.push(j);
+        }
+        let mut dependent = Job::new(100, 0, 1, 10, 10);
+        dependent.after = dep(c.after);
+        jobs.push(dependent);
+        let events = GridEvents {
+            cancels,
+            ..GridEvents::default()
+        };
+        let mut recs = Vec::new();
+        let mut refused = Vec::new();
+        let mut rec = |r: &PlatformRecord| recs.push(r.clone());
+        let mut refuse = |j: JobId, why: &str| refused.push((j, why.to_string()));
+        let hooks = PlatformHooks {
+            record: Some(&mut rec),
+            refused: Some(&mut refuse),
+            ..PlatformHooks::default()
+        };
+        let meta = Meta {
+            classify: Classify::Fixed(1),
+            dispatcher: Box::new(RoundRobin::default()),
+            splits: None,
+        };
+        let policies = build(&p, PolicyKind::Easy);
+        let stream = jobs.iter().cloned().map(Ok::<_, Infallible>);
+        simulate_platform_with(&p, policies, meta, stream, hooks, &events).unwrap();
+        let start = recs.iter().find(|r| r.id == JobId(100)).map(|r| r.start);
+        let why = refused
+            .iter()
+            .find(|r| r.0 == JobId(100))
+            .map(|r| r.1.as_str());
+        match c.expect {
+            Expect::Runs(k) => {
+                assert_eq!(start, Some(k.map_or(0, at)), "{}", c.name);
+                assert_eq!(why, None, "{}", c.name);
+            }
+            Expect::Never(_, words) | Expect::Refused(words) => {
+                assert_eq!(start, None, "{}", c.name);
+                assert!(
+                    why.is_some_and(|w| w.contains(words)),
+                    "{}: {why:?}",
+                    c.name
+                );
+            }
+        }
+    }
+    assert_eq!(skipped, 2);
+}

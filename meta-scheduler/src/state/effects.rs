@@ -94,14 +94,7 @@ impl State {
                 explanation,
             } => self.wait(b, time, job.0, held, cause, explanation),
             Effect::Refuse { job, why, .. } => {
-                self.update(b, job.0, time, |j| {
-                    (!j.state().is_terminal()).then(|| {
-                        j.state = JobState::Failed.into();
-                        j.end_time = Some(time);
-                        j.reason.clone_from(&why);
-                        why.clone()
-                    })
-                });
+                self.end_unstarted(b, time, job.0, JobState::Failed, why);
             }
             Effect::Coallocating {
                 job,
@@ -179,6 +172,22 @@ impl State {
                 rounds,
                 fragments,
             } => self.split_agreed(b, time, job.0, start, rounds, &fragments),
+            Effect::Blocked { job, waits } => {
+                let Some(j) = self.jobs.get(&job.0).cloned() else {
+                    return;
+                };
+                let detail = format!("accepted with priority {}; waits for {waits}", j.priority);
+                b.jobs.insert(job.0);
+                self.event(b, &j, time, detail);
+            }
+            Effect::Defer { job, until } => {
+                b.retries.push((job.0, until));
+                let detail = format!("dependency met; dispatched at {until}");
+                self.update(b, job.0, time, |_| Some(detail));
+            }
+            Effect::Unmet { job, why } => {
+                self.end_unstarted(b, time, job.0, JobState::Cancelled, why);
+            }
             Effect::GivenUp { job, why, retry_at } => {
                 let id = job.0;
                 self.count_coallocation("given-up");
@@ -308,6 +317,7 @@ impl State {
             Cause::Waited | Cause::Restored => format!("dispatched to {name}"),
             Cause::Retried => format!("dispatched again to {name}"),
             Cause::Requeued => format!("run dispatched again to {name}"),
+            Cause::Dependency => format!("dependency met: dispatched to {name}"),
             Cause::Withdrawn { from } => {
                 self.leave(id, from);
                 self.count_withdrawn(from);
@@ -340,6 +350,18 @@ impl State {
             j.dispatch_time = None;
             j.start_claims = claims;
             Some(detail)
+        });
+    }
+
+    /// Job `id` leaves the grid never started, in `state`, for `why` (unless it has ended).
+    fn end_unstarted(&mut self, b: &mut Batch, time: i64, id: u64, state: JobState, why: String) {
+        self.update(b, id, time, |j| {
+            (!j.state().is_terminal()).then(|| {
+                j.state = state.into();
+                j.end_time = Some(time);
+                j.reason.clone_from(&why);
+                why
+            })
         });
     }
 
@@ -390,6 +412,7 @@ impl State {
             // Back in the queue after a co-allocation or a run: said when it was given up.
             Cause::Retried
             | Cause::Requeued
+            | Cause::Dependency
             | Cause::Waited
             | Cause::Released
             | Cause::Restored => {}

@@ -161,6 +161,7 @@ impl State {
                 job: JobId(ev.job_id),
                 site: i,
                 ok,
+                again: requeued,
             };
             self.drive(b, ev.time, input);
         }

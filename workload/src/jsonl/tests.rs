@@ -56,9 +56,19 @@ fn round_trip_through_the_writer() {
     let text = r#"{"id":1,"submit":0,"procs":4,"estimate":3600,"runtime":1800}
 {"id":2,"submit":60,"procs":1,"estimate":600,"user":7,"class":"silver","owner_priority":2,"deadline":7200,"licences":["b","a"],"memory_kb":2048,"inputs":[{"machine":3,"size":500},{"size":100}],"benchmark":250,"partition":4}
 {"id":3,"submit":61,"procs":2,"estimate":10,"licences":["a"]}
+{"id":4,"submit":62,"procs":1,"estimate":10,"after":"afterok:1,afterany:2+60,singleton","name":"nightly"}
 "#;
     let (v, names) = read(text);
     let jobs: Vec<Job> = v.into_iter().collect::<Result<_, _>>().unwrap();
+    let after = jobs[3].after.as_deref().unwrap();
+    assert_eq!(
+        (
+            after.terms.len(),
+            after.terms[1].delay,
+            after.singleton.as_deref()
+        ),
+        (2, 60, Some("nightly"))
+    );
     let mut w = JsonlWriter::new(Vec::new(), names.clone());
     w.write_comment("written by a test\nsecond line").unwrap();
     for j in &jobs {
@@ -75,6 +85,17 @@ fn round_trip_through_the_writer() {
     let again: Vec<Job> = again.into_iter().collect::<Result<_, _>>().unwrap();
     assert_eq!(again, jobs);
     assert_eq!(names2, names);
+}
+
+#[test]
+fn a_bad_dependency_is_refused_naming_the_line_and_field() {
+    let e = err_of(
+        r#"{"id":5,"submit":0,"procs":1,"estimate":10,"after":"afterok:1?after:2,after:3"}"#,
+    );
+    assert!(e.starts_with("jobs.jsonl:1: field `after`: "), "{e}");
+    assert!(e.contains("cannot be mixed"), "{e}");
+    let e = err_of(r#"{"id":5,"submit":0,"procs":1,"estimate":10,"after":"afterok:5"}"#);
+    assert!(e.contains("job 5 cannot wait for itself"), "{e}");
 }
 
 #[test]
