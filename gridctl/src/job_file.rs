@@ -52,6 +52,14 @@ pub struct SubmitArgs {
     /// jobs and may preempt them where the site allows. Needs an allowance of the meta-scheduler.
     #[arg(long, num_args = 0..=1, default_missing_value = "critical", value_name = "LEVEL")]
     pub urgent: Option<String>,
+    /// The jobs to wait for, in Slurm's `--dependency` syntax: `afterok:12`, `after:12+60`
+    /// (seconds), `afternotok:12:13`, `afterany:12`, `singleton`; joined by `,` (all) or `?`
+    /// (any).
+    #[arg(long, alias = "dependency", short = 'd', value_name = "DEPENDENCY")]
+    pub after: Option<String>,
+    /// The job's name (`singleton` in `--after` refers to it).
+    #[arg(long, short = 'J')]
+    pub name: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     #[serde(default)]
@@ -83,6 +91,8 @@ impl SubmitArgs {
             a.token = a.token.or(f.token);
             a.reservation = a.reservation.or(f.reservation);
             a.urgent = a.urgent.or(f.urgent);
+            a.after = a.after.or(f.after);
+            a.name = a.name.or(f.name);
             if a.licences.is_empty() {
                 a.licences = f.licences;
             }
@@ -150,6 +160,8 @@ impl SubmitArgs {
                 })
                 .transpose()?,
             urgency: urgency.into(),
+            after: a.after,
+            name: a.name,
             ..Default::default()
         })
     }

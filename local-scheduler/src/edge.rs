@@ -69,11 +69,11 @@ pub async fn run(mut driver: impl Shell, mut rx: mpsc::Receiver<Msg>) {
                 Some(Msg::Enqueue(r, tx)) => {
                     let now = now();
                     // Group commit: every Enqueue already waiting joins this one.
-                    let mut group = vec![(r, tx)];
+                    let mut group = vec![(*r, tx)];
                     let mut other = None;
                     while group.len() < 1024 {
                         match rx.try_recv() {
-                            Ok(Msg::Enqueue(r, tx)) => group.push((r, tx)),
+                            Ok(Msg::Enqueue(r, tx)) => group.push((*r, tx)),
                             Ok(m) => {
                                 other = Some(m);
                                 break;

@@ -79,7 +79,9 @@ impl LocalScheduler for Service {
     ) -> Result<Response<v1::EnqueueResponse>, Status> {
         self.meta_call(r.metadata())?;
         let r = r.into_inner();
-        self.ask(|tx| Msg::Enqueue(r, tx)).await.map(Response::new)
+        self.ask(|tx| Msg::Enqueue(Box::new(r), tx))
+            .await
+            .map(Response::new)
     }
 
     async fn cancel(

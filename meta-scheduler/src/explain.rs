@@ -29,6 +29,11 @@ fn blocker(
     }
 }
 
+/// A job state as `list` shows it: `RUNNING`.
+pub fn state_name(s: JobState) -> &'static str {
+    s.as_str_name().trim_start_matches("JOB_STATE_")
+}
+
 /// What keeps a queued job waiting, from its local scheduler's status.
 fn blockers(spec: &v1::JobSpec, id: u64, status: &v1::StatusResponse) -> Vec<v1::Blocker> {
     // A site that hands its jobs to a batch system says why that system keeps it waiting.
@@ -121,10 +126,11 @@ pub fn explain(
     job: &v1::Job,
     decision: Decision,
     local: Option<Result<v1::StatusResponse, Status>>,
+    dependency: Vec<v1::Blocker>,
 ) -> v1::ExplainResponse {
     let id = job.id;
     let spec = job.spec.clone().unwrap_or_default();
-    let mut text = format!("job {id} is {}", job.state().as_str_name());
+    let mut text = format!("job {id} is {}", state_name(job.state()));
     if let Some(p) = &decision.priority {
         let parts: Vec<String> = p
             .contributions
@@ -170,6 +176,7 @@ pub fn explain(
         ..Default::default()
     };
     match job.state() {
+        JobState::Accepted if !dependency.is_empty() => out.blockers = dependency,
         JobState::Accepted | JobState::Dispatched => {
             out.blockers.push(blocker(
                 BlockerKind::Dispatch,
@@ -311,7 +318,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let e = explain(&job, Decision::default(), Some(Ok(status)));
+        let e = explain(&job, Decision::default(), Some(Ok(status)), Vec::new());
         assert!(e.text.contains("suspended on a1 since 1000"), "{}", e.text);
         assert!(e.text.contains("keeps its progress"), "{}", e.text);
         assert!(e.text.contains("job 9, predicted at 1300"), "{}", e.text);
@@ -335,7 +342,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let e = explain(&job, Decision::default(), Some(Ok(status)));
+        let e = explain(&job, Decision::default(), Some(Ok(status)), Vec::new());
         let kinds: Vec<BlockerKind> = e.blockers.iter().map(|b| b.kind()).collect();
         assert_eq!(kinds, vec![BlockerKind::StartClaim]);
         assert_eq!(e.blockers[0].resource.as_deref(), Some("a1"));
@@ -392,7 +399,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let e = explain(&job, Decision::default(), Some(Ok(status)));
+        let e = explain(&job, Decision::default(), Some(Ok(status)), Vec::new());
         assert_eq!(e.queue_position, Some(1));
         let kinds: Vec<BlockerKind> = e.blockers.iter().map(|b| b.kind()).collect();
         assert_eq!(kinds, vec![BlockerKind::QueueOrder, BlockerKind::Licence]);

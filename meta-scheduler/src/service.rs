@@ -141,7 +141,8 @@ impl MetaService {
                 .map_err(|e| anyhow::anyhow!("input_log: {}: {e}", path.display()))?;
             state.decider.record(log);
         }
-        state.restore(loaded, now());
+        let history = store.reader()?;
+        state.restore(loaded, now(), |id| history.job(id).ok().flatten());
         tracing::info!(
             jobs = state.jobs.len(),
             last_id = state.last_id,
@@ -341,13 +342,20 @@ impl MetaService {
                 continue;
             }
             let id = st.last_id + 1;
-            let model = match st.decider.job(&spec, id, t) {
+            let mut model = match st.decider.job(&spec, id, t) {
                 Ok(m) => m,
                 Err(e) => {
                     results.push(reject(e.field(), e.reason()));
                     continue;
                 }
             };
+            if let Some(refused) = self.predecessors(&st, &mut reader, &mut model)? {
+                results.push(v1::SubmitResult {
+                    index,
+                    outcome: Some(v1::submit_result::Outcome::Rejected(refused)),
+                });
+                continue;
+            }
             let job = v1::Job {
                 id,
                 state: JobState::Accepted.into(),
@@ -394,6 +402,47 @@ impl MetaService {
 
     /// The job an idempotency key was given to: in memory, else in the store (a finished job
     /// past its retention), read through `reader` (opened on first use).
+    /// Looks up the jobs `job` waits for: one that has ended gets its outcome written into the
+    /// term (the grid runner keeps only the jobs it has); one that does not exist refuses the
+    /// submission (NOT_FOUND, field `after`).
+    fn predecessors(
+        &self,
+        st: &State,
+        reader: &mut Option<crate::store::Reader>,
+        job: &mut gridsched_core::model::Job,
+    ) -> Result<Option<v1::SubmitError>, Status> {
+        let Some(dep) = job.after.as_deref_mut() else {
+            return Ok(None);
+        };
+        for term in &mut dep.terms {
+            let id = term.job.0;
+            let found = match st.jobs.get(&id) {
+                Some(j) => Some(j.clone()),
+                None => {
+                    if reader.is_none() {
+                        *reader = Some(self.inner.store.reader().map_err(Status::from)?);
+                    }
+                    let r = reader.as_ref().expect("opened");
+                    r.job(id).map_err(Status::from)?
+                }
+            };
+            match found {
+                None => {
+                    return Ok(Some(v1::SubmitError {
+                        code: tonic::Code::NotFound as i32,
+                        field: Some("after".into()),
+                        message: format!("field `after`: job {id} does not exist"),
+                    }));
+                }
+                Some(j) if j.state().is_terminal() => {
+                    term.ended = Some(crate::state::outcome_of(&j));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(None)
+    }
+
     fn token_job(
         &self,
         st: &State,
@@ -411,6 +460,75 @@ impl MetaService {
             Some(id) => r.job(id).map_err(Status::from),
             None => Ok(None),
         }
+    }
+
+    /// With users configured, whether the caller may see every job `spec` waits for (a job it
+    /// may not see is PERMISSION_DENIED, naming `field`). Unreadable dependencies and unknown
+    /// jobs are left to the submission's own checks.
+    fn may_wait_for(
+        &self,
+        spec: Option<&v1::JobSpec>,
+        caller: Option<&gridsched_security::Caller>,
+        field: &str,
+    ) -> Result<(), Status> {
+        let (Some(caller), Some(text)) = (caller, spec.and_then(|s| s.after.as_deref())) else {
+            return Ok(());
+        };
+        let name = spec.and_then(|s| s.name.as_deref());
+        let Ok(dep) = gridsched_core::model::Dependency::parse(text, name) else {
+            return Ok(());
+        };
+        for t in &dep.terms {
+            match self.visible_job(t.job.0, Some(caller)) {
+                Err(e) if e.code() == tonic::Code::PermissionDenied => {
+                    return Err(Status::permission_denied(format!(
+                        "field `{field}`: job {} belongs to another user",
+                        t.job
+                    )));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// What job `id` waits for of its dependency, each job with where it stands ("afterok; 12
+    /// is RUNNING at beta").
+    fn dependency_blockers(&self, id: u64) -> Result<Vec<v1::Blocker>, Status> {
+        let st = self.lock()?;
+        let runner = st.decider.runner();
+        let mut out: Vec<v1::Blocker> = (runner.waiting_on(gridsched_core::model::JobId(id)))
+            .into_iter()
+            .map(|(j, on)| {
+                let stands = match st.jobs.get(&j.0) {
+                    Some(p) => {
+                        let at = p
+                            .site
+                            .as_ref()
+                            .map_or(String::new(), |s| format!(" at {s}"));
+                        format!("{j} is {}{at}", crate::explain::state_name(p.state()))
+                    }
+                    None => format!("{j} is gone"),
+                };
+                v1::Blocker {
+                    kind: v1::BlockerKind::Dependency.into(),
+                    resource: None,
+                    job_id: Some(j.0),
+                    detail: format!("job {j} ({}; {stands})", on.as_str()),
+                }
+            })
+            .collect();
+        let words = runner.waits_for(gridsched_core::model::JobId(id));
+        if out.is_empty() && !words.is_empty() {
+            // Only its singleton name keeps it waiting.
+            out.push(v1::Blocker {
+                kind: v1::BlockerKind::Dependency.into(),
+                resource: None,
+                job_id: None,
+                detail: words,
+            });
+        }
+        Ok(out)
     }
 
     /// Job `id` as the caller may see it, from memory or else from the store's history, with
@@ -620,6 +738,7 @@ impl MetaScheduler for MetaService {
         let caller = self.caller(&request)?;
         let mut spec = request.into_inner().spec;
         access::own_spec(caller.as_ref(), &mut spec, "spec.user")?;
+        self.may_wait_for(spec.as_ref(), caller.as_ref(), "spec.after")?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.inner
             .submissions
@@ -648,6 +767,8 @@ impl MetaScheduler for MetaService {
             let mut spec = req?.spec;
             let field = format!("requests[{}].spec.user", specs.len());
             access::own_spec(caller.as_ref(), &mut spec, &field)?;
+            let field = format!("requests[{}].spec.after", specs.len());
+            self.may_wait_for(spec.as_ref(), caller.as_ref(), &field)?;
             specs.push(spec);
         }
         let results = self.accept(specs)?;
@@ -884,8 +1005,9 @@ impl MetaScheduler for MetaService {
             }
             _ => None,
         };
+        let waits = self.dependency_blockers(id)?;
         Ok(Response::new(crate::explain::explain(
-            &job, decision, local,
+            &job, decision, local, waits,
         )))
     }
 }

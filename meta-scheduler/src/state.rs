@@ -654,7 +654,12 @@ impl State {
     /// grid runner where it stood, goes back to the outbox, the in-flight set or the waiting set
     /// its state says, and its idempotency token is known again. The classifier is restored apart
     /// (from its snapshot).
-    pub fn restore(&mut self, loaded: crate::store::Loaded, time: i64) {
+    pub fn restore(
+        &mut self,
+        loaded: crate::store::Loaded,
+        time: i64,
+        history: impl Fn(u64) -> Option<v1::Job>,
+    ) {
         self.last_id = loaded.last_id;
         self.last_sequence = loaded.last_sequence;
         for (name, seq) in loaded.site_seqs {
@@ -730,7 +735,15 @@ impl State {
                 }
                 None => Restored::Waiting,
             };
-            if open && let Ok(model) = model {
+            if open && let Ok(mut model) = model {
+                // A waiting job's predecessors that have ended since: from the history.
+                for term in model.after.iter_mut().flat_map(|d| d.terms.iter_mut()) {
+                    if !self.jobs.contains_key(&term.job.0)
+                        && let Some(j) = history(term.job.0).filter(|j| j.state().is_terminal())
+                    {
+                        term.ended = Some(outcome_of(&j));
+                    }
+                }
                 let input = Input::Restore {
                     job: model,
                     priority: core_priority(job.priority),
@@ -761,7 +774,7 @@ mod split;
 mod tests;
 
 /// How a job that reached a terminal state ended, for the jobs that depend on it.
-fn outcome_of(job: &v1::Job) -> Outcome {
+pub(crate) fn outcome_of(job: &v1::Job) -> Outcome {
     match job.state() {
         JobState::Completed => Outcome::Completed,
         JobState::Cancelled => Outcome::Cancelled {

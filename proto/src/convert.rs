@@ -10,8 +10,8 @@ use crate::limits::check_text;
 use crate::v1;
 use gridsched_core::Time;
 use gridsched_core::model::{
-    InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform, ReservationId, Urgency,
-    UserClass, UserId,
+    Dependency, InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform, ReservationId,
+    Urgency, UserClass, UserId,
 };
 use gridsched_core::policy::{Reservation, ReservationKind};
 use std::collections::HashMap;
@@ -379,7 +379,13 @@ pub fn job_from_spec(
             r => r.map(ReservationId),
         },
         urgency: urgency_from(spec.urgency)?,
-        after: None,
+        after: match spec.after.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(Box::new(
+                Dependency::parse(text, spec.name.as_deref())
+                    .map_err(|e| ConvertError::new("after", e.why))?,
+            )),
+        },
     };
     job.validate()?;
     job.user = names.intern_user(&spec.user);
@@ -483,6 +489,8 @@ pub fn spec_from_job(job: &Job, names: &NameTable) -> Result<v1::JobSpec, Unname
         partition: job.partition,
         reservation: job.reservation.map(|r| r.0),
         urgency: job.urgency.map_or(0, |u| v1::Urgency::from(u) as i32),
+        after: job.after.as_ref().map(|d| d.to_string()),
+        name: job.after.as_ref().and_then(|d| d.singleton.clone()),
     })
 }
 
@@ -527,7 +535,7 @@ mod tests {
     }
 
     /// A job with every model field on the wire set to a non-default value (advance reservations
-    /// and dependencies are not on the wire yet).
+    /// are not on the wire yet).
     fn full_job() -> Job {
         Job {
             id: JobId(42),
@@ -555,7 +563,9 @@ mod tests {
             partition: Some(3),
             reservation: None,
             urgency: Some(Urgency::High),
-            after: None,
+            after: Some(Box::new(
+                Dependency::parse("afterok:40:41,afterany:7+60,singleton", Some("n")).unwrap(),
+            )),
         }
     }
 
@@ -579,6 +589,13 @@ mod tests {
         assert_eq!(spec.inputs[0].machine.as_deref(), Some("m1"));
         assert_eq!(spec.emulate_runtime_s, Some(1800));
         assert_eq!(spec.urgency(), v1::Urgency::High);
+        assert_eq!(
+            (spec.after.as_deref(), spec.name.as_deref()),
+            (
+                Some("afterok:40,afterok:41,afterany:7+60,singleton"),
+                Some("n")
+            )
+        );
         let mut t2 = t.clone();
         let back = job_from_spec(&spec, job.id, job.submit, &mut t2).unwrap();
         assert_eq!(back, job);
@@ -678,6 +695,12 @@ mod tests {
             ("command.working_directory", |s| {
                 with_command(s).working_directory = Some("/tmp\0".into())
             }),
+            ("after", |s| {
+                s.after = Some("afterok:1?after:2,after:3".into())
+            }),
+            ("after", |s| s.after = Some("before:3".into())),
+            ("after", |s| s.after = Some("afterok:42".into())),
+            ("after", |s| s.name = None),
         ];
         for (field, breaker) in cases {
             let mut spec = valid_spec();

@@ -16,9 +16,10 @@ const DAY: i64 = 86_400;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SpecLimits {
-    /// Longest `user` and `client_token` (default 256).
+    /// Longest `user`, `client_token` and `name` (default 256).
     pub max_name_bytes: usize,
-    /// Longest `command.program` and `command.working_directory` (default 4096, a Linux path).
+    /// Longest `command.program`, `command.working_directory` (default 4096, a Linux path) and
+    /// `after`.
     pub max_path_bytes: usize,
     /// Most `command.args` (default 4096).
     pub max_args: usize,
@@ -74,6 +75,12 @@ impl SpecLimits {
         long("user", &spec.user, self.max_name_bytes)?;
         if let Some(t) = &spec.client_token {
             long("client_token", t, self.max_name_bytes)?;
+        }
+        if let Some(n) = &spec.name {
+            long("name", n, self.max_name_bytes)?;
+        }
+        if let Some(a) = &spec.after {
+            long("after", a, self.max_path_bytes)?;
         }
         if spec.estimate_s > self.max_estimate_s {
             return Err(ConvertError::new(

@@ -120,6 +120,9 @@ pub fn job_spec(
                     // Urgency is checked against the user's allowance: see
                     // tests/tests/live_urgent.rs.
                     urgency: 0,
+                    // Dependencies name jobs of the grid: see the dependency table's live test.
+                    after: None,
+                    name: None,
                 }
             },
         )

@@ -485,3 +485,223 @@ async fn a_site_that_goes_down_gets_no_work_and_rejoins() {
         );
     }
 }
+
+/// The table of dependency cases (`core::grid::dependency_cases`), live: real processes whose
+/// ends the test decides (each waits for a file holding its exit code), cancellations through the
+/// API, a split job whose first run fails and is requeued. Each predecessor is held back until
+/// its first step by `afterany` on a starter job that ends when the test says (so one cancelled
+/// before it ran never starts). After each step, once the predecessor's new state shows, the
+/// dependent job must still wait, or be dispatched, or have ended never started, as the case
+/// says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_case_of_the_dependency_table_holds_live() {
+    use gridsched_core::grid::dependency_cases::{CASES, Expect, Singleton, Step};
+    use gridsched_core::model::{Dependency, JobId};
+    use gridsched_tests::live::{get_job, sh_job};
+    let sites = vec![
+        SiteSpec::new("alpha", "easy", 1, 4),
+        SiteSpec::new("beta", "easy", 1, 4),
+    ];
+    let meta = "[dispatch]\nsplit_wide = true\n[dispatch.multi_site]\noverhead_pct = 10\n\
+                [links]\nfragment_requeues = 1\n";
+    let g = LiveGrid::start(bins(), sites, meta);
+    g.ready().await;
+    let mut c = g.client().await;
+    let waits = |j: &v1::Job| j.state() == JobState::Accepted && j.site.is_none();
+    for (n, case) in CASES.iter().enumerate() {
+        let file = |k: u64| g.path(&format!("c{n}-p{k}"));
+        let starter = |k: u64| g.path(&format!("c{n}-s{k}"));
+        let wait_for = |f: std::path::PathBuf| {
+            format!(
+                "while [ ! -e {f} ]; do sleep 0.05; done; exit $(cat {f})",
+                f = f.display()
+            )
+        };
+        let mut ids = HashMap::new();
+        for k in 1..=case.jobs {
+            let s = submit_all(&mut c, vec![sh_job(1, 300, &wait_for(starter(k)))]).await[0];
+            let end = wait_for(file(k));
+            let once = g.path(&format!("c{n}-p{k}-once"));
+            let script = if case.split && k == 1 {
+                // Its first run fails on its own; the next waits for its file.
+                format!(
+                    "if [ ! -e {m} ]; then sleep 1; touch {m}; exit 1; fi; {end}",
+                    m = once.display()
+                )
+            } else {
+                end
+            };
+            let procs = if case.split && k == 1 { 6 } else { 1 };
+            let mut spec = sh_job(procs, 300, &script);
+            spec.user = "alice".into();
+            let mut after = vec![format!("afterany:{s}")];
+            if case.singleton != Singleton::No {
+                after.push("singleton".into());
+                spec.name = Some(format!("n{n}"));
+                if case.singleton == Singleton::OtherUser {
+                    spec.user = "bob".into();
+                }
+            }
+            spec.after = Some(after.join(","));
+            ids.insert(k, submit_all(&mut c, vec![spec]).await[0]);
+        }
+        // The dependent, its dependency naming the predecessors by their ids here.
+        let mut dep = Dependency::parse(case.after, Some("n")).unwrap();
+        for t in &mut dep.terms {
+            t.job = JobId(
+                ids.get(&t.job.0)
+                    .copied()
+                    .unwrap_or(1_000_000_000 + t.job.0),
+            );
+        }
+        let mut spec = sh_job(1, 60, "true");
+        spec.user = "alice".into();
+        spec.after = Some(dep.to_string());
+        spec.name = Some(format!("n{n}"));
+        let req = v1::SubmitRequest { spec: Some(spec) };
+        let dependent = match (c.submit(req).await, case.expect) {
+            (Err(e), Expect::Refused(words)) => {
+                assert_eq!(e.code(), Code::NotFound, "{}: {e:?}", case.name);
+                let words = words.replace("job 7 is not known to the grid", "does not exist");
+                assert!(e.message().contains(&words), "{}: {e:?}", case.name);
+                continue;
+            }
+            (Ok(r), _) => r.into_inner().job_id,
+            (Err(e), _) => panic!("{}: refused: {e:?}", case.name),
+        };
+        let named = |words: &str| {
+            let mut w = words.to_string();
+            for (k, id) in &ids {
+                w = w.replace(&format!("job {k} "), &format!("job {id} "));
+            }
+            w
+        };
+        let check = |j: &v1::Job, after: Option<usize>| -> bool {
+            match case.expect {
+                Expect::Runs(k) if after >= k => !waits(j),
+                Expect::Never(k, words) if after >= k => {
+                    j.state() == JobState::Cancelled && j.reason.contains(&named(words))
+                }
+                _ => waits(j),
+            }
+        };
+        let settle = async |c: &mut gridsched_tests::live::Client, id: u64, after| {
+            let t = std::time::Instant::now();
+            loop {
+                let j = get_job(c, id).await;
+                if check(&j, after) {
+                    return;
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(10),
+                    "{}: after step {after:?}: {j:?}",
+                    case.name
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        settle(&mut c, dependent, None).await;
+        for (s, &(k, step)) in case.steps.iter().enumerate() {
+            let id = ids[&k];
+            let shows: fn(&v1::Job) -> bool = match step {
+                Step::Start => |j| j.state() == JobState::Running,
+                Step::Complete => |j| j.state() == JobState::Completed,
+                Step::Fail => |j| j.state() == JobState::Failed,
+                Step::Cancel => |j| j.state() == JobState::Cancelled,
+                Step::FailRequeued => |j| j.requeues >= 1,
+            };
+            match step {
+                Step::Start => std::fs::write(starter(k), "0").unwrap(),
+                Step::Complete => std::fs::write(file(k), "0").unwrap(),
+                Step::Fail => std::fs::write(file(k), "1").unwrap(),
+                Step::Cancel => {
+                    let req = v1::CancelJobRequest {
+                        job_id: id,
+                        reason: "the dependency table".into(),
+                    };
+                    c.cancel_job(req).await.expect("cancel");
+                }
+                Step::FailRequeued => {}
+            }
+            let t = std::time::Instant::now();
+            while !shows(&get_job(&mut c, id).await) {
+                assert!(
+                    t.elapsed() < Duration::from_secs(20),
+                    "{}: job {id} never showed step {s} ({step:?})",
+                    case.name
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            settle(&mut c, dependent, Some(s)).await;
+        }
+        // The starters of predecessors that never started end too.
+        for k in 1..=case.jobs {
+            std::fs::write(starter(k), "0").unwrap();
+        }
+    }
+}
+
+/// A job waiting for two others, live: `explain` says what it waits for and where each stands;
+/// the meta-scheduler killed -9 after the first has completed and restarted finds the first in its
+/// history (no longer among its unfinished jobs), keeps the job waiting for the second, and runs
+/// it once the second completes. A job waiting for a job of another user is refused
+/// (PERMISSION_DENIED is for grids with users; here NOT_FOUND names an unknown job).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_job_survives_a_restart_of_the_meta_scheduler_and_says_what_it_waits_for() {
+    use gridsched_tests::live::{get_job, sh_job};
+    let sites = vec![SiteSpec::new("alpha", "easy", 1, 4)];
+    let mut g = LiveGrid::start(bins(), sites, "");
+    g.ready().await;
+    let addr = g.meta_addr.clone();
+    let mut c = g.client().await;
+    let wait_for = |f: &str| {
+        let f = g.path(f);
+        format!(
+            "while [ ! -e {f} ]; do sleep 0.05; done; exit 0",
+            f = f.display()
+        )
+    };
+    let a = submit_all(&mut c, vec![sh_job(1, 300, &wait_for("a"))]).await[0];
+    let b = submit_all(&mut c, vec![sh_job(1, 300, &wait_for("b"))]).await[0];
+    let mut spec = sh_job(1, 60, "true");
+    spec.after = Some(format!("afterok:{a}:{b}"));
+    let d = submit_all(&mut c, vec![spec]).await[0];
+    let running = |j: &v1::Job| j.state() == JobState::Running;
+    while !running(&get_job(&mut c, a).await) || !running(&get_job(&mut c, b).await) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let e = c
+        .explain(v1::ExplainRequest { job_id: d })
+        .await
+        .unwrap()
+        .into_inner();
+    let want = format!("waits for: job {a} (afterok; {a} is RUNNING at alpha)");
+    assert!(e.text.contains(&want), "{}", e.text);
+    assert_eq!(e.blockers.len(), 2, "{e:?}");
+    assert_eq!(e.blockers[1].job_id, Some(b));
+    // An unknown job is refused at the door, naming the field.
+    let mut bad = sh_job(1, 60, "true");
+    bad.after = Some("afterok:999999".into());
+    let err = c
+        .submit(v1::SubmitRequest { spec: Some(bad) })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    assert!(
+        err.message().contains("`after`: job 999999 does not exist"),
+        "{err:?}"
+    );
+
+    std::fs::write(g.path("a"), "").unwrap();
+    wait_ended(&mut c, &[a], Duration::from_secs(20)).await;
+    assert_eq!(get_job(&mut c, d).await.state(), JobState::Accepted);
+    g.kill_meta();
+    g.start_meta(Some(&addr));
+    let mut c = g.client().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let j = get_job(&mut c, d).await;
+    assert!(j.state() == JobState::Accepted && j.site.is_none(), "{j:?}");
+    std::fs::write(g.path("b"), "").unwrap();
+    let ended = wait_ended(&mut c, &[d], Duration::from_secs(30)).await;
+    assert_eq!(ended[0].state(), JobState::Completed, "{:?}", ended[0]);
+}

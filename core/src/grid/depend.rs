@@ -279,14 +279,21 @@ impl GridRunner {
         }
     }
 
-    /// Job `id` (already entered) goes through its dependency: dispatched when met, waits
-    /// ([`Effect::Blocked`]) or leaves the grid never started ([`Effect::Unmet`]).
-    pub(super) fn enter_dependency(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
+    /// Job `id` (already entered, submitted or restored as `cause` says) goes through its
+    /// dependency: dispatched when met, waits ([`Effect::Blocked`]) or leaves the grid never
+    /// started ([`Effect::Unmet`]).
+    pub(super) fn enter_dependency(
+        &mut self,
+        now: Time,
+        id: JobId,
+        cause: Cause,
+        out: &mut Vec<Effect>,
+    ) {
         let Some(open) = self.jobs.get(&id) else {
             return;
         };
         let Some(dep) = open.job.after.as_deref() else {
-            return self.dispatch(now, id, Cause::Submitted, out);
+            return self.dispatch(now, id, cause, out);
         };
         let user = open.job.user;
         let jobs = &self.jobs;
@@ -298,7 +305,7 @@ impl GridRunner {
             out.push(Effect::Blocked { job: id, waits });
             return;
         }
-        self.go_on(now, id, v, Cause::Submitted, out);
+        self.go_on(now, id, v, cause, out);
     }
 
     /// A waiting job's verdict carried out.
@@ -331,14 +338,25 @@ impl GridRunner {
         }
     }
 
+    /// The terms job `id` still waits for: each job and its condition (empty when it does not
+    /// wait for its dependency).
+    pub fn waiting_on(&self, id: JobId) -> Vec<(JobId, Condition)> {
+        let Some(w) = self.deps.waiting.get(&id) else {
+            return Vec::new();
+        };
+        (w.dep.terms.iter().zip(&w.terms))
+            .filter(|(_, s)| **s == Term::Pending)
+            .map(|(t, _)| (t.job, t.on))
+            .collect()
+    }
+
     /// What job `id` waits for, in words: "job 12 (afterok), job 13 (after)".
     pub fn waits_for(&self, id: JobId) -> String {
         let Some(w) = self.deps.waiting.get(&id) else {
             return String::new();
         };
-        let mut said: Vec<String> = (w.dep.terms.iter().zip(&w.terms))
-            .filter(|(_, s)| **s == Term::Pending)
-            .map(|(t, _)| format!("job {} ({})", t.job, t.on.as_str()))
+        let mut said: Vec<String> = (self.waiting_on(id).into_iter())
+            .map(|(j, on)| format!("job {j} ({})", on.as_str()))
             .collect();
         if !self.deps.first_of_its_name(id)
             && let Some(name) = &w.dep.singleton

@@ -213,7 +213,7 @@ impl GridRunner {
                     return Err(GridError::DuplicateJob(job.id));
                 }
                 let only = self.reserved_site(&job);
-                self.restore(job, priority, only, at);
+                self.restore(now, job, priority, only, at, out);
             }
             Input::Requeue { job, priority } => {
                 if self.jobs.contains_key(&job.id) {
@@ -363,7 +363,7 @@ impl GridRunner {
             }
         };
         self.enter(job, priority, only, At::Unplaced);
-        self.enter_dependency(now, id, out);
+        self.enter_dependency(now, id, Cause::Submitted, out);
     }
 
     /// A release pass of the strategy's queue.

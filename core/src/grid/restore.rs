@@ -8,14 +8,23 @@ use crate::dispatch::{Placement, Priority};
 use crate::model::{Job, Time};
 
 impl GridRunner {
-    /// Re-enters `job` where it stood before the driver restarted.
+    /// Re-enters `job` where it stood before the driver restarted. A waiting job with a
+    /// dependency goes through it again (its predecessors that have ended carry their outcome):
+    /// it waits, or goes on as at a submission.
     pub(super) fn restore(
         &mut self,
+        now: Time,
         job: Job,
         priority: Priority,
         only: Option<usize>,
         at: Restored,
+        out: &mut Vec<Effect>,
     ) {
+        if matches!(at, Restored::Waiting) && job.after.is_some() {
+            let id = job.id;
+            self.enter(job, priority, only, At::Unplaced);
+            return self.enter_dependency(now, id, Cause::Restored, out);
+        }
         let at = match at {
             Restored::Waiting => {
                 let before = self.placer.held();

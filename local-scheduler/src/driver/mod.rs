@@ -68,7 +68,7 @@ pub use crate::journal::EventFeed;
 #[derive(Debug)]
 pub enum Msg {
     /// Enqueue.
-    Enqueue(v1::EnqueueRequest, Reply<v1::EnqueueResponse>),
+    Enqueue(Box<v1::EnqueueRequest>, Reply<v1::EnqueueResponse>),
     /// Cancel.
     Cancel(v1::CancelRequest, Reply<v1::CancelResponse>),
     /// Status.
@@ -312,7 +312,7 @@ impl Driver {
 
     pub(super) fn handle(&mut self, m: Msg, now: Now) {
         match m {
-            Msg::Enqueue(r, tx) => self.enqueue_group(vec![(r, tx)], now),
+            Msg::Enqueue(r, tx) => self.enqueue_group(vec![(*r, tx)], now),
             Msg::Cancel(r, tx) => {
                 let res = self.cancel(r, now.secs);
                 let _ = tx.send(res);

@@ -240,7 +240,7 @@ impl SlurmSite {
     /// Handles a message of the gRPC service.
     pub fn handle(&mut self, m: Msg, now: Now) {
         match m {
-            Msg::Enqueue(r, tx) => self.enqueue_group(vec![(r, tx)], now),
+            Msg::Enqueue(r, tx) => self.enqueue_group(vec![(*r, tx)], now),
             Msg::Cancel(r, tx) => {
                 let res = self.cancel(r, now.secs);
                 let _ = tx.send(res);

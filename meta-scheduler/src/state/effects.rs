@@ -173,17 +173,25 @@ impl State {
                 fragments,
             } => self.split_agreed(b, time, job.0, start, rounds, &fragments),
             Effect::Blocked { job, waits } => {
-                let Some(j) = self.jobs.get(&job.0).cloned() else {
+                let Some(j) = self.jobs.get_mut(&job.0) else {
                     return;
                 };
-                let detail = format!("accepted with priority {}; waits for {waits}", j.priority);
+                j.reason = format!("waits for {waits}");
+                let detail = format!("accepted with priority {}; {}", j.priority, j.reason);
+                let j = j.clone();
                 b.jobs.insert(job.0);
                 self.event(b, &j, time, detail);
             }
             Effect::Defer { job, until } => {
                 b.retries.push((job.0, until));
-                let detail = format!("dependency met; dispatched at {until}");
-                self.update(b, job.0, time, |_| Some(detail));
+                let detail = format!(
+                    "dependency met; dispatched when its delay ends, in {} s",
+                    until - time
+                );
+                self.update(b, job.0, time, |j| {
+                    j.reason.clone_from(&detail);
+                    Some(detail)
+                });
             }
             Effect::Unmet { job, why } => {
                 self.end_unstarted(b, time, job.0, JobState::Cancelled, why);
@@ -349,6 +357,10 @@ impl State {
             j.state = JobState::Accepted.into();
             j.dispatch_time = None;
             j.start_claims = claims;
+            if cause == Cause::Dependency {
+                // What it waited for is over.
+                j.reason.clear();
+            }
             Some(detail)
         });
     }
