@@ -113,6 +113,12 @@ pub enum SimError<E> {
     /// Two jobs in flight share an id.
     #[error("job id {0} is submitted while a job with the same id is still in the system")]
     DuplicateJob(JobId),
+    /// A job waits for other jobs, which only the platform engine's grid runner decides.
+    #[error(
+        "job {0} waits for other jobs (`after`), which a single-machine replay does not model: \
+         run the workload through the platform engine (`gridsim cluster --workload`)"
+    )]
+    Dependency(JobId),
     /// A policy started a job on a machine without enough free processors.
     #[error(
         "at {time}: policy started job {job} on {machine} needing {need} processors, only {free} free"
@@ -296,6 +302,9 @@ where
             let job = next_job.take().expect("peeked");
             if inflight.contains_key(&job.id) {
                 return Err(SimError::DuplicateJob(job.id));
+            }
+            if job.after.is_some() {
+                return Err(SimError::Dependency(job.id));
             }
             stats.submitted += 1;
             let waiting = policy.waiting_len();

@@ -409,3 +409,32 @@ fn a_preempting_policy_is_refused_at_its_first_suspension() {
     );
     assert!(err.to_string().contains("is preempted"), "{err}");
 }
+
+/// A job that waits for others cannot be replayed on one machine without a grid runner: the
+/// reference engine refuses it, naming the job, instead of running it at once.
+#[test]
+fn a_job_with_a_dependency_is_refused_by_the_single_machine_replay() {
+    let mut policy =
+        PolicyConfig::new(PolicyKind::Easy).build_single(gridsched_core::model::MachineId(0), 4);
+    let mut second = Job::new(2, 10, 1, 100, 100);
+    second.after = Some(Box::new(
+        gridsched_core::model::Dependency::parse("afterok:1", None).unwrap(),
+    ));
+    let jobs = [Job::new(1, 0, 1, 100, 100), second];
+    let err = simulate(
+        policy.as_mut(),
+        &[4],
+        jobs.into_iter().map(Ok::<_, Infallible>),
+        &EngineOptions::default(),
+        Hooks::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, gridsim::SimError::Dependency(JobId(2))),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("gridsim cluster --workload"),
+        "{err}"
+    );
+}

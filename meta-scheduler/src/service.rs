@@ -435,7 +435,7 @@ impl MetaService {
                     }));
                 }
                 Some(j) if j.state().is_terminal() => {
-                    term.ended = Some(crate::state::outcome_of(&j));
+                    term.ended = Some(crate::state::ended_of(&j, now()));
                 }
                 Some(_) => {}
             }

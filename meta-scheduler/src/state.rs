@@ -26,7 +26,7 @@ use crate::config::SiteConfig;
 use crate::decide::Decider;
 use gridsched_core::dispatch::Priority;
 use gridsched_core::grid::{Input, Restored};
-use gridsched_core::model::{JobId, Outcome, ReservationId};
+use gridsched_core::model::{Ended, JobId, Outcome, ReservationId};
 use gridsched_proto::v1::{self, JobState};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -741,7 +741,7 @@ impl State {
                     if !self.jobs.contains_key(&term.job.0)
                         && let Some(j) = history(term.job.0).filter(|j| j.state().is_terminal())
                     {
-                        term.ended = Some(outcome_of(&j));
+                        term.ended = Some(ended_of(&j, time));
                     }
                 }
                 let input = Input::Restore {
@@ -772,6 +772,16 @@ mod effects;
 mod split;
 #[cfg(test)]
 mod tests;
+
+/// How and when a job that reached a terminal state ended, for the jobs that depend on it
+/// (`now` when it has no end time).
+pub(crate) fn ended_of(job: &v1::Job, now: i64) -> Ended {
+    Ended {
+        outcome: outcome_of(job),
+        at: job.end_time.unwrap_or(now),
+        started: job.start_time,
+    }
+}
 
 /// How a job that reached a terminal state ended, for the jobs that depend on it.
 pub(crate) fn outcome_of(job: &v1::Job) -> Outcome {

@@ -10,6 +10,8 @@
 //! never run is ended without recursion.
 
 use super::{At, Cause, Effect, GridRunner};
+#[cfg(test)]
+use crate::model::Ended;
 use crate::model::{Condition, Dependency, JobId, Outcome, Time, UserId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -117,7 +119,10 @@ impl Book {
             .terms
             .iter()
             .map(|t| match (t.ended, open(t.job)) {
-                (Some(o), _) => resolve(t.on, t.job, o, now + t.delay),
+                (Some(e), _) => match e.met_at(t.on) {
+                    Some(at) => Term::Met(at + t.delay),
+                    None => Term::Never(t.job, e.outcome),
+                },
                 (None, Some(true)) if t.on == Condition::Start => Term::Met(now + t.delay),
                 _ => Term::Pending,
             })
@@ -540,8 +545,13 @@ mod tests {
     fn an_ended_outcome_given_at_submission_resolves_its_term() {
         let mut b = Book::default();
         let mut d = dep("afterok:1");
+        let failed = Ended {
+            outcome: Outcome::Failed,
+            at: 0,
+            started: None,
+        };
         d.terms[0] = Wanted {
-            ended: Some(Outcome::Failed),
+            ended: Some(failed),
             ..d.terms[0].clone()
         };
         let v = b.enter(0, JobId(2), UserId(0), &d, |_| None);

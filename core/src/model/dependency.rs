@@ -11,7 +11,7 @@
 //! The Standard Workload Format's preceding job and think time (fields 17–18) are an `afterany`
 //! term delayed by the think time.
 
-use super::{Duration, JobId};
+use super::{Duration, JobId, Time};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -84,6 +84,30 @@ impl fmt::Display for Outcome {
     }
 }
 
+/// How and when a job left the grid, as a driver's history has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ended {
+    /// How.
+    pub outcome: Outcome,
+    /// When it ended.
+    pub at: Time,
+    /// When it began running, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<Time>,
+}
+
+impl Ended {
+    /// When a term of condition `on` on this job was met (if it was): its start for `after`
+    /// (its end when it never started), its end otherwise.
+    pub fn met_at(&self, on: Condition) -> Option<Time> {
+        on.met_by(self.outcome).then(|| match on {
+            Condition::Start => self.started.unwrap_or(self.at),
+            _ => self.at,
+        })
+    }
+}
+
 /// One term: a condition on one job, met `delay` seconds after the job meets it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,10 +119,10 @@ pub struct Term {
     /// Seconds after the condition is met (Slurm's `+time`; the SWF's think time).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay: Duration,
-    /// How the job ended, when it had already left the grid at the submission: filled in by
-    /// the driver from its history (the grid runner keeps only the jobs it has).
+    /// How and when the job ended, when it had already left the grid at the submission: filled
+    /// in by the driver from its history (the grid runner keeps only the jobs it has).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended: Option<Outcome>,
+    pub ended: Option<Ended>,
 }
 
 fn is_zero(d: &Duration) -> bool {

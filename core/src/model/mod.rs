@@ -10,7 +10,7 @@ mod machine;
 mod platform;
 mod urgency;
 
-pub use dependency::{Condition, Dependency, DependencyError, Outcome, Term};
+pub use dependency::{Condition, Dependency, DependencyError, Ended, Outcome, Term};
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass, scale_duration};
 pub use machine::Machine;

@@ -287,6 +287,8 @@ impl Knobs {
                 WideJobs::Cap
             },
             node_size: self.node_size,
+            // A single-machine replay runs no grid runner, which decides dependencies.
+            dependencies: false,
         }
     }
 

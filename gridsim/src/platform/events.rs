@@ -82,6 +82,10 @@ impl Sim<'_, '_> {
             .map(|c| ClusterId(c as u32))
             .find(|&c| self.flights.contains_key(&(job, c)));
         let Some(c) = at else {
+            if self.grid.contains(job) {
+                let before = Outcome::Cancelled { started: false };
+                self.left_grid(job, before, t, None);
+            }
             return self.feed(t, GridInput::Cancel { job }, dirty);
         };
         let flight = self.flights.remove(&(job, c)).expect("found");
@@ -89,6 +93,7 @@ impl Sim<'_, '_> {
         self.stats.cancelled += 1;
         dirty[c.index()] = true;
         let started = flight.generation.is_some();
+        self.left_grid(job, Outcome::Cancelled { started }, t, None);
         let ended = GridInput::Ended {
             job,
             site: c.index(),

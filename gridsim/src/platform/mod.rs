@@ -340,6 +340,9 @@ struct Sim<'p, 'h> {
     lost: Vec<bool>,
     /// The grid's ids of the reservations asked for, by the numbers jobs name them by.
     named: events::Named,
+    /// How each job that left the grid ended, for the jobs submitted later that wait for it
+    /// (the grid runner keeps only the jobs it has).
+    ended: FxHashMap<JobId, gridsched_core::model::Ended>,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `grid`.
@@ -459,6 +462,7 @@ where
         backlog: Vec::new(),
         lost: vec![false; n],
         named: events::Named::default(),
+        ended: FxHashMap::default(),
     };
     for &(at, cluster) in &events.lost {
         if cluster.index() < n {
@@ -604,6 +608,12 @@ fn submit<E>(
     {
         sim.reject(job.id, why);
         return Ok(());
+    }
+    // The jobs it waits for that have left the grid: their outcomes.
+    for term in job.after.iter_mut().flat_map(|d| d.terms.iter_mut()) {
+        if term.ended.is_none() {
+            term.ended = sim.ended.get(&term.job).copied();
+        }
     }
     sim.report_loads(t);
     let submit = GridInput::Submit {

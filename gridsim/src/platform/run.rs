@@ -7,7 +7,7 @@
 use super::{ClusterReport, Ev, Flight, PlatformError, PlatformRecord, PlatformReport, Sim};
 use gridsched_core::dispatch::{ClusterLoad, Priority, UrgentLoad};
 use gridsched_core::grid::{Cause, Effect as GridEffect, GridError, Input as GridInput};
-use gridsched_core::model::{ClusterId, Job, JobId, Outcome, Time};
+use gridsched_core::model::{ClusterId, Ended, Job, JobId, Outcome, Time};
 use gridsched_core::policy::AdvanceReservation;
 use gridsched_core::runner::{Effect, Input, RunnerError};
 use std::cmp::Reverse;
@@ -24,8 +24,28 @@ impl Sim<'_, '_> {
         self.grid.contains(id) || self.runners.iter().any(|r| r.contains(id))
     }
 
+    /// Job `job` left the grid with `outcome` at `at` (having started at `started`): kept for the
+    /// jobs submitted later that wait for it.
+    pub(super) fn left_grid(
+        &mut self,
+        job: JobId,
+        outcome: Outcome,
+        at: Time,
+        started: Option<Time>,
+    ) {
+        let ended = Ended {
+            outcome,
+            at,
+            started,
+        };
+        self.ended.insert(job, ended);
+    }
+
+    /// Job `job` is refused (by the grid or its site), for `why`.
     pub(super) fn reject(&mut self, job: JobId, why: String) {
         self.stats.rejected += 1;
+        // It never ran: when does not matter to the jobs waiting for it.
+        self.left_grid(job, Outcome::Refused, 0, None);
         if let Some(h) = self.hooks.refused.as_mut() {
             h(job, &why);
         }
@@ -151,6 +171,7 @@ impl Sim<'_, '_> {
             GridEffect::Refuse { job, why, .. } => self.reject(job, why),
             GridEffect::Unmet { job, why } => {
                 self.stats.unmet += 1;
+                self.left_grid(job, Outcome::Refused, t, None);
                 if let Some(h) = self.hooks.refused.as_mut() {
                     h(job, &why);
                 }
@@ -341,6 +362,7 @@ impl Sim<'_, '_> {
         };
         self.job_stats[c.index()].add(rec.submit, rec.end, rec.exec, rec.deadline);
         self.record(&rec);
+        self.left_grid(job, outcome, t, Some(rec.start));
         self.feed(
             t,
             GridInput::Ended {

@@ -197,6 +197,7 @@ impl Sim<'_, '_> {
             return;
         };
         debug_assert_eq!(s.left, 0);
+        self.left_grid(job, Outcome::Completed, t, s.start);
         let rec = PlatformRecord {
             id: job,
             cluster: first,

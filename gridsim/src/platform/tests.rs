@@ -883,3 +883,35 @@ fn every_case_of_the_dependency_table_holds_in_the_simulator() {
     }
     assert_eq!(skipped, 2);
 }
+
+/// The SWF's think time as a delayed `afterany` (fields 17–18): a job whose preceding job still
+/// runs at its submission goes at that job's end plus the think time; one whose preceding job
+/// ended before is dispatched at the later of its submission and that end plus the think time
+/// (the engine hands the grid runner the outcome and time of jobs that have left).
+#[test]
+fn a_think_time_counts_from_the_preceding_jobs_end() {
+    use gridsched_core::model::Dependency;
+    let p = platform(&[(&[(8, 100)], true, &[])]);
+    let after = |id: u64, submit: i64, text: &str| {
+        let mut j = Job::new(id, submit, 1, 50, 50);
+        j.after = Some(Box::new(Dependency::parse(text, None).unwrap()));
+        j
+    };
+    let jobs = [
+        Job::new(1, 0, 1, 100, 100),
+        after(2, 50, "afterany:1+30"),
+        after(3, 500, "afterany:1+30"),
+        after(4, 500, "afterany:1+450"),
+    ];
+    let (recs, rep) = run_with_events(
+        &p,
+        build(&p, PolicyKind::Easy),
+        Box::new(RoundRobin::default()),
+        None,
+        &jobs,
+        &GridEvents::default(),
+    );
+    let start = |id: u64| recs.iter().find(|r| r.id == JobId(id)).unwrap().start;
+    assert_eq!((start(2), start(3), start(4)), (130, 500, 550));
+    assert_eq!(rep.stats.rejected, 0);
+}

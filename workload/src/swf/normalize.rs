@@ -45,12 +45,19 @@
 //! * `wide_jobs = reject`: a job wider than `P` is dropped instead of capped.
 //! * `node_size = k > 1`: the width is rounded up to a multiple of `k` before capping.
 //!
+//! * `dependencies = true`: fields 17–18 become a dependency. A job whose preceding job (field 17)
+//!   was read earlier and kept waits for it to end (`afterany`), then for its think time (field
+//!   18, at least 0) — the SWF's "the job is submitted that long after its preceding job
+//!   terminated", the submission taken as the moment the grid may dispatch it. A preceding job
+//!   not read (before the stream's start, or dropped) is no dependency. Off by default: the
+//!   shared traces set neither field, and the reference replays ignore them.
+//!
 //! Other fields: user = field 12 (negative → 0), partition = field 16 when ≥ 0, memory_kb =
 //! field 10 when > 0 (SWF gives it in KB per processor), id = field 1.
 
 use super::record::SwfRecord;
 use crate::error::WorkloadError;
-use gridsched_core::model::{Job, UserId};
+use gridsched_core::model::{Condition, Dependency, Job, JobId, Term, UserId};
 use serde::{Deserialize, Serialize};
 
 /// Which rule set turns records into jobs.
@@ -130,6 +137,8 @@ pub struct NormalizeOptions {
     pub wide_jobs: WideJobs,
     /// Processors per node; widths are rounded up to a multiple of it (1 = no rounding).
     pub node_size: u32,
+    /// Fields 17–18 as a dependency: `afterany` on the preceding job, delayed by the think time.
+    pub dependencies: bool,
 }
 
 impl Default for NormalizeOptions {
@@ -141,6 +150,7 @@ impl Default for NormalizeOptions {
             estimates: Estimates::Requested,
             wide_jobs: WideJobs::Cap,
             node_size: 1,
+            dependencies: false,
         }
     }
 }
@@ -200,6 +210,13 @@ pub struct NormalizeStats {
     pub dropped_negative_time: u64,
     /// streit: jobs dropped for a zero actual (or estimated) run time after truncation.
     pub dropped_zero_runtime: u64,
+    /// With `dependencies`: jobs given their preceding job as a dependency.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dependent: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl NormalizeStats {
@@ -222,6 +239,8 @@ pub struct Normalizer {
     stats: NormalizeStats,
     last_submit: Option<i64>,
     file: String,
+    /// With `dependencies`: the ids of the jobs kept so far.
+    kept: rustc_hash::FxHashSet<u64>,
 }
 
 /// Truncates towards zero, saturating at the `i64` range.
@@ -244,6 +263,7 @@ impl Normalizer {
             stats: NormalizeStats::default(),
             last_submit: None,
             file: "<swf>".to_owned(),
+            kept: rustc_hash::FxHashSet::default(),
         })
     }
 
@@ -280,6 +300,22 @@ impl Normalizer {
             return Ok(None);
         };
         self.fill_attributes(&mut job, rec)?;
+        if self.options.dependencies {
+            let before = u64::try_from(rec.preceding_job).unwrap_or(0);
+            if before != job.id.0 && self.kept.contains(&before) {
+                job.after = Some(Box::new(Dependency {
+                    terms: vec![Term {
+                        on: Condition::Any,
+                        job: JobId(before),
+                        delay: rec.think_time.max(0),
+                        ended: None,
+                    }],
+                    ..Dependency::default()
+                }));
+                self.stats.dependent += 1;
+            }
+            self.kept.insert(job.id.0);
+        }
         self.stats.jobs += 1;
         Ok(Some(job))
     }

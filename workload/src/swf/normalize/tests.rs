@@ -387,3 +387,65 @@ fn options_deserialize_and_validate() {
     };
     assert!(bad.validate().is_err());
 }
+
+/// A record whose fields 17–18 name its preceding job and think time.
+fn rec_after(job: u64, submit: &str, before: i64, think: i64) -> SwfRecord {
+    let line = format!("{job} {submit} -1 100 4 -1 -1 4 200 -1 1 7 1 -1 -1 2 {before} {think}");
+    parse_record(line.as_bytes(), "t.swf", job).unwrap()
+}
+
+#[test]
+fn fields_17_and_18_become_a_dependency_only_when_asked() {
+    let recs = [
+        rec_after(1, "0", -1, -1),
+        rec_after(2, "50", 1, 30),
+        // Its preceding job was never read (before the stream's start).
+        rec_after(3, "60", 99, 10),
+        // A negative think time counts as none; a job named as its own predecessor is none.
+        rec_after(4, "70", 2, -1),
+        rec_after(5, "80", 5, 0),
+    ];
+    let mut off = norm(100, NormalizeOptions::default());
+    for r in &recs {
+        assert!(off.normalize(r).unwrap().unwrap().after.is_none());
+    }
+    let options = NormalizeOptions {
+        dependencies: true,
+        ..NormalizeOptions::default()
+    };
+    let mut on = norm(100, options);
+    let after: Vec<Option<String>> = recs
+        .iter()
+        .map(|r| {
+            let j = on.normalize(r).unwrap().unwrap();
+            j.validate().unwrap();
+            j.after.map(|d| d.to_string())
+        })
+        .collect();
+    assert_eq!(
+        after,
+        [
+            None,
+            Some("afterany:1+30".into()),
+            None,
+            Some("afterany:2".into()),
+            None
+        ]
+    );
+    assert_eq!(on.stats().dependent, 2);
+    // A dropped job is no predecessor (streit drops a job of zero run time).
+    let mut streit = norm(
+        100,
+        NormalizeOptions {
+            dependencies: true,
+            ..NormalizeOptions::streit()
+        },
+    );
+    let zero = parse_record(b"1 0 -1 0 4 -1 -1 4 200 -1 1 7 1 -1 -1 2 -1 -1", "t.swf", 1).unwrap();
+    assert!(streit.normalize(&zero).unwrap().is_none());
+    let j = streit
+        .normalize(&rec_after(2, "50", 1, 30))
+        .unwrap()
+        .unwrap();
+    assert!(j.after.is_none());
+}
