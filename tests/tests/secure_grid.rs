@@ -126,6 +126,38 @@ async fn tokens_tls_and_per_user_visibility() {
     ] {
         assert_eq!(e.code(), Code::PermissionDenied, "{e}");
     }
+    // Alice may not make a job wait for Bob's (she may not see it), alone or in a batch; she
+    // may wait for her own.
+    let mut waits_for_bob = job("", 1);
+    waits_for_bob.after = Some(format!("afterok:{}", b_ids[0]));
+    let e = alice
+        .submit(v1::SubmitRequest {
+            spec: Some(waits_for_bob.clone()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e}");
+    assert!(
+        e.message().contains(&format!(
+            "`spec.after`: job {} belongs to another user",
+            b_ids[0]
+        )),
+        "{e}"
+    );
+    let batch = tokio_stream::iter([v1::SubmitRequest {
+        spec: Some(waits_for_bob),
+    }]);
+    let e = alice.submit_batch(batch).await.unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e}");
+    assert!(e.message().contains("requests[0].spec.after"), "{e}");
+    let mut waits_for_mine = job("", 1);
+    waits_for_mine.after = Some(format!("afterany:{}", a_ids[0]));
+    alice
+        .submit(v1::SubmitRequest {
+            spec: Some(waits_for_mine),
+        })
+        .await
+        .expect("her own job");
     // Bob's job was not cancelled by Alice's attempt; Bob may cancel it himself.
     let j = bob
         .get_job(v1::GetJobRequest { job_id: b_ids[0] })
@@ -149,7 +181,7 @@ async fn tokens_tls_and_per_user_visibility() {
         .unwrap()
         .into_inner()
         .jobs;
-    assert_eq!(all.len(), 3);
+    assert_eq!(all.len(), 4, "Alice's 3 and Bob's 1");
     root.cancel_job(v1::CancelJobRequest {
         job_id: a_ids[1],
         reason: "admin".into(),
