@@ -122,10 +122,16 @@ spawn() {
 }
 
 # The recorded process is there at all (just after spawn it may still be setsid/nohup/setpriv
-# on its way to exec the daemon).
+# on its way to exec the daemon). The daemon rewrites its PID file as it starts (slurmctld
+# truncates, then writes): an empty file is read again rather than taken for a daemon gone.
 alive() {
-    local pid
-    pid=$(cat "$DIR/run/$1.pid" 2>/dev/null) && [ -n "$pid" ] && [ -d "/proc/$pid" ]
+    local pid="" i
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        pid=$(cat "$DIR/run/$1.pid" 2>/dev/null) || pid=""
+        [ -n "$pid" ] && break
+        sleep 0.1
+    done
+    [ -n "$pid" ] && [ -d "/proc/$pid" ]
 }
 
 # wait_until NAME SECONDS COMMAND...: polls COMMAND every 0.2 s; fails with NAME's log when the

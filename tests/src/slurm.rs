@@ -97,8 +97,9 @@ impl Slurm {
             .status()
             .expect("kill");
         assert!(st.success(), "kill {name}");
-        // Wait for it to be gone, so that `start` sees it missing.
-        for _ in 0..100 {
+        // Wait for it to be gone, so that `start` sees it missing (slurmctld saving its state on
+        // TERM may take several seconds).
+        for _ in 0..600 {
             if !Path::new(&format!("/proc/{}", pid.trim())).exists() {
                 return;
             }

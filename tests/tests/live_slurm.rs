@@ -130,8 +130,11 @@ async fn jobs_complete_fail_are_cancelled_time_out_and_share_licences_on_a_slurm
     let j = state_of(&jobs, overrun);
     assert_eq!(j.state(), JobState::Killed, "{j:?}");
     assert_eq!(j.reason, "killed at its wall-time limit of 2 s");
+    // Start and end are whole seconds, read at different moments (the start when the site
+    // sees the job running, the end from Slurm's record): up to a second may be lost between
+    // them.
     let ran = j.end_time.unwrap() - j.start_time.unwrap();
-    assert!((2..=5).contains(&ran), "killed {ran} s after its start");
+    assert!((1..=5).contains(&ran), "killed {ran} s after its start");
 
     // Two copies of `matlab`: four jobs needing it run two at a time, and the waiting ones say
     // why in Slurm's words.
