@@ -349,7 +349,7 @@ impl MetaService {
                     continue;
                 }
             };
-            if let Some(refused) = self.predecessors(&st, &mut reader, &mut model)? {
+            if let Some(refused) = self.predecessors(&st, &mut reader, &mut model, t)? {
                 results.push(v1::SubmitResult {
                     index,
                     outcome: Some(v1::submit_result::Outcome::Rejected(refused)),
@@ -400,16 +400,27 @@ impl MetaService {
         Ok(results)
     }
 
-    /// The job an idempotency key was given to: in memory, else in the store (a finished job
-    /// past its retention), read through `reader` (opened on first use).
-    /// Looks up the jobs `job` waits for: one that has ended gets its outcome written into the
-    /// term (the grid runner keeps only the jobs it has); one that does not exist refuses the
-    /// submission (NOT_FOUND, field `after`).
+    /// The store's reader of an `accept`, opened on first use.
+    fn reader<'r>(
+        &self,
+        reader: &'r mut Option<crate::store::Reader>,
+    ) -> Result<&'r crate::store::Reader, Status> {
+        if reader.is_none() {
+            *reader = Some(self.inner.store.reader().map_err(Status::from)?);
+        }
+        Ok(reader.as_ref().expect("opened"))
+    }
+
+    /// Looks up the jobs `job` waits for (in memory, else in the store's history, through
+    /// `reader`): one that has ended gets how and when written into its term (the grid runner
+    /// keeps only the jobs it has; `now` stands for an end time not recorded); one that does not
+    /// exist refuses the submission (NOT_FOUND, field `after`).
     fn predecessors(
         &self,
         st: &State,
         reader: &mut Option<crate::store::Reader>,
         job: &mut gridsched_core::model::Job,
+        now: i64,
     ) -> Result<Option<v1::SubmitError>, Status> {
         let Some(dep) = job.after.as_deref_mut() else {
             return Ok(None);
@@ -418,13 +429,7 @@ impl MetaService {
             let id = term.job.0;
             let found = match st.jobs.get(&id) {
                 Some(j) => Some(j.clone()),
-                None => {
-                    if reader.is_none() {
-                        *reader = Some(self.inner.store.reader().map_err(Status::from)?);
-                    }
-                    let r = reader.as_ref().expect("opened");
-                    r.job(id).map_err(Status::from)?
-                }
+                None => self.reader(reader)?.job(id).map_err(Status::from)?,
             };
             match found {
                 None => {
@@ -435,7 +440,7 @@ impl MetaService {
                     }));
                 }
                 Some(j) if j.state().is_terminal() => {
-                    term.ended = Some(crate::state::ended_of(&j, now()));
+                    term.ended = Some(crate::state::ended_of(&j, now));
                 }
                 Some(_) => {}
             }
@@ -443,6 +448,8 @@ impl MetaService {
         Ok(None)
     }
 
+    /// The job an idempotency key was given to: in memory, else in the store (a finished job
+    /// past its retention), read through `reader` (opened on first use).
     fn token_job(
         &self,
         st: &State,
@@ -452,10 +459,7 @@ impl MetaService {
         if let Some(id) = st.tokens.get(key) {
             return Ok(st.jobs.get(id).cloned());
         }
-        if reader.is_none() {
-            *reader = Some(self.inner.store.reader().map_err(Status::from)?);
-        }
-        let r = reader.as_ref().expect("opened");
+        let r = self.reader(reader)?;
         match r.token(key).map_err(Status::from)? {
             Some(id) => r.job(id).map_err(Status::from),
             None => Ok(None),
@@ -518,14 +522,12 @@ impl MetaService {
                 }
             })
             .collect();
-        let words = runner.waits_for(gridsched_core::model::JobId(id));
-        if out.is_empty() && !words.is_empty() {
-            // Only its singleton name keeps it waiting.
+        if let Some(name) = runner.singleton_behind(gridsched_core::model::JobId(id)) {
             out.push(v1::Blocker {
                 kind: v1::BlockerKind::Dependency.into(),
                 resource: None,
                 job_id: None,
-                detail: words,
+                detail: format!("the earlier `{name}` jobs of its user (singleton)"),
             });
         }
         Ok(out)

@@ -692,15 +692,24 @@ async fn a_waiting_job_survives_a_restart_of_the_meta_scheduler_and_says_what_it
         "{err:?}"
     );
 
+    let waits = |j: &v1::Job| j.reason.clone();
+    assert_eq!(
+        waits(&get_job(&mut c, d).await),
+        format!("waits for job {a} (afterok), job {b} (afterok)")
+    );
     std::fs::write(g.path("a"), "").unwrap();
     wait_ended(&mut c, &[a], Duration::from_secs(20)).await;
-    assert_eq!(get_job(&mut c, d).await.state(), JobState::Accepted);
+    let j = get_job(&mut c, d).await;
+    assert_eq!(j.state(), JobState::Accepted);
+    // What is left, said again once the first is done.
+    assert_eq!(waits(&j), format!("waits for job {b} (afterok)"));
     g.kill_meta();
     g.start_meta(Some(&addr));
     let mut c = g.client().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let j = get_job(&mut c, d).await;
     assert!(j.state() == JobState::Accepted && j.site.is_none(), "{j:?}");
+    assert_eq!(waits(&j), format!("waits for job {b} (afterok)"));
     std::fs::write(g.path("b"), "").unwrap();
     let ended = wait_ended(&mut c, &[d], Duration::from_secs(30)).await;
     assert_eq!(ended[0].state(), JobState::Completed, "{:?}", ended[0]);

@@ -10,9 +10,7 @@
 //! never run is ended without recursion.
 
 use super::{At, Cause, Effect, GridRunner};
-#[cfg(test)]
-use crate::model::Ended;
-use crate::model::{Condition, Dependency, JobId, Outcome, Time, UserId};
+use crate::model::{Condition, Dependency, Ended, JobId, Outcome, Time, UserId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -22,8 +20,18 @@ enum Term {
     Pending,
     /// Met, the job free to go from this time on.
     Met(Time),
-    /// Never to be met: the job named, what it did.
-    Never(JobId, Outcome),
+    /// Never to be met: what the job named did.
+    Never(Outcome),
+}
+
+impl Term {
+    /// Term `t` once its job has left the grid as `ended` says.
+    fn of(t: &crate::model::Term, ended: Ended) -> Term {
+        match ended.met_at(t.on) {
+            Some(at) => Term::Met(at + t.delay),
+            None => Term::Never(ended.outcome),
+        }
+    }
 }
 
 /// A job waiting for its dependency.
@@ -119,15 +127,17 @@ impl Book {
             .terms
             .iter()
             .map(|t| match (t.ended, open(t.job)) {
-                (Some(e), _) => match e.met_at(t.on) {
-                    Some(at) => Term::Met(at + t.delay),
-                    None => Term::Never(t.job, e.outcome),
-                },
+                (Some(e), _) => Term::of(t, e),
                 (None, Some(true)) if t.on == Condition::Start => Term::Met(now + t.delay),
                 _ => Term::Pending,
             })
-            .collect();
-        for t in &dep.terms {
+            .collect::<Vec<_>>();
+        for (t, _) in dep
+            .terms
+            .iter()
+            .zip(&terms)
+            .filter(|(_, s)| **s == Term::Pending)
+        {
             let w = self.watchers.entry(t.job).or_default();
             if w.last() != Some(&id) {
                 w.push(id);
@@ -147,7 +157,7 @@ impl Book {
     }
 
     /// Job `id` no longer waits (it left the grid, or went on).
-    fn forget(&mut self, id: JobId) {
+    pub(super) fn forget(&mut self, id: JobId) {
         if let Some(w) = self.waiting.remove(&id) {
             self.forget_watches(id, &w.dep);
         }
@@ -173,22 +183,18 @@ impl Book {
     }
 
     fn verdict(&self, id: JobId, w: &Waiting) -> Verdict {
-        let nevers = w.terms.iter().filter_map(|t| match t {
-            Term::Never(j, o) => Some((j, o)),
+        let nevers = (w.dep.terms.iter().zip(&w.terms)).filter_map(|(t, s)| match s {
+            Term::Never(o) => Some((t, o)),
             _ => None,
         });
         let met = w.terms.iter().filter_map(|t| match t {
             Term::Met(at) => Some(*at),
             _ => None,
         });
-        let never = |which: Vec<(&JobId, &Outcome)>| {
+        let never = |which: Vec<(&crate::model::Term, &Outcome)>| {
             let said: Vec<String> = which
                 .iter()
-                .map(|(j, o)| {
-                    let on = (w.dep.terms.iter().find(|t| t.job == **j))
-                        .map_or("after", |t| t.on.as_str());
-                    format!("job {j} {o} ({on})")
-                })
+                .map(|(t, o)| format!("job {} {o} ({})", t.job, t.on.as_str()))
                 .collect();
             Verdict::Never(format!("dependency never satisfied: {}", said.join(", ")))
         };
@@ -212,13 +218,15 @@ impl Book {
         }
     }
 
-    /// Settles one change: the verdicts of the jobs it concerns, in id order.
+    /// Settles one change: the verdicts of the jobs it concerns, in id order (a job still
+    /// waiting only when what it waits for changed).
     fn settle_one(&mut self, now: Time, change: Change) -> Vec<(JobId, Verdict)> {
         let (id, outcome) = match change {
             Change::Started(id) => (id, None),
             Change::Left(id, o) => (id, Some(o)),
         };
         let mut concerned: Vec<JobId> = self.watchers.get(&id).cloned().unwrap_or_default();
+        let mut now_first = None;
         if outcome.is_some() {
             self.watchers.remove(&id);
             if let Some(key) = self.single.remove(&id)
@@ -229,7 +237,8 @@ impl Book {
                 if q.is_empty() {
                     self.singletons.remove(&key);
                 } else if was_first {
-                    concerned.extend(q.front().copied());
+                    now_first = q.front().copied();
+                    concerned.extend(now_first);
                 }
             }
         }
@@ -240,6 +249,7 @@ impl Book {
             let Some(mut w) = self.waiting.remove(&j) else {
                 continue;
             };
+            let before = w.terms.clone();
             for (t, state) in w.dep.terms.iter().zip(w.terms.iter_mut()) {
                 if t.job != id || *state != Term::Pending {
                     continue;
@@ -247,26 +257,30 @@ impl Book {
                 match outcome {
                     None if t.on == Condition::Start => *state = Term::Met(now + t.delay),
                     None => {}
-                    Some(o) => *state = resolve(t.on, id, o, now + t.delay),
+                    Some(outcome) => {
+                        // A pending `after` term's job never started: its end stands.
+                        let ended = Ended {
+                            outcome,
+                            at: now,
+                            started: None,
+                        };
+                        *state = Term::of(t, ended);
+                    }
                 }
             }
             let v = self.verdict(j, &w);
+            let changed = w.terms != before || now_first == Some(j);
             if v == Verdict::Waits {
                 self.waiting.insert(j, w);
             } else {
                 self.forget_watches(j, &w.dep);
+            }
+            // A job still waiting, for less than before, says what is left.
+            if v != Verdict::Waits || changed {
                 out.push((j, v));
             }
         }
         out
-    }
-}
-
-fn resolve(on: Condition, job: JobId, outcome: Outcome, at: Time) -> Term {
-    if on.met_by(outcome) {
-        Term::Met(at)
-    } else {
-        Term::Never(job, outcome)
     }
 }
 
@@ -304,19 +318,21 @@ impl GridRunner {
         let jobs = &self.jobs;
         let started = |j: JobId| jobs.get(&j).map(|o| o.at.started());
         let v = self.deps.enter(now, id, user, dep, started);
-        if v == Verdict::Waits {
-            self.set_at(id, At::Blocked);
-            let waits = self.waits_for(id);
-            out.push(Effect::Blocked { job: id, waits });
-            return;
-        }
         self.go_on(now, id, v, cause, out);
     }
 
     /// A waiting job's verdict carried out.
     fn go_on(&mut self, now: Time, id: JobId, v: Verdict, cause: Cause, out: &mut Vec<Effect>) {
         match v {
-            Verdict::Waits => {}
+            Verdict::Waits => {
+                self.set_at(id, At::Blocked);
+                let waits = self.waits_for(id);
+                out.push(Effect::Blocked {
+                    job: id,
+                    waits,
+                    cause,
+                });
+            }
             Verdict::Ready(at) if at > now => {
                 self.set_at(id, At::Deferred);
                 out.push(Effect::Defer { job: id, until: at });
@@ -355,6 +371,13 @@ impl GridRunner {
             .collect()
     }
 
+    /// The singleton name of job `id` when earlier jobs of that name and user keep it waiting.
+    pub fn singleton_behind(&self, id: JobId) -> Option<&str> {
+        let w = self.deps.waiting.get(&id)?;
+        let name = w.dep.singleton.as_deref()?;
+        (!self.deps.first_of_its_name(id)).then_some(name)
+    }
+
     /// What job `id` waits for, in words: "job 12 (afterok), job 13 (after)".
     pub fn waits_for(&self, id: JobId) -> String {
         let Some(w) = self.deps.waiting.get(&id) else {
@@ -363,9 +386,7 @@ impl GridRunner {
         let mut said: Vec<String> = (self.waiting_on(id).into_iter())
             .map(|(j, on)| format!("job {j} ({})", on.as_str()))
             .collect();
-        if !self.deps.first_of_its_name(id)
-            && let Some(name) = &w.dep.singleton
-        {
+        if let Some(name) = self.singleton_behind(id) {
             said.push(format!("the earlier `{name}` jobs of its user (singleton)"));
         }
         let sep = if w.dep.any { " or " } else { ", " };
@@ -375,11 +396,6 @@ impl GridRunner {
     /// How many jobs wait for their dependency.
     pub fn blocked(&self) -> usize {
         self.deps.len()
-    }
-
-    /// Forgets the dependency of job `id`, which leaves the grid.
-    pub(super) fn forget_dependency(&mut self, id: JobId) {
-        self.deps.forget(id);
     }
 }
 
@@ -425,7 +441,8 @@ mod tests {
                 e,
                 [Effect::Blocked {
                     job: JobId(id),
-                    waits
+                    waits,
+                    cause: Cause::Submitted,
                 }]
             );
         }
@@ -456,6 +473,49 @@ mod tests {
             ]
         );
         assert_eq!((r.blocked(), r.waiting()), (0, 0));
+    }
+
+    /// Each time part of a dependency is met, the job says what is left; a start that meets
+    /// nothing (an `afterok` term) says nothing.
+    #[test]
+    fn a_job_waiting_for_two_says_what_is_left_when_one_is_done() {
+        let mut r = runner(DispatchKind::LoadOrdering, &[8], GridSettings::default());
+        for id in 1..=2 {
+            let plain = Input::Submit {
+                job: Job::new(id, 0, 1, 100, 100),
+                priority: None,
+            };
+            on(&mut r, 0, plain);
+        }
+        on(&mut r, 0, after(3, "afterok:1,afterok:2"));
+        assert_eq!(r.waits_for(JobId(3)), "job 1 (afterok), job 2 (afterok)");
+        assert!(
+            on(
+                &mut r,
+                1,
+                Input::Claimed {
+                    job: JobId(1),
+                    site: 0
+                }
+            )
+            .is_empty()
+        );
+        let ended = |id: u64| Input::Ended {
+            job: JobId(id),
+            site: 0,
+            outcome: Outcome::Completed,
+        };
+        let left = Effect::Blocked {
+            job: JobId(3),
+            waits: "job 2 (afterok)".into(),
+            cause: Cause::Dependency,
+        };
+        assert_eq!(on(&mut r, 50, ended(1)), [left]);
+        let e = on(&mut r, 60, ended(2));
+        assert!(
+            matches!(e.as_slice(), [Effect::Place { job: JobId(3), .. }]),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -302,12 +302,15 @@ pub enum Effect {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         refusal: Option<Refusal>,
     },
-    /// The job waits for its dependency: for `waits`, in words.
+    /// The job waits for its dependency: for `waits`, in words (again, with what is left,
+    /// each time part of it is met).
     Blocked {
         /// The job.
         job: JobId,
         /// What it waits for ("job 12 (afterok), job 13 (after)").
         waits: String,
+        /// Why now: submitted, restored, or part of its dependency met.
+        cause: Cause,
     },
     /// The job's dependency is met from `until` on: send [`Input::Retry`] then.
     Defer {

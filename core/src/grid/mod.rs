@@ -458,7 +458,7 @@ impl GridRunner {
         self.failed_fragments.remove(&id);
         let open = self.jobs.remove(&id)?;
         if matches!(open.at, At::Blocked) {
-            self.forget_dependency(id);
+            self.deps.forget(id);
         }
         if let Some(o) = outcome {
             self.deps.left(id, o);

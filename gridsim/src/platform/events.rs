@@ -83,6 +83,7 @@ impl Sim<'_, '_> {
             .find(|&c| self.flights.contains_key(&(job, c)));
         let Some(c) = at else {
             if self.grid.contains(job) {
+                self.stats.cancelled += 1;
                 let before = Outcome::Cancelled { started: false };
                 self.left_grid(job, before, t, None);
             }

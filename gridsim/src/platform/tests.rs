@@ -860,7 +860,13 @@ fn every_case_of_the_dependency_table_holds_in_the_simulator() {
         };
         let policies = build(&p, PolicyKind::Easy);
         let stream = jobs.iter().cloned().map(Ok::<_, Infallible>);
-        simulate_platform_with(&p, policies, meta, stream, hooks, &events).unwrap();
+        let cancels = events.cancels.len() as u64;
+        let rep = simulate_platform_with(&p, policies, meta, stream, hooks, &events).unwrap();
+        // Every cancellation is counted, at the meta level or at a cluster; a job ended never
+        // started is counted apart from the refusals.
+        assert_eq!(rep.stats.cancelled, cancels, "{}", c.name);
+        let never = matches!(c.expect, Expect::Never(..));
+        assert_eq!(rep.stats.unmet, u64::from(never), "{}", c.name);
         let start = recs.iter().find(|r| r.id == JobId(100)).map(|r| r.start);
         let why = refused
             .iter()

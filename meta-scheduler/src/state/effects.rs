@@ -172,12 +172,17 @@ impl State {
                 rounds,
                 fragments,
             } => self.split_agreed(b, time, job.0, start, rounds, &fragments),
-            Effect::Blocked { job, waits } => {
+            Effect::Blocked { job, waits, cause } => {
                 let Some(j) = self.jobs.get_mut(&job.0) else {
                     return;
                 };
                 j.reason = format!("waits for {waits}");
-                let detail = format!("accepted with priority {}; {}", j.priority, j.reason);
+                let detail = match cause {
+                    Cause::Submitted => {
+                        format!("accepted with priority {}; {}", j.priority, j.reason)
+                    }
+                    _ => j.reason.clone(),
+                };
                 let j = j.clone();
                 b.jobs.insert(job.0);
                 self.event(b, &j, time, detail);

@@ -44,13 +44,12 @@
 //!   min(actual, estimate).
 //! * `wide_jobs = reject`: a job wider than `P` is dropped instead of capped.
 //! * `node_size = k > 1`: the width is rounded up to a multiple of `k` before capping.
-//!
 //! * `dependencies = true`: fields 17–18 become a dependency. A job whose preceding job (field 17)
 //!   was read earlier and kept waits for it to end (`afterany`), then for its think time (field
 //!   18, at least 0) — the SWF's "the job is submitted that long after its preceding job
 //!   terminated", the submission taken as the moment the grid may dispatch it. A preceding job
 //!   not read (before the stream's start, or dropped) is no dependency. Off by default: the
-//!   shared traces set neither field, and the reference replays ignore them.
+//!   shared traces set neither field, and the single-machine replay refuses such jobs.
 //!
 //! Other fields: user = field 12 (negative → 0), partition = field 16 when ≥ 0, memory_kb =
 //! field 10 when > 0 (SWF gives it in KB per processor), id = field 1.
