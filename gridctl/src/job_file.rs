@@ -60,6 +60,12 @@ pub struct SubmitArgs {
     /// The job's name (`singleton` in `--after` refers to it).
     #[arg(long, short = 'J')]
     pub name: Option<String>,
+    /// Makes the job an array of tasks, in Slurm's `--array` syntax: `0-999`, `1,3,5-9`,
+    /// `0-15:4`, then `%N` for the most tasks out at once (`0-999%50`). Each task has
+    /// GRIDSCHED_ARRAY_ID and GRIDSCHED_ARRAY_INDEX in its environment and is shown as
+    /// `ID_INDEX`.
+    #[arg(long, short = 'a', value_name = "INDICES")]
+    pub array: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     #[serde(default)]
@@ -93,6 +99,7 @@ impl SubmitArgs {
             a.urgent = a.urgent.or(f.urgent);
             a.after = a.after.or(f.after);
             a.name = a.name.or(f.name);
+            a.array = a.array.or(f.array);
             if a.licences.is_empty() {
                 a.licences = f.licences;
             }
@@ -162,6 +169,7 @@ impl SubmitArgs {
             urgency: urgency.into(),
             after: a.after,
             name: a.name,
+            array: a.array,
             ..Default::default()
         })
     }

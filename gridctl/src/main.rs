@@ -71,8 +71,8 @@ enum Cmd {
     Submit(Box<job_file::SubmitArgs>),
     /// Shows one job.
     Status {
-        /// The job id.
-        job_id: u64,
+        /// The job id (a task of an array: `ID_INDEX`).
+        job_id: String,
     },
     /// Lists jobs.
     List {
@@ -91,19 +91,26 @@ enum Cmd {
         /// Every matching job, however many (page after page).
         #[arg(long)]
         all: bool,
+        /// Only the tasks of this array, one line each (with those not yet released).
+        #[arg(long, value_name = "ID")]
+        array: Option<u64>,
+        /// Also the tasks of every array (by default an array is one line, with its tasks
+        /// counted by state).
+        #[arg(long, conflicts_with = "array")]
+        tasks: bool,
     },
-    /// Cancels a job.
+    /// Cancels a job (an array: its tasks not ended, and those not yet released).
     Cancel {
-        /// The job id.
-        job_id: u64,
+        /// The job id (a task of an array: `ID_INDEX`).
+        job_id: String,
         /// Why.
         #[arg(long, default_value = "")]
         reason: String,
     },
     /// Streams job events until interrupted.
     Watch {
-        /// Only these jobs.
-        job_ids: Vec<u64>,
+        /// Only these jobs (an array: with its tasks; a task: `ID_INDEX`).
+        job_ids: Vec<String>,
         /// From this event sequence (default: live events only).
         #[arg(long)]
         from: Option<u64>,
@@ -112,8 +119,8 @@ enum Cmd {
     Sites,
     /// Explains why a job is where it is.
     Explain {
-        /// The job id.
-        job_id: u64,
+        /// The job id (a task of an array: `ID_INDEX`).
+        job_id: String,
     },
     /// Reserves processors of a site for a fixed interval ahead (an advance reservation); jobs
     /// submitted with `--reservation` run inside it.
@@ -343,6 +350,37 @@ async fn list_pages(
     }
 }
 
+/// The id of a job given as `12`, or of a task of an array given as `12_7` (array 12, index 7:
+/// its id comes from the array's indices).
+async fn job_ref(c: &mut Client, r: &str) -> anyhow::Result<u64> {
+    let bad = || anyhow::anyhow!("`{r}` is not a job id (12) nor a task of an array (12_7)");
+    let Some((array, index)) = r.split_once('_') else {
+        return r.trim().parse().map_err(|_| bad());
+    };
+    let (array, index): (u64, u32) = (
+        array.trim().parse().map_err(|_| bad())?,
+        index.trim().parse().map_err(|_| bad())?,
+    );
+    let job = c
+        .get_job(v1::GetJobRequest { job_id: array })
+        .await?
+        .into_inner()
+        .job
+        .unwrap_or_default();
+    let text = job.spec.and_then(|s| s.array);
+    let Some(text) = text else {
+        anyhow::bail!("job {array} is not an array");
+    };
+    let spec = gridsched_core::model::ArraySpec::parse(&text, usize::MAX)
+        .map_err(|e| anyhow::anyhow!("job {array}: {e}"))?;
+    match spec.position(index) {
+        Some(k) => {
+            Ok(gridsched_core::model::ArraySpec::task_id(gridsched_core::model::JobId(array), k).0)
+        }
+        None => anyhow::bail!("array {array} has no index {index} (its indices: {spec})"),
+    }
+}
+
 /// A reservation id as shown (`r7`) or bare (`7`).
 pub(crate) fn reservation_id(s: &str) -> anyhow::Result<u64> {
     let digits = s.strip_prefix('r').unwrap_or(s);
@@ -462,12 +500,16 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Cmd::Submit(args) => {
             let wait = args.wait;
             let spec = args.spec(authenticated)?;
+            let array = spec.array.clone();
             let r = c
                 .submit(v1::SubmitRequest { spec: Some(spec) })
                 .await?
                 .into_inner();
             if !wait {
                 show::submitted(&r, json)?;
+                if let Some(text) = array.filter(|_| !json) {
+                    show::array_submitted(r.job_id, &text)?;
+                }
                 return Ok(std::process::ExitCode::SUCCESS);
             }
             let mut events = c
@@ -497,6 +539,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             }
         }
         Cmd::Status { job_id } => {
+            let job_id = job_ref(&mut c, &job_id).await?;
             let r = c.get_job(v1::GetJobRequest { job_id }).await?.into_inner();
             show::job(r.job, json)?;
         }
@@ -506,6 +549,8 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             site,
             limit,
             all,
+            array,
+            tasks,
         } => {
             let states = state
                 .iter()
@@ -515,12 +560,15 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 states,
                 user,
                 site,
+                array,
+                tasks,
                 ..Default::default()
             };
             let jobs = list_pages(&mut c, req, (!all).then_some(limit as usize)).await?;
             show::jobs(&jobs, json)?;
         }
         Cmd::Cancel { job_id, reason } => {
+            let job_id = job_ref(&mut c, &job_id).await?;
             let r = c
                 .cancel_job(v1::CancelJobRequest { job_id, reason })
                 .await?
@@ -528,6 +576,11 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             show::jobs(&r.job.into_iter().collect::<Vec<_>>(), json)?;
         }
         Cmd::Watch { job_ids, from } => {
+            let mut ids = Vec::with_capacity(job_ids.len());
+            for r in &job_ids {
+                ids.push(job_ref(&mut c, r).await?);
+            }
+            let job_ids = ids;
             let mut s = c
                 .watch(v1::WatchRequest {
                     job_ids,
@@ -552,6 +605,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         Cmd::Replay(a) => return replay::replay(*a, &mut c, authenticated, json).await,
         Cmd::Explain { job_id } => {
+            let job_id = job_ref(&mut c, &job_id).await?;
             let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();
             show::explain(&r, json)?;
         }

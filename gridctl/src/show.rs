@@ -24,6 +24,12 @@ fn job_json(j: &v1::Job) -> Value {
         "submit_time": j.submit_time, "start_time": j.start_time, "end_time": j.end_time,
         "exit_code": j.exit_code, "reason": j.reason, "planned_start": j.planned_start,
         "reservation": s.reservation.map(|r| format!("r{r}")), "requeues": j.requeues,
+        "array_id": j.array_id, "array_index": j.array_index,
+        "array": j.array.map(|p| json!({
+            "tasks": p.tasks, "pending": p.pending, "queued": p.queued, "running": p.running,
+            "completed": p.completed, "failed": p.failed, "cancelled": p.cancelled,
+            "limit": p.limit, "indices": s.array,
+        })),
         "fragments": j.fragments.iter().map(|f| json!({
             "site": f.site, "processors": f.processors, "reservation": format!("r{}", f.reservation),
             "state": state_name(f.state), "machine": f.machine, "start_time": f.start_time,
@@ -88,7 +94,7 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
     for j in jobs {
         let s = j.spec.clone().unwrap_or_default();
         let mut row = vec![
-            j.id.to_string(),
+            shown_id(j),
             state_name(j.state),
             j.priority.to_string(),
             s.user,
@@ -96,7 +102,7 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
             site_of(j),
             j.machine.clone().unwrap_or_default(),
             j.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-            j.reason.clone(),
+            reason_of(j),
         ];
         if planned {
             row.insert(7, j.planned_start.map(relative).unwrap_or_default());
@@ -105,6 +111,62 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
     }
     outln!("{t}");
     Ok(())
+}
+
+/// Says what the tasks of array `id` (indices `text`) are called.
+pub fn array_submitted(id: u64, text: &str) -> std::io::Result<()> {
+    let Ok(a) = gridsched_core::model::ArraySpec::parse(text, usize::MAX) else {
+        return Ok(());
+    };
+    let (first, last) = (a.index(0).unwrap_or(0), a.index(a.len() - 1).unwrap_or(0));
+    let limit = a
+        .limit
+        .map_or(String::new(), |n| format!(", at most {n} at once"));
+    outln!(
+        "{} tasks, {id}_{first} to {id}_{last} (job ids {} to {}){limit}; see them with `gridctl list --array {id}`",
+        a.len(),
+        id + 1,
+        id + a.len() as u64
+    );
+    Ok(())
+}
+
+/// A job's id as shown: a task of an array as `ARRAY_INDEX`, an array as `ID_[INDICES]`.
+fn shown_id(j: &v1::Job) -> String {
+    match (
+        j.array_id,
+        j.array_index,
+        j.spec.as_ref().and_then(|s| s.array.as_ref()),
+    ) {
+        (Some(a), Some(i), _) => format!("{a}_{i}"),
+        (_, _, Some(indices)) => format!("{}_[{indices}]", j.id),
+        _ => j.id.to_string(),
+    }
+}
+
+/// A job's reason as shown: an array's, after its tasks counted by state.
+fn reason_of(j: &v1::Job) -> String {
+    let Some(p) = j.array else {
+        return j.reason.clone();
+    };
+    let counts = [
+        (p.pending, "pending"),
+        (p.queued, "queued"),
+        (p.running, "running"),
+        (p.completed, "completed"),
+        (p.failed, "failed"),
+        (p.cancelled, "cancelled"),
+    ];
+    let said: Vec<String> = counts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    let mut out = format!("{} tasks: {}", p.tasks, said.join(", "));
+    if !j.reason.is_empty() && !j.state().is_terminal() {
+        out.push_str(&format!("; {}", j.reason));
+    }
+    out
 }
 
 /// Prints one job; a split job's fragments below it.

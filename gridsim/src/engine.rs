@@ -119,6 +119,12 @@ pub enum SimError<E> {
          run the workload through the platform engine (`gridsim cluster --workload`)"
     )]
     Dependency(JobId),
+    /// A job is an array of tasks, which only the platform engine's grid runner releases.
+    #[error(
+        "job {0} is an array of tasks (`array`), which a single-machine replay does not model: \
+         run the workload through the platform engine (`gridsim cluster --workload`)"
+    )]
+    Array(JobId),
     /// A policy started a job on a machine without enough free processors.
     #[error(
         "at {time}: policy started job {job} on {machine} needing {need} processors, only {free} free"
@@ -305,6 +311,9 @@ where
             }
             if job.after.is_some() {
                 return Err(SimError::Dependency(job.id));
+            }
+            if job.array.is_some() {
+                return Err(SimError::Array(job.id));
             }
             stats.submitted += 1;
             let waiting = policy.waiting_len();

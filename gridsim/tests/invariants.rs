@@ -413,7 +413,7 @@ fn a_preempting_policy_is_refused_at_its_first_suspension() {
 /// A job that waits for others cannot be replayed on one machine without a grid runner: the
 /// reference engine refuses it, naming the job, instead of running it at once.
 #[test]
-fn a_job_with_a_dependency_is_refused_by_the_single_machine_replay() {
+fn a_job_with_a_dependency_or_an_array_is_refused_by_the_single_machine_replay() {
     let mut policy =
         PolicyConfig::new(PolicyKind::Easy).build_single(gridsched_core::model::MachineId(0), 4);
     let mut second = Job::new(2, 10, 1, 100, 100);
@@ -437,4 +437,17 @@ fn a_job_with_a_dependency_is_refused_by_the_single_machine_replay() {
         err.to_string().contains("gridsim cluster --workload"),
         "{err}"
     );
+    let mut array = Job::new(1, 0, 1, 100, 100);
+    array.array = Some(Box::new(
+        gridsched_core::model::ArraySpec::parse("0-3", 10).unwrap(),
+    ));
+    let err = simulate(
+        policy.as_mut(),
+        &[4],
+        [array].into_iter().map(Ok::<_, Infallible>),
+        &EngineOptions::default(),
+        Hooks::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, gridsim::SimError::Array(JobId(1))), "{err}");
 }

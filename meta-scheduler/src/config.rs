@@ -48,7 +48,7 @@ pub struct MetaConfig {
     /// (`command.program`, `command.working_directory`), `max_args` = 4096, `max_env` = 1024,
     /// `max_command_bytes` = 131072 (program, arguments, environment and working directory
     /// together), `max_inputs` = 1024, `max_estimate_s` = 31536000 (a year: the grid-wide cap,
-    /// see also each site's `max_estimate_s`).
+    /// see also each site's `max_estimate_s`), `max_array_tasks` = 100000.
     #[serde(default)]
     pub limits: gridsched_proto::SpecLimits,
     /// The sites of the grid, one cluster (local scheduler) each.

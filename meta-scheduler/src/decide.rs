@@ -367,6 +367,7 @@ fn field_name(field: Field) -> String {
         Field::Inputs => "inputs".into(),
         Field::Benchmark => "benchmark".into(),
         Field::After => "after".into(),
+        Field::Array => "array".into(),
         Field::Reservation => "reservation".into(),
         Field::ReservationSite => "reservation.site".into(),
         Field::ReservationProcs => "reservation.processors".into(),

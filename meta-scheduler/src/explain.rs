@@ -130,7 +130,16 @@ pub fn explain(
 ) -> v1::ExplainResponse {
     let id = job.id;
     let spec = job.spec.clone().unwrap_or_default();
-    let mut text = format!("job {id} is {}", state_name(job.state()));
+    let mut text = match (job.array_id, job.array_index) {
+        (Some(a), Some(i)) => format!("task {a}_{i} (job {id}) is {}", state_name(job.state())),
+        _ => format!("job {id} is {}", state_name(job.state())),
+    };
+    if let Some(p) = &job.array {
+        text += &format!(
+            "; an array of {} tasks: {} pending, {} queued, {} running, {} completed, {} failed, {} cancelled",
+            p.tasks, p.pending, p.queued, p.running, p.completed, p.failed, p.cancelled
+        );
+    }
     if let Some(p) = &decision.priority {
         let parts: Vec<String> = p
             .contributions

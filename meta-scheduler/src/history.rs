@@ -46,6 +46,8 @@ pub struct Filter<'a> {
     pub site: Option<&'a str>,
     /// Only jobs dispatched to this cluster.
     pub cluster: Option<&'a str>,
+    /// Also the tasks of arrays.
+    pub tasks: bool,
 }
 
 impl Filter<'_> {
@@ -61,6 +63,7 @@ impl Filter<'_> {
             && self
                 .cluster
                 .is_none_or(|c| job.cluster.as_deref() == Some(c))
+            && (self.tasks || job.array_id.is_none())
     }
 
     /// The finished states the filter lets through, in `v1::JobState` order.
@@ -156,6 +159,7 @@ mod tests {
             user: None,
             site: None,
             cluster: None,
+            tasks: true,
         };
         assert!(none.matches(&j));
         assert!(

@@ -48,6 +48,10 @@ pub struct MetaMetrics {
     pub up: Family<SiteLabel, Gauge>,
     /// Jobs accepted.
     pub accepted: Counter,
+    /// Job arrays accepted.
+    pub arrays: Counter,
+    /// Tasks released by job arrays.
+    pub array_tasks: Counter,
     /// Start claims answered, by site and outcome (`granted`, `withdrawn`).
     pub claims: Family<ClaimLabel, Counter>,
     /// Jobs withdrawn from a down site before they started, by the site they left.
@@ -93,6 +97,8 @@ impl MetaMetrics {
             reachable: Family::default(),
             up: Family::default(),
             accepted: Counter::default(),
+            arrays: Counter::default(),
+            array_tasks: Counter::default(),
             claims: Family::default(),
             withdrawn: Family::default(),
             coallocations: Family::default(),
@@ -127,6 +133,16 @@ impl MetaMetrics {
             "gridsched_meta_jobs_accepted",
             "Jobs accepted (acknowledged and durable)",
             m.accepted.clone(),
+        );
+        r.register(
+            "gridsched_meta_arrays_accepted",
+            "Job arrays accepted (each counted once among the jobs accepted)",
+            m.arrays.clone(),
+        );
+        r.register(
+            "gridsched_meta_array_tasks_released",
+            "Tasks released by job arrays to be dispatched",
+            m.array_tasks.clone(),
         );
         r.register(
             "gridsched_meta_start_claims",

@@ -16,6 +16,7 @@ use crate::history::Filter;
 use crate::state::{Batch, State};
 use crate::store::{Store, Write};
 use crate::validate;
+use gridsched_core::model::JobId;
 use gridsched_proto::v1::{
     self, JobState, local_scheduler_client::LocalSchedulerClient,
     meta_scheduler_server::MetaScheduler,
@@ -361,8 +362,15 @@ impl MetaService {
                 state: JobState::Accepted.into(),
                 submit_time: Some(t),
                 spec: Some(spec),
+                array: model.array.as_ref().map(|a| v1::ArrayProgress {
+                    tasks: a.len() as u32,
+                    limit: a.limit,
+                    ..Default::default()
+                }),
                 ..Default::default()
             };
+            // An array's tasks take the ids after it.
+            let last = model.array.as_ref().map_or(id, |a| a.last_id(JobId(id)).0);
             if let Err(refused) = st.add(&mut b, job, &model, t) {
                 results.push(v1::SubmitResult {
                     index,
@@ -370,7 +378,7 @@ impl MetaService {
                 });
                 continue;
             }
-            st.last_id = id;
+            st.last_id = last;
             if let Some(k) = key {
                 st.tokens.insert(k.clone(), id);
                 b.tokens.push((k, id));
@@ -501,6 +509,18 @@ impl MetaService {
     fn dependency_blockers(&self, id: u64) -> Result<Vec<v1::Blocker>, Status> {
         let st = self.lock()?;
         let runner = st.decider.runner();
+        if let Some(task) = runner.unreleased(gridsched_core::model::JobId(id)) {
+            return Ok(vec![v1::Blocker {
+                kind: v1::BlockerKind::Array.into(),
+                resource: None,
+                job_id: Some(task.array.0),
+                detail: format!(
+                    "array {} to release it: {}",
+                    task.array,
+                    st.release_wait(task)
+                ),
+            }]);
+        }
         let mut out: Vec<v1::Blocker> = (runner.waiting_on(gridsched_core::model::JobId(id)))
             .into_iter()
             .map(|(j, on)| {
@@ -533,6 +553,63 @@ impl MetaService {
         Ok(out)
     }
 
+    /// One page of array `array`'s tasks after id `after`, by id: their records (in memory, else
+    /// the store's), a task not yet released as it waits; the token of the next page.
+    fn array_tasks(
+        &self,
+        array: u64,
+        filter: &Filter,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<v1::Job>, String), Status> {
+        let st = self.lock()?;
+        let record = match st.jobs.get(&array) {
+            Some(j) => Some(j.clone()),
+            None => self
+                .inner
+                .store
+                .reader()
+                .map_err(Status::from)?
+                .job(array)
+                .map_err(Status::from)?,
+        };
+        let spec = record.as_ref().and_then(crate::state::arrays::spec_of);
+        let (Some(record), Some(spec)) = (record, spec) else {
+            return Err(Status::not_found(format!("job {array} is not an array")));
+        };
+        if filter
+            .user
+            .is_some_and(|u| record.spec.as_ref().is_none_or(|s| s.user != u))
+        {
+            return Err(Status::permission_denied(format!(
+                "array {array} belongs to another user"
+            )));
+        }
+        let last = spec.last_id(JobId(array)).0;
+        let mut reader = None;
+        let mut jobs = Vec::new();
+        let mut id = after.max(array);
+        while id < last && jobs.len() < limit {
+            id += 1;
+            let job = match st.jobs.get(&id) {
+                Some(j) => Some(st.shown(j)),
+                None => match st.unreleased_view(id) {
+                    Some(j) => Some(j),
+                    None => self.reader(&mut reader)?.job(id).map_err(Status::from)?,
+                },
+            };
+            if let Some(j) = job.filter(|j| filter.matches(j)) {
+                jobs.push(j);
+            }
+        }
+        let next = if id < last {
+            id.to_string()
+        } else {
+            String::new()
+        };
+        Ok((jobs, next))
+    }
+
     /// Job `id` as the caller may see it, from memory or else from the store's history, with
     /// how it was decided.
     pub(crate) fn visible_job(
@@ -550,6 +627,10 @@ impl MetaService {
                     st.decisions.get(&id).cloned().unwrap_or_default(),
                     site,
                 ));
+            }
+            if let Some(job) = st.unreleased_view(id) {
+                access::check_job(caller, &job)?;
+                return Ok((job, Default::default(), None));
             }
         }
         // Not in memory: finished and past its retention (it never comes back), or unknown.
@@ -584,6 +665,41 @@ impl MetaService {
         }
     }
 
+    /// Cancels array `id`, whose tasks not ended are `tasks`: it releases no more, then each is
+    /// cancelled (one that ended meanwhile is left as it is). The array ends with its last task.
+    async fn cancel_array(
+        &self,
+        id: u64,
+        tasks: Vec<u64>,
+        reason: String,
+    ) -> Result<v1::Job, Status> {
+        let said = if reason.is_empty() {
+            "cancelled by request".to_string()
+        } else {
+            reason.clone()
+        };
+        self.mutate(|st, b, t| {
+            st.update(b, id, t, |j| {
+                (!j.state().is_terminal())
+                    .then(|| format!("cancellation requested ({said}): no more tasks released"))
+            });
+            st.drive(b, t, gridsched_core::grid::Input::Cancel { job: JobId(id) });
+            Ok(())
+        })?;
+        for task in tasks {
+            match self.cancel(task, reason.clone()).await {
+                Ok(_) => {}
+                Err(e) if e.code() == tonic::Code::FailedPrecondition => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let st = self.lock()?;
+        st.jobs
+            .get(&id)
+            .map(|j| st.shown(j))
+            .ok_or_else(|| internal("array vanished"))
+    }
+
     /// Cancels job `id` (see `CancelJob`).
     async fn cancel(&self, id: u64, reason: String) -> Result<v1::Job, Status> {
         let reason = if reason.is_empty() {
@@ -591,6 +707,9 @@ impl MetaService {
         } else {
             reason
         };
+        if let Some(job) = self.mutate(|st, b, t| Ok(st.cancel_unreleased(b, id, t, &reason)))? {
+            return Ok(job);
+        }
         let (state, site, split) = {
             let st = self.lock()?;
             let Some(job) = st.jobs.get(&id) else {
@@ -620,6 +739,7 @@ impl MetaService {
         if let Some(sites) = split {
             return self.cancel_split(id, sites, reason).await;
         }
+
         let set = |to: JobState, detail: String| {
             let reason = reason.clone();
             self.mutate(move |st, b, t| {
@@ -715,7 +835,9 @@ fn accepted(index: u32, job: &v1::Job, duplicate: bool) -> v1::SubmitResult {
 }
 
 fn watch_matches(req: &v1::WatchRequest, st: &State, store: &Store, ev: &v1::JobEvent) -> bool {
-    (req.job_ids.is_empty() || req.job_ids.contains(&ev.job_id))
+    (req.job_ids.is_empty()
+        || req.job_ids.contains(&ev.job_id)
+        || ev.array_id.is_some_and(|a| req.job_ids.contains(&a)))
         && req.user.as_ref().is_none_or(|u| {
             let user = |j: &v1::Job| j.spec.as_ref().is_some_and(|s| &s.user == u);
             match st.jobs.get(&ev.job_id) {
@@ -810,7 +932,15 @@ impl MetaScheduler for MetaService {
             user: req.user.as_deref(),
             site: req.site.as_deref(),
             cluster: req.cluster.as_deref(),
+            tasks: req.tasks || req.array.is_some(),
         };
+        if let Some(array) = req.array {
+            let (jobs, next_page_token) = self.array_tasks(array, &filter, after, limit)?;
+            return Ok(Response::new(v1::ListJobsResponse {
+                jobs,
+                next_page_token,
+            }));
+        }
         // Memory and the store's view are taken together: a finished job leaves memory only
         // after its end is committed, so it is in one or the other.
         let (memory, reader) = {
@@ -843,7 +973,11 @@ impl MetaScheduler for MetaService {
         let caller = self.caller(&request)?;
         let req = request.into_inner();
         self.visible_job(req.job_id, caller.as_ref())?;
-        let job = self.cancel(req.job_id, req.reason).await?;
+        let tasks = self.lock()?.open_tasks(req.job_id);
+        let job = match tasks {
+            Some(tasks) => self.cancel_array(req.job_id, tasks, req.reason).await?,
+            None => self.cancel(req.job_id, req.reason).await?,
+        };
         tracing::info!(job = job.id, state = job.state().as_str_name(), "cancel");
         Ok(Response::new(v1::CancelJobResponse { job: Some(job) }))
     }

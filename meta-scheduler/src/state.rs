@@ -323,6 +323,7 @@ impl State {
             cluster: job.cluster.clone(),
             withdrawn: false,
             run: job.requeues,
+            array_id: job.array_id,
         };
         while self.events.len() >= self.retention.events {
             self.events.pop_front();
@@ -331,9 +332,13 @@ impl State {
         b.events.push(ev);
     }
 
-    /// A job as shown to clients: with its planned start at its site while it waits there.
+    /// A job as shown to clients: with its planned start at its site while it waits there; an
+    /// array with where its tasks stand.
     pub fn shown(&self, job: &v1::Job) -> v1::Job {
         let mut j = job.clone();
+        if let Some(p) = j.array.as_mut() {
+            self.progress(job.id, p);
+        }
         if j.state() == JobState::Queued
             && let Some(i) = self.site_of(job)
         {
@@ -386,6 +391,9 @@ impl State {
             return Err(why);
         }
         self.metrics.accepted.inc();
+        if model.array.is_some() {
+            self.metrics.arrays.inc();
+        }
         self.carry_out(b, time, effects);
         Ok(())
     }
@@ -430,7 +438,11 @@ impl State {
         }
         b.jobs.insert(id);
         self.event(b, &job, time, detail);
+        let task = job.array_id.map(|a| (a, job.state(), job.start_time));
         self.jobs.insert(id, job);
+        if let Some((array, state, started)) = task {
+            self.task_changed(b, array, was_live, state, started, time);
+        }
         if let Some(input) = tell {
             self.drive(b, time, input);
         }
@@ -684,7 +696,10 @@ impl State {
         for reservation in book {
             self.drive(&mut b, time, Input::RestoreReservation { reservation });
         }
-        for job in loaded.jobs {
+        let loaded_jobs: BTreeMap<u64, v1::Job> =
+            loaded.jobs.into_iter().map(|j| (j.id, j)).collect();
+        let find = |id: u64| loaded_jobs.get(&id).cloned().or_else(|| history(id));
+        for job in loaded_jobs.values().cloned() {
             let spec = job.spec.clone().unwrap_or_default();
             let model = self
                 .decider
@@ -733,9 +748,13 @@ impl State {
                         .collect();
                     Restored::Split { fragments, since }
                 }
-                None => Restored::Waiting,
+                None => match arrays::spec_of(&job) {
+                    Some(a) if open => self.array_restored(&job, &a, &find),
+                    _ => Restored::Waiting,
+                },
             };
             if open && let Ok(mut model) = model {
+                model.task = arrays::task_of(&job);
                 // A waiting job's predecessors that have ended since: from the history.
                 for term in model.after.iter_mut().flat_map(|d| d.terms.iter_mut()) {
                     if !self.jobs.contains_key(&term.job.0)
@@ -768,6 +787,7 @@ pub fn token_key(job: &v1::Job) -> Option<String> {
     Some(format!("{}\0{token}", spec.user))
 }
 
+pub(crate) mod arrays;
 mod effects;
 mod split;
 #[cfg(test)]

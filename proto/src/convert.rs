@@ -10,8 +10,8 @@ use crate::limits::check_text;
 use crate::v1;
 use gridsched_core::Time;
 use gridsched_core::model::{
-    Dependency, InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform, ReservationId,
-    Urgency, UserClass, UserId,
+    ArraySpec, Dependency, InputRef, Job, JobError, JobId, LicenceId, MAX_INDEX, MachineId,
+    Platform, ReservationId, Urgency, UserClass, UserId,
 };
 use gridsched_core::policy::{Reservation, ReservationKind};
 use std::collections::HashMap;
@@ -194,6 +194,9 @@ impl From<JobError> for ConvertError {
             }
             JobError::ZeroBenchmark => {
                 ConvertError::new("benchmark", "a benchmark score must be positive")
+            }
+            JobError::NestedArray => {
+                ConvertError::new("array", "a task of an array cannot be an array")
             }
         }
     }
@@ -386,6 +389,14 @@ pub fn job_from_spec(
                     .map_err(|e| ConvertError::new("after", e.why))?,
             )),
         },
+        array: match spec.array.as_deref() {
+            None => None,
+            Some(text) => Some(Box::new(
+                ArraySpec::parse(text, MAX_INDEX as usize + 1)
+                    .map_err(|e| ConvertError::new("array", e.why))?,
+            )),
+        },
+        task: None,
     };
     job.validate()?;
     job.user = names.intern_user(&spec.user);
@@ -491,6 +502,7 @@ pub fn spec_from_job(job: &Job, names: &NameTable) -> Result<v1::JobSpec, Unname
         urgency: job.urgency.map_or(0, |u| v1::Urgency::from(u) as i32),
         after: job.after.as_ref().map(|d| d.to_string()),
         name: job.after.as_ref().and_then(|d| d.singleton.clone()),
+        array: job.array.as_ref().map(|a| a.to_string()),
     })
 }
 
@@ -566,6 +578,9 @@ mod tests {
             after: Some(Box::new(
                 Dependency::parse("afterok:40:41,afterany:7+60,singleton", Some("n")).unwrap(),
             )),
+            array: Some(Box::new(ArraySpec::parse("0-9:3,20%2", 100).unwrap())),
+            // A task's array and index are the record's, not the spec's.
+            task: None,
         }
     }
 

@@ -32,6 +32,8 @@ pub struct SpecLimits {
     pub max_inputs: usize,
     /// Longest `estimate_s` (default 31536000, 365 days); each site may have a lower limit.
     pub max_estimate_s: i64,
+    /// Most tasks of one job array (default 100000; each takes a job id).
+    pub max_array_tasks: usize,
 }
 
 impl Default for SpecLimits {
@@ -44,6 +46,7 @@ impl Default for SpecLimits {
             max_command_bytes: 128 * 1024,
             max_inputs: 1024,
             max_estimate_s: 365 * DAY,
+            max_array_tasks: 100_000,
         }
     }
 }
@@ -102,6 +105,11 @@ impl SpecLimits {
             }
         };
         many("inputs", spec.inputs.len(), self.max_inputs)?;
+        if let Some(a) = &spec.array {
+            long("array", a, self.max_path_bytes)?;
+            gridsched_core::model::ArraySpec::parse(a, self.max_array_tasks)
+                .map_err(|e| ConvertError::new("array", e.why))?;
+        }
         let Some(c) = &spec.command else {
             return Ok(());
         };
@@ -135,6 +143,7 @@ impl SpecLimits {
             (self.max_name_bytes, "max_name_bytes"),
             (self.max_path_bytes, "max_path_bytes"),
             (self.max_command_bytes, "max_command_bytes"),
+            (self.max_array_tasks, "max_array_tasks"),
         ];
         if let Some((_, key)) = zero.iter().find(|(v, _)| *v == 0) {
             return Err(key);
@@ -195,6 +204,13 @@ mod tests {
         let mut s = spec();
         s.command.as_mut().unwrap().program = "p".repeat(5000);
         assert_eq!(field(&s), "command.program");
+        let mut s = spec();
+        s.array = Some("0-100000".into());
+        assert_eq!(field(&s), "array");
+        let e = l.check(&s).unwrap_err();
+        assert_eq!(e.reason(), "more than 100000 tasks");
+        s.array = Some("0-99999%50".into());
+        assert!(l.check(&s).is_ok());
         let mut s = spec();
         s.client_token = Some("t".repeat(300));
         assert_eq!(field(&s), "client_token");

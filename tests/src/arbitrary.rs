@@ -122,6 +122,8 @@ pub fn job_spec(
                     urgency: 0,
                     // Dependencies name jobs of the grid: see the dependency table's live test.
                     after: None,
+                    // Arrays: see the live array tests.
+                    array: None,
                     name: None,
                 }
             },

@@ -714,3 +714,144 @@ async fn a_waiting_job_survives_a_restart_of_the_meta_scheduler_and_says_what_it
     let ended = wait_ended(&mut c, &[d], Duration::from_secs(30)).await;
     assert_eq!(ended[0].state(), JobState::Completed, "{:?}", ended[0]);
 }
+
+/// A job array, one submission: 300 tasks at `%4`, each a real process appending its array id
+/// and index to one file. The array stays one line of ListJobs, never has more than 4 tasks out
+/// (polled all along), and survives a kill -9 of the meta-scheduler in its middle: every index
+/// runs exactly once. Then a second array: a task cancelled before its release is never
+/// released, and cancelling the array kills its running task and releases nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_array_runs_each_index_once_with_at_most_n_out_through_a_kill_9() {
+    use gridsched_tests::live::{get_job, sh_job};
+    let mut g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let addr = g.meta_addr.clone();
+    let mut c = g.client().await;
+    let out = g.path("indices");
+    let script = format!(
+        "echo \"$GRIDSCHED_ARRAY_ID $GRIDSCHED_ARRAY_INDEX\" >> {}; sleep 0.02",
+        out.display()
+    );
+    let mut spec = sh_job(1, 60, &script);
+    spec.array = Some("0-299%4".into());
+    let r = c
+        .submit(v1::SubmitRequest { spec: Some(spec) })
+        .await
+        .unwrap()
+        .into_inner();
+    let a = r.job_id;
+    // The tasks took the ids after the array's.
+    let next = submit_all(&mut c, vec![sh_job(1, 60, "true")]).await[0];
+    assert_eq!(next, a + 301);
+    let progress = |j: &v1::Job| j.array.expect("an array's progress");
+    let mut killed = false;
+    let mut polls = 0;
+    loop {
+        let j = get_job(&mut c, a).await;
+        let p = progress(&j);
+        polls += 1;
+        assert!(p.queued + p.running <= 4, "{p:?}");
+        assert_eq!(
+            p.pending + p.queued + p.running + p.completed + p.failed + p.cancelled,
+            300,
+            "{p:?}"
+        );
+        if j.state().is_terminal() {
+            assert_eq!(j.state(), JobState::Completed, "{j:?}");
+            assert_eq!(j.reason, "300 tasks: 300 completed, 0 failed, 0 cancelled");
+            break;
+        }
+        if !killed && p.completed >= 100 {
+            g.kill_meta();
+            g.start_meta(Some(&addr));
+            c = g.client().await;
+            killed = true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(killed && polls > 20, "{polls} polls");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut seen: Vec<u32> = text
+        .lines()
+        .map(|l| {
+            let (id, index) = l.split_once(' ').expect("id and index");
+            assert_eq!(id, a.to_string());
+            index.parse().unwrap()
+        })
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..300).collect::<Vec<u32>>(),
+        "each index exactly once"
+    );
+    // One line among the jobs; its tasks on request, by their own ids.
+    let listed = all_jobs(&mut c).await;
+    assert!(listed.iter().all(|j| j.array_id.is_none()));
+    assert!(listed.iter().any(|j| j.id == a));
+    let tasks = c
+        .list_jobs(v1::ListJobsRequest {
+            array: Some(a),
+            limit: 1000,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs;
+    assert_eq!(tasks.len(), 300);
+    assert!(
+        tasks
+            .iter()
+            .enumerate()
+            .all(|(k, t)| t.id == a + 1 + k as u64
+                && t.array_index == Some(k as u32)
+                && t.state() == JobState::Completed)
+    );
+
+    // Cancelling: task 3 before its release, then the whole array with task 0 running.
+    let mut spec = sh_job(1, 60, "sleep 30");
+    spec.array = Some("0-9%1".into());
+    let b = submit_all(&mut c, vec![spec]).await[0];
+    let pending = get_job(&mut c, b + 4).await;
+    assert_eq!(pending.state(), JobState::Accepted);
+    assert_eq!(pending.array_index, Some(3));
+    assert_eq!(
+        pending.reason,
+        format!("waits in array {b}: 1 of its tasks out, its limit (%1)")
+    );
+    let cancelled = c
+        .cancel_job(v1::CancelJobRequest {
+            job_id: b + 4,
+            reason: "not this one".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .job
+        .unwrap();
+    assert_eq!(cancelled.state(), JobState::Cancelled);
+    while get_job(&mut c, b + 1).await.state() != JobState::Running {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.cancel_job(v1::CancelJobRequest {
+        job_id: b,
+        reason: String::new(),
+    })
+    .await
+    .unwrap();
+    let ended = wait_ended(&mut c, &[b], Duration::from_secs(20)).await;
+    let array = ended.iter().find(|j| j.id == b).unwrap();
+    assert_eq!(array.state(), JobState::Cancelled, "{array:?}");
+    assert_eq!(
+        array.reason,
+        "10 tasks: 0 completed, 0 failed, 2 cancelled, 8 never released"
+    );
+    assert_eq!(get_job(&mut c, b + 1).await.state(), JobState::Cancelled);
+    // A task never released never existed.
+    let never = c
+        .get_job(v1::GetJobRequest { job_id: b + 2 })
+        .await
+        .unwrap_err();
+    assert_eq!(never.code(), Code::NotFound);
+}

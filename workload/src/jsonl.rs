@@ -28,6 +28,7 @@
 //! | `urgency` | `"important"`, `"high"`, `"critical"` | no (typical) | an urgent job's level: it outranks typical jobs and may preempt them |
 //! | `after` | string | no | the jobs it waits for, in Slurm's `--dependency` syntax (`"afterok:12,afterany:13+60"`; delays in seconds) |
 //! | `name` | string | no | the job's name, which `singleton` in `after` refers to |
+//! | `array` | string | no | makes the job an array of tasks, in Slurm's `--array` syntax (`"0-99%10"`); its tasks take the ids `id + 1` to `id + tasks`, which no other job of the file may have |
 //!
 //! Unknown keys are an error. Licence names are interned into [`LicenceId`]s in order of first
 //! appearance in the file (or after the names given to [`JsonlReader::with_licence_names`], so
@@ -46,8 +47,8 @@
 use crate::error::WorkloadError;
 use crate::input::{DynBufRead, OpenedInput, Progress, open_input};
 use gridsched_core::model::{
-    Dependency, InputRef, Job, JobId, LicenceId, MachineId, ReservationId, Urgency, UserClass,
-    UserId,
+    ArraySpec, Dependency, InputRef, Job, JobId, LicenceId, MAX_INDEX, MachineId, ReservationId,
+    Urgency, UserClass, UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -99,6 +100,8 @@ struct JsonJobIn {
     after: Option<String>,
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    array: Option<String>,
 }
 
 /// One job line as written (same keys, defaults left out).
@@ -136,6 +139,8 @@ struct JsonJobOut<'a> {
     after: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    array: Option<String>,
 }
 
 fn is_zero_u32(v: &u32) -> bool {
@@ -337,6 +342,13 @@ impl<R: BufRead> JsonlReader<R> {
             )),
             None => None,
         };
+        let array = match &raw.array {
+            Some(text) => Some(Box::new(
+                ArraySpec::parse(text, MAX_INDEX as usize + 1)
+                    .map_err(|e| self.json_error("array", e.why))?,
+            )),
+            None => None,
+        };
         let job = Job {
             id: JobId(raw.id),
             user: UserId(raw.user.unwrap_or(0)),
@@ -362,6 +374,8 @@ impl<R: BufRead> JsonlReader<R> {
             reservation: raw.reservation.map(ReservationId),
             urgency: raw.urgency,
             after,
+            array,
+            task: None,
         };
         job.validate().map_err(|source| WorkloadError::InvalidJob {
             file: self.name.clone(),
@@ -459,6 +473,7 @@ impl<W: Write> JsonlWriter<W> {
             reservation: job.reservation.map(|r| r.0),
             urgency: job.urgency,
             after: job.after.as_ref().map(|d| d.to_string()),
+            array: job.array.as_ref().map(|a| a.to_string()),
             name: job.after.as_ref().and_then(|d| d.singleton.as_deref()),
         };
         self.buf.clear();

@@ -39,6 +39,8 @@ pub enum Field {
     Reservation,
     /// Its dependencies.
     After,
+    /// Its array.
+    Array,
     /// A reservation request's site.
     ReservationSite,
     /// A reservation request's processors.
@@ -98,6 +100,7 @@ impl From<JobError> for Refusal {
             JobError::DuplicateLicence(_) => Field::Licences,
             JobError::ZeroBenchmark => Field::Benchmark,
             JobError::DependsOnItself(_) => Field::After,
+            JobError::NestedArray => Field::Array,
         };
         Refusal::new(field, Kind::Invalid, e.to_string())
     }

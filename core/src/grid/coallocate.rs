@@ -85,7 +85,7 @@ impl GridRunner {
         if self.settings.splits_at_once && !parts.is_empty() {
             let sites = parts.iter().map(|p| p.cluster.index()).collect();
             self.set_at(id, At::SplitAtOnce(sites));
-            self.deps.started(id);
+            self.began(now, id);
             out.push(Effect::StartSplit {
                 job: id,
                 parts,
@@ -233,7 +233,7 @@ impl GridRunner {
                     .map(|f| (f.site, f.reservation, false))
                     .collect();
                 self.set_at(id, At::Split(at));
-                self.deps.started(id);
+                self.began(now, id);
                 out.push(Effect::Send {
                     job: id,
                     start,

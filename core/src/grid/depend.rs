@@ -349,12 +349,19 @@ impl GridRunner {
     }
 
     /// Settles the changes noted while an input was handled, in order, until none is left.
+    /// The tasks that left are settled too (their arrays release more, or end).
     pub(super) fn settle(&mut self, now: Time, out: &mut Vec<Effect>) {
-        while let Some(change) = self.deps.changes.pop_front() {
-            for (job, v) in self.deps.settle_one(now, change) {
-                if self.jobs.contains_key(&job) {
-                    self.go_on(now, job, v, Cause::Dependency, out);
+        loop {
+            if let Some(change) = self.deps.changes.pop_front() {
+                for (job, v) in self.deps.settle_one(now, change) {
+                    if self.jobs.contains_key(&job) {
+                        self.go_on(now, job, v, Cause::Dependency, out);
+                    }
                 }
+            } else if self.arrays.pending() {
+                self.settle_arrays(now, out);
+            } else {
+                break;
             }
         }
     }

@@ -10,12 +10,19 @@ impl GridRunner {
     /// The user cancelled job `id`: the strategy forgets it; a co-allocation under way lets its
     /// holds go, and a split job's fragments their reservations.
     pub(super) fn cancel(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
+        if !self.jobs.contains_key(&id) {
+            self.cancel_unreleased(id, out);
+            return;
+        }
+        if self.cancel_array(id, out) {
+            return;
+        }
         let started = self.jobs.get(&id).is_some_and(|o| o.at.started());
         let Some(o) = self.remove(id, Some(Outcome::Cancelled { started })) else {
             return;
         };
         match o.at {
-            At::Unplaced | At::Retrying | At::Blocked | At::Deferred => {}
+            At::Unplaced | At::Retrying | At::Blocked | At::Deferred | At::Array => {}
             At::Held => self.placer.dispatcher.withdraw(id),
             At::Site { site, .. } => self.placer.dispatcher.job_ended(now, id, cluster(site)),
             At::SplitAtOnce(sites) => self.placer.dispatcher.job_ended(now, id, cluster(sites[0])),

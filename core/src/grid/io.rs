@@ -53,6 +53,19 @@ pub enum Restored {
         /// When it started or was sent.
         since: Time,
     },
+    /// An array whose tasks up to `next` (by position, from 0) were released: those that ended
+    /// with how (its open tasks are restored apart, after it). It releases more once the driver
+    /// answers the [`Effect::Defer`] it asks for, when everything is restored.
+    Array {
+        /// The position of the next task to release.
+        next: u32,
+        /// Its ended tasks: position and outcome.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        done: Vec<(u32, Outcome)>,
+        /// When its first task began running.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started: Option<Time>,
+    },
     /// Split, its fragments sent into their reservations (from `since`).
     Split {
         /// Per fragment: its part, its reservation and whether it has ended.
@@ -325,6 +338,30 @@ pub enum Effect {
         job: JobId,
         /// Why, naming the job waited for and what it did.
         why: String,
+    },
+    /// Task `index` of array `array` is released as job `job` (the runner has it from now on:
+    /// [`GridRunner::job`]); its dispatch follows.
+    ///
+    /// [`GridRunner::job`]: super::GridRunner::job
+    Task {
+        /// The array.
+        array: JobId,
+        /// The task's id.
+        job: JobId,
+        /// Its index.
+        index: u32,
+    },
+    /// Every task of the array has ended (or was cancelled before release): the array leaves
+    /// the grid with `outcome` (completed when every task completed; failed when one failed;
+    /// else cancelled).
+    ArrayOver {
+        /// The array.
+        job: JobId,
+        /// How, for the jobs that depend on it.
+        outcome: Outcome,
+        /// When its first task began running, if one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started: Option<Time>,
     },
     /// The strategy split the job: its co-allocation over `parts` begins (holds follow).
     Coallocating {

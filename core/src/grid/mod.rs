@@ -24,6 +24,8 @@
 //! * **dependencies** ([`crate::model::Dependency`], Slurm's semantics): a job waits in the grid
 //!   until the jobs it names have started or ended as it asks, and leaves never started when they
 //!   cannot;
+//! * **job arrays** ([`crate::model::ArraySpec`], Slurm's `--array`): an array is admitted and
+//!   classified once, then releases its tasks, each a job of its own, at most `%N` out at once;
 //! * the strategy's **bookkeeping of ends**: a job (or a split job's last fragment) reported
 //!   ended, a job a site refused or that came back.
 //!
@@ -33,6 +35,7 @@
 //! completes before the next job of a release pass goes to its site.
 
 mod admit;
+mod arrays;
 mod coallocate;
 mod config;
 mod depend;
@@ -48,6 +51,7 @@ mod restore;
 mod tests;
 
 pub use admit::{Field, Kind, Refusal};
+pub use arrays::{ArrayStatus, TASKS_PER_INPUT, Tally};
 pub use coallocate::MAX_REFUSED;
 pub use config::{Classify, CoallocationRules, GridConfig, GridSettings, SiteSpec};
 pub use io::{Cause, Effect, Fragment, GridError, Input, Restored};
@@ -84,6 +88,8 @@ enum At {
     Blocked,
     /// Its dependency is met; dispatched on [`Input::Retry`] when its delay has passed.
     Deferred,
+    /// An array releasing its tasks.
+    Array,
 }
 
 impl At {
@@ -134,6 +140,8 @@ pub struct GridRunner {
     deps: depend::Book,
     /// Split jobs a fragment of which ended badly.
     failed_fragments: FxHashSet<JobId>,
+    /// The arrays releasing their tasks.
+    arrays: arrays::Book,
 }
 
 impl GridRunner {
@@ -156,6 +164,7 @@ impl GridRunner {
             reservations: reservations::Book::default(),
             deps: depend::Book::default(),
             failed_fragments: FxHashSet::default(),
+            arrays: arrays::Book::default(),
         }
     }
 
@@ -194,14 +203,14 @@ impl GridRunner {
         };
         match input {
             Input::Submit { job, priority } => {
-                if self.jobs.contains_key(&job.id) {
+                if self.jobs.contains_key(&job.id) || self.arrays.owns(job.id) {
                     return Err(GridError::DuplicateJob(job.id));
                 }
                 self.submit(now, job, priority, out);
             }
             Input::Restore { job, priority, at } => {
                 match &at {
-                    Restored::Waiting => {}
+                    Restored::Waiting | Restored::Array { .. } => {}
                     Restored::Site { site, .. } => site_ok(*site)?,
                     Restored::Split { fragments, .. } => {
                         for f in fragments {
@@ -232,7 +241,7 @@ impl GridRunner {
                     && *s == site
                 {
                     *claimed = true;
-                    self.deps.started(job);
+                    self.began(now, job);
                 }
             }
             Input::Ended { job, site, outcome } => {
@@ -301,6 +310,7 @@ impl GridRunner {
                     self.set_at(job, At::Unplaced);
                     self.dispatch(now, job, Cause::Dependency, out);
                 }
+                Some(At::Array) => self.release_tasks(now, job, out),
                 _ => {}
             },
             Input::Release => self.release(now, out),
@@ -327,7 +337,13 @@ impl GridRunner {
     }
 
     /// Admits, classifies and dispatches a new job.
-    fn submit(&mut self, now: Time, job: Job, priority: Option<Priority>, out: &mut Vec<Effect>) {
+    fn submit(
+        &mut self,
+        now: Time,
+        mut job: Job,
+        priority: Option<Priority>,
+        out: &mut Vec<Effect>,
+    ) {
         let only = match self.admit(now, &job) {
             Ok(only) => only,
             Err(refusal) => {
@@ -340,6 +356,26 @@ impl GridRunner {
             }
         };
         let id = job.id;
+        if let Some(a) = &job.array
+            && let Some(t) =
+                (id.0 + 1..=a.last_id(id).0).find(|t| self.jobs.contains_key(&JobId(*t)))
+        {
+            let refusal = Refusal::new(
+                Field::Array,
+                Kind::Invalid,
+                format!(
+                    "its tasks take the ids {} to {}, and job {t} has one",
+                    id.0 + 1,
+                    a.last_id(id)
+                ),
+            );
+            out.push(Effect::Refuse {
+                job: id,
+                why: format!("job {id}: {refusal}"),
+                refusal: Some(refusal),
+            });
+            return;
+        }
         let priority = match priority {
             Some(p) => p,
             None => {
@@ -362,8 +398,20 @@ impl GridRunner {
                 p
             }
         };
+        let array = job.array.take();
         self.enter(job, priority, only, At::Unplaced);
+        if let Some(spec) = array {
+            self.enter_array(id, *spec);
+        }
         self.enter_dependency(now, id, Cause::Submitted, out);
+    }
+
+    /// Job `id` began running at `now` (claimed at its site, or its fragments sent).
+    fn began(&mut self, now: Time, id: JobId) {
+        self.deps.started(id);
+        if let Some(t) = self.jobs.get(&id).and_then(|o| o.job.task) {
+            self.task_began(now, t.array);
+        }
     }
 
     /// A release pass of the strategy's queue.
@@ -462,6 +510,9 @@ impl GridRunner {
         }
         if let Some(o) = outcome {
             self.deps.left(id, o);
+            if let Some(t) = open.job.task {
+                self.task_left(t, o);
+            }
         }
         Some(open)
     }

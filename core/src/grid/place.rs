@@ -400,6 +400,9 @@ impl GridRunner {
 
     /// Dispatches open job `id` (waiting at the meta level) and carries out the decision.
     pub(super) fn dispatch(&mut self, now: Time, id: JobId, cause: Cause, out: &mut Vec<Effect>) {
+        if self.is_array(id) {
+            return self.start_array(now, id, out);
+        }
         let (decision, explanation) = self.decide(now, id, None);
         let Some((left, explanation)) = self.carry_out(now, id, decision, explanation, cause, out)
         else {

@@ -20,13 +20,31 @@ impl GridRunner {
         at: Restored,
         out: &mut Vec<Effect>,
     ) {
-        if matches!(at, Restored::Waiting) && job.after.is_some() {
+        let mut job = job;
+        if let Some(t) = job.task {
+            self.task_back(t);
+        }
+        if let Some(spec) = job.array.take() {
+            let id = job.id;
+            self.enter(job, priority, only, At::Unplaced);
+            return match at {
+                Restored::Array { next, ref done, .. } if next > 0 || !done.is_empty() => {
+                    self.restore_array(now, id, *spec, &at, out);
+                }
+                // Not begun: it goes on as at its submission (through its dependency).
+                _ => {
+                    self.enter_array(id, *spec);
+                    self.enter_dependency(now, id, Cause::Restored, out);
+                }
+            };
+        }
+        if matches!(at, Restored::Waiting | Restored::Array { .. }) && job.after.is_some() {
             let id = job.id;
             self.enter(job, priority, only, At::Unplaced);
             return self.enter_dependency(now, id, Cause::Restored, out);
         }
         let at = match at {
-            Restored::Waiting => {
+            Restored::Waiting | Restored::Array { .. } => {
                 let before = self.placer.held();
                 self.placer
                     .dispatcher

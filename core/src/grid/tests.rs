@@ -710,6 +710,9 @@ fn random_drives_keep_the_grid_invariants() {
                     Effect::Blocked { .. } | Effect::Defer { .. } | Effect::Unmet { .. } => {
                         unreachable!("no dependencies here")
                     }
+                    Effect::Task { .. } | Effect::ArrayOver { .. } => {
+                        unreachable!("no arrays here")
+                    }
                     Effect::Over { job, .. } => {
                         running_splits.remove(&job);
                         at.remove(&job);

@@ -2,7 +2,8 @@
 //! `two-level-grid-scheduler.md` D2.1, `self-tuning-and-multisite.md` §1.1, §1.5).
 
 use super::{
-    Dependency, Duration, LicenceId, Machine, MachineId, ReservationId, Time, Urgency, UserId,
+    ArraySpec, Dependency, Duration, LicenceId, Machine, MachineId, ReservationId, Task, Time,
+    Urgency, UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -119,6 +120,12 @@ pub struct Job {
     /// The jobs it waits for before the grid dispatches it (Slurm's `--dependency`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Box<Dependency>>,
+    /// Its tasks, when it is an array (Slurm's `--array`): the grid runs one task per index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<Box<ArraySpec>>,
+    /// The array and index of a task of an array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
 }
 
 pub use super::JobId;
@@ -158,6 +165,9 @@ pub enum JobError {
     /// A dependency names the job itself.
     #[error("field `after`: job {0} cannot wait for itself")]
     DependsOnItself(JobId),
+    /// An array's task is itself an array.
+    #[error("field `array`: a task of an array cannot be an array")]
+    NestedArray,
 }
 
 impl Job {
@@ -181,6 +191,8 @@ impl Job {
             reservation: None,
             urgency: None,
             after: None,
+            array: None,
+            task: None,
         }
     }
 
@@ -228,6 +240,9 @@ impl Job {
             && d.terms.iter().any(|t| t.job == self.id)
         {
             return Err(JobError::DependsOnItself(self.id));
+        }
+        if self.array.is_some() && self.task.is_some() {
+            return Err(JobError::NestedArray);
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //!
 //! Time is integer seconds everywhere ([`Time`] for instants, [`Duration`] for lengths).
 
+mod array;
 mod dependency;
 mod ids;
 mod job;
@@ -10,6 +11,7 @@ mod machine;
 mod platform;
 mod urgency;
 
+pub use array::{ArrayError, ArraySpec, MAX_INDEX, Task};
 pub use dependency::{Condition, Dependency, DependencyError, Ended, Outcome, Term};
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass, scale_duration};

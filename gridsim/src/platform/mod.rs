@@ -169,6 +169,9 @@ pub struct PlatformStats {
     /// Jobs ended never started because their dependency could never be met.
     #[serde(skip_serializing_if = "is_zero")]
     pub unmet: u64,
+    /// Tasks released by job arrays (each a job of its own from then on).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tasks: u64,
     /// Scheduling passes.
     pub passes: u64,
     /// Mean wall-clock time of a pass, microseconds (not deterministic).

@@ -177,6 +177,12 @@ impl Sim<'_, '_> {
                 }
             }
             GridEffect::Defer { job, until } => self.push(until, Ev::Retry { job }),
+            GridEffect::Task { .. } => self.stats.tasks += 1,
+            GridEffect::ArrayOver {
+                job,
+                outcome,
+                started,
+            } => self.left_grid(job, outcome, t, started),
             GridEffect::AskReservation { reservation } => {
                 if let Some(answer) = self.ask_reservation(t, &reservation, dirty) {
                     self.feed(t, answer, dirty)?;

@@ -616,11 +616,7 @@ fn reservations_asked_of_the_grid_hold_their_jobs_or_refuse_them() {
         pass: None,
         refused: Some(&mut refused),
     };
-    let meta = Meta {
-        classify: Classify::Fixed(1),
-        dispatcher: Box::new(RoundRobin::default()),
-        splits: None,
-    };
+    let meta = round_robin();
     let policies = build(&p, PolicyKind::Conservative);
     let jobs = jobs.into_iter().map(Ok::<_, Infallible>);
     let rep = simulate_platform_with(&p, policies, meta, jobs, hooks, &events).unwrap();
@@ -644,11 +640,7 @@ fn a_job_only_the_lost_site_could_run_is_lost_with_it() {
         lost: vec![(3, ClusterId(1))],
         ..GridEvents::default()
     };
-    let meta = Meta {
-        classify: Classify::Fixed(1),
-        dispatcher: Box::new(RoundRobin::default()),
-        splits: None,
-    };
+    let meta = round_robin();
     let jobs = jobs.into_iter().map(Ok::<_, Infallible>);
     let policies = build(&p, PolicyKind::Fcfs);
     let hooks = PlatformHooks::default();
@@ -853,11 +845,7 @@ fn every_case_of_the_dependency_table_holds_in_the_simulator() {
             refused: Some(&mut refuse),
             ..PlatformHooks::default()
         };
-        let meta = Meta {
-            classify: Classify::Fixed(1),
-            dispatcher: Box::new(RoundRobin::default()),
-            splits: None,
-        };
+        let meta = round_robin();
         let policies = build(&p, PolicyKind::Easy);
         let stream = jobs.iter().cloned().map(Ok::<_, Infallible>);
         let cancels = events.cancels.len() as u64;
@@ -920,4 +908,54 @@ fn a_think_time_counts_from_the_preceding_jobs_end() {
     let start = |id: u64| recs.iter().find(|r| r.id == JobId(id)).unwrap().start;
     assert_eq!((start(2), start(3), start(4)), (130, 500, 550));
     assert_eq!(rep.stats.rejected, 0);
+}
+
+/// A job array in the simulator: 40 tasks at `%3` on two clusters of 16 processors, with a job
+/// `afterok` on the array. Every index runs once as a job of its own (ids after the array's),
+/// never more than 3 at once, and the dependent job starts when the last task ends.
+#[test]
+fn an_array_runs_each_task_once_within_its_limit_in_the_simulator() {
+    use gridsched_core::model::{ArraySpec, Dependency};
+    let p = platform(&[(&[(16, 100)], true, &[]), (&[(16, 100)], true, &[])]);
+    let mut array = Job::new(10, 0, 1, 50, 40);
+    array.array = Some(Box::new(ArraySpec::parse("0-39%3", 100).unwrap()));
+    let mut after = Job::new(60, 5, 1, 10, 10);
+    after.after = Some(Box::new(Dependency::parse("afterok:10", None).unwrap()));
+    let jobs = [array, after];
+    let mut recs = Vec::new();
+    let mut rec = |r: &PlatformRecord| recs.push(r.clone());
+    let hooks = PlatformHooks {
+        record: Some(&mut rec),
+        ..PlatformHooks::default()
+    };
+    let meta = round_robin();
+    let policies = build(&p, PolicyKind::Easy);
+    let stream = jobs.iter().cloned().map(Ok::<_, Infallible>);
+    let rep =
+        simulate_platform_with(&p, policies, meta, stream, hooks, &GridEvents::default()).unwrap();
+    assert_eq!(rep.stats.tasks, 40);
+    let mut tasks: Vec<&PlatformRecord> = recs.iter().filter(|r| r.id != JobId(60)).collect();
+    tasks.sort_by_key(|r| r.id);
+    let ids: Vec<u64> = tasks.iter().map(|r| r.id.0).collect();
+    assert_eq!(ids, (11..=50).collect::<Vec<u64>>());
+    // Three at a time, each 40 s: waves at 0, 40, 80, ...
+    for (k, r) in tasks.iter().enumerate() {
+        assert_eq!(r.start, 40 * (k as i64 / 3), "task {k}");
+    }
+    let most = (0..600)
+        .map(|t| tasks.iter().filter(|r| r.start <= t && t < r.end).count())
+        .max();
+    assert_eq!(most, Some(3));
+    let last_end = tasks.iter().map(|r| r.end).max().unwrap();
+    let dependent = recs.iter().find(|r| r.id == JobId(60)).unwrap();
+    assert_eq!((last_end, dependent.start), (560, 560));
+}
+
+/// The meta level of the dependency and array tests: every job priority 1, sites in turn.
+fn round_robin() -> Meta {
+    Meta {
+        classify: Classify::Fixed(1),
+        dispatcher: Box::new(RoundRobin::default()),
+        splits: None,
+    }
 }

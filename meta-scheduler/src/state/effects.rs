@@ -189,6 +189,10 @@ impl State {
             }
             Effect::Defer { job, until } => {
                 b.retries.push((job.0, until));
+                if self.decider.runner().array(job).is_some() && until <= time {
+                    // An array coming back for the rest of its tasks.
+                    return;
+                }
                 let detail = format!(
                     "dependency met; dispatched when its delay ends, in {} s",
                     until - time
@@ -246,6 +250,8 @@ impl State {
             }
             // The fragments' own events end a split job; its end was recorded with the last.
             Effect::Over { .. } => {}
+            Effect::Task { array, job, index } => self.add_task(b, time, array.0, job.0, index),
+            Effect::ArrayOver { job, .. } => self.array_over(b, time, job.0),
             Effect::StartSplit { job, .. } => {
                 tracing::error!(
                     job = job.0,

@@ -467,6 +467,7 @@ mod tests {
             user: None,
             site: None,
             cluster: None,
+            tasks: true,
         };
         let r = s.reader().unwrap();
         let found = |f: Filter<'_>| {

@@ -165,6 +165,7 @@ fn finished_through_indexes(place: &Place) {
         user: None,
         site: None,
         cluster: None,
+        tasks: true,
     };
     let ids = |f: Filter<'_>, after: u64, want: usize, budget: usize| {
         let p = r.finished(&f, after, want, budget).unwrap();
