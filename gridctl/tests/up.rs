@@ -292,3 +292,82 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
     let after = gridctl(&endpoint, &["sites"]);
     assert!(!after.status.success());
 }
+
+/// A 10,000-task array submitted with one command runs through `gridctl up`: never more than
+/// `%40` tasks out (the array's progress polled all along), each index exactly once (every task
+/// appends its index to one file), and `gridctl list` shows the array as one line.
+#[test]
+fn a_ten_thousand_task_array_runs_through_gridctl_up_within_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::start(Path::new(GRIDCTL), &["--listen", "127.0.0.1:0"], dir.path());
+    let endpoint = up.endpoint.clone();
+    let out = dir.path().join("indices");
+    let script = format!("echo $GRIDSCHED_ARRAY_INDEX >> {}", out.display());
+    let t = Instant::now();
+    let submitted = loop {
+        let r = gridctl(
+            &endpoint,
+            &[
+                "--json",
+                "submit",
+                "--estimate",
+                "60",
+                "--array",
+                "0-9999%40",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+        );
+        if r.status.success() || t.elapsed() > Duration::from_secs(20) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        submitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&submitted.stdout).unwrap();
+    let id = v["job_id"].as_u64().unwrap().to_string();
+    let (mut polls, mut most) = (0, 0);
+    let t = Instant::now();
+    loop {
+        let s = gridctl(&endpoint, &["--json", "status", &id]);
+        let v: serde_json::Value = serde_json::from_slice(&s.stdout).expect("json status");
+        let p = &v[0]["array"];
+        let out = p["queued"].as_u64().unwrap() + p["running"].as_u64().unwrap();
+        assert!(out <= 40, "{p}");
+        most = most.max(out);
+        polls += 1;
+        if v[0]["state"] == "completed" {
+            assert_eq!(p["completed"], 10_000, "{p}");
+            break;
+        }
+        assert!(
+            v[0]["state"] != "failed" && v[0]["state"] != "cancelled",
+            "{v}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(600), "{p}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(polls > 5 && most > 1, "{polls} polls, at most {most} out");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut seen: Vec<u32> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen.len(), 10_000);
+    assert!(
+        seen.iter().enumerate().all(|(k, &i)| i as usize == k),
+        "each index once"
+    );
+    let list = gridctl(&endpoint, &["list"]);
+    let list = String::from_utf8_lossy(&list.stdout);
+    let rows: Vec<&str> = list.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 2, "{list}");
+    assert!(
+        rows[1].contains(&format!("{id}_[0-9999%40]")) && rows[1].contains("10000 completed"),
+        "{list}"
+    );
+}

@@ -61,6 +61,8 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
                 total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
                 max_machine_procs: s.widest_job(),
                 licences,
+                // The grid file gives no machine speeds.
+                benchmark: None,
             },
             max_estimate: Some(s.max_estimate(cfg.limits.max_estimate_s)),
             machines: Some(machines),

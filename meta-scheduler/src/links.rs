@@ -32,11 +32,16 @@ pub fn start(svc: &MetaService) {
         tokio::spawn(claim_link(svc.clone(), i));
     }
     tokio::spawn(monitor(svc.clone()));
-    let resend = svc
+    let (resend, retries) = svc
         .lock()
-        .map(|mut st| std::mem::take(&mut st.resend))
+        .map(|mut st| {
+            (
+                std::mem::take(&mut st.resend),
+                std::mem::take(&mut st.retries_at_start),
+            )
+        })
         .unwrap_or_default();
-    svc.start_split_work(Vec::new(), resend, Vec::new(), Vec::new());
+    svc.start_split_work(Vec::new(), resend, Vec::new(), retries);
     tokio::spawn(poll(svc.clone()));
 }
 

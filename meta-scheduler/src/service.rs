@@ -143,7 +143,7 @@ impl MetaService {
             state.decider.record(log);
         }
         let history = store.reader()?;
-        state.restore(loaded, now(), |id| history.job(id).ok().flatten());
+        let restored = state.restore(loaded, now(), |id| history.job(id).ok().flatten());
         tracing::info!(
             jobs = state.jobs.len(),
             last_id = state.last_id,
@@ -196,7 +196,15 @@ impl MetaService {
                 let _entered = rt.as_ref().map(|rt| rt.enter());
                 group_committer(weak, rx)
             })?;
-        Ok(MetaService { inner })
+        let svc = MetaService { inner };
+        // What the restore decided (a job whose dependency can no longer be met ends) is durable
+        // before the service serves.
+        {
+            let mut st = svc.lock()?;
+            svc.commit(&st, &restored)?;
+            st.retire(&restored.finished, now());
+        }
+        Ok(svc)
     }
 
     /// Monotonic milliseconds since the service started: the time of the grid runner's links.

@@ -175,6 +175,9 @@ pub struct State {
     pub advance: Vec<Vec<v1::AdvanceReservation>>,
     /// Split jobs restored with fragments their sites may not have yet (sent again at start).
     pub resend: Vec<u64>,
+    /// Retries the restore asked for (a job whose dependency's delay runs, an array that goes
+    /// on releasing its tasks), scheduled at start.
+    pub retries_at_start: Vec<(u64, i64)>,
     /// How long finished jobs and events stay in memory.
     pub retention: crate::history::RetentionConfig,
     /// The finished jobs in memory, oldest first, with when their end was committed.
@@ -216,6 +219,7 @@ impl State {
             planned: vec![HashMap::new(); n],
             advance: vec![Vec::new(); n],
             resend: Vec::new(),
+            retries_at_start: Vec::new(),
             retention: Default::default(),
             finished: VecDeque::new(),
         }
@@ -665,13 +669,15 @@ impl State {
     /// Rebuilds the state from what the store loaded (the open jobs): each is restored in the
     /// grid runner where it stood, goes back to the outbox, the in-flight set or the waiting set
     /// its state says, and its idempotency token is known again. The classifier is restored apart
-    /// (from its snapshot).
+    /// (from its snapshot). What the restore changed (a waiting job whose dependency can no
+    /// longer be met ends) is returned, to commit; the retries it asks for are kept for the start
+    /// ([`State::retries_at_start`]).
     pub fn restore(
         &mut self,
         loaded: crate::store::Loaded,
         time: i64,
         history: impl Fn(u64) -> Option<v1::Job>,
-    ) {
+    ) -> Batch {
         self.last_id = loaded.last_id;
         self.last_sequence = loaded.last_sequence;
         for (name, seq) in loaded.site_seqs {
@@ -753,6 +759,9 @@ impl State {
                     _ => Restored::Waiting,
                 },
             };
+            // The record first: what the runner decides of the job (its dependency met while
+            // the meta-scheduler was down, an array's tasks released) is carried out on it.
+            self.jobs.insert(job.id, job.clone());
             if open && let Ok(mut model) = model {
                 model.task = arrays::task_of(&job);
                 // A waiting job's predecessors that have ended since: from the history.
@@ -770,8 +779,9 @@ impl State {
                 };
                 self.drive(&mut b, time, input);
             }
-            self.jobs.insert(job.id, job);
         }
+        self.retries_at_start = std::mem::take(&mut b.retries);
+        b
     }
 }
 

@@ -855,3 +855,34 @@ async fn an_array_runs_each_index_once_with_at_most_n_out_through_a_kill_9() {
         .unwrap_err();
     assert_eq!(never.code(), Code::NotFound);
 }
+
+/// A job whose dependency is met with a delay still running when the meta-scheduler is killed
+/// -9 is dispatched after the restart once its delay ends (the restore's retry is scheduled, not
+/// lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_dependency_goes_on_after_a_restart() {
+    use gridsched_tests::live::{get_job, sh_job};
+    let sites = vec![SiteSpec::new("alpha", "easy", 1, 4)];
+    let mut g = LiveGrid::start(bins(), sites, "");
+    g.ready().await;
+    let addr = g.meta_addr.clone();
+    let mut c = g.client().await;
+    let a = submit_all(&mut c, vec![sh_job(1, 60, "true")]).await[0];
+    wait_ended(&mut c, &[a], Duration::from_secs(20)).await;
+    let mut spec = sh_job(1, 60, "true");
+    spec.after = Some(format!("afterany:{a}+4"));
+    let b = submit_all(&mut c, vec![spec]).await[0];
+    let j = get_job(&mut c, b).await;
+    assert!(
+        j.state() == JobState::Accepted
+            && j.reason
+                .starts_with("dependency met; dispatched when its delay ends"),
+        "{j:?}"
+    );
+    g.kill_meta();
+    g.start_meta(Some(&addr));
+    let mut c = g.client().await;
+    let ended = wait_ended(&mut c, &[b], Duration::from_secs(30)).await;
+    let j = ended.iter().find(|j| j.id == b).unwrap();
+    assert_eq!(j.state(), JobState::Completed, "{j:?}");
+}

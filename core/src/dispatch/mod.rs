@@ -9,6 +9,7 @@
 //! part of [`GridState`]; brokers that may query sites read it.
 
 mod arrays;
+mod batch_mapping;
 mod brokers;
 mod coallocation;
 mod config;
@@ -23,6 +24,7 @@ mod urgent_brokers;
 mod wide_split;
 
 pub use arrays::{ClusterArrays, LoadMeasure, OrderingCount, PriorityArrays};
+pub use batch_mapping::{BatchMapper, Heuristic, etc};
 pub use brokers::{Broker, BrokerKind};
 pub use coallocation::{CoAllocation, SEND_GRACE_S, Step as CoAllocationStep};
 pub use config::DispatchConfig;
@@ -56,6 +58,10 @@ pub struct ClusterCaps {
     pub max_machine_procs: u32,
     /// Licence types that can be activated on at least one of its machines.
     pub licences: Vec<LicenceId>,
+    /// The benchmark score of its fastest machine, when known (the batch-mapping heuristics'
+    /// expected times to compute scale by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<u32>,
 }
 
 impl ClusterCaps {
@@ -118,6 +124,7 @@ impl GridState {
                     total_procs: u64::from(n),
                     max_machine_procs: n,
                     licences: Vec::new(),
+                    benchmark: None,
                 })
                 .collect(),
             load: None,

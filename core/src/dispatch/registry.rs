@@ -5,8 +5,8 @@
 //! here (spec `two-level-grid-scheduler.md` D4.2, `gang-urgent-scaling.md` B.4).
 
 use super::{
-    Broker, BrokerKind, DispatchConfig, Dispatcher, Function, GridScheduler, LoadOrdering,
-    RoundRobin, UrgentBroker, UrgentBrokerKind,
+    BatchMapper, Broker, BrokerKind, DispatchConfig, Dispatcher, Function, GridScheduler,
+    Heuristic, LoadOrdering, RoundRobin, UrgentBroker, UrgentBrokerKind,
 };
 use crate::model::ClusterId;
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,12 @@ pub enum DispatchKind {
     JobSharing,
     /// See [`DISPATCHERS`].
     MultiSite,
+    /// See [`DISPATCHERS`].
+    MinMin,
+    /// See [`DISPATCHERS`].
+    MaxMin,
+    /// See [`DISPATCHERS`].
+    Sufferage,
 }
 
 /// One row of the table.
@@ -71,7 +77,7 @@ fn urgent(c: &DispatchConfig, kind: UrgentBrokerKind) -> Box<dyn Dispatcher> {
 }
 
 /// Every strategy, in documentation order.
-pub static DISPATCHERS: [DispatchEntry; 12] = [
+pub static DISPATCHERS: [DispatchEntry; 15] = [
     DispatchEntry {
         kind: DispatchKind::RoundRobin,
         name: "round-robin",
@@ -155,6 +161,27 @@ pub static DISPATCHERS: [DispatchEntry; 12] = [
         help: "job sharing, and a job may be split over sites at a WAN overhead",
         reads_site_state: false,
         build: |c| Box::new(GridScheduler::new(true, c.multi_site.clone())),
+    },
+    DispatchEntry {
+        kind: DispatchKind::MinMin,
+        name: "min-min",
+        help: "each instant's jobs mapped together, the smallest best completion first",
+        reads_site_state: true,
+        build: |_| Box::new(BatchMapper::new(Heuristic::MinMin)),
+    },
+    DispatchEntry {
+        kind: DispatchKind::MaxMin,
+        name: "max-min",
+        help: "each instant's jobs mapped together, the largest best completion first",
+        reads_site_state: true,
+        build: |_| Box::new(BatchMapper::new(Heuristic::MaxMin)),
+    },
+    DispatchEntry {
+        kind: DispatchKind::Sufferage,
+        name: "sufferage",
+        help: "each instant's jobs mapped together, the one losing most without its best site first",
+        reads_site_state: true,
+        build: |_| Box::new(BatchMapper::new(Heuristic::Sufferage)),
     },
 ];
 
@@ -241,6 +268,6 @@ mod tests {
         }
         assert_eq!(DispatchKind::every().len(), DISPATCHERS.len());
         let e = "fastest".parse::<DispatchKind>().unwrap_err();
-        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion, lb-consolidation, resource-priority, mct-preferred, job-sharing, multi-site)"), "{e}");
+        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion, lb-consolidation, resource-priority, mct-preferred, job-sharing, multi-site, min-min, max-min, sufferage)"), "{e}");
     }
 }

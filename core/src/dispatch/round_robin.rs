@@ -54,6 +54,7 @@ mod tests {
             total_procs: u64::from(procs) * 4,
             max_machine_procs: procs,
             licences: lic.iter().map(|&l| LicenceId(l)).collect(),
+            benchmark: None,
         }
     }
 

@@ -13,6 +13,7 @@ fn caps(n: usize) -> Vec<ClusterCaps> {
             total_procs: 64,
             max_machine_procs: 8,
             licences: vec![LicenceId(0)],
+            benchmark: None,
         })
         .collect()
 }
@@ -328,6 +329,11 @@ fn every_strategy_says_why_in_words() {
             "mct-preferred -> gamma: waiting jobs 0, least of 3; next: beta 1",
             "job-sharing -> alpha: best fit: 3 processors left free, the fewest of the sites with room",
             "multi-site -> alpha: best fit: 3 processors left free, the fewest of the sites with room",
+            // The three jobs before it mapped in the same pass (1 s of area each on 64
+            // processors), except under Max-Min, which maps the longest first.
+            "min-min -> gamma: estimated completion at 103, least of 3; next: alpha 110",
+            "max-min -> gamma: estimated completion at 100, least of 3; next: alpha 110",
+            "sufferage -> gamma: estimated completion at 103, least of 3; next: alpha 110",
         ]
     );
 }

@@ -18,6 +18,7 @@ pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
             total_procs: u64::from(procs),
             max_machine_procs: procs,
             licences: Vec::new(),
+            benchmark: None,
         },
         max_estimate: None,
         machines: None,

@@ -60,6 +60,7 @@ fn grid(clusters: u32) -> GridState {
             total_procs: 64 * u64::from(1 + c % 8),
             max_machine_procs: 64,
             licences: Vec::new(),
+            benchmark: None,
         })
         .collect();
     GridState {

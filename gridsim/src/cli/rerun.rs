@@ -129,6 +129,7 @@ mod tests {
                 total_procs: 4,
                 max_machine_procs: 4,
                 licences: Vec::new(),
+                benchmark: None,
             },
             max_estimate: None,
             machines: None,

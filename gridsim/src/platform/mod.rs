@@ -669,6 +669,11 @@ pub fn caps_of(platform: &Platform) -> Vec<ClusterCaps> {
                     .max()
                     .unwrap_or(0),
                 licences,
+                benchmark: c
+                    .machines
+                    .iter()
+                    .map(|m| platform.machines[m.index()].benchmark)
+                    .max(),
             }
         })
         .collect()

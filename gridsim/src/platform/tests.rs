@@ -921,18 +921,10 @@ fn an_array_runs_each_task_once_within_its_limit_in_the_simulator() {
     array.array = Some(Box::new(ArraySpec::parse("0-39%3", 100).unwrap()));
     let mut after = Job::new(60, 5, 1, 10, 10);
     after.after = Some(Box::new(Dependency::parse("afterok:10", None).unwrap()));
-    let jobs = [array, after];
-    let mut recs = Vec::new();
-    let mut rec = |r: &PlatformRecord| recs.push(r.clone());
-    let hooks = PlatformHooks {
-        record: Some(&mut rec),
-        ..PlatformHooks::default()
-    };
-    let meta = round_robin();
     let policies = build(&p, PolicyKind::Easy);
-    let stream = jobs.iter().cloned().map(Ok::<_, Infallible>);
-    let rep =
-        simulate_platform_with(&p, policies, meta, stream, hooks, &GridEvents::default()).unwrap();
+    let dispatcher = Box::new(RoundRobin::default());
+    let events = GridEvents::default();
+    let (recs, rep) = run_with_events(&p, policies, dispatcher, None, &[array, after], &events);
     assert_eq!(rep.stats.tasks, 40);
     let mut tasks: Vec<&PlatformRecord> = recs.iter().filter(|r| r.id != JobId(60)).collect();
     tasks.sort_by_key(|r| r.id);
@@ -957,5 +949,45 @@ fn round_robin() -> Meta {
         classify: Classify::Fixed(1),
         dispatcher: Box::new(RoundRobin::default()),
         splits: None,
+    }
+}
+
+/// The batch mappers in the simulator: a 24-task array released in one instant over a slow and a
+/// fast cluster (benchmarks 100 and 200) is mapped as one batch; every task runs once, the fast
+/// cluster takes more of them, and each heuristic ends the bag no later than round-robin does.
+#[test]
+fn the_batch_mappers_map_an_array_s_tasks_in_the_simulator() {
+    use gridsched_core::dispatch::DispatchKind;
+    use gridsched_core::model::ArraySpec;
+    let p = platform(&[(&[(4, 100)], true, &[]), (&[(4, 200)], true, &[])]);
+    let mut array = Job::new(1, 0, 1, 100, 100);
+    array.benchmark = Some(100);
+    array.array = Some(Box::new(ArraySpec::parse("0-23", 100).unwrap()));
+    let run = |kind: DispatchKind| {
+        let policies = build(&p, PolicyKind::Easy);
+        let dispatcher = gridsched_core::dispatch::DispatchConfig::new(kind).build();
+        let events = GridEvents::default();
+        let (recs, rep) =
+            run_with_events(&p, policies, dispatcher, None, &[array.clone()], &events);
+        assert_eq!(rep.stats.tasks, 24, "{kind}");
+        let mut ids: Vec<u64> = recs.iter().map(|r| r.id.0).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (2..=25).collect::<Vec<u64>>(), "{kind}");
+        let fast = recs.iter().filter(|r| r.cluster == ClusterId(1)).count();
+        let makespan = recs.iter().map(|r| r.end).max().unwrap();
+        (fast, makespan)
+    };
+    let (_, round_robin) = run(DispatchKind::RoundRobin);
+    for kind in [
+        DispatchKind::MinMin,
+        DispatchKind::MaxMin,
+        DispatchKind::Sufferage,
+    ] {
+        let (fast, makespan) = run(kind);
+        assert!(fast > 12, "{kind}: {fast} of 24 on the fast cluster");
+        assert!(
+            makespan <= round_robin,
+            "{kind}: {makespan} > {round_robin}"
+        );
     }
 }

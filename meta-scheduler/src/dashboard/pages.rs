@@ -409,6 +409,26 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
         ],
         vec!["reason".into(), esc(&job.reason)],
     ];
+    if let Some(p) = job.array {
+        // An array: its tasks by state (each task has its own page).
+        let said = format!(
+            "{} ({}): {} pending, {} queued, {} running, {} completed, {} failed, {} cancelled; tasks {} to {}",
+            p.tasks,
+            esc(spec.array.as_deref().unwrap_or("")),
+            p.pending,
+            p.queued,
+            p.running,
+            p.completed,
+            p.failed,
+            p.cancelled,
+            job_link(job.id + 1),
+            job_link(job.id + u64::from(p.tasks)),
+        );
+        fields.push(vec!["tasks".into(), said]);
+    }
+    if let (Some(a), Some(i)) = (job.array_id, job.array_index) {
+        fields.push(vec!["array".into(), format!("{} (index {i})", job_link(a))]);
+    }
     if job.requeues > 0 {
         // A split job run again after a fragment failed.
         fields.push(vec!["requeues".into(), job.requeues.to_string()]);
