@@ -282,11 +282,16 @@ pub fn reservations(rs: &[v1::AdvanceReservation], json: bool) -> std::io::Resul
 pub fn event(e: &v1::JobEvent, json: bool) -> std::io::Result<()> {
     if json {
         let v = json!({"sequence": e.sequence, "job_id": e.job_id, "state": state_name(e.state),
-            "time": e.time, "detail": e.detail, "cluster": e.cluster, "exit_code": e.exit_code});
+            "time": e.time, "detail": e.detail, "cluster": e.cluster, "exit_code": e.exit_code,
+            "array_id": e.array_id, "array_index": e.array_index});
         outln!("{v}");
     } else {
+        let task = match (e.array_id, e.array_index) {
+            (Some(a), Some(i)) => format!(" ({a}_{i})"),
+            _ => String::new(),
+        };
         outln!(
-            "#{} job {} {} {}",
+            "#{} job {}{task} {} {}",
             e.sequence,
             e.job_id,
             state_name(e.state),

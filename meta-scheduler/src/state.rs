@@ -328,6 +328,7 @@ impl State {
             withdrawn: false,
             run: job.requeues,
             array_id: job.array_id,
+            array_index: job.array_index,
         };
         while self.events.len() >= self.retention.events {
             self.events.pop_front();

@@ -109,7 +109,8 @@ impl Array {
 pub struct ArrayStatus {
     /// Tasks.
     pub tasks: u32,
-    /// Tasks released so far (by position).
+    /// Positions passed so far: tasks released, skipped, or given up with the array's
+    /// cancellation.
     pub released: u32,
     /// Released and not ended.
     pub out: u32,
@@ -282,6 +283,8 @@ impl GridRunner {
             let never = (a.spec.len() - a.skipped.len()) as u32;
             a.tally.never_ran += never;
             a.cancelled = true;
+            a.next = a.spec.len();
+            a.skipped.clear();
             if matches!(self.jobs.get(&id).map(|o| &o.at), Some(At::Blocked)) {
                 self.deps.forget(id);
             }
@@ -294,6 +297,8 @@ impl GridRunner {
         a.tally.never_ran += (left - skipped) as u32;
         a.skipped.clear();
         a.cancelled = true;
+        // Nothing left to release: its unreleased tasks are gone.
+        a.next = a.spec.len();
         self.end_array_if_over(id, out);
         true
     }
@@ -533,6 +538,7 @@ mod tests {
         let e = on(&mut r, 2, ended(2, Outcome::Completed));
         assert_eq!(tasks(&e), [(5, 3)]);
         assert!(on(&mut r, 3, Input::Cancel { job: JobId(1) }).is_empty());
+        assert_eq!(r.unreleased(JobId(6)), None, "nothing left to release");
         let s = r.array(JobId(1)).unwrap();
         assert_eq!((s.out, s.tally.completed, s.tally.never_ran), (2, 1, 3));
         assert!(on(&mut r, 4, ended(3, Outcome::Cancelled { started: false })).is_empty());
