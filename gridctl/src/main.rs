@@ -371,7 +371,8 @@ async fn job_ref(c: &mut Client, r: &str) -> anyhow::Result<u64> {
     let Some(text) = text else {
         anyhow::bail!("job {array} is not an array");
     };
-    let spec = gridsched_core::model::ArraySpec::parse(&text, usize::MAX)
+    let spec = text
+        .parse::<gridsched_core::model::ArraySpec>()
         .map_err(|e| anyhow::anyhow!("job {array}: {e}"))?;
     match spec.position(index) {
         Some(k) => {

@@ -115,7 +115,7 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
 
 /// Says what the tasks of array `id` (indices `text`) are called.
 pub fn array_submitted(id: u64, text: &str) -> std::io::Result<()> {
-    let Ok(a) = gridsched_core::model::ArraySpec::parse(text, usize::MAX) else {
+    let Ok(a) = text.parse::<gridsched_core::model::ArraySpec>() else {
         return Ok(());
     };
     let (first, last) = (a.index(0).unwrap_or(0), a.index(a.len() - 1).unwrap_or(0));

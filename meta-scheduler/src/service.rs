@@ -512,9 +512,10 @@ impl MetaService {
         Ok(())
     }
 
-    /// What job `id` waits for of its dependency, each job with where it stands ("afterok; 12
-    /// is RUNNING at beta").
-    fn dependency_blockers(&self, id: u64) -> Result<Vec<v1::Blocker>, Status> {
+    /// What keeps job `id` waiting in the grid: a task not yet released, its array; else what it
+    /// waits for of its dependency, each job with where it stands ("afterok; 12 is RUNNING at
+    /// beta").
+    fn waiting_blockers(&self, id: u64) -> Result<Vec<v1::Blocker>, Status> {
         let st = self.lock()?;
         let runner = st.decider.runner();
         if let Some(task) = runner.unreleased(gridsched_core::model::JobId(id)) {
@@ -566,35 +567,23 @@ impl MetaService {
     fn array_tasks(
         &self,
         array: u64,
+        caller: Option<&gridsched_security::Caller>,
         filter: &Filter,
         after: u64,
         limit: usize,
     ) -> Result<(Vec<v1::Job>, String), Status> {
         let st = self.lock()?;
+        let mut reader = None;
         let record = match st.jobs.get(&array) {
             Some(j) => Some(j.clone()),
-            None => self
-                .inner
-                .store
-                .reader()
-                .map_err(Status::from)?
-                .job(array)
-                .map_err(Status::from)?,
+            None => self.reader(&mut reader)?.job(array).map_err(Status::from)?,
         };
         let spec = record.as_ref().and_then(crate::state::arrays::spec_of);
         let (Some(record), Some(spec)) = (record, spec) else {
             return Err(Status::not_found(format!("job {array} is not an array")));
         };
-        if filter
-            .user
-            .is_some_and(|u| record.spec.as_ref().is_none_or(|s| s.user != u))
-        {
-            return Err(Status::permission_denied(format!(
-                "array {array} belongs to another user"
-            )));
-        }
+        access::check_job(caller, &record)?;
         let last = spec.last_id(JobId(array)).0;
-        let mut reader = None;
         let mut jobs = Vec::new();
         let mut id = after.max(array);
         while id < last && jobs.len() < limit {
@@ -715,9 +704,6 @@ impl MetaService {
         } else {
             reason
         };
-        if let Some(job) = self.mutate(|st, b, t| Ok(st.cancel_unreleased(b, id, t, &reason)))? {
-            return Ok(job);
-        }
         let (state, site, split) = {
             let st = self.lock()?;
             let Some(job) = st.jobs.get(&id) else {
@@ -747,7 +733,6 @@ impl MetaService {
         if let Some(sites) = split {
             return self.cancel_split(id, sites, reason).await;
         }
-
         let set = |to: JobState, detail: String| {
             let reason = reason.clone();
             self.mutate(move |st, b, t| {
@@ -943,7 +928,8 @@ impl MetaScheduler for MetaService {
             tasks: req.tasks || req.array.is_some(),
         };
         if let Some(array) = req.array {
-            let (jobs, next_page_token) = self.array_tasks(array, &filter, after, limit)?;
+            let (jobs, next_page_token) =
+                self.array_tasks(array, caller.as_ref(), &filter, after, limit)?;
             return Ok(Response::new(v1::ListJobsResponse {
                 jobs,
                 next_page_token,
@@ -981,9 +967,24 @@ impl MetaScheduler for MetaService {
         let caller = self.caller(&request)?;
         let req = request.into_inner();
         self.visible_job(req.job_id, caller.as_ref())?;
-        let tasks = self.lock()?.open_tasks(req.job_id);
+        let (tasks, unreleased) = {
+            let st = self.lock()?;
+            let unreleased = st.decider.runner().unreleased(JobId(req.job_id));
+            (st.open_tasks(req.job_id), unreleased.is_some())
+        };
         let job = match tasks {
             Some(tasks) => self.cancel_array(req.job_id, tasks, req.reason).await?,
+            // A task not yet released: it gets its record, CANCELLED, and is never released.
+            None if unreleased => {
+                let reason = match req.reason.as_str() {
+                    "" => "cancelled by request",
+                    r => r,
+                };
+                self.mutate(|st, b, t| Ok(st.cancel_unreleased(b, req.job_id, t, reason)))?
+                    .ok_or_else(|| {
+                        Status::failed_precondition(format!("job {} was released", req.job_id))
+                    })?
+            }
             None => self.cancel(req.job_id, req.reason).await?,
         };
         tracing::info!(job = job.id, state = job.state().as_str_name(), "cancel");
@@ -1149,7 +1150,7 @@ impl MetaScheduler for MetaService {
             }
             _ => None,
         };
-        let waits = self.dependency_blockers(id)?;
+        let waits = self.waiting_blockers(id)?;
         Ok(Response::new(crate::explain::explain(
             &job, decision, local, waits,
         )))

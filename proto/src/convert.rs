@@ -10,8 +10,8 @@ use crate::limits::check_text;
 use crate::v1;
 use gridsched_core::Time;
 use gridsched_core::model::{
-    ArraySpec, Dependency, InputRef, Job, JobError, JobId, LicenceId, MAX_INDEX, MachineId,
-    Platform, ReservationId, Urgency, UserClass, UserId,
+    ArraySpec, Dependency, InputRef, Job, JobError, JobId, LicenceId, MachineId, Platform,
+    ReservationId, Urgency, UserClass, UserId,
 };
 use gridsched_core::policy::{Reservation, ReservationKind};
 use std::collections::HashMap;
@@ -392,7 +392,7 @@ pub fn job_from_spec(
         array: match spec.array.as_deref() {
             None => None,
             Some(text) => Some(Box::new(
-                ArraySpec::parse(text, MAX_INDEX as usize + 1)
+                text.parse::<ArraySpec>()
                     .map_err(|e| ConvertError::new("array", e.why))?,
             )),
         },

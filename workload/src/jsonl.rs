@@ -47,8 +47,8 @@
 use crate::error::WorkloadError;
 use crate::input::{DynBufRead, OpenedInput, Progress, open_input};
 use gridsched_core::model::{
-    ArraySpec, Dependency, InputRef, Job, JobId, LicenceId, MAX_INDEX, MachineId, ReservationId,
-    Urgency, UserClass, UserId,
+    ArraySpec, Dependency, InputRef, Job, JobId, LicenceId, MachineId, ReservationId, Urgency,
+    UserClass, UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -344,7 +344,7 @@ impl<R: BufRead> JsonlReader<R> {
         };
         let array = match &raw.array {
             Some(text) => Some(Box::new(
-                ArraySpec::parse(text, MAX_INDEX as usize + 1)
+                text.parse::<ArraySpec>()
                     .map_err(|e| self.json_error("array", e.why))?,
             )),
             None => None,

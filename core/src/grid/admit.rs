@@ -203,6 +203,20 @@ impl GridRunner {
                 format!("job {j} is not known to the grid"),
             ));
         }
+        if let Some(a) = &job.array
+            && let Some(t) = (job.id.0 + 1..=a.last_id(job.id).0)
+                .find(|t| self.jobs.contains_key(&crate::model::JobId(*t)))
+        {
+            return Err(Refusal::new(
+                Field::Array,
+                Kind::Invalid,
+                format!(
+                    "its tasks take the ids {} to {}, and job {t} has one",
+                    job.id.0 + 1,
+                    a.last_id(job.id)
+                ),
+            ));
+        }
         match job.reservation {
             Some(r) => self.reservations.admit(now, job, r).map(Some),
             None => Ok(None),

@@ -11,7 +11,7 @@
 //! rest ([`Effect::Defer`] to the same instant), so a 10,000-task array costs a submission little
 //! and no input runs long.
 
-use super::{At, Cause, Effect, GridRunner, Restored};
+use super::{At, Cause, Effect, GridRunner};
 use crate::dispatch::Priority;
 use crate::model::{ArraySpec, JobId, Outcome, Task, Time};
 use rustc_hash::FxHashSet;
@@ -38,11 +38,6 @@ impl Tally {
             Outcome::Failed | Outcome::Cancelled { started: true } => self.failed += 1,
             Outcome::Cancelled { started: false } | Outcome::Refused => self.never_ran += 1,
         }
-    }
-
-    /// How many have ended.
-    pub fn ended(&self) -> u32 {
-        self.completed + self.failed + self.never_ran
     }
 }
 
@@ -169,13 +164,6 @@ impl GridRunner {
     /// Releases the tasks array `id` may release now (at most [`TASKS_PER_INPUT`]; a
     /// [`Effect::Defer`] to `now` asks for the rest).
     pub(super) fn release_tasks(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
-        let Some((template, priority, only)) = self
-            .jobs
-            .get(&id)
-            .map(|o| (o.job.clone(), o.priority, o.only))
-        else {
-            return;
-        };
         let mut released = 0;
         loop {
             let Some(a) = self.arrays.arrays.get_mut(&id) else {
@@ -199,7 +187,10 @@ impl GridRunner {
             a.out += 1;
             let index = a.spec.index(k).expect("a position of the array");
             let task = ArraySpec::task_id(id, k);
-            let mut job = template.clone();
+            let Some(o) = self.jobs.get(&id) else {
+                return;
+            };
+            let (mut job, priority, only) = (o.job.clone(), o.priority, o.only);
             job.id = task;
             job.after = None;
             job.task = Some(Task { array: id, index });
@@ -278,27 +269,19 @@ impl GridRunner {
         let Some(a) = self.arrays.arrays.get_mut(&id) else {
             return false;
         };
+        // Its tasks not yet released will never be (all of them, while it waits for its
+        // dependency).
+        let skipped = a.skipped.iter().filter(|&&k| k >= a.next).count();
+        a.tally.never_ran += (a.spec.len() - a.next - skipped) as u32;
+        a.skipped.clear();
+        a.cancelled = true;
+        a.next = a.spec.len();
         if !a.going {
-            // Still waiting for its dependency: it leaves as a job that never started.
-            let never = (a.spec.len() - a.skipped.len()) as u32;
-            a.tally.never_ran += never;
-            a.cancelled = true;
-            a.next = a.spec.len();
-            a.skipped.clear();
             if matches!(self.jobs.get(&id).map(|o| &o.at), Some(At::Blocked)) {
                 self.deps.forget(id);
             }
             self.set_at(id, At::Array);
-            self.end_array_if_over(id, out);
-            return true;
         }
-        let left = a.spec.len() - a.next;
-        let skipped = a.skipped.iter().filter(|&&k| k >= a.next).count();
-        a.tally.never_ran += (left - skipped) as u32;
-        a.skipped.clear();
-        a.cancelled = true;
-        // Nothing left to release: its unreleased tasks are gone.
-        a.next = a.spec.len();
         self.end_array_if_over(id, out);
         true
     }
@@ -323,30 +306,22 @@ impl GridRunner {
         true
     }
 
-    /// Re-enters array `id` as its driver had it (`at`, a [`Restored::Array`]): released up to
-    /// position `next`, with its ended tasks; its open tasks come back after it ([`GridRunner::task_back`]). It releases
-    /// nothing before the [`Effect::Defer`] it asks for is answered.
+    /// Re-enters array `id` as its driver had it ([`super::Restored::Array`]): released up to
+    /// position `next`, with its ended tasks `done`; its open tasks come back after it
+    /// ([`GridRunner::task_back`]), and it releases nothing before the driver's next
+    /// [`Input::Retry`](super::Input::Retry).
     pub(super) fn restore_array(
         &mut self,
-        now: Time,
         id: JobId,
         spec: ArraySpec,
-        at: &Restored,
-        out: &mut Vec<Effect>,
+        next: u32,
+        done: &[(u32, Outcome)],
+        started: Option<Time>,
     ) {
-        let Restored::Array {
-            next,
-            done,
-            started,
-        } = at
-        else {
-            return;
-        };
-        let (next, started) = (*next, *started);
         let mut a = Array::new(spec);
         a.next = (next as usize).min(a.spec.len());
         a.first_start = started;
-        for &(k, outcome) in done.iter() {
+        for &(k, outcome) in done {
             a.tally.add(outcome);
             if k as usize >= a.next {
                 a.skipped.insert(k as usize);
@@ -355,10 +330,6 @@ impl GridRunner {
         a.going = true;
         self.arrays.arrays.insert(id, a);
         self.set_at(id, At::Array);
-        out.push(Effect::Defer {
-            job: id,
-            until: now,
-        });
     }
 
     /// A task of an array came back after its driver restarted: it is out again.
@@ -400,8 +371,8 @@ impl GridRunner {
 mod tests {
     use super::*;
     use crate::dispatch::DispatchKind;
-    use crate::grid::tests::runner;
-    use crate::grid::{GridSettings, Input};
+    use crate::grid::tests::{on, runner};
+    use crate::grid::{GridSettings, Input, Restored};
     use crate::model::{Dependency, Job};
 
     fn array(id: u64, text: &str) -> Job {
@@ -415,12 +386,6 @@ mod tests {
             job,
             priority: None,
         }
-    }
-
-    fn on(r: &mut GridRunner, now: Time, input: Input) -> Vec<Effect> {
-        let mut out = Vec::new();
-        r.on(now, input, &mut out).unwrap();
-        out
     }
 
     /// The tasks released by `effects`: (id, index), each followed by its placement.

@@ -410,7 +410,7 @@ impl GridRunner {
 mod tests {
     use super::*;
     use crate::dispatch::DispatchKind;
-    use crate::grid::tests::runner;
+    use crate::grid::tests::{on, runner};
     use crate::grid::{GridSettings, Input};
     use crate::model::{Job, Term as Wanted};
 
@@ -425,12 +425,6 @@ mod tests {
             job,
             priority: None,
         }
-    }
-
-    fn on(r: &mut GridRunner, now: Time, input: Input) -> Vec<Effect> {
-        let mut out = Vec::new();
-        r.on(now, input, &mut out).unwrap();
-        out
     }
 
     #[test]

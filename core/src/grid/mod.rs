@@ -356,26 +356,6 @@ impl GridRunner {
             }
         };
         let id = job.id;
-        if let Some(a) = &job.array
-            && let Some(t) =
-                (id.0 + 1..=a.last_id(id).0).find(|t| self.jobs.contains_key(&JobId(*t)))
-        {
-            let refusal = Refusal::new(
-                Field::Array,
-                Kind::Invalid,
-                format!(
-                    "its tasks take the ids {} to {}, and job {t} has one",
-                    id.0 + 1,
-                    a.last_id(id)
-                ),
-            );
-            out.push(Effect::Refuse {
-                job: id,
-                why: format!("job {id}: {refusal}"),
-                refusal: Some(refusal),
-            });
-            return;
-        }
         let priority = match priority {
             Some(p) => p,
             None => {

@@ -28,8 +28,17 @@ impl GridRunner {
             let id = job.id;
             self.enter(job, priority, only, At::Unplaced);
             return match at {
-                Restored::Array { next, ref done, .. } if next > 0 || !done.is_empty() => {
-                    self.restore_array(now, id, *spec, &at, out);
+                Restored::Array {
+                    next,
+                    done,
+                    started,
+                } if next > 0 || !done.is_empty() => {
+                    self.restore_array(id, *spec, next, &done, started);
+                    // Called back once everything is restored.
+                    out.push(Effect::Defer {
+                        job: id,
+                        until: now,
+                    });
                 }
                 // Not begun: it goes on as at its submission (through its dependency).
                 _ => {

@@ -166,10 +166,19 @@ impl fmt::Display for ArraySpec {
     }
 }
 
+impl std::str::FromStr for ArraySpec {
+    type Err = ArrayError;
+    /// Reads an array of any size up to one task per index ([`MAX_INDEX`]); a configured bound
+    /// is [`ArraySpec::parse`]'s.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ArraySpec::parse(s, MAX_INDEX as usize + 1)
+    }
+}
+
 impl TryFrom<String> for ArraySpec {
     type Error = ArrayError;
     fn try_from(s: String) -> Result<Self, Self::Error> {
-        ArraySpec::parse(&s, MAX_INDEX as usize + 1)
+        s.parse()
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::{Batch, State, outcome_of};
 use gridsched_core::grid::Restored;
-use gridsched_core::model::{ArraySpec, JobId, MAX_INDEX, Task};
+use gridsched_core::model::{ArraySpec, JobId, Task};
 use gridsched_proto::v1::{self, JobState};
 
 /// The environment variable holding a task's array id.
@@ -17,7 +17,7 @@ pub const ARRAY_INDEX_VAR: &str = "GRIDSCHED_ARRAY_INDEX";
 /// The array spec of a record (none for a job that is not an array).
 pub fn spec_of(job: &v1::Job) -> Option<ArraySpec> {
     let text = job.spec.as_ref()?.array.as_deref()?;
-    ArraySpec::parse(text, MAX_INDEX as usize + 1).ok()
+    text.parse::<ArraySpec>().ok()
 }
 
 impl State {
@@ -201,16 +201,12 @@ impl State {
     ) -> Restored {
         let mut next = 0;
         let mut done = Vec::new();
-        let mut started: Option<i64> = None;
         for k in 0..spec.len() {
             let id = ArraySpec::task_id(JobId(job.id), k).0;
             let Some(t) = find(id) else {
                 continue;
             };
             next = k as u32 + 1;
-            if let Some(s) = t.start_time {
-                started = Some(started.map_or(s, |f| f.min(s)));
-            }
             if t.state().is_terminal() {
                 done.push((k as u32, outcome_of(&t)));
             }
@@ -218,7 +214,8 @@ impl State {
         Restored::Array {
             next,
             done,
-            started,
+            // Its record took its first task's start.
+            started: job.start_time,
         }
     }
 }
