@@ -9,6 +9,7 @@ mod out;
 mod replay;
 mod show;
 mod up;
+mod workflow;
 
 use clap::{Parser, Subcommand};
 use gridsched_proto::standard::tonic_health::pb::health_check_response::ServingStatus;
@@ -114,6 +115,12 @@ enum Cmd {
         /// From this event sequence (default: live events only).
         #[arg(long)]
         from: Option<u64>,
+    },
+    /// Workflows: jobs (or arrays) as the nodes of a DAG, each started once its parents
+    /// completed, with retries, an abort condition and a resume from the rescue.
+    Workflow {
+        #[command(subcommand)]
+        cmd: workflow::WorkflowCmd,
     },
     /// Shows the sites and their Load / Count arrays.
     Sites,
@@ -542,7 +549,12 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Cmd::Status { job_id } => {
             let job_id = job_ref(&mut c, &job_id).await?;
             let r = c.get_job(v1::GetJobRequest { job_id }).await?.into_inner();
-            show::job(r.job, json)?;
+            match r.job {
+                Some(j) if j.spec.as_ref().is_some_and(|s| s.workflow.is_some()) => {
+                    workflow::status(&j, json)?;
+                }
+                j => show::job(j, json)?,
+            }
         }
         Cmd::List {
             state,
@@ -605,6 +617,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             show::sites(&r, json)?;
         }
         Cmd::Replay(a) => return replay::replay(*a, &mut c, authenticated, json).await,
+        Cmd::Workflow { cmd } => return workflow::run(&mut c, cmd, authenticated, json).await,
         Cmd::Explain { job_id } => {
             let job_id = job_ref(&mut c, &job_id).await?;
             let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();

@@ -5,7 +5,7 @@ use comfy_table::Table;
 use gridsched_proto::v1;
 use serde_json::{Value, json};
 
-fn state_name(s: i32) -> String {
+pub(crate) fn state_name(s: i32) -> String {
     v1::JobState::try_from(s)
         .map(|s| {
             s.as_str_name()
@@ -96,9 +96,16 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
         let mut row = vec![
             shown_id(j),
             state_name(j.state),
-            j.priority.to_string(),
+            // A workflow has neither (its nodes have).
+            match s.workflow {
+                Some(_) => String::new(),
+                None => j.priority.to_string(),
+            },
             s.user,
-            s.processors.to_string(),
+            match s.workflow {
+                Some(_) => String::new(),
+                None => s.processors.to_string(),
+            },
             site_of(j),
             j.machine.clone().unwrap_or_default(),
             j.exit_code.map(|c| c.to_string()).unwrap_or_default(),
@@ -133,6 +140,15 @@ pub fn array_submitted(id: u64, text: &str) -> std::io::Result<()> {
 
 /// A job's id as shown: a task of an array as `ARRAY_INDEX`, an array as `ID_[INDICES]`.
 fn shown_id(j: &v1::Job) -> String {
+    let id = shown_task(j);
+    match (j.workflow_id, &j.workflow_node) {
+        (Some(w), Some(node)) => format!("{id} ({w}/{node})"),
+        _ => id,
+    }
+}
+
+/// A task as `array_index`, an array as `id_[indices]`, else the id.
+fn shown_task(j: &v1::Job) -> String {
     match (
         j.array_id,
         j.array_index,
@@ -146,6 +162,27 @@ fn shown_id(j: &v1::Job) -> String {
 
 /// A job's reason as shown: an array's, after its tasks counted by state.
 fn reason_of(j: &v1::Job) -> String {
+    if let Some(w) = &j.workflow {
+        let count = |s: v1::WorkflowNodeState| w.nodes.iter().filter(|n| n.state() == s).count();
+        let done =
+            count(v1::WorkflowNodeState::Completed) + count(v1::WorkflowNodeState::DoneBefore);
+        let running = count(v1::WorkflowNodeState::Running);
+        let name = j
+            .spec
+            .as_ref()
+            .and_then(|s| s.name.clone())
+            .unwrap_or_default();
+        let mut out = format!("workflow `{name}`: ");
+        if j.state().is_terminal() && !j.reason.is_empty() {
+            out.push_str(&j.reason);
+        } else {
+            out.push_str(&format!("{done} of {} nodes completed", w.nodes.len()));
+            if running > 0 {
+                out.push_str(&format!(", {running} running"));
+            }
+        }
+        return out;
+    }
     let Some(p) = j.array else {
         return j.reason.clone();
     };

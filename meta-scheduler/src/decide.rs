@@ -523,6 +523,7 @@ mod tests {
                 job: JobId(1),
                 site: 0,
                 outcome: gridsched_core::model::Outcome::Completed,
+                exit: None,
             },
         );
         assert_eq!(d.arrays()[0].count[1], 1);

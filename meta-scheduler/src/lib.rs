@@ -25,6 +25,7 @@ pub mod state;
 pub mod store;
 pub mod urgent;
 pub mod validate;
+pub mod workflows;
 
 pub use cli::main_with_args;
 pub use config::MetaConfig;

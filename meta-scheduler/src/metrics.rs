@@ -52,6 +52,10 @@ pub struct MetaMetrics {
     pub arrays: Counter,
     /// Tasks released by job arrays.
     pub array_tasks: Counter,
+    /// Workflows accepted.
+    pub workflows: Counter,
+    /// Workflow nodes released (each run of a node).
+    pub workflow_nodes: Counter,
     /// Start claims answered, by site and outcome (`granted`, `withdrawn`).
     pub claims: Family<ClaimLabel, Counter>,
     /// Jobs withdrawn from a down site before they started, by the site they left.
@@ -99,6 +103,8 @@ impl MetaMetrics {
             accepted: Counter::default(),
             arrays: Counter::default(),
             array_tasks: Counter::default(),
+            workflows: Counter::default(),
+            workflow_nodes: Counter::default(),
             claims: Family::default(),
             withdrawn: Family::default(),
             coallocations: Family::default(),
@@ -143,6 +149,16 @@ impl MetaMetrics {
             "gridsched_meta_array_tasks_released",
             "Tasks released by job arrays to be dispatched",
             m.array_tasks.clone(),
+        );
+        r.register(
+            "gridsched_meta_workflows_accepted",
+            "Workflows accepted (each counted once among the jobs accepted)",
+            m.workflows.clone(),
+        );
+        r.register(
+            "gridsched_meta_workflow_nodes_released",
+            "Runs of workflow nodes released to be dispatched (a retry counts again)",
+            m.workflow_nodes.clone(),
         );
         r.register(
             "gridsched_meta_start_claims",

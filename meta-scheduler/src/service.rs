@@ -281,6 +281,7 @@ impl MetaService {
             tracing::error!("co-allocated reservations not marked held: {e}");
         }
         self.start_split_work(b.calls, b.send_fragments, b.kill_fragments, b.retries);
+        self.start_stops(b.stops);
         self.forget_reservations(&b.dropped_reservations);
         for (id, site) in b.take_back {
             tokio::spawn(self.clone().take_back(id, site));
@@ -324,7 +325,13 @@ impl MetaService {
                     message: format!("field `{field}`: {message}"),
                 })),
             };
-            if let Err(r) = validate::check(spec.as_ref(), &self.inner.cfg.limits) {
+            let checked = match spec.as_ref() {
+                Some(s) if s.workflow.is_some() => {
+                    validate::check_workflow(s, &self.inner.cfg.limits)
+                }
+                s => validate::check(s, &self.inner.cfg.limits),
+            };
+            if let Err(r) = checked {
                 results.push(reject(&r.field, &r.message));
                 continue;
             }
@@ -350,6 +357,23 @@ impl MetaService {
                 results.push(accepted(index, &job, true));
                 continue;
             }
+            if spec.workflow.is_some() {
+                match self.accept_workflow(&mut st, &mut b, &mut reader, spec, t)? {
+                    Ok(id) => {
+                        if let Some(k) = key {
+                            st.tokens.insert(k.clone(), id);
+                            b.tokens.push((k, id));
+                        }
+                        results.push(accepted(index, &st.jobs[&id], false));
+                        new_ids.push(id);
+                    }
+                    Err(e) => results.push(v1::SubmitResult {
+                        index,
+                        outcome: Some(v1::submit_result::Outcome::Rejected(e)),
+                    }),
+                }
+                continue;
+            }
             let id = st.last_id + 1;
             let mut model = match st.decider.job(&spec, id, t) {
                 Ok(m) => m,
@@ -370,11 +394,10 @@ impl MetaService {
                 state: JobState::Accepted.into(),
                 submit_time: Some(t),
                 spec: Some(spec),
-                array: model.array.as_ref().map(|a| v1::ArrayProgress {
-                    tasks: a.len() as u32,
-                    limit: a.limit,
-                    ..Default::default()
-                }),
+                array: model
+                    .array
+                    .as_deref()
+                    .map(crate::state::arrays::fresh_progress),
                 ..Default::default()
             };
             // An array's tasks take the ids after it.
@@ -417,7 +440,7 @@ impl MetaService {
     }
 
     /// The store's reader of an `accept`, opened on first use.
-    fn reader<'r>(
+    pub(crate) fn reader<'r>(
         &self,
         reader: &'r mut Option<crate::store::Reader>,
     ) -> Result<&'r crate::store::Reader, Status> {
@@ -697,6 +720,35 @@ impl MetaService {
             .ok_or_else(|| internal("array vanished"))
     }
 
+    /// Cancels job `id` as `CancelJob` does: an array with its tasks out, a task not yet
+    /// released, a workflow with its running nodes, or one job.
+    pub(crate) async fn cancel_by_request(
+        &self,
+        id: u64,
+        reason: String,
+    ) -> Result<v1::Job, Status> {
+        let (tasks, unreleased, workflow) = {
+            let st = self.lock()?;
+            let runner = st.decider.runner();
+            let unreleased = runner.unreleased(JobId(id)).is_some();
+            let workflow = runner.workflow(JobId(id)).is_some();
+            (st.open_tasks(id), unreleased, workflow)
+        };
+        let said = match reason.as_str() {
+            "" => "cancelled by request",
+            r => r,
+        };
+        match tasks {
+            Some(tasks) => self.cancel_array(id, tasks, reason).await,
+            None if workflow => self.cancel_workflow(id, said),
+            // A task not yet released: it gets its record, CANCELLED, and is never released.
+            None if unreleased => self
+                .mutate(|st, b, t| Ok(st.cancel_unreleased(b, id, t, said)))?
+                .ok_or_else(|| Status::failed_precondition(format!("job {id} was released"))),
+            None => self.cancel(id, reason).await,
+        }
+    }
+
     /// Cancels job `id` (see `CancelJob`).
     async fn cancel(&self, id: u64, reason: String) -> Result<v1::Job, Status> {
         let reason = if reason.is_empty() {
@@ -967,26 +1019,7 @@ impl MetaScheduler for MetaService {
         let caller = self.caller(&request)?;
         let req = request.into_inner();
         self.visible_job(req.job_id, caller.as_ref())?;
-        let (tasks, unreleased) = {
-            let st = self.lock()?;
-            let unreleased = st.decider.runner().unreleased(JobId(req.job_id));
-            (st.open_tasks(req.job_id), unreleased.is_some())
-        };
-        let job = match tasks {
-            Some(tasks) => self.cancel_array(req.job_id, tasks, req.reason).await?,
-            // A task not yet released: it gets its record, CANCELLED, and is never released.
-            None if unreleased => {
-                let reason = match req.reason.as_str() {
-                    "" => "cancelled by request",
-                    r => r,
-                };
-                self.mutate(|st, b, t| Ok(st.cancel_unreleased(b, req.job_id, t, reason)))?
-                    .ok_or_else(|| {
-                        Status::failed_precondition(format!("job {} was released", req.job_id))
-                    })?
-            }
-            None => self.cancel(req.job_id, req.reason).await?,
-        };
+        let job = self.cancel_by_request(req.job_id, req.reason).await?;
         tracing::info!(job = job.id, state = job.state().as_str_name(), "cancel");
         Ok(Response::new(v1::CancelJobResponse { job: Some(job) }))
     }

@@ -59,6 +59,8 @@ pub struct Batch {
     pub retries: Vec<(u64, i64)>,
     /// Reservations to take back at their sites: (reservation, site).
     pub take_back: Vec<(u64, usize)>,
+    /// Workflow nodes to cancel as their users would (their workflow stopped): job, why.
+    pub stops: Vec<(u64, String)>,
     /// Reservations the grid forgot (to forget in the store).
     pub dropped_reservations: Vec<u64>,
     /// Jobs that finished in this batch (they leave memory after their retention).
@@ -251,6 +253,13 @@ impl State {
         if !self.jobs.get(&id).is_some_and(|j| j.state().is_terminal()) {
             return;
         }
+        // A node of a workflow still running stays for its status (its workflow's end lets it
+        // go).
+        if let Some(w) = self.jobs[&id].workflow_id
+            && self.decider.runner().workflow(JobId(w)).is_some()
+        {
+            return;
+        }
         let job = self.jobs.remove(&id).expect("present");
         self.decisions.remove(&id);
         if let Some(key) = token_key(&job) {
@@ -329,6 +338,8 @@ impl State {
             run: job.requeues,
             array_id: job.array_id,
             array_index: job.array_index,
+            workflow_id: job.workflow_id,
+            workflow_node: job.workflow_node.clone(),
         };
         while self.events.len() >= self.retention.events {
             self.events.pop_front();
@@ -343,6 +354,9 @@ impl State {
         let mut j = job.clone();
         if let Some(p) = j.array.as_mut() {
             self.progress(job.id, p);
+        }
+        if j.spec.as_ref().is_some_and(|s| s.workflow.is_some()) && !j.state().is_terminal() {
+            j.workflow = self.workflow_progress(job.id);
         }
         if j.state() == JobState::Queued
             && let Some(i) = self.site_of(job)
@@ -382,15 +396,7 @@ impl State {
         };
         let effects = self.decide(time, submit);
         b.classified = true;
-        let refused = effects.iter().find_map(|e| match e {
-            gridsched_core::grid::Effect::Refuse {
-                job: j,
-                why,
-                refusal,
-            } if j.0 == id => Some(crate::decide::rejection(why, refusal.as_ref())),
-            _ => None,
-        });
-        if let Some(why) = refused {
+        if let Some(why) = refusal_in(&effects, id) {
             self.jobs.remove(&id);
             self.decisions.remove(&id);
             return Err(why);
@@ -436,6 +442,7 @@ impl State {
                         job: JobId(id),
                         site: i,
                         outcome: outcome_of(&job),
+                        exit: job.exit_code,
                     },
                     None => Input::Cancel { job: JobId(id) },
                 });
@@ -760,6 +767,13 @@ impl State {
                     _ => Restored::Waiting,
                 },
             };
+            if open && job.spec.as_ref().is_some_and(|s| s.workflow.is_some()) {
+                self.jobs.insert(job.id, job.clone());
+                if let Some(input) = self.workflow_restored(&job, &find) {
+                    self.drive(&mut b, time, input);
+                }
+                continue;
+            }
             // The record first: what the runner decides of the job (its dependency met while
             // the meta-scheduler was down, an array's tasks released) is carried out on it.
             self.jobs.insert(job.id, job.clone());
@@ -786,6 +800,18 @@ impl State {
     }
 }
 
+/// The runner's refusal of submission `id` among `effects`, as the API gives it.
+fn refusal_in(effects: &[gridsched_core::grid::Effect], id: u64) -> Option<v1::SubmitError> {
+    effects.iter().find_map(|e| match e {
+        gridsched_core::grid::Effect::Refuse {
+            job: j,
+            why,
+            refusal,
+        } if j.0 == id => Some(crate::decide::rejection(why, refusal.as_ref())),
+        _ => None,
+    })
+}
+
 /// A job's priority as the core has it (the API's is wider; the classifier never gives more).
 fn core_priority(p: u32) -> Priority {
     Priority::try_from(p).unwrap_or(Priority::MAX)
@@ -803,6 +829,7 @@ mod effects;
 mod split;
 #[cfg(test)]
 mod tests;
+pub(crate) mod workflows;
 
 /// How and when a job that reached a terminal state ended, for the jobs that depend on it
 /// (`now` when it has no end time).

@@ -80,6 +80,54 @@ pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refu
     Ok(())
 }
 
+/// Checks a submitted workflow's own fields (`spec.workflow` set): its user; at least one node,
+/// at most [`gridsched_core::model::MAX_NODES`]; each node's job a full spec of the same user
+/// (checked as [`check`] does, the field named `workflow.nodes[i].job.<field>`), without
+/// `after`. The workflow's shape (names, parents, cycles) is the core's check.
+pub fn check_workflow(spec: &v1::JobSpec, limits: &SpecLimits) -> Result<(), Refusal> {
+    if spec.user.trim().is_empty() {
+        return Err(Refusal::new("user", "required"));
+    }
+    let w = spec.workflow.as_ref().expect("a workflow");
+    if w.nodes.is_empty() {
+        return Err(Refusal::new("workflow.nodes", "at least one node"));
+    }
+    if w.nodes.len() > gridsched_core::model::MAX_NODES {
+        return Err(Refusal::new(
+            "workflow.nodes",
+            format!(
+                "{} nodes is more than the most a workflow may have ({})",
+                w.nodes.len(),
+                gridsched_core::model::MAX_NODES
+            ),
+        ));
+    }
+    for (i, n) in w.nodes.iter().enumerate() {
+        let at = |f: &str| format!("workflow.nodes[{i}].job{f}");
+        let job = n
+            .job
+            .as_ref()
+            .ok_or_else(|| Refusal::new(at(""), "required"))?;
+        if !job.user.is_empty() && job.user != spec.user {
+            return Err(Refusal::new(
+                at(".user"),
+                format!("must be empty or the workflow's user, `{}`", spec.user),
+            ));
+        }
+        if job.after.is_some() {
+            return Err(Refusal::new(
+                at(".after"),
+                "a node waits for its parents (`parents`), not for other jobs",
+            ));
+        }
+        let mut job = job.clone();
+        job.user.clone_from(&spec.user);
+        check(Some(&job), limits)
+            .map_err(|r| Refusal::new(at(&format!(".{}", r.field)), r.message))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

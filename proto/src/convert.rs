@@ -503,6 +503,7 @@ pub fn spec_from_job(job: &Job, names: &NameTable) -> Result<v1::JobSpec, Unname
         after: job.after.as_ref().map(|d| d.to_string()),
         name: job.after.as_ref().and_then(|d| d.singleton.clone()),
         array: job.array.as_ref().map(|a| a.to_string()),
+        workflow: None,
     })
 }
 

@@ -125,6 +125,8 @@ pub fn job_spec(
                     // Arrays: see the live array tests.
                     array: None,
                     name: None,
+                    // Workflows: see the live workflow test.
+                    workflow: None,
                 }
             },
         )

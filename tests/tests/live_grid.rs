@@ -886,3 +886,182 @@ async fn a_delayed_dependency_goes_on_after_a_restart() {
     let j = ended.iter().find(|j| j.id == b).unwrap();
     assert_eq!(j.state(), JobState::Completed, "{j:?}");
 }
+
+/// A workflow of 30 nodes over both sites (a fan-out of 24 between a start and a merge), with a
+/// node that fails once and is retried and one that fails for good (its exit code is not
+/// retried), through a kill -9 of the meta-scheduler: it ends FAILED with its rescue, each node
+/// having run once (the retried one twice); resumed after the fix, only the failed node and the
+/// one after it run, and the workflow completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_retries_fails_with_its_rescue_and_resumes_through_a_kill_9() {
+    use gridsched_tests::live::{get_job, sh_job};
+    use v1::WorkflowNodeState as N;
+    let mut g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let addr = g.meta_addr.clone();
+    let mut c = g.client().await;
+    let log = g.path("runs");
+    let (flaky_mark, fixed) = (g.path("flaky-failed-once"), g.path("fixed"));
+    let record = format!(
+        "echo \"$GRIDSCHED_WORKFLOW_ID $GRIDSCHED_WORKFLOW_NODE $GRIDSCHED_WORKFLOW_RUN\" >> {}",
+        log.display()
+    );
+    let node = |name: &str, parents: &[&str], script: &str| v1::WorkflowNode {
+        name: name.into(),
+        parents: parents.iter().map(|p| p.to_string()).collect(),
+        job: Some(sh_job(1, 60, &format!("{record}; {script}"))),
+        ..Default::default()
+    };
+    let mut nodes = vec![node("start", &[], "sleep 0.2")];
+    let work: Vec<String> = (0..24).map(|i| format!("work-{i}")).collect();
+    for w in &work {
+        nodes.push(node(w, &["start"], "sleep 0.3"));
+    }
+    let all: Vec<&str> = work.iter().map(String::as_str).collect();
+    nodes.push(node("merge", &all, "true"));
+    let mut flaky = node(
+        "flaky",
+        &["merge"],
+        &format!(
+            "test -e {m} || {{ touch {m}; exit 1; }}",
+            m = flaky_mark.display()
+        ),
+    );
+    flaky.retries = 2;
+    nodes.push(flaky);
+    let mut broken = node(
+        "broken",
+        &["merge"],
+        &format!("test -e {} || exit 3", fixed.display()),
+    );
+    broken.retries = 1;
+    broken.retry_unless_exit = Some(3);
+    nodes.push(broken);
+    nodes.push(node("after-broken", &["broken"], "true"));
+    nodes.push(node("report", &["flaky"], "true"));
+    assert_eq!(nodes.len(), 30);
+    let spec = v1::JobSpec {
+        user: "u".into(),
+        name: Some("fan".into()),
+        workflow: Some(v1::Workflow {
+            nodes: nodes.clone(),
+            resume: None,
+        }),
+        ..Default::default()
+    };
+    let w = submit_all(&mut c, vec![spec.clone()]).await[0];
+    // A cycle is refused naming it.
+    let mut cyclic = spec.clone();
+    cyclic.workflow.as_mut().unwrap().nodes[0].parents = vec!["report".into()];
+    let e = c
+        .submit(v1::SubmitRequest { spec: Some(cyclic) })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(
+        e.message()
+            .contains("the workflow has a cycle: start → work-0 → merge → flaky → report → start"),
+        "{}",
+        e.message()
+    );
+    // A node no site can run refuses the whole at the door, naming the node.
+    let mut wide = spec.clone();
+    wide.workflow.as_mut().unwrap().nodes[2]
+        .job
+        .as_mut()
+        .unwrap()
+        .processors = 64;
+    let e = c
+        .submit(v1::SubmitRequest { spec: Some(wide) })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(
+        e.message()
+            .starts_with("field `workflow.nodes[2].job.processors`: node `work-1`: 64 processors"),
+        "{}",
+        e.message()
+    );
+    let mut killed = false;
+    let done = loop {
+        let j = get_job(&mut c, w).await;
+        let p = j.workflow.clone().expect("a workflow's progress");
+        assert_eq!(p.nodes.len(), 30);
+        if j.state().is_terminal() {
+            break j;
+        }
+        let completed = p.nodes.iter().filter(|n| n.state() == N::Completed).count();
+        if !killed && completed >= 8 {
+            g.kill_meta();
+            g.start_meta(Some(&addr));
+            c = g.client().await;
+            killed = true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(killed);
+    assert_eq!(done.state(), JobState::Failed, "{done:?}");
+    assert_eq!(
+        done.reason,
+        "28 of 30 nodes completed; failed: `broken` (exit 3); 1 node(s) never ran"
+    );
+    let p = done.workflow.clone().unwrap();
+    let by_name = |name: &str| p.nodes.iter().find(|n| n.name == name).unwrap().clone();
+    assert_eq!(
+        (by_name("flaky").state(), by_name("flaky").run),
+        (N::Completed, 2)
+    );
+    assert_eq!(
+        (by_name("broken").state(), by_name("broken").exit_code),
+        (N::Failed, Some(3))
+    );
+    assert_eq!(by_name("after-broken").state(), N::Never);
+    let sites: std::collections::BTreeSet<String> =
+        p.nodes.iter().filter_map(|n| n.site.clone()).collect();
+    assert_eq!(sites.len(), 2, "over both sites: {sites:?}");
+    // Every node ran once (flaky twice), none after a failed parent.
+    let runs = |w: u64| -> Vec<String> {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{w} ")))
+            .map(|l| l.split_once(' ').unwrap().1.to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut expected: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.name != "after-broken")
+        .map(|n| format!("{} 1", n.name))
+        .chain(["flaky 2".to_string()])
+        .collect();
+    expected.sort();
+    assert_eq!(runs(w), expected);
+
+    // Fixed, resumed: only `broken` and the node after it run.
+    std::fs::write(&fixed, "").unwrap();
+    let mut again = spec.clone();
+    again.workflow.as_mut().unwrap().resume = Some(w);
+    let w2 = submit_all(&mut c, vec![again]).await[0];
+    let ended = wait_ended(&mut c, &[w2], Duration::from_secs(60)).await;
+    let j = ended.iter().find(|j| j.id == w2).unwrap();
+    assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    assert_eq!(j.reason, "all 30 nodes completed");
+    let p = j.workflow.clone().unwrap();
+    let before = p
+        .nodes
+        .iter()
+        .filter(|n| n.state() == N::DoneBefore)
+        .count();
+    assert_eq!(before, 28);
+    assert_eq!(runs(w2), ["after-broken 1", "broken 1"]);
+    // Resuming a completed workflow is refused.
+    let mut twice = spec;
+    twice.workflow.as_mut().unwrap().resume = Some(w2);
+    let e = c
+        .submit(v1::SubmitRequest { spec: Some(twice) })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+}

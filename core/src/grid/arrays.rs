@@ -408,6 +408,7 @@ mod tests {
             job: JobId(job),
             site: 0,
             outcome,
+            exit: None,
         }
     }
 

@@ -360,6 +360,8 @@ impl GridRunner {
                 }
             } else if self.arrays.pending() {
                 self.settle_arrays(now, out);
+            } else if self.workflows.pending() {
+                self.settle_workflows(now, out);
             } else {
                 break;
             }
@@ -460,6 +462,7 @@ mod tests {
             job: JobId(1),
             site: 0,
             outcome: Outcome::Failed,
+            exit: None,
         };
         let unmet = |id: u64, before: u64, what: &str| Effect::Unmet {
             job: JobId(id),
@@ -505,6 +508,7 @@ mod tests {
             job: JobId(id),
             site: 0,
             outcome: Outcome::Completed,
+            exit: None,
         };
         let left = Effect::Blocked {
             job: JobId(3),
@@ -533,6 +537,7 @@ mod tests {
             job: JobId(1),
             site: 0,
             outcome: Outcome::Completed,
+            exit: None,
         };
         let e = on(&mut r, 100, ended);
         assert_eq!(
@@ -575,6 +580,7 @@ mod tests {
             job: JobId(1),
             site: 0,
             outcome: Outcome::Completed,
+            exit: None,
         };
         let e = on(&mut r, 9, ended);
         assert!(

@@ -367,6 +367,7 @@ mod tests {
                         job,
                         site: sites[0],
                         outcome,
+                        exit: None,
                     });
                 }
                 (Step::Complete | Step::Fail | Step::FailRequeued, true) => {

@@ -11,7 +11,9 @@ impl GridRunner {
     /// holds go, and a split job's fragments their reservations.
     pub(super) fn cancel(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
         if !self.jobs.contains_key(&id) {
-            self.cancel_unreleased(id, out);
+            if !self.cancel_workflow(id, out) {
+                self.cancel_unreleased(id, out);
+            }
             return;
         }
         if self.cancel_array(id, out) {

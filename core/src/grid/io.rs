@@ -4,11 +4,12 @@
 //! it carries out.
 
 use super::Explanation;
+use super::NodeState;
 use super::admit::Refusal;
 use super::reservations::{Reservation, ReservationAnswer, ReservationRequest};
 use crate::classify::Classification;
 use crate::dispatch::{ClusterLoad, Part, Priority};
-use crate::model::{Duration, Job, JobId, Outcome, ReservationId, Time};
+use crate::model::{Duration, Job, JobId, Outcome, ReservationId, Time, Workflow};
 use serde::{Deserialize, Serialize};
 
 /// Why a job goes to the site it goes to.
@@ -108,7 +109,28 @@ pub enum Input {
         /// Its priority.
         priority: Priority,
     },
-    /// The user cancelled the job.
+    /// A workflow enters the grid as `id` (its nodes take the ids after it, in order): admitted
+    /// whole, then each node released as a job once its parents completed.
+    SubmitWorkflow {
+        /// Its id.
+        id: JobId,
+        /// It (nodes marked done, when resumed from a rescue, are not run again).
+        workflow: Box<Workflow>,
+    },
+    /// A workflow the grid had before its driver restarted, its nodes where they stood (the
+    /// jobs of those out are restored apart, after it).
+    RestoreWorkflow {
+        /// Its id.
+        id: JobId,
+        /// It.
+        workflow: Box<Workflow>,
+        /// Per node, where it stood.
+        nodes: Vec<NodeState>,
+        /// Why it was releasing no more (aborted, or `cancelled`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stopping: Option<String>,
+    },
+    /// The user cancelled the job (or the workflow).
     Cancel {
         /// The job.
         job: JobId,
@@ -129,6 +151,10 @@ pub enum Input {
         /// How (for the jobs that depend on it).
         #[serde(default)]
         outcome: Outcome,
+        /// Its exit code, when the site reports one (a workflow's retry and abort rules read
+        /// it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit: Option<i32>,
     },
     /// The fragment of split job `job` at `site` ended; `ok` when it completed.
     FragmentEnded {
@@ -362,6 +388,39 @@ pub enum Effect {
         /// When its first task began running, if one did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         started: Option<Time>,
+    },
+    /// Node `node` of workflow `workflow` is released, for its `attempt`-th run, as job `job`
+    /// (submitted to the grid: its classification and dispatch follow).
+    Node {
+        /// The workflow.
+        workflow: JobId,
+        /// The node's job id.
+        job: JobId,
+        /// The node's position.
+        node: u32,
+        /// Its run, from 1.
+        attempt: u32,
+    },
+    /// Cancel job `job` as its user would ([`Input::Cancel`]): its workflow was aborted or
+    /// cancelled.
+    Stop {
+        /// The job.
+        job: JobId,
+        /// Why.
+        why: String,
+    },
+    /// No node of the workflow is out and none can be released: it leaves the grid with
+    /// `outcome` (completed when every node completed; cancelled; else failed).
+    WorkflowOver {
+        /// The workflow.
+        workflow: JobId,
+        /// How.
+        outcome: Outcome,
+        /// The nodes completed, by position: its rescue.
+        done: Vec<u32>,
+        /// Why it did not complete.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     /// The strategy split the job: its co-allocation over `parts` begins (holds follow).
     Coallocating {

@@ -26,6 +26,9 @@
 //!   cannot;
 //! * **job arrays** ([`crate::model::ArraySpec`], Slurm's `--array`): an array is admitted and
 //!   classified once, then releases its tasks, each a job of its own, at most `%N` out at once;
+//! * **workflows** ([`crate::model::Workflow`], HTCondor DAGMan's semantics): admitted whole,
+//!   each node released as a job once its parents completed, with retries, an abort condition
+//!   and the rescue of what completed;
 //! * the strategy's **bookkeeping of ends**: a job (or a split job's last fragment) reported
 //!   ended, a job a site refused or that came back.
 //!
@@ -49,6 +52,7 @@ mod reservations;
 mod restore;
 #[cfg(test)]
 mod tests;
+mod workflows;
 
 pub use admit::{Field, Kind, Refusal};
 pub use arrays::{ArrayStatus, TASKS_PER_INPUT, Tally};
@@ -60,6 +64,7 @@ pub use place::{Candidate, Decision, Explanation, Placer};
 pub use reservations::{
     KEEP_ENDED_S, Reservation, ReservationAnswer, ReservationRequest, Standing,
 };
+pub use workflows::{NodeState, WorkflowStatus};
 
 use crate::classify::{Classifier, ClassifierError};
 use crate::dispatch::{Dispatcher, Priority};
@@ -142,6 +147,8 @@ pub struct GridRunner {
     failed_fragments: FxHashSet<JobId>,
     /// The arrays releasing their tasks.
     arrays: arrays::Book,
+    /// The workflows releasing their nodes.
+    workflows: workflows::Book,
 }
 
 impl GridRunner {
@@ -165,6 +172,7 @@ impl GridRunner {
             deps: depend::Book::default(),
             failed_fragments: FxHashSet::default(),
             arrays: arrays::Book::default(),
+            workflows: workflows::Book::default(),
         }
     }
 
@@ -203,10 +211,30 @@ impl GridRunner {
         };
         match input {
             Input::Submit { job, priority } => {
-                if self.jobs.contains_key(&job.id) || self.arrays.owns(job.id) {
+                if self.jobs.contains_key(&job.id)
+                    || self.arrays.owns(job.id)
+                    || self.workflows.owns(job.id)
+                {
                     return Err(GridError::DuplicateJob(job.id));
                 }
                 self.submit(now, job, priority, out);
+            }
+            Input::SubmitWorkflow { id, workflow } => {
+                if self.jobs.contains_key(&id) || self.workflows.owns(id) {
+                    return Err(GridError::DuplicateJob(id));
+                }
+                self.submit_workflow(now, id, *workflow, out);
+            }
+            Input::RestoreWorkflow {
+                id,
+                workflow,
+                nodes,
+                stopping,
+            } => {
+                if self.jobs.contains_key(&id) || self.workflows.owns(id) {
+                    return Err(GridError::DuplicateJob(id));
+                }
+                self.restore_workflow(now, id, *workflow, nodes, stopping, out);
             }
             Input::Restore { job, priority, at } => {
                 match &at {
@@ -244,8 +272,14 @@ impl GridRunner {
                     self.began(now, job);
                 }
             }
-            Input::Ended { job, site, outcome } => {
+            Input::Ended {
+                job,
+                site,
+                outcome,
+                exit,
+            } => {
                 site_ok(site)?;
+                self.workflows.exit(job, exit);
                 match self.jobs.get(&job).map(|o| &o.at) {
                     Some(At::Site { site: s, .. }) if *s == site => {
                         self.remove(job, Some(outcome));
@@ -311,7 +345,10 @@ impl GridRunner {
                     self.dispatch(now, job, Cause::Dependency, out);
                 }
                 Some(At::Array) => self.release_tasks(now, job, out),
-                _ => {}
+                Some(_) => {}
+                None => {
+                    self.workflow_retry(now, job, out);
+                }
             },
             Input::Release => self.release(now, out),
             Input::Reservations { last } => self.set_last_reservation(last),
@@ -493,6 +530,7 @@ impl GridRunner {
             if let Some(t) = open.job.task {
                 self.task_left(t, o);
             }
+            self.workflows.left(id, o);
         }
         Some(open)
     }

@@ -107,6 +107,7 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
             job: JobId(2),
             site: 0,
             outcome: Outcome::Completed,
+            exit: None,
         },
     );
     assert!(r.contains(JobId(2)));
@@ -117,6 +118,7 @@ fn load_ordering_places_on_idle_sites_and_counts_ends() {
             job: JobId(2),
             site: 1,
             outcome: Outcome::Completed,
+            exit: None,
         },
     );
     assert!(!r.contains(JobId(2)));
@@ -711,8 +713,12 @@ fn random_drives_keep_the_grid_invariants() {
                     Effect::Blocked { .. } | Effect::Defer { .. } | Effect::Unmet { .. } => {
                         unreachable!("no dependencies here")
                     }
-                    Effect::Task { .. } | Effect::ArrayOver { .. } => {
-                        unreachable!("no arrays here")
+                    Effect::Task { .. }
+                    | Effect::ArrayOver { .. }
+                    | Effect::Node { .. }
+                    | Effect::Stop { .. }
+                    | Effect::WorkflowOver { .. } => {
+                        unreachable!("no arrays nor workflows here")
                     }
                     Effect::Over { job, .. } => {
                         running_splits.remove(&job);
@@ -806,7 +812,8 @@ fn random_drives_keep_the_grid_invariants() {
                         go!(Input::Ended {
                             job,
                             site,
-                            outcome: Outcome::Completed
+                            outcome: Outcome::Completed,
+                            exit: None,
                         });
                         at.remove(&job);
                     }
@@ -883,7 +890,8 @@ fn random_drives_keep_the_grid_invariants() {
                 go!(Input::Ended {
                     job,
                     site,
-                    outcome: Outcome::Completed
+                    outcome: Outcome::Completed,
+                    exit: None,
                 });
                 at.remove(&job);
             }

@@ -10,6 +10,7 @@ mod job;
 mod machine;
 mod platform;
 mod urgency;
+pub(crate) mod workflow;
 
 pub use array::{ArrayError, ArraySpec, MAX_INDEX, Task};
 pub use dependency::{Condition, Dependency, DependencyError, Ended, Outcome, Term};
@@ -18,6 +19,7 @@ pub use job::{InputRef, Job, JobError, UserClass, scale_duration};
 pub use machine::Machine;
 pub use platform::{Cluster, LicencePool, LicenceType, Platform, PlatformError, Site};
 pub use urgency::Urgency;
+pub use workflow::{MAX_NODES, MAX_RETRIES, Node, Workflow, WorkflowError, WorkflowText};
 
 /// An instant, in integer seconds since the epoch of the workload (a trace's start, or the Unix
 /// epoch for a live grid).

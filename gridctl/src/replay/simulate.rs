@@ -106,6 +106,7 @@ impl SimGrid {
             // The simulation stands for the live grid: its order within a second.
             live_order: true,
             cancels: Vec::new(),
+            workflows: Vec::new(),
         };
         // The grid runner the live meta-scheduler builds from the same configuration.
         let (config, _) = meta_scheduler::decide::grid_config(&self.meta, 0);

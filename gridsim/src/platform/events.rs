@@ -24,7 +24,7 @@ use super::{Ev, PlatformError, Sim};
 use gridsched_core::grid::{
     Effect as GridEffect, Input as GridInput, ReservationAnswer, ReservationRequest, Standing,
 };
-use gridsched_core::model::{ClusterId, Job, JobId, Outcome, ReservationId, Time};
+use gridsched_core::model::{ClusterId, Job, JobId, Outcome, ReservationId, Time, Workflow};
 use gridsched_core::policy::AdvanceReservation;
 use gridsched_core::runner::Input;
 
@@ -46,6 +46,19 @@ pub struct GridEvents {
     pub live_order: bool,
     /// Jobs cancelled by their users, with the second (after that second's submissions).
     pub cancels: Vec<(Time, JobId)>,
+    /// Workflows submitted (each node released as a job once its parents completed).
+    pub workflows: Vec<WorkflowSubmission>,
+}
+
+/// One workflow submitted at the grid's entry point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkflowSubmission {
+    /// When (with that second's other events, before its job submissions).
+    pub at: Time,
+    /// Its id (its nodes take the ids after it: none may be a job's of the stream).
+    pub id: JobId,
+    /// It.
+    pub workflow: Workflow,
 }
 
 /// One advance reservation asked for at the grid's entry point.
@@ -99,6 +112,7 @@ impl Sim<'_, '_> {
             job,
             site: c.index(),
             outcome: Outcome::Cancelled { started },
+            exit: None,
         };
         self.feed(t, ended, dirty)
     }

@@ -31,7 +31,7 @@ pub mod split;
 #[cfg(test)]
 mod tests;
 
-pub use events::{GridEvents, ReservationAsk};
+pub use events::{GridEvents, ReservationAsk, WorkflowSubmission};
 pub use gridsched_core::grid::Classify;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
@@ -131,6 +131,21 @@ fn is_zero_u32(n: &u32) -> bool {
     *n == 0
 }
 
+/// How one workflow of a run went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorkflowRecord {
+    /// Its id.
+    pub id: JobId,
+    /// When it was submitted.
+    pub submit: Time,
+    /// When it ended (no node out, none left to release).
+    pub end: Time,
+    /// How.
+    pub outcome: gridsched_core::model::Outcome,
+    /// Its nodes completed.
+    pub done: u32,
+}
+
 /// Counters of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PlatformStats {
@@ -172,6 +187,12 @@ pub struct PlatformStats {
     /// Tasks released by job arrays (each a job of its own from then on).
     #[serde(skip_serializing_if = "is_zero")]
     pub tasks: u64,
+    /// Workflow nodes released (each run, retries included, a job of its own from then on).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub nodes: u64,
+    /// The workflows ([`GridEvents::workflows`]) that ended, in the order they did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<WorkflowRecord>,
     /// Scheduling passes.
     pub passes: u64,
     /// Mean wall-clock time of a pass, microseconds (not deterministic).
@@ -311,6 +332,10 @@ enum Ev {
     Cancel {
         job: JobId,
     },
+    /// The workflow of this index in [`GridEvents::workflows`] is submitted.
+    Workflow {
+        index: usize,
+    },
 }
 
 struct Sim<'p, 'h> {
@@ -346,6 +371,8 @@ struct Sim<'p, 'h> {
     /// How each job that left the grid ended, for the jobs submitted later that wait for it
     /// (the grid runner keeps only the jobs it has).
     ended: FxHashMap<JobId, gridsched_core::model::Ended>,
+    /// The workflows submitted and not over, with their submission.
+    submitted_workflows: FxHashMap<JobId, Time>,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `grid`.
@@ -466,6 +493,7 @@ where
         lost: vec![false; n],
         named: events::Named::default(),
         ended: FxHashMap::default(),
+        submitted_workflows: FxHashMap::default(),
     };
     for &(at, cluster) in &events.lost {
         if cluster.index() < n {
@@ -477,6 +505,9 @@ where
     }
     for &(at, job) in &events.cancels {
         sim.push(at, Ev::Cancel { job });
+    }
+    for (index, w) in events.workflows.iter().enumerate() {
+        sim.push(w.at, Ev::Workflow { index });
     }
     let mut jobs = jobs.into_iter();
     let mut next = jobs.next().transpose().map_err(PlatformError::Workload)?;
@@ -562,6 +593,16 @@ where
                 }
                 Ev::Reserve { index } => sim.reserve(t, &events.reservations[index], &mut dirty)?,
                 Ev::Cancel { job } => sim.cancel(t, job, &mut dirty)?,
+                Ev::Workflow { index } => {
+                    let w = &events.workflows[index];
+                    sim.submitted_workflows.insert(w.id, t);
+                    sim.report_loads(t);
+                    let input = GridInput::SubmitWorkflow {
+                        id: w.id,
+                        workflow: Box::new(w.workflow.clone()),
+                    };
+                    sim.feed(t, input, &mut dirty)?;
+                }
                 Ev::Tick => {
                     sim.report_loads(t);
                     let at_ms = events::at_ms(t);

@@ -178,6 +178,23 @@ impl Sim<'_, '_> {
             }
             GridEffect::Defer { job, until } => self.push(until, Ev::Retry { job }),
             GridEffect::Task { .. } => self.stats.tasks += 1,
+            GridEffect::Node { .. } => self.stats.nodes += 1,
+            GridEffect::Stop { job, .. } => self.push(t, Ev::Cancel { job }),
+            GridEffect::WorkflowOver {
+                workflow,
+                outcome,
+                done,
+                ..
+            } => {
+                let submit = self.submitted_workflows.remove(&workflow).unwrap_or(t);
+                self.stats.workflows.push(super::WorkflowRecord {
+                    id: workflow,
+                    submit,
+                    end: t,
+                    outcome,
+                    done: done.len() as u32,
+                });
+            }
             GridEffect::ArrayOver {
                 job,
                 outcome,
@@ -375,6 +392,7 @@ impl Sim<'_, '_> {
                 job,
                 site: c.index(),
                 outcome,
+                exit: None,
             },
             dirty,
         )?;

@@ -165,6 +165,7 @@ impl Sim<'_, '_> {
                     job,
                     site: first.index(),
                     outcome: Outcome::Completed,
+                    exit: None,
                 }
             }
             (true, _) => return Ok(()),

@@ -20,6 +20,15 @@ pub fn spec_of(job: &v1::Job) -> Option<ArraySpec> {
     text.parse::<ArraySpec>().ok()
 }
 
+/// The progress of array `a` before any task is released.
+pub fn fresh_progress(a: &ArraySpec) -> v1::ArrayProgress {
+    v1::ArrayProgress {
+        tasks: a.len() as u32,
+        limit: a.limit,
+        ..Default::default()
+    }
+}
+
 impl State {
     /// The runner released task `index` of `array` as job `id`: its record.
     pub(super) fn add_task(&mut self, b: &mut Batch, time: i64, array: u64, id: u64, index: u32) {
@@ -121,6 +130,9 @@ impl State {
     /// the others.
     pub(crate) fn progress(&self, id: u64, p: &mut v1::ArrayProgress) {
         let (mut queued, mut running) = (0, 0);
+        if p.tasks == 0 {
+            return;
+        }
         let last = id + u64::from(p.tasks);
         for (_, t) in self.jobs.range(id + 1..=last) {
             match t.state() {

@@ -189,8 +189,10 @@ impl State {
             }
             Effect::Defer { job, until } => {
                 b.retries.push((job.0, until));
-                if self.decider.runner().array(job).is_some() && until <= time {
-                    // An array coming back for the rest of its tasks.
+                let runner = self.decider.runner();
+                if (runner.array(job).is_some() || runner.workflow(job).is_some()) && until <= time
+                {
+                    // An array coming back for the rest of its tasks, a workflow restored.
                     return;
                 }
                 let detail = format!(
@@ -252,6 +254,19 @@ impl State {
             Effect::Over { .. } => {}
             Effect::Task { array, job, index } => self.add_task(b, time, array.0, job.0, index),
             Effect::ArrayOver { job, .. } => self.array_over(b, time, job.0),
+            Effect::Node {
+                workflow,
+                job,
+                node,
+                attempt,
+            } => self.add_node(b, time, workflow.0, job.0, node, attempt),
+            Effect::Stop { job, why } => self.stop_node(b, time, job.0, why),
+            Effect::WorkflowOver {
+                workflow,
+                outcome,
+                why,
+                ..
+            } => self.workflow_over(b, time, workflow.0, outcome, why),
             Effect::StartSplit { job, .. } => {
                 tracing::error!(
                     job = job.0,
