@@ -120,6 +120,66 @@ fn blockers(spec: &v1::JobSpec, id: u64, status: &v1::StatusResponse) -> Vec<v1:
     out
 }
 
+/// A workflow's explanation: its nodes counted by state, and a blocker for each node waiting
+/// for its parents.
+fn workflow(job: &v1::Job, p: &v1::WorkflowProgress, mut text: String) -> v1::ExplainResponse {
+    use v1::WorkflowNodeState as N;
+    let name = job.spec.as_ref().and_then(|s| s.name.clone());
+    text = text.replacen("job", "workflow", 1);
+    if let Some(n) = name {
+        text += &format!(" (`{n}`)");
+    }
+    let states = [
+        (N::Completed, "completed"),
+        (N::DoneBefore, "done before"),
+        (N::Running, "running"),
+        (N::Queued, "queued"),
+        (N::Waiting, "waiting for their parents"),
+        (N::Failed, "failed"),
+        (N::Cancelled, "cancelled"),
+        (N::Never, "never ran"),
+    ];
+    let mut counts = Vec::new();
+    for (s, said) in states {
+        let names: Vec<&str> = (p.nodes.iter())
+            .filter(|n| n.state() == s)
+            .map(|n| n.name.as_str())
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let shown = match names.len() {
+            1..=4 => format!(" ({})", names.join(", ")),
+            _ => String::new(),
+        };
+        counts.push(format!("{} {said}{shown}", names.len()));
+    }
+    text += &format!("; {} nodes: {}", p.nodes.len(), counts.join(", "));
+    if job.state().is_terminal() && !job.reason.is_empty() {
+        text += &format!("; {}", job.reason);
+    }
+    let blockers = p
+        .nodes
+        .iter()
+        .filter(|n| n.state() == N::Waiting && !job.state().is_terminal())
+        .map(|n| {
+            blocker(
+                BlockerKind::Workflow,
+                Some(n.name.clone()),
+                None,
+                format!("node `{}` {}", n.name, n.reason),
+            )
+        })
+        .collect();
+    v1::ExplainResponse {
+        job_id: job.id,
+        state: job.state,
+        text,
+        blockers,
+        ..Default::default()
+    }
+}
+
 /// The explanation of `job`; `local` is its local scheduler's status when it is queued or
 /// running there (or why that status could not be read).
 pub fn explain(
@@ -139,6 +199,15 @@ pub fn explain(
             "; an array of {} tasks: {} pending, {} queued, {} running, {} completed, {} failed, {} cancelled",
             p.tasks, p.pending, p.queued, p.running, p.completed, p.failed, p.cancelled
         );
+    }
+    if let (Some(w), Some(node)) = (job.workflow_id, &job.workflow_node) {
+        text += &format!(
+            "; node `{node}` of workflow {w}, its run {}",
+            job.workflow_run
+        );
+    }
+    if let Some(p) = &job.workflow {
+        return workflow(job, p, text);
     }
     if let Some(p) = &decision.priority {
         let parts: Vec<String> = p

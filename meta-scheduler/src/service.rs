@@ -882,7 +882,8 @@ fn accepted(index: u32, job: &v1::Job, duplicate: bool) -> v1::SubmitResult {
 fn watch_matches(req: &v1::WatchRequest, st: &State, store: &Store, ev: &v1::JobEvent) -> bool {
     (req.job_ids.is_empty()
         || req.job_ids.contains(&ev.job_id)
-        || ev.array_id.is_some_and(|a| req.job_ids.contains(&a)))
+        || ev.array_id.is_some_and(|a| req.job_ids.contains(&a))
+        || ev.workflow_id.is_some_and(|w| req.job_ids.contains(&w)))
         && req.user.as_ref().is_none_or(|u| {
             let user = |j: &v1::Job| j.spec.as_ref().is_some_and(|s| &s.user == u);
             match st.jobs.get(&ev.job_id) {

@@ -982,6 +982,28 @@ async fn a_workflow_retries_fails_with_its_rescue_and_resumes_through_a_kill_9()
         "{}",
         e.message()
     );
+    // Explained while it runs: its nodes by state, those waiting with what they wait for.
+    let x = c
+        .explain(v1::ExplainRequest { job_id: w })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        x.text.starts_with(&format!("workflow {w} is ")),
+        "{}",
+        x.text
+    );
+    assert!(x.text.contains("(`fan`); 30 nodes: "), "{}", x.text);
+    let merge = x
+        .blockers
+        .iter()
+        .find(|b| b.resource.as_deref() == Some("merge"));
+    let merge = merge.expect("merge waits");
+    assert_eq!(merge.kind(), v1::BlockerKind::Workflow);
+    assert!(
+        merge.detail.starts_with("node `merge` waits for `work-"),
+        "{merge:?}"
+    );
     let mut killed = false;
     let done = loop {
         let j = get_job(&mut c, w).await;
@@ -1064,4 +1086,45 @@ async fn a_workflow_retries_fails_with_its_rescue_and_resumes_through_a_kill_9()
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+
+    // Cancelled while its nodes run: they are cancelled, nothing more starts.
+    let slow = v1::JobSpec {
+        user: "u".into(),
+        workflow: Some(v1::Workflow {
+            nodes: vec![
+                node("one", &[], "sleep 30"),
+                node("two", &[], "sleep 30"),
+                node("three", &["one"], "true"),
+            ],
+            resume: None,
+        }),
+        ..Default::default()
+    };
+    let w3 = submit_all(&mut c, vec![slow]).await[0];
+    loop {
+        let p = get_job(&mut c, w3).await.workflow.unwrap();
+        if p.nodes.iter().filter(|n| n.state() == N::Running).count() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.cancel_job(v1::CancelJobRequest {
+        job_id: w3,
+        reason: "enough".into(),
+    })
+    .await
+    .unwrap();
+    let ended = wait_ended(&mut c, &[w3], Duration::from_secs(20)).await;
+    let j = ended.iter().find(|j| j.id == w3).unwrap();
+    assert_eq!(j.state(), JobState::Cancelled, "{j:?}");
+    let states: Vec<N> = j
+        .workflow
+        .clone()
+        .unwrap()
+        .nodes
+        .iter()
+        .map(|n| n.state())
+        .collect();
+    assert_eq!(states, [N::Cancelled, N::Cancelled, N::Never]);
+    assert_eq!(j.reason, "0 of 3 nodes completed; cancelled");
 }

@@ -991,3 +991,69 @@ fn the_batch_mappers_map_an_array_s_tasks_in_the_simulator() {
         );
     }
 }
+
+/// A workflow in the simulator: a diamond with an array node (a → 3 tasks of b → c, and d after
+/// a) on two clusters of 2 processors. Each node starts when its parents have ended, every node
+/// runs once as a job of its own (ids after the workflow's), and the workflow's record has its
+/// makespan.
+#[test]
+fn a_workflow_runs_its_nodes_after_their_parents_in_the_simulator() {
+    use crate::platform::WorkflowSubmission;
+    use gridsched_core::model::{ArraySpec, Node, Workflow, WorkflowText};
+    let p = platform(&[(&[(2, 100)], true, &[]), (&[(2, 100)], true, &[])]);
+    let node = |name: &str, parents: &[&str], run: i64| Node {
+        name: name.into(),
+        parents: parents.iter().map(|s| s.to_string()).collect(),
+        retries: 0,
+        retry_unless_exit: None,
+        abort_on_exit: None,
+        done: false,
+        job: Job::new(0, 0, 1, 100, run),
+    };
+    let mut b = node("b", &["a"], 30);
+    b.job.array = Some(Box::new(ArraySpec::parse("0-2", 10).unwrap()));
+    let nodes = vec![
+        node("a", &[], 10),
+        b,
+        node("c", &["b"], 5),
+        node("d", &["a"], 50),
+    ];
+    let workflow = Workflow::new(WorkflowText {
+        name: "w".into(),
+        nodes,
+    })
+    .unwrap();
+    let events = GridEvents {
+        workflows: vec![WorkflowSubmission {
+            at: 100,
+            id: JobId(1),
+            workflow,
+        }],
+        ..GridEvents::default()
+    };
+    let policies = build(&p, PolicyKind::Easy);
+    let dispatcher = Box::new(RoundRobin::default());
+    let (recs, rep) = run_with_events(&p, policies, dispatcher, None, &[], &events);
+    // a is 2; b 3 with its tasks 4, 5, 6; c 7; d 8.
+    let at = |id: u64| {
+        let r = recs.iter().find(|r| r.id == JobId(id)).unwrap();
+        (r.start, r.end)
+    };
+    let mut ids: Vec<u64> = recs.iter().map(|r| r.id.0).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [2, 4, 5, 6, 7, 8]);
+    assert_eq!(at(2), (100, 110));
+    // Three tasks and d on four processors, all from a's end.
+    for id in [4, 5, 6, 8] {
+        assert_eq!(at(id).0, 110, "job {id}");
+    }
+    assert_eq!(at(7), (140, 145), "c after the last task of b");
+    assert_eq!(rep.stats.nodes, 4);
+    assert_eq!(rep.stats.tasks, 3);
+    let w = &rep.stats.workflows;
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        (w[0].submit, w[0].end, w[0].outcome, w[0].done),
+        (100, 160, gridsched_core::model::Outcome::Completed, 4)
+    );
+}

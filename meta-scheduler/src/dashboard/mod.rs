@@ -9,6 +9,7 @@
 //! `Authorization: Bearer`, cookie `gridsched_token`, or `?token=` once, which sets the cookie)
 //! and shows a user only their own jobs, as the gRPC API does.
 
+mod dag;
 mod gantt;
 pub(crate) mod html;
 mod pages;

@@ -389,6 +389,10 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
         .cloned()
         .collect();
     let spec = job.spec.clone().unwrap_or_default();
+    let what = match spec.workflow {
+        Some(_) => "Workflow",
+        None => "Job",
+    };
     let opt = |t: Option<i64>| t.map_or("—".to_owned(), clock);
     let mut fields = vec![
         vec!["state".into(), badge(job.state)],
@@ -429,6 +433,62 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
     if let (Some(a), Some(i)) = (job.array_id, job.array_index) {
         fields.push(vec!["array".into(), format!("{} (index {i})", job_link(a))]);
     }
+    if let (Some(w), Some(node)) = (job.workflow_id, &job.workflow_node) {
+        let said = format!(
+            "{} (node `{}`, its run {})",
+            job_link(w),
+            esc(node),
+            job.workflow_run
+        );
+        fields.push(vec!["workflow".into(), said]);
+    }
+    // A workflow: its DAG and its nodes (each run has its own page); the job's own fields
+    // (processors, estimate, site) are its nodes'.
+    let dag = match &job.workflow {
+        None => String::new(),
+        Some(p) => {
+            let keep = ["state", "user", "submitted", "started", "ended", "reason"];
+            fields.retain(|f| keep.contains(&f[0].as_str()));
+            fields.insert(
+                1,
+                vec!["name".into(), esc(spec.name.as_deref().unwrap_or("—"))],
+            );
+            if let Some(w0) = spec.workflow.as_ref().and_then(|w| w.resume) {
+                fields.push(vec!["resumes".into(), job_link(w0)]);
+            }
+            let rows: Vec<Vec<String>> = (p.nodes.iter())
+                .map(|n| {
+                    vec![
+                        esc(&n.name),
+                        esc(&n.parents.join(", ")),
+                        esc(n
+                            .state()
+                            .as_str_name()
+                            .trim_start_matches("WORKFLOW_NODE_STATE_")),
+                        match n.run {
+                            0 => "—".into(),
+                            r => r.to_string(),
+                        },
+                        match n.job_id {
+                            0 => "—".into(),
+                            j => job_link(j),
+                        },
+                        esc(n.site.as_deref().unwrap_or("—")),
+                        n.exit_code.map_or("—".into(), |c| c.to_string()),
+                        esc(&n.reason),
+                    ]
+                })
+                .collect();
+            let head = [
+                "node", "after", "state", "run", "job", "site", "exit", "reason",
+            ];
+            format!(
+                "<h2>Nodes</h2>{}{}",
+                super::dag::svg(p),
+                table("nodes", &head, &rows)
+            )
+        }
+    };
     if job.requeues > 0 {
         // A split job run again after a fragment failed.
         fields.push(vec!["requeues".into(), job.requeues.to_string()]);
@@ -485,7 +545,7 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
         }
     };
     let body = format!(
-        "<h1>Job {id}</h1>{}{fragments}<h2>Why (explain)</h2><pre id=\"explain\">{}</pre>\
+        "<h1>{what} {id}</h1>{}{dag}{fragments}<h2>Why (explain)</h2><pre id=\"explain\">{}</pre>\
          <h2>Events</h2>{}",
         table("job", &["field", "value"], &fields),
         esc(&explain),

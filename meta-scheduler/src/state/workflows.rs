@@ -145,6 +145,8 @@ impl State {
         let name = n.name.clone();
         self.jobs.insert(id, record);
         b.jobs.insert(id);
+        // Its classification (next) moves the classifier's window: written with it.
+        b.classified = true;
         self.metrics.workflow_nodes.inc();
         self.update(b, w, time, |j| {
             let run = match attempt {
