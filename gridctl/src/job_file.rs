@@ -53,7 +53,8 @@ pub struct SubmitArgs {
     #[arg(long, num_args = 0..=1, default_missing_value = "critical", value_name = "LEVEL")]
     pub urgent: Option<String>,
     /// The jobs to wait for, in Slurm's `--dependency` syntax: `afterok:12`, `after:12+60`
-    /// (seconds), `afternotok:12:13`, `afterany:12`, `singleton`; joined by `,` (all) or `?`
+    /// (seconds), `afternotok:12:13`, `afterany:12`, `aftercorr:12` (an array's tasks, each after
+    /// the task of array 12 of the same index), `singleton`; joined by `,` (all) or `?`
     /// (any).
     #[arg(long, alias = "dependency", short = 'd', value_name = "DEPENDENCY")]
     pub after: Option<String>,

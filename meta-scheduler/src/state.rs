@@ -787,6 +787,9 @@ impl State {
                         term.ended = Some(ended_of(&j, time));
                     }
                 }
+                for followed in self.followed_restored(&model, &find) {
+                    self.drive(&mut b, time, followed);
+                }
                 let input = Input::Restore {
                     job: model,
                     priority: core_priority(job.priority),

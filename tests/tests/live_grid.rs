@@ -1128,3 +1128,58 @@ async fn a_workflow_retries_fails_with_its_rescue_and_resumes_through_a_kill_9()
     assert_eq!(states, [N::Cancelled, N::Cancelled, N::Never]);
     assert_eq!(j.reason, "0 of 3 nodes completed; cancelled");
 }
+
+/// `aftercorr`: each task of an array waits for the task of the same index of the array it
+/// follows; the one whose counterpart failed never runs, the others start after theirs ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aftercorr_follows_an_array_task_by_task() {
+    use gridsched_tests::live::{get_job, sh_job};
+    let g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let mut c = g.client().await;
+    let mut first = sh_job(1, 60, "sleep 0.3; test \"$GRIDSCHED_ARRAY_INDEX\" != 2");
+    first.array = Some("0-3".into());
+    let a = submit_all(&mut c, vec![first]).await[0];
+    let mut second = sh_job(1, 60, "true");
+    second.array = Some("0-3".into());
+    second.after = Some(format!("aftercorr:{a}"));
+    let b = submit_all(&mut c, vec![second]).await[0];
+    let ended = wait_ended(&mut c, &[a, b], Duration::from_secs(30)).await;
+    let state = |id: u64| ended.iter().find(|j| j.id == id).unwrap().state();
+    assert_eq!(
+        (state(a), state(b)),
+        (JobState::Failed, JobState::Cancelled)
+    );
+    for k in 0..4u64 {
+        let (ta, tb) = (
+            get_job(&mut c, a + 1 + k).await,
+            get_job(&mut c, b + 1 + k).await,
+        );
+        if k == 2 {
+            assert_eq!(tb.state(), JobState::Cancelled, "{tb:?}");
+            assert_eq!(
+                tb.reason,
+                format!(
+                    "dependency never satisfied: job {} failed (aftercorr)",
+                    a + 3
+                )
+            );
+            assert_eq!(tb.start_time, None);
+        } else {
+            assert_eq!(tb.state(), JobState::Completed, "{tb:?}");
+            assert!(tb.start_time >= ta.end_time, "{ta:?} {tb:?}");
+        }
+    }
+    // Refused at the door: a job that is not an array.
+    let mut lone = sh_job(1, 60, "true");
+    lone.after = Some(format!("aftercorr:{a}"));
+    let e = c
+        .submit(v1::SubmitRequest { spec: Some(lone) })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(
+        e.message(),
+        "field `after`: `aftercorr` is for an array: this job is not one"
+    );
+}

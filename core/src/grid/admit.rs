@@ -203,6 +203,9 @@ impl GridRunner {
                 format!("job {j} is not known to the grid"),
             ));
         }
+        if let Some(dep) = &job.after {
+            self.admit_corr(job, dep)?;
+        }
         if let Some(a) = &job.array
             && let Some(t) = (job.id.0 + 1..=a.last_id(job.id).0)
                 .find(|t| self.jobs.contains_key(&crate::model::JobId(*t)))

@@ -5,16 +5,24 @@
 //! last task has ended, and then leaves it with one outcome, which is what the jobs depending on
 //! the array see.
 //!
+//! `aftercorr:A` (Slurm's, for an array on an array): the array releases its tasks as it would,
+//! and each task waits for the task of A with the same index to complete (a dependency of its own,
+//! on that task's id); one that failed, was cancelled or never ran leaves the task never started.
+//! A keeps how each of its tasks ended while an array follows it, past its own end.
+//!
 //! The grid's reading where Slurm is silent or differs: `%N` counts tasks sent to sites and not
 //! ended (a task queued at a site counts, since the grid can no longer stop it from starting);
 //! one input releases at most [`TASKS_PER_INPUT`] tasks and asks the driver to come back for the
 //! rest ([`Effect::Defer`] to the same instant), so a 10,000-task array costs a submission little
 //! and no input runs long.
 
+use super::admit::{Field, Kind, Refusal};
 use super::{At, Cause, Effect, GridRunner};
 use crate::dispatch::Priority;
-use crate::model::{ArraySpec, JobId, Outcome, Task, Time};
-use rustc_hash::FxHashSet;
+use crate::model::{
+    ArraySpec, Condition, Dependency, Ended, Job, JobId, Outcome, Task, Term, Time,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The most tasks one input releases.
@@ -57,6 +65,20 @@ struct Array {
     cancelled: bool,
     /// Its tasks may be released (its dependency is met).
     going: bool,
+    /// The arrays it follows task by task (`aftercorr`).
+    corr: Vec<JobId>,
+    /// How many arrays in the grid follow it (`aftercorr`).
+    followers: u32,
+    /// How its ended tasks ended, by position.
+    ended: FxHashMap<u32, Ended>,
+}
+
+/// An array that ended while arrays follow it: its indices and how its tasks ended.
+#[derive(Clone, Debug)]
+struct Kept {
+    spec: ArraySpec,
+    ended: FxHashMap<u32, Ended>,
+    followers: u32,
 }
 
 impl Array {
@@ -70,6 +92,9 @@ impl Array {
             first_start: None,
             cancelled: false,
             going: false,
+            corr: Vec::new(),
+            followers: 0,
+            ended: FxHashMap::default(),
         }
     }
 
@@ -99,6 +124,23 @@ impl Array {
     }
 }
 
+/// Takes the `aftercorr` terms out of array `job`'s dependency (the array's tasks wait on them,
+/// not the array): the arrays it follows.
+pub(super) fn take_corr(job: &mut Job) -> Vec<JobId> {
+    let Some(dep) = job.after.as_deref_mut() else {
+        return Vec::new();
+    };
+    let corr = (dep.terms.iter())
+        .filter(|t| t.on == Condition::Corr)
+        .map(|t| t.job)
+        .collect();
+    dep.terms.retain(|t| t.on != Condition::Corr);
+    if dep.is_empty() {
+        job.after = None;
+    }
+    corr
+}
+
 /// What an array is doing, for the drivers' views.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArrayStatus {
@@ -119,8 +161,10 @@ pub struct ArrayStatus {
 #[derive(Debug, Default)]
 pub(super) struct Book {
     arrays: BTreeMap<JobId, Array>,
-    /// Tasks that left the grid, to settle: the array and how.
-    changes: VecDeque<(JobId, Outcome)>,
+    /// Tasks that left the grid, to settle: the array, the task's index and how.
+    changes: VecDeque<(JobId, u32, Outcome)>,
+    /// Arrays that ended while others follow them (`aftercorr`).
+    kept: FxHashMap<JobId, Kept>,
 }
 
 impl Book {
@@ -142,9 +186,103 @@ impl Book {
 }
 
 impl GridRunner {
-    /// Enters array `id` (already entered as a job, its spec taken from it).
-    pub(super) fn enter_array(&mut self, id: JobId, spec: ArraySpec) {
-        self.arrays.arrays.insert(id, Array::new(spec));
+    /// Enters array `id` (already entered as a job, its spec taken from it), following the
+    /// arrays of `corr` task by task.
+    pub(super) fn enter_array(&mut self, id: JobId, spec: ArraySpec, corr: Vec<JobId>) {
+        for a in &corr {
+            if let Some(x) = self.arrays.arrays.get_mut(a) {
+                x.followers += 1;
+            } else if let Some(k) = self.arrays.kept.get_mut(a) {
+                k.followers += 1;
+            }
+        }
+        let mut array = Array::new(spec);
+        array.corr = corr;
+        self.arrays.arrays.insert(id, array);
+    }
+
+    /// Whether `dep` may be `job`'s as far as `aftercorr` goes: only an array follows, arrays in
+    /// the grid, each of its indices one of theirs.
+    pub(super) fn admit_corr(&self, job: &Job, dep: &Dependency) -> Result<(), Refusal> {
+        let invalid = |why: String| Refusal::new(Field::After, Kind::Invalid, why);
+        for t in dep.terms.iter().filter(|t| t.on == Condition::Corr) {
+            let Some(mine) = &job.array else {
+                return Err(invalid(
+                    "`aftercorr` is for an array: this job is not one".into(),
+                ));
+            };
+            let theirs = match (self.arrays.arrays.get(&t.job), self.arrays.kept.get(&t.job)) {
+                (Some(a), _) => &a.spec,
+                (None, Some(k)) => &k.spec,
+                (None, None) => {
+                    return Err(Refusal::new(
+                        Field::After,
+                        Kind::Precondition,
+                        format!(
+                            "job {} is not an array in the grid (`aftercorr` follows the tasks \
+                             of an array that has not ended)",
+                            t.job
+                        ),
+                    ));
+                }
+            };
+            if let Some(&i) = mine
+                .indices()
+                .iter()
+                .find(|&&i| theirs.position(i).is_none())
+            {
+                return Err(invalid(format!(
+                    "index {i} of this array has no task in array {}",
+                    t.job
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The dependency of task `index` of an array following `corr`: on each one's task of that
+    /// index, with how it ended when it has.
+    fn corr_dependency(&self, corr: &[JobId], index: u32) -> Option<Box<Dependency>> {
+        if corr.is_empty() {
+            return None;
+        }
+        let terms = corr
+            .iter()
+            .filter_map(|&a| {
+                let open = self.arrays.arrays.get(&a);
+                let (spec, ended) = match (open, self.arrays.kept.get(&a)) {
+                    (Some(x), _) => (&x.spec, &x.ended),
+                    (None, Some(k)) => (&k.spec, &k.ended),
+                    (None, None) => return None,
+                };
+                let k = spec.position(index)?;
+                let job = ArraySpec::task_id(a, k);
+                // A task that will never be released (its array ended, or gave it up) never
+                // ran.
+                let given_up = open.is_none_or(|x| x.cancelled || x.skipped.contains(&k))
+                    && !self.jobs.contains_key(&job);
+                let never = Ended {
+                    outcome: Outcome::Cancelled { started: false },
+                    at: 0,
+                    started: None,
+                };
+                let ended = match ended.get(&(k as u32)) {
+                    Some(e) => Some(*e),
+                    None => given_up.then_some(never),
+                };
+                Some(Term {
+                    on: Condition::Corr,
+                    job,
+                    delay: 0,
+                    ended,
+                })
+            })
+            .collect();
+        Some(Box::new(Dependency {
+            terms,
+            any: false,
+            singleton: None,
+        }))
     }
 
     /// Whether `id` is an array in the grid.
@@ -191,8 +329,10 @@ impl GridRunner {
                 return;
             };
             let (mut job, priority, only) = (o.job.clone(), o.priority, o.only);
+            let corr = std::mem::take(&mut self.arrays.arrays.get_mut(&id).expect("open").corr);
             job.id = task;
-            job.after = None;
+            job.after = self.corr_dependency(&corr, index);
+            self.arrays.arrays.get_mut(&id).expect("open").corr = corr;
             job.task = Some(Task { array: id, index });
             released += 1;
             self.release_task(now, job, priority, only, out);
@@ -215,7 +355,8 @@ impl GridRunner {
             job: id,
             index: task.index,
         });
-        self.dispatch(now, id, Cause::Submitted, out);
+        // Through its `aftercorr` term, if it has one.
+        self.enter_dependency(now, id, Cause::Submitted, out);
     }
 
     /// The array leaves the grid once every task is over.
@@ -227,7 +368,18 @@ impl GridRunner {
             return;
         }
         let (outcome, started) = (a.outcome(), a.first_start);
-        self.arrays.arrays.remove(&id);
+        let a = self.arrays.arrays.remove(&id).expect("just seen");
+        for f in &a.corr {
+            self.unfollow(*f);
+        }
+        if a.followers > 0 {
+            let kept = Kept {
+                spec: a.spec,
+                ended: a.ended,
+                followers: a.followers,
+            };
+            self.arrays.kept.insert(id, kept);
+        }
         self.remove(id, Some(outcome));
         out.push(Effect::ArrayOver {
             job: id,
@@ -236,10 +388,36 @@ impl GridRunner {
         });
     }
 
+    /// Array `a` has one follower fewer (it ended); kept for none, it is forgotten.
+    fn unfollow(&mut self, a: JobId) {
+        if let Some(x) = self.arrays.arrays.get_mut(&a) {
+            x.followers = x.followers.saturating_sub(1);
+        } else if let Some(k) = self.arrays.kept.get_mut(&a) {
+            k.followers = k.followers.saturating_sub(1);
+            if k.followers == 0 {
+                self.arrays.kept.remove(&a);
+            }
+        }
+    }
+
     /// Task `task` left the grid with `outcome` (noted while removing it; settled after the
     /// input).
     pub(super) fn task_left(&mut self, task: Task, outcome: Outcome) {
-        self.arrays.changes.push_back((task.array, outcome));
+        self.arrays
+            .changes
+            .push_back((task.array, task.index, outcome));
+    }
+
+    /// The tasks of array `id` at positions `ks`, never to be released: the tasks following
+    /// them (`aftercorr`) hear that they never ran.
+    fn never_released(&mut self, id: JobId, ks: impl Iterator<Item = usize>) {
+        if self.arrays.arrays.get(&id).is_none_or(|a| a.followers == 0) {
+            return;
+        }
+        for k in ks {
+            let task = ArraySpec::task_id(id, k);
+            self.deps.left(task, Outcome::Cancelled { started: false });
+        }
     }
 
     /// A task of array `array` began running at `now`: the array's first start is its start.
@@ -254,10 +432,18 @@ impl GridRunner {
 
     /// Settles the tasks that left: their arrays release more, or are over.
     pub(super) fn settle_arrays(&mut self, now: Time, out: &mut Vec<Effect>) {
-        while let Some((id, outcome)) = self.arrays.changes.pop_front() {
+        while let Some((id, index, outcome)) = self.arrays.changes.pop_front() {
             if let Some(a) = self.arrays.arrays.get_mut(&id) {
                 a.out = a.out.saturating_sub(1);
                 a.tally.add(outcome);
+                if let Some(k) = a.spec.position(index) {
+                    let ended = Ended {
+                        outcome,
+                        at: now,
+                        started: None,
+                    };
+                    a.ended.insert(k as u32, ended);
+                }
                 self.release_tasks(now, id, out);
             }
         }
@@ -273,9 +459,13 @@ impl GridRunner {
         // dependency).
         let skipped = a.skipped.iter().filter(|&&k| k >= a.next).count();
         a.tally.never_ran += (a.spec.len() - a.next - skipped) as u32;
+        let (from, to) = (a.next, a.spec.len());
+        let given_up: Vec<usize> = (from..to).filter(|k| !a.skipped.contains(k)).collect();
         a.skipped.clear();
         a.cancelled = true;
         a.next = a.spec.len();
+        self.never_released(id, given_up.into_iter());
+        let a = self.arrays.arrays.get_mut(&id).expect("just seen");
         if !a.going {
             if matches!(self.jobs.get(&id).map(|o| &o.at), Some(At::Blocked)) {
                 self.deps.forget(id);
@@ -297,6 +487,8 @@ impl GridRunner {
             return false;
         }
         a.tally.never_ran += 1;
+        self.never_released(array, std::iter::once(k));
+        let a = self.arrays.arrays.get_mut(&array).expect("its owner");
         if a.skipped.len() == a.spec.len() - a.next {
             // Every task left was skipped: nothing more to release.
             a.next = a.spec.len();
@@ -314,22 +506,62 @@ impl GridRunner {
         &mut self,
         id: JobId,
         spec: ArraySpec,
+        corr: Vec<JobId>,
         next: u32,
         done: &[(u32, Outcome)],
         started: Option<Time>,
     ) {
-        let mut a = Array::new(spec);
+        self.enter_array(id, spec, corr);
+        let a = self.arrays.arrays.get_mut(&id).expect("entered");
         a.next = (next as usize).min(a.spec.len());
         a.first_start = started;
         for &(k, outcome) in done {
             a.tally.add(outcome);
+            // When it ended is gone: long enough ago for a task following it.
+            let ended = Ended {
+                outcome,
+                at: 0,
+                started: None,
+            };
+            a.ended.insert(k, ended);
             if k as usize >= a.next {
                 a.skipped.insert(k as usize);
             }
         }
         a.going = true;
-        self.arrays.arrays.insert(id, a);
         self.set_at(id, At::Array);
+    }
+
+    /// Array `id`, ended before the driver restarted, is followed by an array to be restored:
+    /// kept with how its tasks ended ([`Input::RestoreFollowed`](super::Input::RestoreFollowed)).
+    pub(super) fn restore_followed(&mut self, id: JobId, spec: ArraySpec, done: &[(u32, Outcome)]) {
+        if self.arrays.arrays.contains_key(&id) {
+            return;
+        }
+        let ended = done
+            .iter()
+            .map(|&(k, outcome)| {
+                let e = Ended {
+                    outcome,
+                    at: 0,
+                    started: None,
+                };
+                (k, e)
+            })
+            .collect();
+        let kept = Kept {
+            spec,
+            ended,
+            followers: 0,
+        };
+        self.arrays.kept.entry(id).or_insert(kept);
+    }
+
+    /// The dependency of task `task` restored: its `aftercorr` terms, from its array's (the
+    /// array's own dependency was met before the task was released).
+    pub(super) fn task_dependency(&self, task: Task) -> Option<Box<Dependency>> {
+        let corr = &self.arrays.arrays.get(&task.array)?.corr;
+        self.corr_dependency(corr, task.index)
     }
 
     /// A task of an array came back after its driver restarted: it is out again.
@@ -622,6 +854,96 @@ mod tests {
         assert!(tasks(&on(&mut r, 10, Input::Retry { job: JobId(1) })).is_empty());
         let e = on(&mut r, 11, ended(3, Outcome::Completed));
         assert_eq!(tasks(&e), [(5, 3)]);
+    }
+
+    /// `aftercorr`: each task waits for the task of the same index of the array it follows; a
+    /// failed one leaves its follower never started; a follower submitted later finds the ended
+    /// ones; an array that is not followable is refused at the door.
+    #[test]
+    fn aftercorr_follows_task_by_task() {
+        let mut r = runner(DispatchKind::LoadOrdering, &[8], GridSettings::default());
+        // A = 1: tasks 2..=5 for indices 0..=3; B = 10: tasks 11..=13 for indices 1..=3.
+        on(&mut r, 0, submit(array(1, "0-3")));
+        let mut b = array(10, "1-3");
+        b.after = Some(Box::new(Dependency::parse("aftercorr:1", None).unwrap()));
+        let e = on(&mut r, 0, submit(b));
+        let blocked: Vec<(u64, String)> = e
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Blocked { job, waits, .. } => Some((job.0, waits.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            blocked,
+            [
+                (11, "job 3 (aftercorr)".into()),
+                (12, "job 4 (aftercorr)".into()),
+                (13, "job 5 (aftercorr)".into())
+            ]
+        );
+        let claim = |r: &mut GridRunner, t: i64, job: u64| {
+            on(
+                r,
+                t,
+                Input::Claimed {
+                    job: JobId(job),
+                    site: 0,
+                },
+            )
+        };
+        claim(&mut r, 1, 3);
+        let e = on(&mut r, 2, ended(3, Outcome::Completed));
+        assert!(
+            matches!(e.as_slice(), [Effect::Place { job: JobId(11), .. }]),
+            "{e:?}"
+        );
+        claim(&mut r, 2, 4);
+        let e = on(&mut r, 3, ended(4, Outcome::Failed));
+        assert!(
+            matches!(e.as_slice(), [Effect::Unmet { job: JobId(12), why }]
+                if why == "dependency never satisfied: job 4 failed (aftercorr)"),
+            "{e:?}"
+        );
+        // Submitted later, a follower of index 1 finds it completed.
+        let mut c = array(20, "1");
+        c.after = Some(Box::new(Dependency::parse("aftercorr:1", None).unwrap()));
+        let e = on(&mut r, 4, submit(c));
+        assert!(
+            matches!(
+                e.as_slice(),
+                [Effect::Task { .. }, Effect::Place { job: JobId(21), .. }]
+            ),
+            "{e:?}"
+        );
+        // A is cancelled with index 3 running and index 0 waiting: 13 waits for 5 to end.
+        assert!(on(&mut r, 5, Input::Cancel { job: JobId(1) }).is_empty());
+        let e = on(&mut r, 6, ended(5, Outcome::Cancelled { started: false }));
+        assert!(
+            e.iter()
+                .any(|e| matches!(e, Effect::Unmet { job: JobId(13), .. })),
+            "{e:?}"
+        );
+        // Not followable.
+        let refused = |r: &mut GridRunner, job: Job| match on(r, 7, submit(job)).first() {
+            Some(Effect::Refuse { why, .. }) => why.clone(),
+            e => panic!("{e:?}"),
+        };
+        let mut lone = Job::new(30, 0, 1, 100, 100);
+        lone.after = Some(Box::new(Dependency::parse("aftercorr:20", None).unwrap()));
+        assert_eq!(
+            refused(&mut r, lone),
+            "job 30: `aftercorr` is for an array: this job is not one"
+        );
+        let mut wide = array(40, "0-9");
+        wide.after = Some(Box::new(Dependency::parse("aftercorr:20", None).unwrap()));
+        assert_eq!(
+            refused(&mut r, wide),
+            "job 40: index 0 of this array has no task in array 20"
+        );
+        let mut gone = array(60, "0");
+        gone.after = Some(Box::new(Dependency::parse("aftercorr:2", None).unwrap()));
+        assert!(refused(&mut r, gone).contains("job 2 is not an array in the grid"));
     }
 
     #[test]

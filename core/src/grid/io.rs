@@ -109,6 +109,16 @@ pub enum Input {
         /// Its priority.
         priority: Priority,
     },
+    /// An array that left the grid before its driver restarted, followed (`aftercorr`) by an
+    /// array restored after this: how its tasks ended, by position (those not listed never ran).
+    RestoreFollowed {
+        /// The array.
+        array: JobId,
+        /// Its indices.
+        spec: crate::model::ArraySpec,
+        /// Its ended tasks: position and outcome.
+        done: Vec<(u32, Outcome)>,
+    },
     /// A workflow enters the grid as `id` (its nodes take the ids after it, in order): admitted
     /// whole, then each node released as a job once its parents completed.
     SubmitWorkflow {

@@ -219,6 +219,9 @@ impl GridRunner {
                 }
                 self.submit(now, job, priority, out);
             }
+            Input::RestoreFollowed { array, spec, done } => {
+                self.restore_followed(array, spec, &done);
+            }
             Input::SubmitWorkflow { id, workflow } => {
                 if self.jobs.contains_key(&id) || self.workflows.owns(id) {
                     return Err(GridError::DuplicateJob(id));
@@ -416,9 +419,13 @@ impl GridRunner {
             }
         };
         let array = job.array.take();
+        let corr = match array {
+            Some(_) => arrays::take_corr(&mut job),
+            None => Vec::new(),
+        };
         self.enter(job, priority, only, At::Unplaced);
         if let Some(spec) = array {
-            self.enter_array(id, *spec);
+            self.enter_array(id, *spec, corr);
         }
         self.enter_dependency(now, id, Cause::Submitted, out);
     }

@@ -23,9 +23,11 @@ impl GridRunner {
         let mut job = job;
         if let Some(t) = job.task {
             self.task_back(t);
+            job.after = self.task_dependency(t);
         }
         if let Some(spec) = job.array.take() {
             let id = job.id;
+            let corr = super::arrays::take_corr(&mut job);
             self.enter(job, priority, only, At::Unplaced);
             return match at {
                 Restored::Array {
@@ -33,7 +35,7 @@ impl GridRunner {
                     done,
                     started,
                 } if next > 0 || !done.is_empty() => {
-                    self.restore_array(id, *spec, next, &done, started);
+                    self.restore_array(id, *spec, corr, next, &done, started);
                     // Called back once everything is restored.
                     out.push(Effect::Defer {
                         job: id,
@@ -42,7 +44,7 @@ impl GridRunner {
                 }
                 // Not begun: it goes on as at its submission (through its dependency).
                 _ => {
-                    self.enter_array(id, *spec);
+                    self.enter_array(id, *spec, corr);
                     self.enter_dependency(now, id, Cause::Restored, out);
                 }
             };

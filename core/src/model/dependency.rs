@@ -8,6 +8,9 @@
 //! `kill_invalid_depend`). A job cancelled before it ran, or refused, satisfies no `afterok`,
 //! `afternotok` nor `afterany` (the grid's reading: it never ran).
 //!
+//! `aftercorr` (Slurm's, for arrays): each task of this array waits for the task of the same index
+//! of the array named to complete; the grid runner gives each released task that term.
+//!
 //! The Standard Workload Format's preceding job and think time (fields 17–18) are an `afterany`
 //! term delayed by the think time.
 
@@ -28,6 +31,9 @@ pub enum Condition {
     NotOk,
     /// `afterany`: the job ran and ended, however.
     Any,
+    /// `aftercorr`: of an array on an array, each task waits for the task of the same index to
+    /// complete successfully (a task's own term is on that task).
+    Corr,
 }
 
 impl Condition {
@@ -38,6 +44,7 @@ impl Condition {
             Condition::Ok => "afterok",
             Condition::NotOk => "afternotok",
             Condition::Any => "afterany",
+            Condition::Corr => "aftercorr",
         }
     }
 
@@ -47,7 +54,7 @@ impl Condition {
         use Outcome::*;
         match self {
             Condition::Start => !matches!(outcome, Refused),
-            Condition::Ok => outcome == Completed,
+            Condition::Ok | Condition::Corr => outcome == Completed,
             Condition::NotOk => matches!(outcome, Failed | Cancelled { started: true }),
             Condition::Any => matches!(outcome, Completed | Failed | Cancelled { started: true }),
         }
@@ -197,13 +204,15 @@ impl Dependency {
                 "afterok" => Condition::Ok,
                 "afternotok" => Condition::NotOk,
                 "afterany" => Condition::Any,
-                "aftercorr" | "afterburstbuffer" => {
+                "aftercorr" => Condition::Corr,
+                "afterburstbuffer" => {
                     return Err(err(format!("`{kind}` is not supported")));
                 }
                 "" => return Err(err(format!("`{part}`: a term names its type first"))),
                 other => {
                     return Err(err(format!(
-                        "unknown type `{other}` (expected after, afterok, afternotok, afterany or singleton)"
+                        "unknown type `{other}` (expected after, afterok, afternotok, afterany, \
+                         aftercorr or singleton)"
                     )));
                 }
             };
@@ -220,6 +229,11 @@ impl Dependency {
                     }
                     None => (f, 0),
                 };
+                if on == Condition::Corr && (delay > 0 || any) {
+                    return Err(err(
+                        "`aftercorr` takes no delay and is not joined by `?`".into()
+                    ));
+                }
                 let id: u64 = id
                     .parse()
                     .ok()
@@ -315,7 +329,12 @@ mod tests {
         assert!(why("after:4+-1", None).contains("delay"));
         assert!(why("before:4", None).contains("unknown type `before`"));
         assert!(why("singleton", None).contains("needs the job's name"));
-        assert!(why("aftercorr:4", None).contains("not supported"));
+        assert!(why("afterburstbuffer:4", None).contains("not supported"));
+        assert!(why("aftercorr:4+5", None).contains("`aftercorr` takes no delay"));
+        assert!(why("aftercorr:4?afterok:5", None).contains("not joined by `?`"));
+        let d = Dependency::parse("aftercorr:4", None).unwrap();
+        assert_eq!(d.terms[0].on, Condition::Corr);
+        assert_eq!(d.to_string(), "aftercorr:4");
         assert!(why(" ", None).contains("empty"));
     }
 

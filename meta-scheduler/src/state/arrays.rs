@@ -203,6 +203,40 @@ impl State {
         }
     }
 
+    /// The arrays open array `model` follows (`aftercorr`) that ended before the restart: how
+    /// their tasks ended, from their records (through `find`), for the runner to keep.
+    pub(super) fn followed_restored(
+        &self,
+        model: &gridsched_core::model::Job,
+        find: &impl Fn(u64) -> Option<v1::Job>,
+    ) -> Vec<gridsched_core::grid::Input> {
+        let Some(dep) = model.after.as_deref().filter(|_| model.array.is_some()) else {
+            return Vec::new();
+        };
+        let corr = gridsched_core::model::Condition::Corr;
+        dep.terms
+            .iter()
+            .filter(|t| t.on == corr)
+            .filter_map(|t| {
+                let a = find(t.job.0).filter(|a| a.state().is_terminal())?;
+                let spec = spec_of(&a)?;
+                let done = (0..spec.len())
+                    .filter_map(|k| {
+                        let task = find(ArraySpec::task_id(t.job, k).0)?;
+                        task.state()
+                            .is_terminal()
+                            .then(|| (k as u32, outcome_of(&task)))
+                    })
+                    .collect();
+                Some(gridsched_core::grid::Input::RestoreFollowed {
+                    array: t.job,
+                    spec,
+                    done,
+                })
+            })
+            .collect()
+    }
+
     /// Where array record `job` stood, for its restore: how far its tasks were released and how
     /// the released ones that ended ended (their records, through `find`).
     pub(super) fn array_restored(
@@ -232,11 +266,13 @@ impl State {
     }
 }
 
-/// The record of task `index` (id `id`) of `array`: the array's spec without `array` nor its
-/// client token, its index and array id in the command's environment.
+/// The record of task `index` (id `id`) of `array`: the array's spec without `array`, its
+/// dependency (met before the task's release; an `aftercorr` term is the runner's to give the
+/// task) nor its client token, its index and array id in the command's environment.
 fn task_record(array: &v1::Job, id: u64, index: u32, time: i64, claims: bool) -> v1::Job {
     let mut spec = array.spec.clone().unwrap_or_default();
     spec.array = None;
+    spec.after = None;
     spec.client_token = None;
     if let Some(c) = spec.command.as_mut() {
         c.env.insert(ARRAY_ID_VAR.into(), array.id.to_string());
