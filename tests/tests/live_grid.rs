@@ -1183,3 +1183,63 @@ async fn aftercorr_follows_an_array_task_by_task() {
         "field `after`: `aftercorr` is for an array: this job is not one"
     );
 }
+
+/// A client generated from the protos as they were before dependencies, arrays and workflows
+/// (Python, grpcio) still submits, follows, reads and lists jobs, the records of an array, its
+/// task, a workflow and its node among them. Needs the Python of `GRIDSCHED_TEST_PYTHON` with
+/// grpcio-tools (`scripts/python.sh` makes one; `.ci/run` sets it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_of_the_protos_before_arrays_and_workflows_still_works() {
+    use gridsched_tests::live::sh_job;
+    let Some(python) = std::env::var_os("GRIDSCHED_TEST_PYTHON") else {
+        gridsched_tests::skip(
+            "old-proto client: GRIDSCHED_TEST_PYTHON is not set (scripts/python.sh makes one)",
+        );
+        return;
+    };
+    let g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let mut c = g.client().await;
+    let mut array = sh_job(1, 60, "true");
+    array.array = Some("0-1".into());
+    let a = submit_all(&mut c, vec![array]).await[0];
+    let flow = v1::JobSpec {
+        user: "u".into(),
+        workflow: Some(v1::Workflow {
+            nodes: vec![v1::WorkflowNode {
+                name: "only".into(),
+                job: Some(sh_job(1, 60, "true")),
+                ..Default::default()
+            }],
+            resume: None,
+        }),
+        ..Default::default()
+    };
+    let w = submit_all(&mut c, vec![flow]).await[0];
+    wait_ended(&mut c, &[a, w], Duration::from_secs(30)).await;
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let out = g.path("old-client");
+    std::fs::create_dir_all(&out).unwrap();
+    let run = tokio::process::Command::new(python)
+        .arg(fixtures.join("old_client.py"))
+        .arg(&g.meta_addr)
+        .arg(fixtures.join("proto-before-dependencies"))
+        .arg(&out)
+        .args([a, a + 1, w, w + 1].map(|i| i.to_string()))
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "old client failed: {stderr}");
+    let said: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(said["state"], "JOB_STATE_COMPLETED", "{said}");
+    let completed = serde_json::json!("JOB_STATE_COMPLETED");
+    for id in [a, a + 1, w, w + 1] {
+        assert_eq!(said["read"][id.to_string()], completed, "job {id}: {said}");
+    }
+    let listed: Vec<u64> = serde_json::from_value(said["listed"].clone()).unwrap();
+    let new = said["submitted"].as_u64().unwrap();
+    for id in [a, w, w + 1, new] {
+        assert!(listed.contains(&id), "{id} not listed: {said}");
+    }
+}
