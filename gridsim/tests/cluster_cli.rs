@@ -100,6 +100,42 @@ fn own_platform_and_workload() {
     );
 }
 
+/// An SWF workload, its preceding jobs and think times (fields 17–18) ignored unless
+/// `--swf-dependencies`: job 2 then waits for job 1 to end (at 100) and 50 s more.
+#[test]
+fn an_swf_workload_with_its_dependencies_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = dir.path().join("p.json");
+    std::fs::write(
+        &platform,
+        r#"{"machines":[{"id":0,"name":"a","procs":4,"benchmark":100},{"id":1,"name":"b","procs":4,"benchmark":100}],
+            "clusters":[{"id":0,"name":"c","site":0,"machines":[0,1],"space_sharing":true}],
+            "sites":[{"id":0,"name":"s","clusters":[0]}]}"#,
+    )
+    .unwrap();
+    let swf = dir.path().join("w.swf");
+    std::fs::write(
+        &swf,
+        "; MaxProcs: 8\n\
+         1 0 -1 100 4 -1 -1 4 200 -1 1 1 -1 -1 -1 -1 -1 -1\n\
+         2 0 -1 10 1 -1 -1 1 200 -1 1 1 -1 -1 -1 -1 1 50\n\
+         3 0 -1 10 1 -1 -1 1 200 -1 1 1 -1 -1 -1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let (p, w) = (platform.to_str().unwrap(), swf.to_str().unwrap());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["cluster", "--platform", p, "--workload", w, "--json"];
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let plain = run(&[]);
+    assert_eq!(plain["jobs"]["finished"], 3);
+    assert_eq!(plain["jobs"]["makespan"], 100);
+    let dependent = run(&["--swf-dependencies"]);
+    assert_eq!(dependent["jobs"]["finished"], 3);
+    assert_eq!(dependent["jobs"]["makespan"], 160);
+}
+
 #[test]
 fn dispatch_strategies_by_name_and_clear_errors() {
     let v = json(&[

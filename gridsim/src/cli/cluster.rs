@@ -13,8 +13,8 @@ use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
 use gridsched_core::heuristics::HeuristicParams;
 use gridsched_core::model::{ClusterId, Job, Platform};
 use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
-use gridsched_workload::JsonlReader;
 use gridsched_workload::seed_setups::SetupParams;
+use gridsched_workload::{JobSource, JsonlReader, NormalizeOptions};
 use gridsim::platform::{Classify, Meta, PlatformReport, simulate_jobs};
 use std::path::PathBuf;
 
@@ -72,10 +72,16 @@ pub struct ClusterArgs {
     /// A platform file (JSON, the `Platform` model) instead of the set-up's.
     #[arg(long)]
     pub platform: Option<PathBuf>,
-    /// A JSON Lines workload instead of the synthetic stream (licence names are looked up in the
-    /// platform's catalogue).
+    /// A workload instead of the synthetic stream: JSON Lines (licence names are looked up in
+    /// the platform's catalogue) or a Standard Workload Format trace (`.swf`, `.swf.gz`; by
+    /// content, normalised with the defaults).
     #[arg(long)]
     pub workload: Option<PathBuf>,
+    /// An SWF workload's preceding job and think time (fields 17–18) as dependencies: a job
+    /// waits for its preceding job to end (`afterany`), then for its think time. Off, the
+    /// fields are ignored, as before.
+    #[arg(long, requires = "workload")]
+    pub swf_dependencies: bool,
     #[arg(
         long,
         default_value = "load-ordering",
@@ -92,6 +98,13 @@ pub struct ClusterArgs {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Whether `path` holds JSON Lines (its first character that is not white space opens an object
+/// or a comment), else SWF.
+fn is_jsonl(path: &std::path::Path) -> Result<bool> {
+    let source = JobSource::open(path, None, NormalizeOptions::default())?;
+    Ok(source.format() == Some(gridsched_workload::InputFormat::Jsonl))
 }
 
 fn platform_and_jobs(args: &ClusterArgs) -> Result<(Platform, Vec<Job>)> {
@@ -127,7 +140,21 @@ fn platform_and_jobs(args: &ClusterArgs) -> Result<(Platform, Vec<Job>)> {
             }
             setup.jobs(&platform, ta, args.seed)
         }
+        Some(path) if !is_jsonl(path)? => {
+            let options = NormalizeOptions {
+                dependencies: args.swf_dependencies,
+                ..NormalizeOptions::default()
+            };
+            let source = JobSource::open(path, None, options)?;
+            source.collect::<Result<Vec<Job>, _>>()?
+        }
         Some(path) => {
+            if args.swf_dependencies {
+                bail!(
+                    "--swf-dependencies: {} is JSON Lines, not SWF",
+                    path.display()
+                );
+            }
             let names: Vec<String> = platform.licences.iter().map(|l| l.name.clone()).collect();
             let mut r = JsonlReader::open(path)?.with_licence_names(&names)?;
             let mut v = Vec::new();
