@@ -547,8 +547,8 @@ fn lcg_quick_runs_every_strategy_and_the_home_site_baseline() {
     let a = tempfile::tempdir().unwrap();
     lcg_quick(a.path(), &[]);
     let rows = deterministic_csv(a.path());
-    // Two capacity factors × (home site + 15 strategies).
-    assert_eq!(rows.len() - 1, 2 * 16);
+    // Two capacity factors × (home site + 16 strategies).
+    assert_eq!(rows.len() - 1, 2 * 17);
     let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
     let (alg, ta, wait, moved, fin, rej) = (
         col("algorithm"),

@@ -139,16 +139,7 @@ impl Dispatcher for BatchMapper {
             let (k, _) = first.expect("a job left");
             let job = left.remove(k);
             let Some(b) = bests.into_iter().nth(k).flatten() else {
-                out.push(Release {
-                    job: job.id,
-                    placement: refuse(&job),
-                    reason: Reason::least(
-                        Measure::Completion,
-                        None,
-                        ClusterId(0),
-                        std::iter::empty(),
-                    ),
-                });
+                out.push(super::refused_release(&job));
                 continue;
             };
             let caps = &grid.caps[b.site.index()];

@@ -14,6 +14,7 @@ mod brokers;
 mod coallocation;
 mod config;
 mod grid_scheduler;
+mod heft;
 mod load_ordering;
 mod reason;
 mod registry;
@@ -29,6 +30,7 @@ pub use brokers::{Broker, BrokerKind};
 pub use coallocation::{CoAllocation, SEND_GRACE_S, Step as CoAllocationStep};
 pub use config::DispatchConfig;
 pub use grid_scheduler::{Fragments, GridScheduler, MultiSiteConfig, PairOverhead, stretch_by};
+pub use heft::{Heft, mean_cost, upward_ranks};
 pub use load_ordering::{Function, LoadOrdering};
 pub use reason::{Measure, Reason};
 pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};
@@ -36,7 +38,7 @@ pub use round_robin::RoundRobin;
 pub use urgent_brokers::{UrgentBroker, UrgentBrokerKind, urgent_start};
 pub use wide_split::WideSplit;
 
-use crate::model::{ClusterId, Duration, Job, JobId, LicenceId, Time};
+use crate::model::{ClusterId, Duration, Job, JobId, LicenceId, Time, Workflow};
 use std::fmt;
 
 /// A meta-scheduler priority, `1..=max` (higher = more important; D4.1).
@@ -235,9 +237,27 @@ pub trait Dispatcher: Send + fmt::Debug {
     fn arrays(&self, _clusters: usize) -> Vec<ClusterArrays> {
         Vec::new()
     }
+
+    /// Workflow `id` entered the grid at `now` (or was restored into it): its DAG, whose nodes
+    /// come as jobs of the ids [`Workflow::node_id`] gives, for the strategies that order nodes by
+    /// their place in it (HEFT's ranks). The default does nothing.
+    fn workflow_admitted(&mut self, _now: Time, _id: JobId, _wf: &Workflow, _grid: &GridState) {}
+
+    /// Workflow `id` left the grid (no node out, none more to release); the strategy forgets it.
+    /// The default does nothing.
+    fn workflow_over(&mut self, _id: JobId) {}
 }
 
 /// The refusal of a job no eligible cluster can run.
+/// The release of a held job no site can run any more: refused.
+pub(crate) fn refused_release(job: &Job) -> Release {
+    Release {
+        job: job.id,
+        placement: refuse(job),
+        reason: Reason::least(Measure::Completion, None, ClusterId(0), std::iter::empty()),
+    }
+}
+
 pub(crate) fn refuse(job: &Job) -> Placement {
     Placement::Refuse(format!(
         "no cluster that is up offers {} processors on one machine and licences {:?}",

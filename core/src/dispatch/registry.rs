@@ -5,7 +5,7 @@
 //! here (spec `two-level-grid-scheduler.md` D4.2, `gang-urgent-scaling.md` B.4).
 
 use super::{
-    BatchMapper, Broker, BrokerKind, DispatchConfig, Dispatcher, Function, GridScheduler,
+    BatchMapper, Broker, BrokerKind, DispatchConfig, Dispatcher, Function, GridScheduler, Heft,
     Heuristic, LoadOrdering, RoundRobin, UrgentBroker, UrgentBrokerKind,
 };
 use crate::model::ClusterId;
@@ -48,6 +48,8 @@ pub enum DispatchKind {
     MaxMin,
     /// See [`DISPATCHERS`].
     Sufferage,
+    /// See [`DISPATCHERS`].
+    Heft,
 }
 
 /// One row of the table.
@@ -77,7 +79,7 @@ fn urgent(c: &DispatchConfig, kind: UrgentBrokerKind) -> Box<dyn Dispatcher> {
 }
 
 /// Every strategy, in documentation order.
-pub static DISPATCHERS: [DispatchEntry; 15] = [
+pub static DISPATCHERS: [DispatchEntry; 16] = [
     DispatchEntry {
         kind: DispatchKind::RoundRobin,
         name: "round-robin",
@@ -183,6 +185,13 @@ pub static DISPATCHERS: [DispatchEntry; 15] = [
         reads_site_state: true,
         build: |_| Box::new(BatchMapper::new(Heuristic::Sufferage)),
     },
+    DispatchEntry {
+        kind: DispatchKind::Heft,
+        name: "heft",
+        help: "ready jobs mapped by the upward rank of their workflow node, each to its earliest finish",
+        reads_site_state: true,
+        build: |_| Box::new(Heft::new()),
+    },
 ];
 
 impl DispatchKind {
@@ -268,6 +277,6 @@ mod tests {
         }
         assert_eq!(DispatchKind::every().len(), DISPATCHERS.len());
         let e = "fastest".parse::<DispatchKind>().unwrap_err();
-        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion, lb-consolidation, resource-priority, mct-preferred, job-sharing, multi-site, min-min, max-min, sufferage)"), "{e}");
+        assert!(e.ends_with("(expected one of: round-robin, load, ordering, load-ordering, best-fit, least-loaded, min-completion, lb-consolidation, resource-priority, mct-preferred, job-sharing, multi-site, min-min, max-min, sufferage, heft)"), "{e}");
     }
 }

@@ -334,6 +334,8 @@ fn every_strategy_says_why_in_words() {
             "min-min -> gamma: estimated completion at 103, least of 3; next: alpha 110",
             "max-min -> gamma: estimated completion at 100, least of 3; next: alpha 110",
             "sufferage -> gamma: estimated completion at 103, least of 3; next: alpha 110",
+            // Ranked 0 (no workflow), mapped in id order; gamma's 64 processors hold all four.
+            "heft -> gamma: estimated completion at 100, least of 3; next: alpha 110",
         ]
     );
 }

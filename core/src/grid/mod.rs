@@ -51,7 +51,7 @@ pub mod replay;
 mod reservations;
 mod restore;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod workflows;
 
 pub use admit::{Field, Kind, Refusal};

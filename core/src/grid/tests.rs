@@ -47,7 +47,7 @@ fn job(id: u64, procs: u32, estimate: i64) -> Job {
     Job::new(id, 0, procs, estimate, estimate)
 }
 
-pub(super) fn on(r: &mut GridRunner, now: Time, input: Input) -> Vec<Effect> {
+pub(crate) fn on(r: &mut GridRunner, now: Time, input: Input) -> Vec<Effect> {
     let mut out = Vec::new();
     r.on(now, input, &mut out).unwrap();
     out

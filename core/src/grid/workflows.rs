@@ -223,6 +223,10 @@ impl GridRunner {
             });
             return;
         }
+        let placer = &mut self.placer;
+        placer
+            .dispatcher
+            .workflow_admitted(now, id, &wf, &placer.grid);
         self.workflows.flows.insert(id, Flow::new(wf));
         self.release_nodes(now, id, out);
     }
@@ -377,6 +381,7 @@ impl GridRunner {
             return;
         }
         let f = self.workflows.flows.remove(&id).expect("just seen");
+        self.placer.dispatcher.workflow_over(id);
         out.push(Effect::WorkflowOver {
             workflow: id,
             outcome: f.outcome(),
@@ -429,6 +434,10 @@ impl GridRunner {
         }
         f.cancelled = stopping.as_deref() == Some("cancelled");
         f.stopping = stopping;
+        let placer = &mut self.placer;
+        placer
+            .dispatcher
+            .workflow_admitted(now, id, &f.wf, &placer.grid);
         self.workflows.flows.insert(id, f);
         out.push(Effect::Defer {
             job: id,

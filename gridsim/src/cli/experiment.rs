@@ -8,6 +8,7 @@ use gridsim::experiment::{
     dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, gang::GangExperiment,
     lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output,
     runner, two_level::TwoLevelExperiment, urgent::UrgentExperiment,
+    workflows::WorkflowsExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -42,6 +43,8 @@ pub enum Name {
     Urgent,
     /// Zhang et al. §6.3–§6.6: BF, GS, BGS, MGS and MBGS on a 320-processor machine.
     Gang,
+    /// Topcuoglu et al. §4.1: HEFT against MCT, Min-Min, Max-Min, Sufferage on workflow streams.
+    Workflows,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -106,6 +109,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::Adh => Box::new(adh::AdhExperiment::new(&opts)),
         Name::Urgent => Box::new(UrgentExperiment::new(&opts)?),
         Name::Gang => Box::new(GangExperiment::new(&opts)?),
+        Name::Workflows => Box::new(WorkflowsExperiment::new(&opts)),
     };
     if args.out.is_file() {
         bail!(

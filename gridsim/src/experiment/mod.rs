@@ -28,6 +28,8 @@
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 //! * [`urgent`]: urgent jobs in a two-level grid, the local urgent policies and the urgent
 //!   brokers (`gang-urgent-scaling.md` Part B).
+//! * [`workflows`]: HEFT against the independent-job strategies on streams of synthetic
+//!   scientific workflows (Topcuoglu et al. 2002, §4.1).
 
 pub mod adh;
 pub mod constraints;
@@ -52,6 +54,7 @@ pub mod runner;
 pub mod shares;
 pub mod two_level;
 pub mod urgent;
+pub mod workflows;
 
 use anyhow::Result;
 use serde::Serialize;
