@@ -496,6 +496,29 @@ array = "0-${n}"
         assert!(report.args[1].starts_with("echo \"${GRIDSCHED_WORKFLOW_NODE} of report: "));
     }
 
+    /// A JSON file reads as the TOML one does.
+    #[test]
+    fn a_json_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.json");
+        let text = r#"{"name": "j", "vars": {"n": 2},
+            "nodes": [{"name": "a", "command": ["echo", "${n}"]},
+                      {"name": "b", "parents": ["a"], "retries": 1, "emulate": 5}]}"#;
+        std::fs::write(&path, text).unwrap();
+        let spec = read(&path, &[], false).unwrap();
+        let w = spec.workflow.unwrap();
+        assert_eq!(spec.name.as_deref(), Some("j"));
+        let a = w.nodes[0].job.clone().unwrap().command.unwrap();
+        assert_eq!(
+            (a.program.as_str(), a.args.as_slice()),
+            ("echo", &["2".to_string()][..])
+        );
+        assert_eq!(
+            (w.nodes[1].parents.as_slice(), w.nodes[1].retries),
+            (&["a".to_string()][..], 1)
+        );
+    }
+
     #[test]
     fn errors_name_the_node_and_key() {
         let e = file("[[nodes]]\nname = \"a\"\ncommand = [\"echo ${x}\"]\n").unwrap_err();

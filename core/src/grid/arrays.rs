@@ -13,7 +13,7 @@
 //! The grid's reading where Slurm is silent or differs: `%N` counts tasks sent to sites and not
 //! ended (a task queued at a site counts, since the grid can no longer stop it from starting);
 //! one input releases at most [`TASKS_PER_INPUT`] tasks and asks the driver to come back for the
-//! rest ([`Effect::Defer`] to the same instant), so a 10,000-task array costs a submission little
+//! rest ([`Effect::Continue`]), so a 10,000-task array costs a submission little
 //! and no input runs long.
 
 use super::admit::{Field, Kind, Refusal};
@@ -300,7 +300,7 @@ impl GridRunner {
     }
 
     /// Releases the tasks array `id` may release now (at most [`TASKS_PER_INPUT`]; a
-    /// [`Effect::Defer`] to `now` asks for the rest).
+    /// [`Effect::Continue`] asks for the rest).
     pub(super) fn release_tasks(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
         let mut released = 0;
         loop {
@@ -311,10 +311,7 @@ impl GridRunner {
                 break;
             }
             if released == TASKS_PER_INPUT {
-                out.push(Effect::Defer {
-                    job: id,
-                    until: now,
-                });
+                out.push(Effect::Continue { job: id });
                 break;
             }
             let k = a.next;
@@ -693,10 +690,7 @@ mod tests {
         let mut r = runner(DispatchKind::LoadOrdering, &[8], GridSettings::default());
         let e = on(&mut r, 5, submit(array(1, "0-599")));
         assert_eq!(tasks(&e).len(), TASKS_PER_INPUT);
-        let defer = Effect::Defer {
-            job: JobId(1),
-            until: 5,
-        };
+        let defer = Effect::Continue { job: JobId(1) };
         assert_eq!(e.last(), Some(&defer));
         let e = on(&mut r, 5, Input::Retry { job: JobId(1) });
         assert_eq!(tasks(&e).len(), TASKS_PER_INPUT);
@@ -818,13 +812,7 @@ mod tests {
                 at,
             },
         );
-        assert_eq!(
-            e,
-            [Effect::Defer {
-                job: JobId(1),
-                until: 10
-            }]
-        );
+        assert_eq!(e, [Effect::Continue { job: JobId(1) }]);
         a.array = None;
         for (id, index) in [(3, 1), (4, 2)] {
             let mut t = a.clone();

@@ -231,7 +231,8 @@ pub enum Input {
         /// Committed, or why not.
         answer: Result<(), String>,
     },
-    /// The retry an [`Effect::GivenUp`] asked for, or the time an [`Effect::Defer`] gave, is due.
+    /// The retry an [`Effect::GivenUp`] asked for, or the time an [`Effect::Defer`] gave, is due;
+    /// or the call back an [`Effect::Continue`] asked for.
     Retry {
         /// The job.
         job: JobId,
@@ -367,6 +368,13 @@ pub enum Effect {
         job: JobId,
         /// When it may go.
         until: Time,
+    },
+    /// Send [`Input::Retry`] for `job` at once, after what this input decided is carried out:
+    /// an array with more tasks to release than one input releases, or an array or workflow
+    /// restored, to go on once the driver has restored everything.
+    Continue {
+        /// The array or workflow.
+        job: JobId,
     },
     /// The job's dependency can never be met: it leaves the grid, never started.
     Unmet {

@@ -37,10 +37,7 @@ impl GridRunner {
                 } if next > 0 || !done.is_empty() => {
                     self.restore_array(id, *spec, corr, next, &done, started);
                     // Called back once everything is restored.
-                    out.push(Effect::Defer {
-                        job: id,
-                        until: now,
-                    });
+                    out.push(Effect::Continue { job: id });
                 }
                 // Not begun: it goes on as at its submission (through its dependency).
                 _ => {

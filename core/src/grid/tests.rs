@@ -710,7 +710,10 @@ fn random_drives_keep_the_grid_invariants() {
                         at.insert(job, None);
                     }
                     Effect::StartSplit { .. } => unreachable!("not at once here"),
-                    Effect::Blocked { .. } | Effect::Defer { .. } | Effect::Unmet { .. } => {
+                    Effect::Blocked { .. }
+                    | Effect::Defer { .. }
+                    | Effect::Continue { .. }
+                    | Effect::Unmet { .. } => {
                         unreachable!("no dependencies here")
                     }
                     Effect::Task { .. }

@@ -410,7 +410,7 @@ impl GridRunner {
 
     /// Re-enters workflow `id` as its driver had it: its nodes where they stood (those out are
     /// restored apart, as jobs, after it). It releases what is ready on the driver's next
-    /// [`Input::Retry`](super::Input::Retry), asked for with an [`Effect::Defer`].
+    /// [`Input::Retry`](super::Input::Retry), asked for with an [`Effect::Continue`].
     pub(super) fn restore_workflow(
         &mut self,
         now: Time,
@@ -439,10 +439,7 @@ impl GridRunner {
             .dispatcher
             .workflow_admitted(now, id, &f.wf, &placer.grid);
         self.workflows.flows.insert(id, f);
-        out.push(Effect::Defer {
-            job: id,
-            until: now,
-        });
+        out.push(Effect::Continue { job: id });
     }
 
     /// The driver's call back after a restore: workflow `id` releases what is ready (or

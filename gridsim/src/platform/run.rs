@@ -177,6 +177,7 @@ impl Sim<'_, '_> {
                 }
             }
             GridEffect::Defer { job, until } => self.push(until, Ev::Retry { job }),
+            GridEffect::Continue { job } => self.push(t, Ev::Retry { job }),
             GridEffect::Task { .. } => self.stats.tasks += 1,
             GridEffect::Node { .. } => self.stats.nodes += 1,
             GridEffect::Stop { job, .. } => self.push(t, Ev::Cancel { job }),

@@ -1057,3 +1057,31 @@ fn a_workflow_runs_its_nodes_after_their_parents_in_the_simulator() {
         (100, 160, gridsched_core::model::Outcome::Completed, 4)
     );
 }
+
+/// `aftercorr` in the simulator: array 20's task of each index starts when array 10's task of that
+/// index ends (10 runs two at a time, so its last two end at 80).
+#[test]
+fn aftercorr_follows_task_by_task_in_the_simulator() {
+    use gridsched_core::model::{ArraySpec, Dependency};
+    let p = platform(&[(&[(2, 100)], true, &[]), (&[(2, 100)], true, &[])]);
+    let mut a = Job::new(10, 0, 1, 50, 40);
+    a.array = Some(Box::new(ArraySpec::parse("0-3%2", 100).unwrap()));
+    let mut b = Job::new(20, 0, 1, 50, 10);
+    b.array = Some(Box::new(ArraySpec::parse("0-3", 100).unwrap()));
+    b.after = Some(Box::new(Dependency::parse("aftercorr:10", None).unwrap()));
+    let policies = build(&p, PolicyKind::Easy);
+    let dispatcher = Box::new(RoundRobin::default());
+    let events = GridEvents::default();
+    let (recs, rep) = run_with_events(&p, policies, dispatcher, None, &[a, b], &events);
+    assert_eq!(
+        (rep.stats.tasks, rep.stats.rejected, rep.stats.unmet),
+        (8, 0, 0)
+    );
+    let start = |id: u64| recs.iter().find(|r| r.id == JobId(id)).unwrap().start;
+    let end = |id: u64| recs.iter().find(|r| r.id == JobId(id)).unwrap().end;
+    assert_eq!([end(11), end(12), end(13), end(14)], [40, 40, 80, 80]);
+    assert_eq!(
+        [start(21), start(22), start(23), start(24)],
+        [40, 40, 80, 80]
+    );
+}

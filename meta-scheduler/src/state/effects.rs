@@ -187,14 +187,9 @@ impl State {
                 b.jobs.insert(job.0);
                 self.event(b, &j, time, detail);
             }
+            Effect::Continue { job } => b.retries.push((job.0, time)),
             Effect::Defer { job, until } => {
                 b.retries.push((job.0, until));
-                let runner = self.decider.runner();
-                if (runner.array(job).is_some() || runner.workflow(job).is_some()) && until <= time
-                {
-                    // An array coming back for the rest of its tasks, a workflow restored.
-                    return;
-                }
                 let detail = format!(
                     "dependency met; dispatched when its delay ends, in {} s",
                     until - time

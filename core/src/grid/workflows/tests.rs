@@ -308,13 +308,7 @@ fn a_restored_workflow_goes_on() {
             stopping: None,
         },
     );
-    assert_eq!(
-        e,
-        [Effect::Defer {
-            job: JobId(10),
-            until: 50
-        }]
-    );
+    assert_eq!(e, [Effect::Continue { job: JobId(10) }]);
     let mut b = Job::new(12, 0, 1, 100, 100);
     b.submit = 40;
     on(
