@@ -46,7 +46,7 @@ use super::brokers::load_of;
 use super::{Dispatcher, GridState, Measure, Placement, Priority, Reason, Release, etc, refuse};
 use crate::model::{ClusterId, Job, JobId, Time, Workflow};
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// The mean computation cost `w̄` of `job` over the sites that can run it (its estimate when
 /// none can), rounded down.
@@ -64,22 +64,9 @@ pub fn mean_cost(job: &Job, grid: &GridState) -> i128 {
 
 /// The upward rank of every node of `wf` (by position), communication costs zero.
 pub fn upward_ranks(wf: &Workflow, grid: &GridState) -> Vec<i128> {
-    let n = wf.len();
-    // Kahn's order from the entry nodes; the ranks are computed in its reverse.
-    let mut missing: Vec<usize> = (0..n).map(|k| wf.parents(k).len()).collect();
-    let mut queue: VecDeque<usize> = (0..n).filter(|&k| missing[k] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(k) = queue.pop_front() {
-        order.push(k);
-        for &c in wf.children(k) {
-            missing[c as usize] -= 1;
-            if missing[c as usize] == 0 {
-                queue.push_back(c as usize);
-            }
-        }
-    }
-    let mut rank = vec![0i128; n];
-    for &k in order.iter().rev() {
+    // Children before their parents.
+    let mut rank = vec![0i128; wf.len()];
+    for &k in wf.order().iter().rev() {
         let below = (wf.children(k).iter())
             .map(|&c| rank[c as usize])
             .max()

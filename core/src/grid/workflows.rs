@@ -54,10 +54,12 @@ struct Flow {
     missing: Vec<u32>,
     /// Nodes out.
     out: u32,
-    /// Why it releases no more: aborted, or cancelled (`cancelled` then).
+    /// Why it releases no more: aborted, or [`CANCELLED`].
     stopping: Option<String>,
-    cancelled: bool,
 }
+
+/// The `stopping` of a workflow its user cancelled.
+const CANCELLED: &str = "cancelled";
 
 impl Flow {
     fn new(wf: Workflow) -> Flow {
@@ -83,8 +85,11 @@ impl Flow {
             missing,
             out: 0,
             stopping: None,
-            cancelled: false,
         }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.stopping.as_deref() == Some(CANCELLED)
     }
 
     /// The nodes that may be released: waiting, every parent completed.
@@ -97,7 +102,7 @@ impl Flow {
     fn outcome(&self) -> Outcome {
         if self.state.iter().all(|s| *s == NodeState::Done) {
             Outcome::Completed
-        } else if self.cancelled {
+        } else if self.cancelled() {
             Outcome::Cancelled {
                 started: self.state.iter().any(|s| !matches!(s, NodeState::Waiting)),
             }
@@ -147,12 +152,12 @@ impl Flow {
 }
 
 /// What a workflow is doing, for the drivers' views.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkflowStatus {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkflowStatus<'a> {
     /// Per node, where it is.
-    pub nodes: Vec<NodeState>,
+    pub nodes: &'a [NodeState],
     /// Why it releases no more, when it was aborted or cancelled.
-    pub stopping: Option<String>,
+    pub stopping: Option<&'a str>,
 }
 
 /// The workflows in the grid, by id (ordered: a node's workflow is the one before its id).
@@ -318,10 +323,20 @@ impl GridRunner {
             f.out -= 1;
             let node = &f.wf.nodes()[k];
             let mut again = false;
+            // The children it makes ready (a pass over every node per change would make a
+            // large workflow quadratic).
+            let mut ready = Vec::new();
             if outcome == Outcome::Completed {
                 f.state[k] = NodeState::Done;
                 for &c in f.wf.children(k) {
-                    f.missing[c as usize] -= 1;
+                    let c = c as usize;
+                    f.missing[c] -= 1;
+                    if f.missing[c] == 0 && f.state[c] == NodeState::Waiting {
+                        ready.push(c);
+                    }
+                }
+                if f.stopping.is_some() {
+                    ready.clear();
                 }
             } else if exit.is_some() && exit == node.abort_on_exit && f.stopping.is_none() {
                 f.stopping = Some(format!(
@@ -350,9 +365,12 @@ impl GridRunner {
                 }
             }
             if again {
-                self.release_node(now, w, k, out);
+                ready.push(k);
             }
-            self.release_nodes(now, w, out);
+            for c in ready {
+                self.release_node(now, w, c, out);
+            }
+            self.end_workflow_if_over(w, out);
         }
     }
 
@@ -400,9 +418,8 @@ impl GridRunner {
             return false;
         };
         if f.stopping.is_none() {
-            f.stopping = Some("cancelled".into());
-            f.cancelled = true;
-            self.stop_nodes(id, "cancelled", out);
+            f.stopping = Some(CANCELLED.into());
+            self.stop_nodes(id, CANCELLED, out);
         }
         self.end_workflow_if_over(id, out);
         true
@@ -432,7 +449,6 @@ impl GridRunner {
             }
             f.state[k] = s;
         }
-        f.cancelled = stopping.as_deref() == Some("cancelled");
         f.stopping = stopping;
         let placer = &mut self.placer;
         placer
@@ -456,11 +472,11 @@ impl GridRunner {
     }
 
     /// What workflow `id` is doing, while it is in the grid.
-    pub fn workflow(&self, id: JobId) -> Option<WorkflowStatus> {
+    pub fn workflow(&self, id: JobId) -> Option<WorkflowStatus<'_>> {
         let f = self.workflows.flows.get(&id)?;
         Some(WorkflowStatus {
-            nodes: f.state.clone(),
-            stopping: f.stopping.clone(),
+            nodes: &f.state,
+            stopping: f.stopping.as_deref(),
         })
     }
 
@@ -470,11 +486,6 @@ impl GridRunner {
             (w, Some((k, run))) => Some((w, k, run)),
             _ => None,
         }
-    }
-
-    /// The workflows in the grid.
-    pub fn workflows(&self) -> impl Iterator<Item = JobId> + '_ {
-        self.workflows.flows.keys().copied()
     }
 }
 

@@ -185,14 +185,14 @@ impl Workflow {
         Ok(w)
     }
 
-    /// A cycle, when there is one: its nodes' names, the first repeated at the end.
-    fn cycle(&self) -> Option<Vec<String>> {
-        // Kahn's order; what is left lies on or behind a cycle.
+    /// Kahn's order of the nodes from those without parents, and per node its parents left
+    /// out of it (those on or behind a cycle).
+    fn kahn(&self) -> (Vec<usize>, Vec<usize>) {
         let mut missing: Vec<usize> = self.parents.iter().map(Vec::len).collect();
         let mut ready: VecDeque<usize> = (0..self.len()).filter(|&k| missing[k] == 0).collect();
-        let mut seen = 0;
+        let mut order = Vec::with_capacity(self.len());
         while let Some(k) = ready.pop_front() {
-            seen += 1;
+            order.push(k);
             for &c in &self.children[k] {
                 missing[c as usize] -= 1;
                 if missing[c as usize] == 0 {
@@ -200,7 +200,18 @@ impl Workflow {
                 }
             }
         }
-        if seen == self.len() {
+        (order, missing)
+    }
+
+    /// Its nodes in an order where each comes after its parents (Kahn's, from those without).
+    pub fn order(&self) -> Vec<usize> {
+        self.kahn().0
+    }
+
+    /// A cycle, when there is one: its nodes' names, the first repeated at the end.
+    fn cycle(&self) -> Option<Vec<String>> {
+        let (order, missing) = self.kahn();
+        if order.len() == self.len() {
             return None;
         }
         // Walk back through parents still left: a node left has a parent left, so the walk
@@ -256,11 +267,6 @@ impl Workflow {
         self.nodes.is_empty()
     }
 
-    /// The position of the node named `name`.
-    pub fn position(&self, name: &str) -> Option<usize> {
-        self.nodes.iter().position(|n| n.name == name)
-    }
-
     /// The job id of node `k`'s run `attempt` (from 1) in workflow `w`.
     pub fn node_id(&self, w: JobId, k: usize, attempt: u32) -> JobId {
         let run = u64::from(attempt.max(1) - 1);
@@ -285,16 +291,6 @@ impl Workflow {
     /// The last id it takes.
     pub fn last_id(&self, w: JobId) -> JobId {
         JobId(w.0 + self.span())
-    }
-
-    /// Marks the nodes named in `done` as completed in an earlier run (a resume); the name of
-    /// one that is not a node is the error.
-    pub fn mark_done<'a>(&mut self, done: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
-        for name in done {
-            let k = self.position(name).ok_or_else(|| name.to_string())?;
-            self.nodes[k].done = true;
-        }
-        Ok(())
     }
 }
 

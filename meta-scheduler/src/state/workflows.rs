@@ -169,7 +169,11 @@ impl State {
         let Some((w, _, _)) = runner.node_of(JobId(id)) else {
             return;
         };
-        let Some(stopping) = runner.workflow(w).and_then(|s| s.stopping) else {
+        let Some(stopping) = runner
+            .workflow(w)
+            .and_then(|s| s.stopping)
+            .map(str::to_owned)
+        else {
             return;
         };
         self.update(b, w.0, time, |j| {

@@ -137,8 +137,13 @@ fn a_failed_node_ends_the_workflow_with_its_rescue_and_a_resume_runs_the_rest() 
         ))
     );
     // Resumed as workflow 20 with the rescue: b first, then d.
-    let mut w = workflow(nodes);
-    w.mark_done(["a", "c", "e"]).unwrap();
+    for n in nodes
+        .iter_mut()
+        .filter(|n| ["a", "c", "e"].contains(&n.name.as_str()))
+    {
+        n.done = true;
+    }
+    let w = workflow(nodes);
     let e = on(
         &mut r,
         10,
