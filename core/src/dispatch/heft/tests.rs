@@ -399,3 +399,27 @@ fn the_grid_runner_places_a_workflow_s_ready_nodes_in_rank_order() {
         }
     }
 }
+
+/// The tasks of an array node take their node's rank: workflow 10 of `a` (an array of two 40 s
+/// tasks, rank 40) and `b` (10 s, rank 10), both ready at once; ids a 11 with tasks 12, 13, b 14.
+/// The pass places the tasks before b: without their node's rank they would rank 0, below b's.
+#[test]
+fn an_array_node_s_tasks_take_its_rank() {
+    let mut r = runner(2);
+    let mut a = node("a", &[], 1, 40);
+    a.job.array = Some(Box::new(crate::model::ArraySpec::parse("0-1", 10).unwrap()));
+    let wf = workflow(vec![a, node("b", &[], 1, 10)]);
+    on(
+        &mut r,
+        0,
+        Input::SubmitWorkflow {
+            id: JobId(10),
+            workflow: Box::new(wf),
+        },
+    );
+    let order: Vec<u64> = placed(&on(&mut r, 0, Input::Release))
+        .into_iter()
+        .map(|(job, _)| job)
+        .collect();
+    assert_eq!(order, [12, 13, 14]);
+}
