@@ -38,7 +38,9 @@ pub use ledger::{Held, Ledger};
 pub use nodes::{NodePart, NodePool};
 
 use crate::dispatch::Priority;
-use crate::model::{ClusterId, Duration, Job, JobId, MachineId, Platform, ReservationId, Time};
+use crate::model::{
+    ClusterId, Duration, Job, JobId, MachineId, Platform, ReservationId, Time, scale_duration,
+};
 use crate::policy::{AdvanceReservation, Decisions, Policy, Rejection, ReservationRefused, Start};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -375,6 +377,10 @@ pub struct ClusterRunner {
     decided: Decisions,
     /// Set when the cluster is a partition of alike nodes run as one pool.
     partition: Option<Partition>,
+    /// The benchmark score of the one machine (or of a partition's nodes) a single-machine
+    /// policy sees: such a policy plans with a job's estimate as given, so it is handed the job
+    /// scaled to that machine ([`ClusterRunner::as_seen`]).
+    seen_benchmark: Option<u32>,
 }
 
 impl ClusterRunner {
@@ -400,8 +406,13 @@ impl ClusterRunner {
             }
             _ => None,
         };
+        let seen_benchmark = policy
+            .single_machine()
+            .and_then(|(m, _)| platform.machine(m))
+            .map(|m| m.benchmark);
         Ok(ClusterRunner {
             partition,
+            seen_benchmark,
             config,
             policy,
             ledger,
@@ -569,13 +580,32 @@ impl ClusterRunner {
         if self.jobs.contains_key(&job.id) {
             return Err(RunnerError::Duplicate(job.id));
         }
-        crate::policy::check_reservation(self.policy.as_ref(), &job)?;
-        self.policy.submit(now, &job)?;
+        let seen = self.as_seen(&job);
+        crate::policy::check_reservation(self.policy.as_ref(), &seen)?;
+        self.policy.submit(now, &seen)?;
         if let Some(p) = priority {
             self.policy.meta_priority(job.id, p);
         }
         self.jobs.insert(job.id, Tracked::new(job, priority));
         Ok(())
+    }
+
+    /// `job` as the policy sees it: for a single-machine policy, its estimate and run time scaled
+    /// to that machine's benchmark (D2.1, as the runner scales its run), since such a policy
+    /// (FCFS, the backfilling and planning family) plans in the machine's own seconds. Unscaled,
+    /// a job on a machine slower than its benchmark would end, to the policy, before it does, and
+    /// the policy would start others on its processors.
+    fn as_seen<'a>(&self, job: &'a Job) -> std::borrow::Cow<'a, Job> {
+        match (self.seen_benchmark, job.benchmark) {
+            (Some(to), Some(from)) if to != from => {
+                let mut j = job.clone();
+                j.estimate = scale_duration(job.estimate, from, to);
+                j.runtime = job.runtime.map(|r| scale_duration(r, from, to));
+                j.benchmark = Some(to);
+                std::borrow::Cow::Owned(j)
+            }
+            _ => std::borrow::Cow::Borrowed(job),
+        }
     }
 
     /// Stops a running job at `now`, releasing its resources and keeping its progress.
@@ -671,7 +701,7 @@ impl ClusterRunner {
             t.restarts += 1;
         }
         let (job, priority) = (t.job.clone(), t.priority);
-        if let Err(e) = self.policy.submit(now, &job) {
+        if let Err(e) = self.policy.submit(now, &self.as_seen(&job)) {
             self.jobs.remove(&id);
             return Err(e.into());
         }
@@ -707,7 +737,7 @@ impl ClusterRunner {
         };
         let policy_machine = self.partition.as_ref().map_or(machine, |p| p.head);
         self.policy
-            .restore_running(now, &job, started, policy_machine, job.procs)?;
+            .restore_running(now, &self.as_seen(&job), started, policy_machine, job.procs)?;
         if let Some(p) = priority {
             self.policy.meta_priority(job.id, p);
         }

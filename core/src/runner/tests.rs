@@ -914,3 +914,40 @@ fn a_partition_may_keep_one_machine_per_job() {
     assert_eq!(q.alike_nodes(ClusterId(0)), None);
     assert!(p.alike_nodes(ClusterId(0)).is_some());
 }
+
+/// A single-machine policy (FCFS, EASY, conservative) on a machine slower than a job's benchmark
+/// plans with the job's run scaled to that machine: the processors of a job that runs twice its
+/// estimate are not free to the policy at the unscaled estimate. Before the runner scaled the
+/// job it hands such a policy, the policy started the next job on them at 100 and the runner
+/// refused the start ("processors are not free").
+#[test]
+fn a_single_machine_policy_plans_with_the_run_scaled_to_its_machine() {
+    for machines in [&[(16, 50)][..], &[(8, 50), (8, 50)][..]] {
+        let p = platform(machines);
+        for kind in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+            let mut r = runner(&p, kind, RunnerConfig::default());
+            let job = |id, procs, estimate| {
+                let mut j = Job::new(id, 0, procs, estimate, estimate);
+                j.benchmark = Some(100);
+                j
+            };
+            submit(&mut r, 0, job(1, 16, 100), None);
+            submit(&mut r, 0, job(2, 16, 100), None);
+            // 1 processor for 150 s of the reference machine, 300 s here: it would delay job 2.
+            submit(&mut r, 0, job(3, 1, 150), None);
+            let s = started(&on(&mut r, 0, Input::Pass));
+            assert_eq!(s.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(), [(1, 200)]);
+            assert!(
+                started(&on(&mut r, 100, Input::Pass)).is_empty(),
+                "{kind:?} on {machines:?}: job 1 still holds the machine at 100"
+            );
+            on(&mut r, 200, Input::Ended { job: JobId(1) });
+            let s = started(&on(&mut r, 200, Input::Pass));
+            assert_eq!(
+                s.iter().map(|x| x.0).collect::<Vec<_>>(),
+                [2],
+                "{kind:?} on {machines:?}"
+            );
+        }
+    }
+}
