@@ -67,6 +67,12 @@ pub struct SubmitArgs {
     /// `ID_INDEX`.
     #[arg(long, short = 'a', value_name = "INDICES")]
     pub array: Option<String>,
+    /// A file the job writes that is kept at its site and fetched with `gridctl fetch`: a path
+    /// relative to the job's working directory, globs allowed (`--output 'res/*.csv'`;
+    /// repeatable; `outputs = [...]` in a job file).
+    #[arg(long = "output", value_name = "PATH")]
+    #[serde(default)]
+    pub outputs: Vec<String>,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     #[serde(default)]
@@ -106,6 +112,9 @@ impl SubmitArgs {
             }
             if a.command.is_empty() {
                 a.command = f.command;
+            }
+            if a.outputs.is_empty() {
+                a.outputs = f.outputs;
             }
         }
         let user_class = match a.class.as_deref() {
@@ -171,6 +180,7 @@ impl SubmitArgs {
             after: a.after,
             name: a.name,
             array: a.array,
+            outputs: a.outputs,
             ..Default::default()
         })
     }

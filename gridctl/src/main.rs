@@ -122,6 +122,32 @@ enum Cmd {
         #[command(subcommand)]
         cmd: workflow::WorkflowCmd,
     },
+    /// Prints what a job wrote to its standard output (or error), fetched from the site that
+    /// runs or ran it; `--follow` goes on while the job runs.
+    Output {
+        /// The job id (a task of an array: `ID_INDEX`).
+        job_id: String,
+        /// Standard error instead of standard output.
+        #[arg(long)]
+        stderr: bool,
+        /// Stream what the job writes until it has ended (a job not started yet is waited for).
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// A job split over sites: the fragment, by rank (default 0, the head fragment).
+        #[arg(long)]
+        fragment: Option<u32>,
+    },
+    /// Fetches the files a job declared with `--output` from the site that ran it, into DIR
+    /// (default: `./job-ID`), each under its path relative to the job's working directory.
+    Fetch {
+        /// The job id (a task of an array: `ID_INDEX`).
+        job_id: String,
+        /// Where to put the files.
+        dir: Option<std::path::PathBuf>,
+        /// A job split over sites: the fragment, by rank (default 0, the head fragment).
+        #[arg(long)]
+        fragment: Option<u32>,
+    },
     /// Shows the sites and their Load / Count arrays.
     Sites,
     /// Explains why a job is where it is.
@@ -618,6 +644,90 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         Cmd::Replay(a) => return replay::replay(*a, &mut c, authenticated, json).await,
         Cmd::Workflow { cmd } => return workflow::run(&mut c, cmd, authenticated, json).await,
+        Cmd::Output {
+            job_id,
+            stderr,
+            follow,
+            fragment,
+        } => {
+            use tokio::io::AsyncWriteExt as _;
+            let job_id = job_ref(&mut c, &job_id).await?;
+            let stream = match stderr {
+                true => v1::OutputStream::Stderr,
+                false => v1::OutputStream::Stdout,
+            };
+            let mut s = c
+                .output(v1::OutputRequest {
+                    job_id,
+                    stream: stream as i32,
+                    follow,
+                    fragment,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            let mut out = tokio::io::stdout();
+            while let Some(chunk) = s.next().await {
+                out.write_all(&chunk?.data).await?;
+                out.flush().await?;
+            }
+        }
+        Cmd::Fetch {
+            job_id,
+            dir,
+            fragment,
+        } => {
+            let label = job_id.clone();
+            let job_id = job_ref(&mut c, &job_id).await?;
+            let dir = dir.unwrap_or_else(|| std::path::PathBuf::from(format!("job-{label}")));
+            let files = c
+                .list_output_files(v1::ListOutputFilesRequest { job_id, fragment })
+                .await?
+                .into_inner()
+                .files;
+            if files.is_empty() {
+                anyhow::bail!(
+                    "job {label} has no output files at its site (declare them with `gridctl submit --output PATH`)"
+                );
+            }
+            let (mut count, mut bytes) = (0, 0u64);
+            for f in files {
+                let rel = std::path::Path::new(&f.name);
+                if !rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+                {
+                    anyhow::bail!(
+                        "the site named a file `{}` outside the job's directory",
+                        f.name
+                    );
+                }
+                let path = dir.join(rel);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", parent.display()))?;
+                }
+                let mut s = c
+                    .output(v1::OutputRequest {
+                        job_id,
+                        fragment,
+                        file: f.name.clone(),
+                        ..Default::default()
+                    })
+                    .await?
+                    .into_inner();
+                let mut data = Vec::with_capacity(f.size as usize);
+                while let Some(chunk) = s.next().await {
+                    data.extend(chunk?.data);
+                }
+                std::fs::write(&path, &data)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                count += 1;
+                bytes += data.len() as u64;
+                println!("{}\t{} bytes", path.display(), data.len());
+            }
+            eprintln!("{count} file(s), {bytes} bytes, in {}", dir.display());
+        }
         Cmd::Explain { job_id } => {
             let job_id = job_ref(&mut c, &job_id).await?;
             let r = c.explain(v1::ExplainRequest { job_id }).await?.into_inner();

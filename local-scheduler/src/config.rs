@@ -115,6 +115,19 @@ pub struct Config {
     /// Directory of the durable state; absent = in memory only (lost at exit).
     #[serde(default)]
     pub state_dir: Option<PathBuf>,
+    /// Where the jobs' standard output and error are kept once the agents hand them over
+    /// (`<dir>/<job>/stdout|stderr`); absent = `<state_dir>/outputs`, or a directory of the
+    /// system's temporary directory without a state directory.
+    #[serde(default)]
+    pub outputs_dir: Option<PathBuf>,
+    /// Seconds a job's output is kept after it was last written (its job ended); then it is
+    /// removed and asking for it says so. Default: 7 days.
+    #[serde(default = "default_output_retention")]
+    pub output_retention_s: u64,
+    /// Bytes of output kept per user, the oldest jobs' removed first; 0 (the default) = no
+    /// limit.
+    #[serde(default)]
+    pub output_max_bytes_per_user: u64,
     /// Address of the Prometheus `/metrics` endpoint; absent = no endpoint.
     #[serde(default)]
     pub metrics_listen: Option<SocketAddr>,
@@ -175,6 +188,10 @@ fn default_down() -> u64 {
 fn default_call_timeout() -> u64 {
     10_000
 }
+fn default_output_retention() -> u64 {
+    7 * 24 * 3600
+}
+
 fn default_work_dir() -> PathBuf {
     PathBuf::from("slurm-work")
 }
@@ -280,6 +297,19 @@ impl AuthConfig {
 }
 
 impl Config {
+    /// Where the jobs' output is kept ([`Config::outputs_dir`]'s default applied).
+    pub fn outputs_dir(&self) -> PathBuf {
+        match (&self.outputs_dir, &self.state_dir) {
+            (Some(d), _) => d.clone(),
+            (None, Some(s)) => s.join("outputs"),
+            (None, None) => std::env::temp_dir().join(format!(
+                "gridsched-outputs-{}-{}",
+                self.cluster,
+                std::process::id()
+            )),
+        }
+    }
+
     /// Parses a TOML text; errors name the offending key.
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
         let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;

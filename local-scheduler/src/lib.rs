@@ -17,6 +17,7 @@ pub mod driver;
 pub mod edge;
 pub mod journal;
 pub mod metrics;
+pub mod outputs;
 pub mod service;
 pub mod slurm;
 pub mod store;
@@ -98,6 +99,25 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     let layer = gridsched_telemetry::GrpcMetricsLayer::new(&mut registry);
     let gauges = metrics::LocalMetrics::new(&mut registry);
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
+    let outputs = match (&cfg.backend, &cfg.slurm) {
+        (config::Backend::Slurm, Some(s)) => (outputs::Outputs::new(s.work_dir.clone()), false),
+        _ => (outputs::Outputs::new(cfg.outputs_dir()), true),
+    };
+    let outputs = (std::sync::Arc::new(outputs.0), outputs.1);
+    if outputs.1 {
+        // A Slurm-backed site's job directories are Slurm's working directories: not swept.
+        let retention = outputs::Retention {
+            keep_s: cfg.output_retention_s,
+            max_bytes_per_user: cfg.output_max_bytes_per_user,
+        };
+        let period = std::time::Duration::from_secs((cfg.output_retention_s / 4).clamp(1, 60));
+        tokio::spawn(service::sweep_outputs(
+            outputs.0.clone(),
+            retention,
+            tx.clone(),
+            period,
+        ));
+    }
     match cfg.backend {
         config::Backend::Native => {
             let mut driver = edge::driver(cfg)?;
@@ -125,7 +145,8 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     if let Some(tls) = grpc_tls {
         server = server.tls_config(tls)?;
     }
-    let service = service::Service::with_secrets(tx, meta_secret, agent_secret);
+    let service = service::Service::with_secrets(tx, meta_secret, agent_secret)
+        .with_outputs(outputs.0, outputs.1);
     let standard = gridsched_proto::standard::standard_services(
         gridsched_proto::v1::local_scheduler_server::SERVICE_NAME,
     )

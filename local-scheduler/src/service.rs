@@ -5,9 +5,11 @@
 //! its start-claim answers are no longer heard ([`Fence`]).
 
 use crate::driver::Msg;
+use crate::outputs::Outputs;
 use gridsched_proto::v1::{self, local_scheduler_server::LocalScheduler};
 use gridsched_security::{Fence, SharedSecret};
 use std::pin::Pin;
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -24,6 +26,9 @@ pub struct Service {
     agents: SharedSecret,
     /// The newest epoch of the meta-scheduler's lease that has called.
     fence: Fence,
+    /// Where the jobs' output lies, and whether agents hand it over (a native site) or the
+    /// batch system writes it there itself (a Slurm-backed site); `None`: no output is kept.
+    outputs: Option<(Arc<Outputs>, bool)>,
 }
 
 impl Service {
@@ -43,7 +48,20 @@ impl Service {
             meta,
             agents,
             fence: Fence::default(),
+            outputs: None,
         }
+    }
+
+    /// The service keeping the jobs' output in `outputs`, pushed by the agents when `pushes`.
+    pub fn with_outputs(mut self, outputs: Arc<Outputs>, pushes: bool) -> Service {
+        self.outputs = Some((outputs, pushes));
+        self
+    }
+
+    fn outputs(&self) -> Result<&(Arc<Outputs>, bool), Status> {
+        self.outputs
+            .as_ref()
+            .ok_or_else(|| Status::unimplemented("this site keeps no job output"))
     }
 
     /// Checks a call of the meta-scheduler: its secret, then its epoch; the epoch it called with.
@@ -216,6 +234,181 @@ impl LocalScheduler for Service {
         self.ask(|tx| Msg::CommitReservation(r, tx))
             .await
             .map(Response::new)
+    }
+
+    async fn push_output(
+        &self,
+        r: Request<v1::OutputChunk>,
+    ) -> Result<Response<v1::PushOutputResponse>, Status> {
+        self.agents.check(r.metadata(), "site agents")?;
+        let (outputs, pushes) = self.outputs()?.clone();
+        if !pushes {
+            return Err(Status::failed_precondition(
+                "this site's batch system writes the jobs' output itself",
+            ));
+        }
+        let chunk = r.into_inner();
+        if chunk.new_run
+            && let Some(owner) = self.ask(|tx| Msg::Active(chunk.job_id, tx)).await?
+        {
+            let o = outputs.clone();
+            let job = chunk.job_id;
+            let _ = tokio::task::spawn_blocking(move || o.set_owner(job, &owner)).await;
+        }
+        if chunk.data.len() > crate::outputs::CHUNK {
+            return Err(Status::invalid_argument(format!(
+                "field `data`: {} bytes, at most {} in one chunk",
+                chunk.data.len(),
+                crate::outputs::CHUNK
+            )));
+        }
+        let have = tokio::task::spawn_blocking(move || outputs.push(&chunk))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidInput => Status::invalid_argument(e.to_string()),
+                _ => Status::internal(format!("keeping the job's output: {e}")),
+            })?;
+        Ok(Response::new(v1::PushOutputResponse { have }))
+    }
+
+    type OutputStream = BoxStream<v1::OutputChunk>;
+
+    async fn output(
+        &self,
+        r: Request<v1::OutputRequest>,
+    ) -> Result<Response<Self::OutputStream>, Status> {
+        self.meta_call(r.metadata())?;
+        let (outputs, _) = self.outputs()?.clone();
+        let req = r.into_inner();
+        let (job, stream) = (req.job_id, req.stream());
+        let path = outputs
+            .path_of(job, stream, &req.file)
+            .map_err(Status::invalid_argument)?;
+        let active = self.ask(|tx| Msg::Active(job, tx)).await?.is_some();
+        held_here(&outputs, job, active)?;
+        let service = self.clone();
+        let stream = async_stream(Vec::new(), move |out| async move {
+            let mut offset = req.offset;
+            let mut pushed = outputs.watch();
+            loop {
+                // Whether the job still runs, asked before reading: its agent hands over its
+                // last output before it reports its end, so once it has ended here what is
+                // read next is all of it.
+                let running = match req.follow {
+                    true => service
+                        .ask(|tx| Msg::Active(job, tx))
+                        .await
+                        .is_ok_and(|o| o.is_some()),
+                    false => false,
+                };
+                loop {
+                    let p = path.clone();
+                    let data = tokio::task::spawn_blocking(move || Outputs::read(&p, offset))
+                        .await
+                        .map_err(|e| Status::internal(e.to_string()))
+                        .and_then(|r| r.map_err(|e| Status::internal(e.to_string())));
+                    let data = match data {
+                        Ok(d) if d.is_empty() => break,
+                        Ok(d) => d,
+                        Err(e) => {
+                            let _ = out.send(Err(e)).await;
+                            return;
+                        }
+                    };
+                    let chunk = v1::OutputChunk {
+                        job_id: job,
+                        stream: stream as i32,
+                        offset,
+                        data,
+                        new_run: false,
+                        file: req.file.clone(),
+                    };
+                    offset += chunk.data.len() as u64;
+                    if out.send(Ok(chunk)).await.is_err() {
+                        return;
+                    }
+                }
+                if !running {
+                    return;
+                }
+                // Woken by the next push, or after a second to look at the job again (a
+                // Slurm-backed site's files grow without a push).
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_secs(1), pushed.changed()).await;
+            }
+        });
+        Ok(Response::new(stream))
+    }
+
+    async fn list_output_files(
+        &self,
+        r: Request<v1::ListOutputFilesRequest>,
+    ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
+        self.meta_call(r.metadata())?;
+        let (outputs, _) = self.outputs()?.clone();
+        let job = r.into_inner().job_id;
+        let active = self.ask(|tx| Msg::Active(job, tx)).await?.is_some();
+        held_here(&outputs, job, active)?;
+        let files = tokio::task::spawn_blocking(move || outputs.files(job))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::internal(format!("listing the job's files: {e}")))?;
+        Ok(Response::new(v1::ListOutputFilesResponse { files }))
+    }
+}
+
+/// NOT_FOUND, saying why, unless the site holds `job`'s output (or the job is `active` here).
+fn held_here(outputs: &Outputs, job: u64, active: bool) -> Result<(), Status> {
+    if let Some(why) = outputs.gone(job) {
+        return Err(Status::not_found(format!(
+            "job {job}'s output was removed by the site's retention ({why})"
+        )));
+    }
+    if !active && !outputs.holds(job) {
+        return Err(Status::not_found(format!(
+            "job {job} has no output here: it never ran at this site"
+        )));
+    }
+    Ok(())
+}
+
+/// Removes, every `period`, the output that `retention` no longer keeps (the jobs still held
+/// at the site are left alone), leaving why in its place.
+pub async fn sweep_outputs(
+    outputs: Arc<Outputs>,
+    retention: crate::outputs::Retention,
+    tx: mpsc::Sender<Msg>,
+    period: std::time::Duration,
+) {
+    let service = Service::new(tx);
+    loop {
+        tokio::time::sleep(period).await;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let o = outputs.clone();
+        let expired = tokio::task::spawn_blocking(move || o.expired(now, &retention)).await;
+        let expired = match expired {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                tracing::warn!("outputs: {e}");
+                continue;
+            }
+            Err(_) => continue,
+        };
+        for (job, why) in expired {
+            match service.ask(|tx| Msg::Active(job, tx)).await {
+                Ok(None) => {}
+                Ok(Some(_)) => continue,
+                Err(_) => return,
+            }
+            let o = outputs.clone();
+            let done = tokio::task::spawn_blocking(move || o.remove(job, &why)).await;
+            if let Ok(Err(e)) = done {
+                tracing::warn!(job, "outputs: removing: {e}");
+            }
+        }
     }
 }
 

@@ -292,6 +292,22 @@ impl MetaScheduler for Gate {
         MetaScheduler::cancel_reservation(self.service()?, r).await
     }
 
+    type OutputStream = <MetaService as MetaScheduler>::OutputStream;
+
+    async fn output(
+        &self,
+        r: Request<v1::OutputRequest>,
+    ) -> Result<Response<Self::OutputStream>, Status> {
+        MetaScheduler::output(self.service()?, r).await
+    }
+
+    async fn list_output_files(
+        &self,
+        r: Request<v1::ListOutputFilesRequest>,
+    ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
+        MetaScheduler::list_output_files(self.service()?, r).await
+    }
+
     async fn explain(
         &self,
         r: Request<v1::ExplainRequest>,

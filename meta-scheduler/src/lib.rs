@@ -18,6 +18,7 @@ pub mod gridlog;
 pub mod history;
 pub mod links;
 pub mod metrics;
+pub mod output;
 pub mod replica;
 pub mod reservations;
 pub mod service;

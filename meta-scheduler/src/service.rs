@@ -664,6 +664,16 @@ impl MetaService {
         Ok((job, decision, None))
     }
 
+    /// The index of the site named `name`.
+    pub(crate) fn site_index(&self, name: &str) -> Option<usize> {
+        self.inner.cfg.sites.iter().position(|s| s.name == name)
+    }
+
+    /// The name of site `i`.
+    pub(crate) fn site_name(&self, i: usize) -> String {
+        self.inner.cfg.sites[i].name.clone()
+    }
+
     /// A client of site `i`'s local scheduler, or UNAVAILABLE.
     pub(crate) fn client(&self, i: usize) -> Result<LocalClient, Status> {
         self.inner.clients[i]
@@ -1164,6 +1174,28 @@ impl MetaScheduler for MetaService {
         let caller = self.caller(&request)?;
         let req = request.into_inner();
         MetaService::cancel_reservation(self, caller.as_ref(), req)
+            .await
+            .map(Response::new)
+    }
+
+    type OutputStream = crate::output::OutputStream;
+
+    async fn output(
+        &self,
+        request: Request<v1::OutputRequest>,
+    ) -> Result<Response<Self::OutputStream>, Status> {
+        let caller = self.caller(&request)?;
+        crate::output::output(self, caller, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn list_output_files(
+        &self,
+        request: Request<v1::ListOutputFilesRequest>,
+    ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
+        let caller = self.caller(&request)?;
+        crate::output::list_files(self, caller, request.into_inner())
             .await
             .map(Response::new)
     }

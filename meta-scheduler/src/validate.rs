@@ -61,6 +61,7 @@ pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refu
     if spec.benchmark == Some(0) {
         return Err(Refusal::new("benchmark", "must be positive"));
     }
+    check_outputs(&spec.outputs)?;
     match (&spec.command, spec.emulate_runtime_s) {
         (Some(_), Some(_)) => {
             return Err(Refusal::new(
@@ -76,6 +77,48 @@ pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refu
             return Err(Refusal::new("emulate_runtime_s", "must be at least 0"));
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// Most declared output files of one job.
+pub const MAX_OUTPUTS: usize = 64;
+
+/// Checks a job's declared output files: at most [`MAX_OUTPUTS`], each a relative path (globs
+/// allowed) of at most 1,024 bytes without `..`, not repeated.
+fn check_outputs(outputs: &[String]) -> Result<(), Refusal> {
+    if outputs.len() > MAX_OUTPUTS {
+        return Err(Refusal::new(
+            "outputs",
+            format!("{} files declared, at most {MAX_OUTPUTS}", outputs.len()),
+        ));
+    }
+    for (i, o) in outputs.iter().enumerate() {
+        let field = format!("outputs[{i}]");
+        let plain = std::path::Path::new(o).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+        if o.trim().is_empty() {
+            return Err(Refusal::new(field, "must not be empty"));
+        }
+        if o.len() > 1024 {
+            return Err(Refusal::new(field, "longer than 1,024 bytes"));
+        }
+        if !plain {
+            return Err(Refusal::new(
+                field,
+                format!("`{o}`: a path relative to the job's working directory, without `..`"),
+            ));
+        }
+        if let Err(e) = glob::Pattern::new(o) {
+            return Err(Refusal::new(field, format!("`{o}`: {e}")));
+        }
+        if outputs[..i].contains(o) {
+            return Err(Refusal::new(field, format!("`{o}` repeated")));
+        }
     }
     Ok(())
 }
@@ -171,6 +214,38 @@ machines = [{ name = "m", processors = 8 }]
             .unwrap_err()
             .field
             .expect("a field")
+    }
+
+    #[test]
+    fn declared_outputs_are_relative_paths_or_globs_inside_the_working_directory() {
+        let with = |outputs: &[&str]| v1::JobSpec {
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            ..ok_spec()
+        };
+        assert!(admit(GRID, Some(&with(&["out.csv", "res/**/*.h5", "./a"])), 1000).is_ok());
+        for (bad, at) in [
+            (&["ok", "../up"][..], "outputs[1]"),
+            (&["/etc/passwd"], "outputs[0]"),
+            (&["a/../../b"], "outputs[0]"),
+            (&["[z-a"], "outputs[0]"),
+            (&[""], "outputs[0]"),
+            (&["x", "x"], "outputs[1]"),
+        ] {
+            assert_eq!(field(with(bad)), at, "{bad:?}");
+        }
+        let many: Vec<String> = (0..65).map(|i| format!("f{i}")).collect();
+        let refused = check(
+            Some(&v1::JobSpec {
+                outputs: many,
+                ..ok_spec()
+            }),
+            &SpecLimits::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (refused.field.as_str(), refused.message.as_str()),
+            ("outputs", "65 files declared, at most 64")
+        );
     }
 
     #[test]

@@ -504,6 +504,7 @@ pub fn spec_from_job(job: &Job, names: &NameTable) -> Result<v1::JobSpec, Unname
         name: job.after.as_ref().and_then(|d| d.singleton.clone()),
         array: job.array.as_ref().map(|a| a.to_string()),
         workflow: None,
+        outputs: Vec::new(),
     })
 }
 

@@ -128,6 +128,22 @@ impl MetaScheduler for Meta {
     ) -> Result<Response<v1::ExplainResponse>, Status> {
         Err(Status::unimplemented("explain"))
     }
+
+    type OutputStream = BoxStream<v1::OutputChunk>;
+
+    async fn output(
+        &self,
+        _: Request<v1::OutputRequest>,
+    ) -> Result<Response<Self::OutputStream>, Status> {
+        Err(Status::unimplemented("output"))
+    }
+
+    async fn list_output_files(
+        &self,
+        _: Request<v1::ListOutputFilesRequest>,
+    ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
+        Err(Status::unimplemented("list_output_files"))
+    }
 }
 
 /// A local scheduler that implements nothing (only for the compile check).
@@ -217,6 +233,29 @@ impl v1::local_scheduler_server::LocalScheduler for NoLocal {
         _: Request<v1::CommitReservationRequest>,
     ) -> Result<Response<v1::CommitReservationResponse>, Status> {
         Err(Status::unimplemented("commit_reservation"))
+    }
+
+    async fn push_output(
+        &self,
+        _: Request<v1::OutputChunk>,
+    ) -> Result<Response<v1::PushOutputResponse>, Status> {
+        Err(Status::unimplemented("push_output"))
+    }
+
+    type OutputStream = BoxStream<v1::OutputChunk>;
+
+    async fn output(
+        &self,
+        _: Request<v1::OutputRequest>,
+    ) -> Result<Response<Self::OutputStream>, Status> {
+        Err(Status::unimplemented("output"))
+    }
+
+    async fn list_output_files(
+        &self,
+        _: Request<v1::ListOutputFilesRequest>,
+    ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
+        Err(Status::unimplemented("list_output_files"))
     }
 }
 

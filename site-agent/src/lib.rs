@@ -13,6 +13,7 @@
 //! (`ran_ms`, read from the job's [`runner::RunClock`] when the report is sent).
 
 pub mod runner;
+pub mod ship;
 
 use clap::Parser;
 use gridsched_proto::v1::{
@@ -264,6 +265,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             work_dir: cli.work_dir.clone(),
             time_scale: cli.time_scale,
             grace: Duration::from_millis(cli.grace_ms),
+            shipper: Some(ship::Shipper::new(LocalSchedulerClient::with_interceptor(
+                tls.endpoint(&cli.scheduler)?
+                    .connect_timeout(CALL_TIMEOUT)
+                    .timeout(CALL_TIMEOUT)
+                    .connect_lazy(),
+                bearer.clone(),
+            ))),
         },
         cli,
         reports: HashMap::new(),
@@ -317,7 +325,7 @@ async fn connect(
 }
 
 /// A client of the local scheduler sending the agents' secret with every call.
-type Client = LocalSchedulerClient<
+pub(crate) type Client = LocalSchedulerClient<
     tonic::service::interceptor::InterceptedService<Channel, gridsched_security::Bearer>,
 >;
 

@@ -49,6 +49,9 @@ pub struct RunnerConfig {
     pub time_scale: f64,
     /// Time between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// Where a job's standard output and error go while it runs (its head node's only); `None`:
+    /// they stay in the job's directory.
+    pub shipper: Option<crate::ship::Shipper>,
 }
 
 /// An order for a started job, sent on its control channel.
@@ -165,6 +168,19 @@ pub async fn run_job(
         clock: &clock,
         out: &out,
     };
+    let shipping = match (&cfg.shipper, start.node_rank) {
+        (Some(s), 0) => {
+            let (ended, rx) = tokio::sync::oneshot::channel();
+            let dir = cfg.work_dir.join(id.to_string());
+            let cwd = match &start.execution {
+                Some(Execution::Command(c)) => c.working_directory.as_deref().map(PathBuf::from),
+                _ => None,
+            };
+            let declared = (cwd.unwrap_or_else(|| dir.clone()), start.outputs.clone());
+            Some((ended, tokio::spawn(s.clone().run(id, dir, declared, rx))))
+        }
+        _ => None,
+    };
     let mut fin = match start.execution {
         Some(Execution::Command(mut c)) => {
             // The job's environment: the grid's variables, then the job's own (which win).
@@ -213,6 +229,11 @@ pub async fn run_job(
     }
     fin.start_time = Some(started);
     fin.end_time = Some(now_s());
+    // The output is handed over before the end is reported.
+    if let Some((ended, shipped)) = shipping {
+        let _ = ended.send(());
+        let _ = shipped.await;
+    }
     let _ = out.send(fin);
 }
 

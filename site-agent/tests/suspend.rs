@@ -63,6 +63,7 @@ fn start_order(test: &str, start: v1::StartJob, grace: Duration) -> Harness {
         work_dir: work_dir.clone(),
         time_scale: 1.0,
         grace,
+        shipper: None,
     };
     let (control, crx) = mpsc::unbounded_channel();
     let (otx, reports) = mpsc::unbounded_channel();

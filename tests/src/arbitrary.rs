@@ -127,6 +127,8 @@ pub fn job_spec(
                     name: None,
                     // Workflows: see the live workflow test.
                     workflow: None,
+                    // Declared outputs: see the door's test in meta-scheduler/src/validate.rs.
+                    outputs: Vec::new(),
                 }
             },
         )

@@ -122,6 +122,8 @@ pub struct SiteSpec {
     /// More keys of its local scheduler's `[policy]` section (TOML lines, e.g.
     /// `urgent = { preempt_by = "suspend" }`).
     pub policy_extra: String,
+    /// More top-level keys of its local scheduler's configuration (TOML lines).
+    pub local_extra: String,
 }
 
 impl SiteSpec {
@@ -139,6 +141,7 @@ impl SiteSpec {
             time_scale: 0.05,
             slurm: None,
             policy_extra: String::new(),
+            local_extra: String::new(),
         }
     }
 }
@@ -304,6 +307,7 @@ impl LiveGrid {
             if let Some(m) = s.max_estimate_s {
                 toml = format!("max_estimate_s = {m}\n{toml}");
             }
+            toml = format!("{}\n{toml}", s.local_extra);
             if s.slurm.is_some() {
                 toml = format!("backend = \"slurm\"\n{toml}");
             }
@@ -623,6 +627,24 @@ pub async fn wait_queued(c: &mut Client, ids: &[u64], limit: Duration) -> Vec<v1
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Everything `MetaScheduler.Output` streams for `req`, checking that the chunks come in order
+/// without a gap; the error that ended the stream, if any.
+pub async fn read_output(c: &mut Client, req: v1::OutputRequest) -> Result<Vec<u8>, tonic::Status> {
+    use tokio_stream::StreamExt;
+    let mut s = c.output(req.clone()).await?.into_inner();
+    let mut out = Vec::new();
+    while let Some(chunk) = s.next().await {
+        let chunk = chunk?;
+        assert_eq!(
+            chunk.offset,
+            req.offset + out.len() as u64,
+            "chunks in order, without a gap"
+        );
+        out.extend(chunk.data);
+    }
+    Ok(out)
 }
 
 /// Waits until every job of `ids` has ended; returns them all.

@@ -1243,3 +1243,229 @@ async fn a_client_of_the_protos_before_arrays_and_workflows_still_works() {
         assert!(listed.contains(&id), "{id} not listed: {said}");
     }
 }
+
+/// What `Output` streams for `job` (`stderr` or standard output).
+async fn output_of(
+    c: &mut gridsched_tests::live::Client,
+    job: u64,
+    stderr: bool,
+    follow: bool,
+) -> Result<Vec<u8>, tonic::Status> {
+    let stream = match stderr {
+        true => v1::OutputStream::Stderr,
+        false => v1::OutputStream::Stdout,
+    };
+    let req = v1::OutputRequest {
+        job_id: job,
+        stream: stream as i32,
+        follow,
+        ..Default::default()
+    };
+    gridsched_tests::live::read_output(c, req).await
+}
+
+/// What a job wrote comes back through the meta-scheduler from the site that ran it: standard
+/// output and error of an ended job (several chunks, byte for byte as on the agent's disk), an
+/// array task's by its `ID_INDEX`, and a running job's followed until it has ended; an array has
+/// no output of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_output_comes_back_through_the_grid_and_can_be_followed() {
+    use gridsched_tests::live::sh_job;
+    let g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let mut c = g.client().await;
+    // 300,000 bytes of output (5 chunks) and a line on standard error, on both sites.
+    let big = "head -c 225000 /dev/urandom | base64; echo oops >&2";
+    let ids = submit_all(
+        &mut c,
+        vec![
+            sh_job(1, 60, big),
+            sh_job(8, 60, big),
+            sh_job(1, 60, "true"),
+        ],
+    )
+    .await;
+    let jobs = wait_ended(&mut c, &ids, Duration::from_secs(60)).await;
+    for j in &jobs[..2] {
+        assert_eq!(j.state(), JobState::Completed, "{j:?}");
+        let out = output_of(&mut c, j.id, false, false).await.unwrap();
+        let on_disk = stdout_of(&g, j.machine.as_deref().unwrap(), j.id);
+        assert!(out.len() > 300_000, "{} bytes", out.len());
+        assert_eq!(out, on_disk.as_bytes(), "job {} at {:?}", j.id, j.site);
+        assert_eq!(
+            output_of(&mut c, j.id, true, false).await.unwrap(),
+            b"oops\n"
+        );
+    }
+    assert_ne!(jobs[0].site, jobs[1].site, "8 processors fit only beta");
+    // A job that wrote nothing has an empty output.
+    assert!(
+        output_of(&mut c, ids[2], false, false)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // An array's tasks, each by its own id; the array itself has none.
+    let mut spec = sh_job(1, 60, "echo task $GRIDSCHED_ARRAY_INDEX");
+    spec.array = Some("0-2".into());
+    let a = c
+        .submit(v1::SubmitRequest { spec: Some(spec) })
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let tasks: Vec<u64> = (1..=3).map(|k| a + k).collect();
+    let t0 = std::time::Instant::now();
+    while !gridsched_tests::live::get_job(&mut c, a)
+        .await
+        .state()
+        .is_terminal()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the array did not end"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (k, t) in tasks.iter().enumerate() {
+        let out = output_of(&mut c, *t, false, false).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&out), format!("task {k}\n"));
+    }
+    let e = output_of(&mut c, a, false, false).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("is an array of 3 tasks"), "{e:?}");
+
+    // Followed from its submission: every line, and the stream ends once the job has.
+    let id = submit_all(
+        &mut c,
+        vec![sh_job(
+            1,
+            60,
+            "for i in 1 2 3 4; do echo line-$i; sleep 0.4; done",
+        )],
+    )
+    .await[0];
+    let t0 = std::time::Instant::now();
+    let out = output_of(&mut c, id, false, true).await.unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "line-1\nline-2\nline-3\nline-4\n"
+    );
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1200),
+        "{:?}",
+        t0.elapsed()
+    );
+    let j = gridsched_tests::live::get_job(&mut c, id).await;
+    assert_eq!(
+        j.state(),
+        JobState::Completed,
+        "the stream ended with the job: {j:?}"
+    );
+    let e = output_of(&mut c, 999_999, false, false).await.unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e:?}");
+
+    // Declared output files: kept at the site, listed and read back byte for byte.
+    let mut spec = sh_job(
+        8,
+        60,
+        "mkdir -p res; head -c 100000 /dev/urandom > res/a.bin; echo 1,2 > res/b.csv; \
+         echo not declared > log.txt",
+    );
+    spec.outputs = vec!["res/*.bin".into(), "res/*.csv".into()];
+    let id = submit_all(&mut c, vec![spec]).await[0];
+    let j = &wait_ended(&mut c, &[id], Duration::from_secs(60)).await;
+    let j = j.iter().find(|j| j.id == id).unwrap();
+    assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    let files = c
+        .list_output_files(v1::ListOutputFilesRequest {
+            job_id: id,
+            fragment: None,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .files;
+    let listed: Vec<(&str, u64)> = files.iter().map(|f| (f.name.as_str(), f.size)).collect();
+    assert_eq!(listed, [("res/a.bin", 100_000), ("res/b.csv", 4)]);
+    let on_disk = g
+        .work_dir(j.machine.as_deref().unwrap())
+        .join(id.to_string());
+    let req = v1::OutputRequest {
+        job_id: id,
+        file: "res/a.bin".into(),
+        ..Default::default()
+    };
+    let got = gridsched_tests::live::read_output(&mut c, req)
+        .await
+        .unwrap();
+    assert_eq!(got, std::fs::read(on_disk.join("res/a.bin")).unwrap());
+    // The dashboard: the job's page lists the files; the whole of a stream is a link away.
+    let page = gridsched_tests::live::http_get(&g.metrics[0], &format!("/job/{id}"), "");
+    assert!(
+        page.contains(&format!(
+            "<a href=\"/job/{id}/files/res/b.csv\">res/b.csv</a>"
+        )),
+        "{page}"
+    );
+    let first = jobs[0].id;
+    let page = gridsched_tests::live::http_get(&g.metrics[0], &format!("/job/{first}"), "");
+    assert!(page.contains("<h2 id=\"output\">Output</h2>"), "{page}");
+    assert!(page.contains("oops\n</pre>"), "{page}");
+    let whole = gridsched_tests::live::http_get(&g.metrics[0], &format!("/job/{first}/stdout"), "");
+    assert!(whole.ends_with(&stdout_of(&g, jobs[0].machine.as_deref().unwrap(), first)));
+    let e = c
+        .output(v1::OutputRequest {
+            job_id: id,
+            file: "../../etc/passwd".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    let mut bad = sh_job(1, 60, "true");
+    bad.outputs = vec!["../x".into()];
+    let e = c
+        .submit(v1::SubmitRequest { spec: Some(bad) })
+        .await
+        .unwrap_err();
+    assert!(e.message().starts_with("field `outputs[0]`"), "{e:?}");
+}
+
+/// A site keeps a job's output for `output_retention_s` after it was last written; then asking
+/// for it says that retention removed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_output_is_removed_by_the_sites_retention_and_says_so() {
+    use gridsched_tests::live::sh_job;
+    let mut site = SiteSpec::new("alpha", "easy", 1, 4);
+    site.local_extra = "output_retention_s = 2".into();
+    let g = LiveGrid::start(bins(), vec![site], "");
+    g.ready().await;
+    let mut c = g.client().await;
+    let id = submit_all(&mut c, vec![sh_job(1, 60, "echo kept")]).await[0];
+    wait_ended(&mut c, &[id], Duration::from_secs(30)).await;
+    assert_eq!(
+        output_of(&mut c, id, false, false).await.unwrap(),
+        b"kept\n"
+    );
+    let t0 = std::time::Instant::now();
+    let e = loop {
+        match output_of(&mut c, id, false, false).await {
+            Ok(_) => {
+                assert!(t0.elapsed() < Duration::from_secs(10), "never removed");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(e.code(), Code::NotFound, "{e:?}");
+    assert_eq!(
+        e.message(),
+        format!(
+            "site alpha: job {id}'s output was removed by the site's retention \
+             (kept 2 s after it was last written)"
+        )
+    );
+    assert!(t0.elapsed() >= Duration::from_secs(1), "{:?}", t0.elapsed());
+}

@@ -78,6 +78,34 @@ async fn a_job_wider_than_any_site_runs_as_fragments_started_together() {
     let latency_ms = (ns(&a).unwrap().min(ns(&b).unwrap()) - submit_ns) / 1_000_000;
     eprintln!("start skew between the fragments: {skew_ms} ms; submit to start {latency_ms} ms");
     assert!(skew_ms < 1_000, "fragments started {skew_ms} ms apart");
+    // Each fragment's output, through the grid from its own site, by its rank.
+    for (rank, on_disk) in [(None, &a), (Some(0), &a), (Some(1), &b)] {
+        let req = v1::OutputRequest {
+            job_id: ok,
+            fragment: rank,
+            ..Default::default()
+        };
+        let got = gridsched_tests::live::read_output(&mut c, req)
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            *on_disk,
+            "fragment {rank:?}"
+        );
+    }
+    let e = c
+        .output(v1::OutputRequest {
+            job_id: ok,
+            fragment: Some(2),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.message(),
+        format!("field `fragment`: job {ok} has 2 fragments (0 to 1)")
+    );
 
     // The dashboard: a bar per fragment on its site's Gantt chart, naming the other, linked to
     // the job's fragments, each of which links back to its site's chart.

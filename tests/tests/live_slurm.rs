@@ -118,6 +118,21 @@ async fn jobs_complete_fail_are_cancelled_time_out_and_share_licences_on_a_slurm
         std::fs::read_to_string(out.join("stderr")).unwrap(),
         "oops\n"
     );
+    // The same, through the grid (`gridctl output`): Slurm wrote it where the site serves it.
+    for (stream, want) in [
+        (v1::OutputStream::Stdout, format!("hello from {ok}\n")),
+        (v1::OutputStream::Stderr, "oops\n".to_string()),
+    ] {
+        let req = v1::OutputRequest {
+            job_id: ok,
+            stream: stream as i32,
+            ..Default::default()
+        };
+        let got = gridsched_tests::live::read_output(&mut c, req)
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{stream:?}");
+    }
 
     let j = state_of(&jobs, failed);
     assert_eq!(

@@ -736,8 +736,13 @@ impl ClusterRunner {
             false => nodes,
         };
         let policy_machine = self.partition.as_ref().map_or(machine, |p| p.head);
-        self.policy
-            .restore_running(now, &self.as_seen(&job), started, policy_machine, job.procs)?;
+        self.policy.restore_running(
+            now,
+            &self.as_seen(&job),
+            started,
+            policy_machine,
+            job.procs,
+        )?;
         if let Some(p) = priority {
             self.policy.meta_priority(job.id, p);
         }

@@ -99,6 +99,16 @@ pub enum Msg {
     ),
     /// What Slurm answered to a call of a Slurm-backed site (never sent to a native driver).
     Slurm(crate::slurm::call::Done),
+    /// A job held here that has not ended (its output may still grow): its owner.
+    Active(u64, Reply<Option<String>>),
+}
+
+/// The user who owns an enqueued job.
+pub(crate) fn owner(req: &v1::EnqueueRequest) -> String {
+    req.spec
+        .as_ref()
+        .map(|s| s.user.clone())
+        .unwrap_or_default()
 }
 
 #[derive(Debug)]
@@ -161,7 +171,7 @@ impl JobRec {
 /// An order that waits for the commit of its job's start.
 #[derive(Debug)]
 enum Order {
-    Start(v1::StartJob),
+    Start(Box<v1::StartJob>),
     Resume(u64),
 }
 
@@ -320,6 +330,9 @@ impl Driver {
             Msg::Status(tx) => {
                 let _ = tx.send(Ok(self.status(now.secs)));
             }
+            Msg::Active(id, tx) => {
+                let _ = tx.send(Ok(self.jobs.get(&id).map(|r| crate::driver::owner(&r.req))));
+            }
             Msg::Events(from, tx) => {
                 let _ = tx.send(Ok(self.journal.feed(from)));
             }
@@ -442,7 +455,7 @@ impl Driver {
                 .is_some_and(|r| r.state == JobState::Running && r.runs_on(m))
             {
                 let kind = match order {
-                    Order::Start(o) => Kind::Start(o),
+                    Order::Start(o) => Kind::Start(*o),
                     Order::Resume(job_id) => Kind::Resume(v1::ResumeJob { job_id }),
                 };
                 self.order(m, kind);
@@ -683,6 +696,12 @@ impl Driver {
             .as_ref()
             .map(|sp| sp.user.clone())
             .unwrap_or_default();
+        let outputs = rec
+            .req
+            .spec
+            .as_ref()
+            .map(|sp| sp.outputs.clone())
+            .unwrap_or_default();
         let order = v1::StartJob {
             job_id: s.job.0,
             execution: Some(execution),
@@ -691,6 +710,7 @@ impl Driver {
             user,
             nodes: Vec::new(),
             node_rank: 0,
+            outputs,
         };
         let orders = self.part_orders(&s, order);
         let rec = self.jobs.get_mut(&s.job.0).expect("checked");
@@ -754,7 +774,7 @@ impl Driver {
                 // itself RUNNING again.
                 self.starts.push((m, Order::Resume(id)));
             } else {
-                self.starts.push((m, Order::Start(order)));
+                self.starts.push((m, Order::Start(Box::new(order))));
             }
         }
     }

@@ -275,6 +275,9 @@ impl SlurmSite {
                 let _ = tx.send(Err(no_reservations()));
             }
             Msg::Slurm(d) => self.done(d, now),
+            Msg::Active(id, tx) => {
+                let _ = tx.send(Ok(self.jobs.get(&id).map(|r| crate::driver::owner(&r.req))));
+            }
         }
     }
 

@@ -3,6 +3,9 @@
 //! and licence pools; the queues by state and priority; the running jobs; recent events; a Gantt
 //! view per cluster; and a page per job with its explain text and its events.
 //!
+//! A job's page shows the end of its standard output and error, fetched through the grid from
+//! its site, with `/job/ID/stdout`, `/job/ID/stderr` and `/job/ID/files/NAME` serving the whole.
+//!
 //! Pages are rendered on the server (plain HTML and inline SVG, refreshed every few seconds), so
 //! they work without JavaScript and load in one request; `/api/overview` gives the same data as
 //! JSON for scripts. With `[auth]` users configured the dashboard asks for a token (header
@@ -18,6 +21,7 @@ use crate::MetaService;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use gridsched_proto::v1;
 use gridsched_security::Caller;
 use std::collections::HashMap;
 
@@ -28,6 +32,9 @@ pub fn routes(service: MetaService) -> axum::Router {
     axum::Router::new()
         .route("/", axum::routing::get(overview))
         .route("/job/{id}", axum::routing::get(job))
+        .route("/job/{id}/stdout", axum::routing::get(job_stdout))
+        .route("/job/{id}/stderr", axum::routing::get(job_stderr))
+        .route("/job/{id}/files/{*name}", axum::routing::get(job_file))
         .route("/api/overview", axum::routing::get(overview_json))
         .with_state(service)
 }
@@ -168,9 +175,64 @@ async fn job(
     }
 }
 
+async fn job_stdout(
+    State(svc): State<MetaService>,
+    Path(id): Path<u64>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    job_output(svc, id, headers, q, v1::OutputStream::Stdout, String::new()).await
+}
+
+async fn job_stderr(
+    State(svc): State<MetaService>,
+    Path(id): Path<u64>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    job_output(svc, id, headers, q, v1::OutputStream::Stderr, String::new()).await
+}
+
+async fn job_file(
+    State(svc): State<MetaService>,
+    Path((id, name)): Path<(u64, String)>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    job_output(svc, id, headers, q, v1::OutputStream::Unspecified, name).await
+}
+
+/// A job's standard stream, or its declared file `file`, as the viewer may read it: plain text
+/// for a stream, bytes for a file.
+async fn job_output(
+    svc: MetaService,
+    id: u64,
+    headers: HeaderMap,
+    q: HashMap<String, String>,
+    stream: v1::OutputStream,
+    file: String,
+) -> Response {
+    let v = match viewer(&svc, &headers, &q, &format!("/job/{id}")) {
+        Ok(v) => v,
+        Err(r) => return *r,
+    };
+    match pages::read_output(&svc, &v, id, stream, &file).await {
+        Ok(data) => {
+            let kind = match file.is_empty() {
+                true => "text/plain; charset=utf-8",
+                false => "application/octet-stream",
+            };
+            ([(header::CONTENT_TYPE, kind)], data).into_response()
+        }
+        Err(s) => error(&s),
+    }
+}
+
 fn error(s: &tonic::Status) -> Response {
     let code = match s.code() {
         tonic::Code::NotFound => StatusCode::NOT_FOUND,
+        tonic::Code::InvalidArgument => StatusCode::BAD_REQUEST,
+        tonic::Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
         tonic::Code::Unauthenticated => StatusCode::UNAUTHORIZED,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -369,6 +369,98 @@ impl Overview {
 }
 
 /// The page of job `id`.
+/// Most bytes of a job's output the dashboard reads at once.
+pub const OUTPUT_CAP: usize = 16 << 20;
+/// The end of each stream shown on a job's page.
+const TAIL: usize = 4096;
+
+/// A job's output read through the grid (`MetaScheduler.Output`, as the viewer): standard
+/// output or error, or the declared file `file`; at most [`OUTPUT_CAP`] bytes.
+pub async fn read_output(
+    svc: &MetaService,
+    v: &Viewer,
+    id: u64,
+    stream: v1::OutputStream,
+    file: &str,
+) -> Result<Vec<u8>, Status> {
+    use tokio_stream::StreamExt;
+    let req = v1::OutputRequest {
+        job_id: id,
+        stream: stream as i32,
+        file: file.to_owned(),
+        ..Default::default()
+    };
+    let mut s = MetaScheduler::output(svc, v.request(req))
+        .await?
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(c) = s.next().await {
+        out.extend(c?.data);
+        if out.len() >= OUTPUT_CAP {
+            out.truncate(OUTPUT_CAP);
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The "Output" section of a job's page: the end of its standard output and error, linked to
+/// the whole, and its declared files; nothing for an array or a workflow, or a job not yet at a
+/// site.
+async fn output_section(svc: &MetaService, v: &Viewer, job: &v1::Job) -> String {
+    if job.array.is_some() || job.workflow.is_some() || job.start_time.is_none() {
+        return String::new();
+    }
+    let id = job.id;
+    let mut b = String::from("<h2 id=\"output\">Output</h2>");
+    for (stream, name) in [
+        (v1::OutputStream::Stdout, "stdout"),
+        (v1::OutputStream::Stderr, "stderr"),
+    ] {
+        match read_output(svc, v, id, stream, "").await {
+            Ok(data) => {
+                let from = data.len().saturating_sub(TAIL);
+                let cut = if from > 0 { "… " } else { "" };
+                b += &format!(
+                    "<h3><a href=\"/job/{id}/{name}\">{name}</a> ({} bytes{})</h3><pre class=\"output\">{cut}{}</pre>",
+                    data.len(),
+                    if from > 0 { ", the end shown" } else { "" },
+                    esc(&String::from_utf8_lossy(&data[from..]))
+                );
+            }
+            Err(e) => b += &format!("<p>{name}: {}</p>", esc(e.message())),
+        }
+    }
+    let files = MetaScheduler::list_output_files(
+        svc,
+        v.request(v1::ListOutputFilesRequest {
+            job_id: id,
+            fragment: None,
+        }),
+    )
+    .await;
+    if let Ok(r) = files {
+        let files = r.into_inner().files;
+        if !files.is_empty() {
+            let rows: Vec<Vec<String>> = files
+                .iter()
+                .map(|f| {
+                    vec![
+                        format!(
+                            "<a href=\"/job/{id}/files/{}\">{}</a>",
+                            esc(&f.name),
+                            esc(&f.name)
+                        ),
+                        f.size.to_string(),
+                    ]
+                })
+                .collect();
+            b += &table("output-files", &["declared file", "bytes"], &rows);
+        }
+    }
+    b
+}
+
 pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, Status> {
     let job = MetaScheduler::get_job(svc, v.request(v1::GetJobRequest { job_id: id }))
         .await?
@@ -544,9 +636,10 @@ pub async fn job_page(svc: &MetaService, v: &Viewer, id: u64) -> Result<String, 
             format!("<h2>Fragments</h2>{}", table("fragments", &head, &rows))
         }
     };
+    let output = output_section(svc, v, &job).await;
     let body = format!(
         "<h1>{what} {id}</h1>{}{dag}{fragments}<h2>Why (explain)</h2><pre id=\"explain\">{}</pre>\
-         <h2>Events</h2>{}",
+         {output}<h2>Events</h2>{}",
         table("job", &["field", "value"], &fields),
         esc(&explain),
         table("job-events", &["seq", "time", "state", "detail"], &rows)

@@ -1,0 +1,246 @@
+//! Hands a job's standard output and error over to the local scheduler while the job runs, so
+//! that its user can read them through the grid wherever the job ran (`gridctl output`): every
+//! quarter of a second what the job wrote since is sent in chunks of at most 64 KiB, each at its
+//! offset (`PushOutput`, idempotent), and once the job has ended the rest is sent before the
+//! job's end is reported, so a site that knows a job ended holds all of its output.
+//!
+//! The job's declared output files (`JobSpec.outputs`, globs relative to its working directory)
+//! are sent the same way once it has ended, each under its path relative to that directory.
+//!
+//! A push the scheduler does not answer is sent again at the next round (from the size the
+//! scheduler says it holds); the last round retries for a while, then gives up with a warning:
+//! the output stays in the job's directory on this machine.
+
+use crate::Client;
+use gridsched_proto::v1::{self, OutputStream};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// Largest chunk sent at once.
+const CHUNK: u64 = 64 * 1024;
+/// Between two rounds while the job runs.
+const ROUND: Duration = Duration::from_millis(250);
+/// Attempts of the last round, [`ROUND`] apart.
+const LAST_TRIES: u32 = 40;
+
+/// Where a job's output goes.
+#[derive(Clone, Debug)]
+pub struct Shipper {
+    client: Client,
+}
+
+impl Shipper {
+    /// Sends through `client` (a lazily connected channel: it reconnects by itself).
+    pub fn new(client: Client) -> Shipper {
+        Shipper { client }
+    }
+
+    /// Ships job `job`'s standard streams in `dir` until `ended` fires, then the rest, then the
+    /// declared output files: those matching `declared.1` in the working directory `declared.0`.
+    pub async fn run(
+        self,
+        job: u64,
+        dir: PathBuf,
+        declared: (PathBuf, Vec<String>),
+        mut ended: oneshot::Receiver<()>,
+    ) {
+        let mut streams = [
+            Stream::new(OutputStream::Stdout),
+            Stream::new(OutputStream::Stderr),
+        ];
+        loop {
+            let last = tokio::select! {
+                _ = &mut ended => true,
+                () = tokio::time::sleep(ROUND) => false,
+            };
+            if last {
+                break;
+            }
+            for s in &mut streams {
+                let _ = s.round(&self.client, job, &dir).await;
+            }
+        }
+        for s in &mut streams {
+            let mut tries = 0;
+            while let Err(e) = s.round(&self.client, job, &dir).await {
+                tries += 1;
+                if tries >= LAST_TRIES {
+                    tracing::warn!(
+                        job,
+                        "the job's {} could not be handed to the local scheduler ({e}); it stays in {}",
+                        crate::ship::name(s.stream),
+                        dir.display()
+                    );
+                    break;
+                }
+                tokio::time::sleep(ROUND).await;
+            }
+        }
+        let (cwd, patterns) = declared;
+        if patterns.is_empty() {
+            return;
+        }
+        let found = tokio::task::spawn_blocking(move || declared_files(&cwd, &patterns)).await;
+        for (path, name) in found.unwrap_or_default() {
+            let mut s = Stream::file(path, name);
+            let mut tries = 0;
+            while let Err(e) = s.round(&self.client, job, &dir).await {
+                tries += 1;
+                if tries >= LAST_TRIES {
+                    tracing::warn!(job, file = %s.name, "output file not handed over: {e}");
+                    break;
+                }
+                tokio::time::sleep(ROUND).await;
+            }
+        }
+    }
+}
+
+/// The regular files of `cwd` matching `patterns` (relative globs), each once, with their names
+/// relative to `cwd`; a match that leads out of `cwd` (through a symbolic link) is left out.
+pub fn declared_files(cwd: &Path, patterns: &[String]) -> Vec<(PathBuf, String)> {
+    let Ok(root) = cwd.canonicalize() else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    for p in patterns {
+        let Ok(paths) = glob::glob(&root.join(p).to_string_lossy()) else {
+            continue;
+        };
+        for path in paths.flatten() {
+            let inside = path.canonicalize().is_ok_and(|c| c.starts_with(&root));
+            let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+            let Ok(rel) = path.strip_prefix(&root) else {
+                continue;
+            };
+            let name = rel.to_string_lossy().into_owned();
+            if inside && regular && !out.iter().any(|(_, n)| *n == name) {
+                out.push((path.clone(), name));
+            }
+        }
+    }
+    out
+}
+
+fn name(s: OutputStream) -> &'static str {
+    match s {
+        OutputStream::Stderr => "stderr",
+        _ => "stdout",
+    }
+}
+
+/// One stream's (or declared file's) progress.
+struct Stream {
+    stream: OutputStream,
+    /// A declared file: where it is, and its name at the site; `None`: the standard stream.
+    file: Option<PathBuf>,
+    name: String,
+    /// Bytes the scheduler holds.
+    sent: u64,
+    /// Nothing sent yet in this run: the first chunk says so (the site drops an earlier run's).
+    fresh: bool,
+}
+
+impl Stream {
+    fn new(stream: OutputStream) -> Stream {
+        Stream {
+            stream,
+            file: None,
+            name: String::new(),
+            sent: 0,
+            fresh: true,
+        }
+    }
+
+    fn file(path: PathBuf, name: String) -> Stream {
+        Stream {
+            file: Some(path),
+            name,
+            ..Stream::new(OutputStream::Unspecified)
+        }
+    }
+
+    /// Sends everything written since the last round; an error leaves the rest for the next.
+    async fn round(&mut self, client: &Client, job: u64, dir: &Path) -> Result<(), tonic::Status> {
+        loop {
+            let path = match &self.file {
+                Some(p) => p.clone(),
+                None => dir.join(name(self.stream)),
+            };
+            let offset = self.sent;
+            let data = tokio::task::spawn_blocking(move || read(&path, offset))
+                .await
+                .map_err(|e| tonic::Status::internal(e.to_string()))?
+                .map_err(|e| tonic::Status::internal(e.to_string()))?;
+            if data.is_empty() && !self.fresh {
+                return Ok(());
+            }
+            let len = data.len() as u64;
+            let chunk = v1::OutputChunk {
+                job_id: job,
+                stream: self.stream as i32,
+                offset,
+                data,
+                new_run: self.fresh,
+                file: self.name.clone(),
+            };
+            let have = client.clone().push_output(chunk).await?.into_inner().have;
+            self.fresh = false;
+            self.sent = have.min(offset + len);
+            if len == 0 {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Up to [`CHUNK`] bytes of `path` from `offset`; nothing when the file is not there.
+fn read(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    f.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::new();
+    f.take(CHUNK).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declared_files;
+
+    #[test]
+    fn declared_files_match_globs_inside_the_working_directory_only() {
+        let root = std::env::temp_dir().join(format!("gridsched-ship-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let cwd = root.join("job");
+        std::fs::create_dir_all(cwd.join("sub/deep")).unwrap();
+        for f in ["a.csv", "b.txt", "sub/c.csv", "sub/deep/d.csv"] {
+            std::fs::write(cwd.join(f), f).unwrap();
+        }
+        std::fs::write(root.join("secret"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("secret"), cwd.join("link.csv")).unwrap();
+        let names = |patterns: &[&str]| -> Vec<String> {
+            let p: Vec<String> = patterns.iter().map(|s| s.to_string()).collect();
+            declared_files(&cwd, &p)
+                .into_iter()
+                .map(|(_, n)| n)
+                .collect()
+        };
+        assert_eq!(
+            names(&["*.csv"]),
+            ["a.csv"],
+            "a link out of the directory is left out"
+        );
+        assert_eq!(
+            names(&["**/*.csv", "a.csv", "b.txt", "missing"]),
+            ["a.csv", "sub/c.csv", "sub/deep/d.csv", "b.txt"]
+        );
+        assert!(names(&["sub"]).is_empty(), "a directory is not a file");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
