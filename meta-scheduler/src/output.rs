@@ -2,7 +2,7 @@
 //! it (`MetaScheduler.Output`, `gridctl output`): the site's local scheduler holds what its agents
 //! handed over (or what Slurm wrote), and this call streams it on to the user, following it while
 //! the job runs. For a job split over sites each fragment's site holds its own output, asked for
-//! by the fragment's rank. A job not yet at a site is waited for when following.
+//! by the fragment's rank. A job not yet started is waited for when following.
 
 use crate::MetaService;
 use gridsched_proto::v1;
@@ -19,12 +19,19 @@ const WAIT: Duration = Duration::from_millis(500);
 
 /// Where a job's output is, as far as the grid knows now.
 enum Place {
-    /// At site `usize` (its index).
+    /// At site `usize` (its index), where the job started.
     Site(usize),
-    /// Nowhere yet: the job has not reached a site.
+    /// Nowhere yet: the job has not started.
     NotYet,
-    /// Nowhere, for good: the job ended before reaching a site.
+    /// Nowhere, for good: the job ended without starting.
     Never,
+}
+
+/// An emulated job (`emulate_runtime_s`): it runs nothing, so it writes nothing.
+fn emulated(job: &v1::Job) -> bool {
+    job.spec
+        .as_ref()
+        .is_some_and(|s| s.emulate_runtime_s.is_some())
 }
 
 /// Where the output of `job` (fragment `fragment` of a split job) is; an error for a job that
@@ -44,13 +51,13 @@ fn place(svc: &MetaService, job: &v1::Job, fragment: Option<u32>) -> Result<Plac
             names.join(", ")
         )));
     }
-    let site_name = if job.fragments.is_empty() {
+    let (site, started) = if job.fragments.is_empty() {
         if let Some(k) = fragment.filter(|&k| k > 0) {
             return Err(Status::invalid_argument(format!(
                 "field `fragment`: job {id} is not split over sites (no fragment {k})"
             )));
         }
-        job.site.clone()
+        (job.site.clone(), job.start_time.is_some())
     } else {
         let k = fragment.unwrap_or(0) as usize;
         let f = job.fragments.get(k).ok_or_else(|| {
@@ -60,15 +67,16 @@ fn place(svc: &MetaService, job: &v1::Job, fragment: Option<u32>) -> Result<Plac
                 job.fragments.len() - 1
             ))
         })?;
-        Some(f.site.clone())
+        (Some(f.site.clone()), f.start_time.is_some())
     };
-    let terminal = job.state().is_terminal();
-    Ok(match site_name {
-        Some(name) => Place::Site(svc.site_index(&name).ok_or_else(|| {
+    // Only a job that started has output at its site (one merely dispatched may not even have
+    // reached it yet).
+    Ok(match site {
+        Some(name) if started => Place::Site(svc.site_index(&name).ok_or_else(|| {
             Status::internal(format!("job {id} is at site `{name}`, unknown here"))
         })?),
-        None if terminal => Place::Never,
-        None => Place::NotYet,
+        _ if job.state().is_terminal() => Place::Never,
+        _ => Place::NotYet,
     })
 }
 
@@ -89,12 +97,16 @@ pub async fn output(
         )));
     }
     let (job, _, _) = svc.visible_job(id, caller.as_ref())?;
-    let at = match place(svc, &job, req.fragment)? {
+    let found = place(svc, &job, req.fragment)?;
+    if emulated(&job) {
+        return Ok(Box::pin(tokio_stream::empty()));
+    }
+    let at = match found {
         Place::Site(i) => i,
         Place::Never => return Ok(Box::pin(tokio_stream::empty())),
         Place::NotYet if !req.follow => {
             return Err(Status::failed_precondition(format!(
-                "job {id} has not reached a site yet, so it has no output: `--follow` waits for it"
+                "job {id} has not started, so it has no output yet: `--follow` waits for it"
             )));
         }
         Place::NotYet => {
@@ -187,6 +199,7 @@ pub async fn list_files(
     let id = req.job_id;
     let (job, _, _) = svc.visible_job(id, caller.as_ref())?;
     let i = match place(svc, &job, req.fragment)? {
+        Place::Site(_) if emulated(&job) => return Ok(v1::ListOutputFilesResponse::default()),
         Place::Site(i) => i,
         Place::NotYet | Place::Never => return Ok(v1::ListOutputFilesResponse::default()),
     };

@@ -168,8 +168,10 @@ pub async fn run_job(
         clock: &clock,
         out: &out,
     };
+    // An emulated job writes nothing: there is nothing to hand over.
+    let command = matches!(start.execution, Some(Execution::Command(_)));
     let shipping = match (&cfg.shipper, start.node_rank) {
-        (Some(s), 0) => {
+        (Some(s), 0) if command => {
             let (ended, rx) = tokio::sync::oneshot::channel();
             let dir = cfg.work_dir.join(id.to_string());
             let cwd = match &start.execution {

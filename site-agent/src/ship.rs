@@ -8,8 +8,9 @@
 //! are sent the same way once it has ended, each under its path relative to that directory.
 //!
 //! A push the scheduler does not answer is sent again at the next round (from the size the
-//! scheduler says it holds); the last round retries for a while, then gives up with a warning:
-//! the output stays in the job's directory on this machine.
+//! scheduler says it holds); the last round retries for ten seconds, then gives up with a
+//! warning: the output stays in the job's directory on this machine. A scheduler that takes no
+//! output (an older one: UNIMPLEMENTED) or refuses the agent is not asked again for that job.
 
 use crate::Client;
 use gridsched_proto::v1::{self, OutputStream};
@@ -59,14 +60,19 @@ impl Shipper {
                 break;
             }
             for s in &mut streams {
-                let _ = s.round(&self.client, job, &dir).await;
+                if let Err(e) = s.round(&self.client, job, &dir).await
+                    && !worth_retrying(&e)
+                {
+                    tracing::warn!(job, "the local scheduler takes no output: {e}");
+                    return;
+                }
             }
         }
         for s in &mut streams {
             let mut tries = 0;
             while let Err(e) = s.round(&self.client, job, &dir).await {
                 tries += 1;
-                if tries >= LAST_TRIES {
+                if tries >= LAST_TRIES || !worth_retrying(&e) {
                     tracing::warn!(
                         job,
                         "the job's {} could not be handed to the local scheduler ({e}); it stays in {}",
@@ -88,7 +94,7 @@ impl Shipper {
             let mut tries = 0;
             while let Err(e) = s.round(&self.client, job, &dir).await {
                 tries += 1;
-                if tries >= LAST_TRIES {
+                if tries >= LAST_TRIES || !worth_retrying(&e) {
                     tracing::warn!(job, file = %s.name, "output file not handed over: {e}");
                     break;
                 }
@@ -122,6 +128,20 @@ pub fn declared_files(cwd: &Path, patterns: &[String]) -> Vec<(PathBuf, String)>
         }
     }
     out
+}
+
+/// Whether a refused push may succeed later (the scheduler unreachable or restarting), rather
+/// than never (a scheduler that takes no output, or refuses this agent).
+fn worth_retrying(e: &tonic::Status) -> bool {
+    matches!(
+        e.code(),
+        tonic::Code::Unavailable
+            | tonic::Code::DeadlineExceeded
+            | tonic::Code::Unknown
+            | tonic::Code::Internal
+            | tonic::Code::ResourceExhausted
+            | tonic::Code::Aborted
+    )
 }
 
 fn name(s: OutputStream) -> &'static str {

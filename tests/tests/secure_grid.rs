@@ -126,6 +126,61 @@ async fn tokens_tls_and_per_user_visibility() {
     ] {
         assert_eq!(e.code(), Code::PermissionDenied, "{e}");
     }
+    // Her own job's output comes back: its agent handed it over TLS with the agents' secret.
+    let mut echo = gridsched_tests::live::sh_job(1, 60, "echo over tls");
+    echo.user = String::new();
+    let echo = submit_all(&mut alice, vec![echo]).await[0];
+    wait_ended(&mut alice, &[echo], Duration::from_secs(30)).await;
+    let out = gridsched_tests::live::read_output(
+        &mut alice,
+        v1::OutputRequest {
+            job_id: echo,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, b"over tls\n");
+    // Nor read what Bob's job wrote, nor list his files, nor list the tasks of his array.
+    let e = gridsched_tests::live::read_output(
+        &mut alice,
+        v1::OutputRequest {
+            job_id: b_ids[0],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e}");
+    let e = alice
+        .list_output_files(v1::ListOutputFilesRequest {
+            job_id: b_ids[0],
+            fragment: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e}");
+    let mut array = job("", 1);
+    array.array = Some("0-1".into());
+    let bobs_array = submit_all(&mut bob, vec![array]).await[0];
+    let e = alice
+        .list_jobs(v1::ListJobsRequest {
+            array: Some(bobs_array),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e}");
+    let tasks = bob
+        .list_jobs(v1::ListJobsRequest {
+            array: Some(bobs_array),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs;
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
     // Alice may not make a job wait for Bob's (she may not see it), alone or in a batch; she
     // may wait for her own.
     let mut waits_for_bob = job("", 1);
@@ -181,7 +236,7 @@ async fn tokens_tls_and_per_user_visibility() {
         .unwrap()
         .into_inner()
         .jobs;
-    assert_eq!(all.len(), 4, "Alice's 3 and Bob's 1");
+    assert_eq!(all.len(), 6, "Alice's 4, Bob's job and his array");
     root.cancel_job(v1::CancelJobRequest {
         job_id: a_ids[1],
         reason: "admin".into(),
