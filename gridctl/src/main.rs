@@ -692,17 +692,13 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             }
             let (mut count, mut bytes) = (0, 0u64);
             for f in files {
-                let rel = std::path::Path::new(&f.name);
-                if !rel
-                    .components()
-                    .all(|c| matches!(c, std::path::Component::Normal(_)))
-                {
+                if !gridsched_proto::output::is_plain_relative(&f.name) {
                     anyhow::bail!(
                         "the site named a file `{}` outside the job's directory",
                         f.name
                     );
                 }
-                let path = dir.join(rel);
+                let path = dir.join(&f.name);
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent)
                         .map_err(|e| anyhow::anyhow!("{}: {e}", parent.display()))?;
@@ -716,15 +712,19 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                     })
                     .await?
                     .into_inner();
-                let mut data = Vec::with_capacity(f.size as usize);
+                use tokio::io::AsyncWriteExt as _;
+                let at = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
+                let mut file = tokio::fs::File::create(&path).await.map_err(at)?;
+                let mut len = 0u64;
                 while let Some(chunk) = s.next().await {
-                    data.extend(chunk?.data);
+                    let chunk = chunk?;
+                    file.write_all(&chunk.data).await.map_err(at)?;
+                    len += chunk.data.len() as u64;
                 }
-                std::fs::write(&path, &data)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                file.flush().await.map_err(at)?;
                 count += 1;
-                bytes += data.len() as u64;
-                println!("{}\t{} bytes", path.display(), data.len());
+                bytes += len;
+                println!("{}\t{len} bytes", path.display());
             }
             eprintln!("{count} file(s), {bytes} bytes, in {}", dir.display());
         }

@@ -31,8 +31,7 @@ pub struct Retention {
 /// The sub-directory of a job's declared output files.
 const FILES: &str = "files";
 
-/// Largest piece of output in one chunk.
-pub const CHUNK: usize = 64 * 1024;
+pub use gridsched_proto::output::CHUNK;
 
 /// The jobs' output files under one directory, and a signal of every push.
 #[derive(Debug)]
@@ -41,14 +40,6 @@ pub struct Outputs {
     /// Serializes pushes (an agent sends one stream's chunks in order; a retry may race).
     write: Mutex<()>,
     pushed: watch::Sender<u64>,
-}
-
-/// The file name of a stream; standard output when unspecified.
-pub fn file_name(stream: OutputStream) -> &'static str {
-    match stream {
-        OutputStream::Stderr => "stderr",
-        _ => "stdout",
-    }
 }
 
 impl Outputs {
@@ -68,7 +59,9 @@ impl Outputs {
 
     /// The file of one job's stream.
     pub fn path(&self, job: u64, stream: OutputStream) -> PathBuf {
-        self.dir.join(job.to_string()).join(file_name(stream))
+        self.dir
+            .join(job.to_string())
+            .join(gridsched_proto::output::stream_file(stream))
     }
 
     /// The file of a chunk or a request: a declared output file when `file` is given (checked:
@@ -77,16 +70,12 @@ impl Outputs {
         if file.is_empty() {
             return Ok(self.path(job, stream));
         }
-        let rel = Path::new(file);
-        let plain = rel
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
-        if !plain {
+        if !gridsched_proto::output::is_plain_relative(file) {
             return Err(format!(
                 "field `file`: `{file}` is not a plain relative path"
             ));
         }
-        Ok(self.dir.join(job.to_string()).join(FILES).join(rel))
+        Ok(self.dir.join(job.to_string()).join(FILES).join(file))
     }
 
     /// The declared output files held for `job`, by name, with their sizes.

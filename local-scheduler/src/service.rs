@@ -248,19 +248,19 @@ impl LocalScheduler for Service {
             ));
         }
         let chunk = r.into_inner();
-        if chunk.new_run
-            && let Some(owner) = self.ask(|tx| Msg::Active(chunk.job_id, tx)).await?
-        {
-            let o = outputs.clone();
-            let job = chunk.job_id;
-            let _ = tokio::task::spawn_blocking(move || o.set_owner(job, &owner)).await;
-        }
         if chunk.data.len() > crate::outputs::CHUNK {
             return Err(Status::invalid_argument(format!(
                 "field `data`: {} bytes, at most {} in one chunk",
                 chunk.data.len(),
                 crate::outputs::CHUNK
             )));
+        }
+        if chunk.new_run
+            && let Some(owner) = self.ask(|tx| Msg::Active(chunk.job_id, tx)).await?
+        {
+            let o = outputs.clone();
+            let job = chunk.job_id;
+            let _ = tokio::task::spawn_blocking(move || o.set_owner(job, &owner)).await;
         }
         let have = tokio::task::spawn_blocking(move || outputs.push(&chunk))
             .await

@@ -87,10 +87,7 @@ pub async fn output(
     req: v1::OutputRequest,
 ) -> Result<OutputStream, Status> {
     let id = req.job_id;
-    let plain = std::path::Path::new(&req.file)
-        .components()
-        .all(|c| matches!(c, std::path::Component::Normal(_)));
-    if !plain {
+    if !gridsched_proto::output::is_plain_relative(&req.file) {
         return Err(Status::invalid_argument(format!(
             "field `file`: `{}` is not a path relative to the job's working directory",
             req.file
@@ -179,7 +176,6 @@ async fn from_site(
         )),
     };
     let stream = svc.call(client.output(local)).await.map_err(&unreachable)?;
-    let name = svc.site_name(i);
     Ok(Box::pin(stream.map(move |c| {
         c.map_err(|e| {
             Status::unavailable(format!(

@@ -13,6 +13,7 @@
 
 pub mod convert;
 pub mod limits;
+pub mod output;
 pub mod standard;
 
 pub use convert::{

@@ -19,8 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-/// Largest chunk sent at once.
-const CHUNK: u64 = 64 * 1024;
+use gridsched_proto::output::{CHUNK, stream_file as name};
 /// Between two rounds while the job runs.
 const ROUND: Duration = Duration::from_millis(250);
 /// Attempts of the last round, [`ROUND`] apart.
@@ -76,7 +75,7 @@ impl Shipper {
                     tracing::warn!(
                         job,
                         "the job's {} could not be handed to the local scheduler ({e}); it stays in {}",
-                        crate::ship::name(s.stream),
+                        name(s.stream),
                         dir.display()
                     );
                     break;
@@ -142,13 +141,6 @@ fn worth_retrying(e: &tonic::Status) -> bool {
             | tonic::Code::ResourceExhausted
             | tonic::Code::Aborted
     )
-}
-
-fn name(s: OutputStream) -> &'static str {
-    match s {
-        OutputStream::Stderr => "stderr",
-        _ => "stdout",
-    }
 }
 
 /// One stream's (or declared file's) progress.
@@ -225,7 +217,7 @@ fn read(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
     };
     f.seek(SeekFrom::Start(offset))?;
     let mut buf = Vec::new();
-    f.take(CHUNK).read_to_end(&mut buf)?;
+    f.take(CHUNK as u64).read_to_end(&mut buf)?;
     Ok(buf)
 }
 
