@@ -73,6 +73,14 @@ pub struct SubmitArgs {
     #[arg(long = "output", value_name = "PATH")]
     #[serde(default)]
     pub outputs: Vec<String>,
+    /// A file the job reads, placed in its working directory before it starts (repeatable;
+    /// `inputs = [...]` in a job file): `PATH[:NAME]` uploads a local file or directory (under
+    /// NAME, default its base name), `http://…`, `https://…` or `file:///…` is fetched by the
+    /// job's site (under the URL's last segment), `URL#sha256=HEX` only if its content has that
+    /// digest.
+    #[arg(long = "input", value_name = "SOURCE")]
+    #[serde(default)]
+    pub inputs: Vec<String>,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     #[serde(default)]
@@ -115,6 +123,9 @@ impl SubmitArgs {
             }
             if a.outputs.is_empty() {
                 a.outputs = f.outputs;
+            }
+            if a.inputs.is_empty() {
+                a.inputs = f.inputs;
             }
         }
         let user_class = match a.class.as_deref() {
@@ -181,6 +192,11 @@ impl SubmitArgs {
             name: a.name,
             array: a.array,
             outputs: a.outputs,
+            stage_in: a
+                .inputs
+                .iter()
+                .map(|i| crate::inputs::parse(i))
+                .collect::<anyhow::Result<_>>()?,
             ..Default::default()
         })
     }

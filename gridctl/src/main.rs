@@ -4,6 +4,7 @@
 
 mod bench;
 mod bench_slurm;
+mod inputs;
 mod job_file;
 mod out;
 mod replay;
@@ -533,7 +534,8 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     match cmd {
         Cmd::Submit(args) => {
             let wait = args.wait;
-            let spec = args.spec(authenticated)?;
+            let mut spec = args.spec(authenticated)?;
+            inputs::upload_all(&mut c, &mut spec).await?;
             let array = spec.array.clone();
             let r = c
                 .submit(v1::SubmitRequest { spec: Some(spec) })

@@ -390,6 +390,8 @@ pub async fn run(
             (spec, wait)
         }
     };
+    let mut spec = spec;
+    crate::inputs::upload_all(c, &mut spec).await?;
     let r = c
         .submit(v1::SubmitRequest { spec: Some(spec) })
         .await?

@@ -124,6 +124,14 @@ pub struct Config {
     /// removed and asking for it says so. Default: 7 days.
     #[serde(default = "default_output_retention")]
     pub output_retention_s: u64,
+    /// Where the site keeps the jobs' inputs (uploads pushed by the meta-scheduler, URLs it
+    /// fetched), by content; absent = `state_dir/cache` (a temporary directory without one).
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+    /// How long a URL's content is taken as unchanged (seconds, default 3600): another job
+    /// naming the URL without a digest within that time reads the cached copy.
+    #[serde(default = "default_url_cache")]
+    pub url_cache_s: u64,
     /// Bytes of output kept per user, the oldest jobs' removed first; 0 (the default) = no
     /// limit.
     #[serde(default)]
@@ -188,6 +196,10 @@ fn default_down() -> u64 {
 fn default_call_timeout() -> u64 {
     10_000
 }
+fn default_url_cache() -> u64 {
+    3600
+}
+
 fn default_output_retention() -> u64 {
     7 * 24 * 3600
 }
@@ -297,17 +309,27 @@ impl AuthConfig {
 }
 
 impl Config {
-    /// Where the jobs' output is kept ([`Config::outputs_dir`]'s default applied).
-    pub fn outputs_dir(&self) -> PathBuf {
-        match (&self.outputs_dir, &self.state_dir) {
+    /// Where the jobs' inputs are kept ([`Config::cache_dir`]'s default applied).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.kept_in(&self.cache_dir, "cache")
+    }
+
+    /// `dir` if given, else `state_dir/<name>`, else a directory of the system's temporary one.
+    fn kept_in(&self, dir: &Option<PathBuf>, name: &str) -> PathBuf {
+        match (dir, &self.state_dir) {
             (Some(d), _) => d.clone(),
-            (None, Some(s)) => s.join("outputs"),
+            (None, Some(s)) => s.join(name),
             (None, None) => std::env::temp_dir().join(format!(
-                "gridsched-outputs-{}-{}",
+                "gridsched-{name}-{}-{}",
                 self.cluster,
                 std::process::id()
             )),
         }
+    }
+
+    /// Where the jobs' output is kept ([`Config::outputs_dir`]'s default applied).
+    pub fn outputs_dir(&self) -> PathBuf {
+        self.kept_in(&self.outputs_dir, "outputs")
     }
 
     /// Parses a TOML text; errors name the offending key.

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod outputs;
 pub mod service;
 pub mod slurm;
+pub mod staging;
 pub mod store;
 
 pub use config::{Config, LostAgent};
@@ -118,10 +119,17 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
             period,
         ));
     }
+    let cache = gridsched_proto::blobs::Blobs::open(cfg.cache_dir())?;
+    let url_cache_s = cfg.url_cache_s;
     match cfg.backend {
         config::Backend::Native => {
             let mut driver = edge::driver(cfg)?;
             driver.set_metrics(gauges, edge::stopwatch);
+            driver.set_stager(staging::Stager::new(
+                cache.clone(),
+                tx.clone(),
+                url_cache_s,
+            )?);
             tokio::spawn(edge::run(driver, rx));
         }
         config::Backend::Slurm => {
@@ -146,7 +154,8 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
         server = server.tls_config(tls)?;
     }
     let service = service::Service::with_secrets(tx, meta_secret, agent_secret)
-        .with_outputs(outputs.0, outputs.1);
+        .with_outputs(outputs.0, outputs.1)
+        .with_cache(cache);
     let standard = gridsched_proto::standard::standard_services(
         gridsched_proto::v1::local_scheduler_server::SERVICE_NAME,
     )

@@ -6,6 +6,7 @@
 
 use crate::driver::Msg;
 use crate::outputs::Outputs;
+use gridsched_proto::blobs::{self, BlobError, Blobs};
 use gridsched_proto::v1::{self, local_scheduler_server::LocalScheduler};
 use gridsched_security::{Fence, SharedSecret};
 use std::pin::Pin;
@@ -29,6 +30,8 @@ pub struct Service {
     /// Where the jobs' output lies, and whether agents hand it over (a native site) or the
     /// batch system writes it there itself (a Slurm-backed site); `None`: no output is kept.
     outputs: Option<(Arc<Outputs>, bool)>,
+    /// The site's cache of job inputs; `None`: the site stages no inputs.
+    cache: Option<Blobs>,
 }
 
 impl Service {
@@ -49,6 +52,7 @@ impl Service {
             agents,
             fence: Fence::default(),
             outputs: None,
+            cache: None,
         }
     }
 
@@ -56,6 +60,18 @@ impl Service {
     pub fn with_outputs(mut self, outputs: Arc<Outputs>, pushes: bool) -> Service {
         self.outputs = Some((outputs, pushes));
         self
+    }
+
+    /// The service keeping the jobs' inputs in `cache`.
+    pub fn with_cache(mut self, cache: Blobs) -> Service {
+        self.cache = Some(cache);
+        self
+    }
+
+    fn cache(&self) -> Result<Blobs, Status> {
+        self.cache
+            .clone()
+            .ok_or_else(|| Status::unimplemented("this site stages no inputs"))
     }
 
     fn outputs(&self) -> Result<&(Arc<Outputs>, bool), Status> {
@@ -355,6 +371,121 @@ impl LocalScheduler for Service {
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|e| Status::internal(format!("listing the job's files: {e}")))?;
         Ok(Response::new(v1::ListOutputFilesResponse { files }))
+    }
+
+    async fn blob_status(
+        &self,
+        r: Request<v1::BlobStatusRequest>,
+    ) -> Result<Response<v1::BlobStatusResponse>, Status> {
+        self.meta_call(r.metadata())?;
+        let held = self
+            .cache()?
+            .held(&r.into_inner().sha256)
+            .map_err(blob_status)?;
+        Ok(Response::new(v1::BlobStatusResponse {
+            have: held.have,
+            complete: held.complete,
+        }))
+    }
+
+    async fn push_blob(
+        &self,
+        r: Request<tonic::Streaming<v1::BlobChunk>>,
+    ) -> Result<Response<v1::BlobStatusResponse>, Status> {
+        self.meta_call(r.metadata())?;
+        let cache = self.cache()?;
+        let mut chunks = r.into_inner();
+        let mut held = None;
+        while let Some(c) = chunks.message().await? {
+            if c.data.len() > blobs::CHUNK {
+                return Err(Status::invalid_argument(format!(
+                    "field `data`: {} bytes, at most {} in one chunk",
+                    c.data.len(),
+                    blobs::CHUNK
+                )));
+            }
+            let cache = cache.clone();
+            let h = tokio::task::spawn_blocking(move || {
+                cache.append(&c.sha256, c.offset, &c.data, c.size)
+            })
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(blob_status)?;
+            held = Some(h);
+            if h.complete {
+                break;
+            }
+        }
+        let h = held.unwrap_or(blobs::Held {
+            have: 0,
+            complete: false,
+        });
+        Ok(Response::new(v1::BlobStatusResponse {
+            have: h.have,
+            complete: h.complete,
+        }))
+    }
+
+    type ReadBlobStream = BoxStream<v1::BlobChunk>;
+
+    async fn read_blob(
+        &self,
+        r: Request<v1::ReadBlobRequest>,
+    ) -> Result<Response<Self::ReadBlobStream>, Status> {
+        self.agents.check(r.metadata(), "site agents")?;
+        let cache = self.cache()?;
+        let req = r.into_inner();
+        let Some(size) = cache.size(&req.sha256) else {
+            return Err(Status::not_found(format!(
+                "input {} is not in this site's cache",
+                req.sha256
+            )));
+        };
+        let stream = async_stream(Vec::new(), move |out| async move {
+            let mut at = req.offset;
+            while at < size {
+                let (c, sha) = (cache.clone(), req.sha256.clone());
+                let read =
+                    tokio::task::spawn_blocking(move || c.read(&sha, at, blobs::CHUNK)).await;
+                let data = match read {
+                    Ok(Ok(d)) if !d.is_empty() => d,
+                    Ok(Ok(_)) => return,
+                    Ok(Err(e)) => {
+                        let _ = out.send(Err(Status::internal(e.to_string()))).await;
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = out.send(Err(Status::internal(e.to_string()))).await;
+                        return;
+                    }
+                };
+                let n = data.len() as u64;
+                let chunk = v1::BlobChunk {
+                    sha256: req.sha256.clone(),
+                    offset: at,
+                    data,
+                    size,
+                    name: String::new(),
+                };
+                if out.send(Ok(chunk)).await.is_err() {
+                    return;
+                }
+                at += n;
+            }
+        });
+        Ok(Response::new(stream))
+    }
+}
+
+/// A blob the cache refuses: a bad digest or a chunk past the end is the caller's error, a
+/// mismatch means the bytes were damaged on the way (DATA_LOSS: sent again from scratch).
+fn blob_status(e: BlobError) -> Status {
+    match e {
+        BlobError::BadDigest(_) | BlobError::PastEnd { .. } => {
+            Status::invalid_argument(e.to_string())
+        }
+        BlobError::Mismatch { .. } => Status::data_loss(e.to_string()),
+        BlobError::Io(e) => Status::internal(format!("input cache: {e}")),
     }
 }
 

@@ -36,6 +36,9 @@ pub struct StoredJob {
     /// At a Slurm-backed site: its Slurm job id, once submitted.
     #[prost(uint32, optional, tag = "7")]
     pub slurm_id: Option<u32>,
+    /// Its inputs were being staged in (it was not in the runner's queue yet).
+    #[prost(bool, tag = "8")]
+    pub staging: bool,
 }
 
 /// One part of a running multi-node job as stored: a part that has ended stays ended after a

@@ -345,7 +345,18 @@ impl MetaService {
             let sends = pending.into_iter().map(|(i, req)| async move {
                 let run = req.run;
                 let answer = match svc.client(i) {
-                    Ok(mut c) => svc.call(c.enqueue(req)).await.map(|_| ()),
+                    Ok(mut c) => {
+                        // Its uploads first: the site starts it only with its inputs in place.
+                        let pushed = match &req.spec {
+                            Some(spec) => svc.inner.uploads.push(svc, i, &c, id, spec).await,
+                            None => Ok(()),
+                        };
+                        match pushed {
+                            Ok(()) => svc.call(c.enqueue(req)).await.map(|_| ()),
+                            Err(Ok(why)) => Err(Status::failed_precondition(why)),
+                            Err(Err(e)) => Err(e),
+                        }
+                    }
                     Err(e) => Err(e),
                 };
                 (i, run, answer)

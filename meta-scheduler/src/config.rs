@@ -73,6 +73,9 @@ pub struct MetaConfig {
     /// Who may submit urgent jobs, and up to which level; without it, nobody.
     #[serde(default)]
     pub urgent: crate::urgent::UrgentConfig,
+    /// Uploads of job inputs: where they are kept, their size limits.
+    #[serde(default)]
+    pub inputs: crate::inputs::InputsConfig,
     /// JSON Lines file to which the grid runner's inputs and decisions are appended (a header
     /// at every start), for `gridsim rerun`; absent = none.
     #[serde(default)]
@@ -233,6 +236,7 @@ impl Default for MetaConfig {
             store: Default::default(),
             replica: Default::default(),
             urgent: Default::default(),
+            inputs: Default::default(),
             input_log: None,
         }
     }

@@ -29,6 +29,24 @@ fn blocker(
     }
 }
 
+/// The blocker of a job whose inputs are being staged in at site `at`: `staging 2 of 3 inputs at
+/// beta (1.2 GB of 3.0 GB)`.
+pub fn staging(p: &v1::StagingProgress, at: &str) -> v1::Blocker {
+    use crate::inputs::human_bytes;
+    let mut detail = format!(
+        "staging {} of {} inputs at {at}",
+        p.inputs_done, p.inputs_total
+    );
+    if p.bytes_total > 0 {
+        detail += &format!(
+            " ({} of {})",
+            human_bytes(p.bytes_done),
+            human_bytes(p.bytes_total)
+        );
+    }
+    blocker(BlockerKind::Staging, Some(at.to_owned()), None, detail)
+}
+
 /// A job state as `list` shows it: `RUNNING`.
 pub fn state_name(s: JobState) -> &'static str {
     s.as_str_name().trim_start_matches("JOB_STATE_")
@@ -285,6 +303,12 @@ pub fn explain(
                     .map(|p| p as u32);
                 out.reservation = status.reservations.iter().find(|r| r.job_id == id).cloned();
                 out.blockers = blockers(&spec, id, status);
+                if let Some(q) = status.queue.iter().find(|q| q.job_id == id)
+                    && let Some(p) = &q.staging
+                {
+                    let at = job.site.clone().unwrap_or_default();
+                    out.blockers = vec![staging(p, &at)];
+                }
                 if let Some(p) = out.queue_position {
                     text += &format!("; position {p} in the local queue ({})", status.policy);
                 }

@@ -314,4 +314,11 @@ impl MetaScheduler for Gate {
     ) -> Result<Response<v1::ExplainResponse>, Status> {
         MetaScheduler::explain(self.service()?, r).await
     }
+
+    async fn upload(
+        &self,
+        r: Request<Streaming<v1::BlobChunk>>,
+    ) -> Result<Response<v1::UploadResponse>, Status> {
+        MetaScheduler::upload(self.service()?, r).await
+    }
 }

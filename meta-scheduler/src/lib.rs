@@ -16,6 +16,7 @@ pub mod explain;
 pub mod gate;
 pub mod gridlog;
 pub mod history;
+pub mod inputs;
 pub mod links;
 pub mod metrics;
 pub mod output;

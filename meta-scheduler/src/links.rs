@@ -175,6 +175,16 @@ async fn forward(svc: MetaService, i: usize) {
                     let svc = svc.clone();
                     async move {
                         let id = req.job_id;
+                        // Its uploads first: the site starts it only with its inputs in place.
+                        if let Some(spec) = &req.spec {
+                            match svc.inner.uploads.push(&svc, i, &c, id, spec).await {
+                                Ok(()) => {}
+                                Err(Ok(why)) => return Sent::Refused(id, why),
+                                Err(Err(e)) => {
+                                    return Sent::Failed(id, format!("pushing inputs: {e}"));
+                                }
+                            }
+                        }
                         match svc.call(c.enqueue(req)).await {
                             Ok(_) => Sent::Ok(id),
                             Err(e) if e.code() == Code::AlreadyExists => Sent::Ok(id),

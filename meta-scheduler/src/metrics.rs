@@ -74,6 +74,10 @@ pub struct MetaMetrics {
     pub leader: Gauge,
     /// The epoch of the lease it leads with (0: a store without a lease, or following).
     pub epoch: Gauge,
+    /// Uploaded inputs sent to a site (its cache lacked them), by site.
+    pub input_pushes: Family<SiteLabel, Counter>,
+    /// Bytes of uploaded inputs sent to a site, by site.
+    pub input_push_bytes: Family<SiteLabel, Counter>,
 }
 
 /// The outcome of a co-allocation.
@@ -114,6 +118,8 @@ impl MetaMetrics {
             events_retained: Gauge::default(),
             leader: Gauge::default(),
             epoch: Gauge::default(),
+            input_pushes: Family::default(),
+            input_push_bytes: Family::default(),
         };
         r.register(
             "gridsched_meta_jobs",
@@ -205,6 +211,16 @@ impl MetaMetrics {
             "gridsched_meta_lease_epoch",
             "The epoch of the lease this replica leads with (0: no lease, or following)",
             m.epoch.clone(),
+        );
+        r.register(
+            "gridsched_meta_input_pushes",
+            "Uploaded job inputs sent to a site whose cache lacked them, by site",
+            m.input_pushes.clone(),
+        );
+        r.register(
+            "gridsched_meta_input_push_bytes",
+            "Bytes of uploaded job inputs sent to sites, by site",
+            m.input_push_bytes.clone(),
         );
         m
     }

@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     submissions: std::sync::mpsc::Sender<Pending>,
     /// The origin of the monotonic milliseconds the grid runner's links are timed by.
     origin: std::time::Instant,
+    /// The uploaded job inputs, and their pushes to the sites.
+    pub(crate) uploads: crate::inputs::Uploads,
 }
 
 /// A unary submission and where its result goes.
@@ -182,6 +184,7 @@ impl MetaService {
             wake: cfg.sites.iter().map(|_| Notify::new()).collect(),
             clients,
             tokens: gridsched_security::Tokens::new(&cfg.auth.users)?,
+            uploads: crate::inputs::Uploads::open(&cfg.inputs, &cfg.state_dir)?,
             cfg,
             submissions,
             origin: std::time::Instant::now(),
@@ -335,7 +338,11 @@ impl MetaService {
                 results.push(reject(&r.field, &r.message));
                 continue;
             }
-            let spec = spec.unwrap_or_default();
+            let mut spec = spec.unwrap_or_default();
+            if let Err(r) = self.inner.uploads.resolve(&mut spec) {
+                results.push(reject(&r.field, &r.message));
+                continue;
+            }
             if let Some(message) = self.inner.cfg.urgent.refusal(&spec) {
                 results.push(v1::SubmitResult {
                     index,
@@ -1190,6 +1197,19 @@ impl MetaScheduler for MetaService {
             .map(Response::new)
     }
 
+    async fn upload(
+        &self,
+        request: Request<Streaming<v1::BlobChunk>>,
+    ) -> Result<Response<v1::UploadResponse>, Status> {
+        let caller = self.caller(&request)?;
+        let user = caller.map_or_else(|| "anyone".to_owned(), |c| c.user);
+        self.inner
+            .uploads
+            .upload(&user, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
     async fn list_output_files(
         &self,
         request: Request<v1::ListOutputFilesRequest>,
@@ -1217,8 +1237,23 @@ impl MetaScheduler for MetaService {
             _ => None,
         };
         let waits = self.waiting_blockers(id)?;
-        Ok(Response::new(crate::explain::explain(
-            &job, decision, local, waits,
-        )))
+        let mut out = crate::explain::explain(&job, decision, local, waits);
+        // Its uploads on their way to its site, before its Enqueue.
+        if job.state() == JobState::Dispatched
+            && let Some((sent, total)) = self.inner.uploads.progress(id)
+        {
+            let uploads = job.spec.as_ref().map_or(0, |s| {
+                s.stage_in.iter().filter(|i| i.url.is_empty()).count() as u32
+            });
+            let p = v1::StagingProgress {
+                inputs_done: 0,
+                inputs_total: uploads,
+                bytes_done: sent,
+                bytes_total: total,
+            };
+            let at = job.site.clone().unwrap_or_default();
+            out.blockers = vec![crate::explain::staging(&p, &at)];
+        }
+        Ok(Response::new(out))
     }
 }

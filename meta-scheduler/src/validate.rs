@@ -62,6 +62,7 @@ pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refu
         return Err(Refusal::new("benchmark", "must be positive"));
     }
     check_outputs(&spec.outputs)?;
+    check_stage_in(&spec.stage_in)?;
     match (&spec.command, spec.emulate_runtime_s) {
         (Some(_), Some(_)) => {
             return Err(Refusal::new(
@@ -79,6 +80,81 @@ pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refu
         _ => {}
     }
     Ok(())
+}
+
+/// Most staged inputs of one job.
+pub const MAX_STAGE_IN: usize = 256;
+
+/// Checks a job's staged inputs: at most [`MAX_STAGE_IN`], each named by a plain relative path
+/// (unique), either an upload's digest or an `http://`, `https://` or `file://` URL (with an
+/// optional digest). Whether an upload is held is the service's check
+/// ([`crate::inputs::Uploads::resolve`]).
+fn check_stage_in(inputs: &[v1::StagedInput]) -> Result<(), Refusal> {
+    if inputs.len() > MAX_STAGE_IN {
+        return Err(Refusal::new(
+            "stage_in",
+            format!("{} inputs, at most {MAX_STAGE_IN}", inputs.len()),
+        ));
+    }
+    for (i, s) in inputs.iter().enumerate() {
+        let field = |f: &str| format!("stage_in[{i}].{f}");
+        if s.name.is_empty() || s.name.len() > 1024 {
+            return Err(Refusal::new(field("name"), "1 to 1,024 bytes"));
+        }
+        if !gridsched_proto::output::is_plain_relative(&s.name) {
+            return Err(Refusal::new(
+                field("name"),
+                format!(
+                    "`{}`: a path relative to the job's working directory, without `.` or `..`",
+                    s.name
+                ),
+            ));
+        }
+        if inputs[..i].iter().any(|o| o.name == s.name) {
+            return Err(Refusal::new(
+                field("name"),
+                format!("`{}` repeated", s.name),
+            ));
+        }
+        if !s.sha256.is_empty() && !gridsched_proto::blobs::is_sha256(&s.sha256) {
+            return Err(Refusal::new(
+                field("sha256"),
+                format!("`{}`: 64 lowercase hex digits", s.sha256),
+            ));
+        }
+        if s.url.is_empty() {
+            if s.sha256.is_empty() {
+                return Err(Refusal::new(
+                    field("sha256"),
+                    "an upload's digest (MetaScheduler.Upload), or give a url",
+                ));
+            }
+            continue;
+        }
+        check_url(&s.url)
+            .map_err(|why| Refusal::new(field("url"), format!("`{}`: {why}", s.url)))?;
+    }
+    Ok(())
+}
+
+/// Refuses a URL a site could not fetch: a scheme other than `http`, `https` and `file`, no host
+/// for the first two, a relative path for the last.
+pub fn check_url(url: &str) -> Result<(), String> {
+    if url.len() > 4096 {
+        return Err("longer than 4,096 bytes".into());
+    }
+    if let Some(path) = url.strip_prefix("file://") {
+        return match path.starts_with('/') {
+            true => Ok(()),
+            false => Err("a file URL names an absolute path: file:///data/x".into()),
+        };
+    }
+    let uri: http::Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") if uri.host().is_some_and(|h| !h.is_empty()) => Ok(()),
+        Some("http" | "https") => Err("no host".into()),
+        _ => Err("only http://, https:// and file:// sources are fetched".into()),
+    }
 }
 
 /// Most declared output files of one job.

@@ -505,6 +505,7 @@ pub fn spec_from_job(job: &Job, names: &NameTable) -> Result<v1::JobSpec, Unname
         array: job.array.as_ref().map(|a| a.to_string()),
         workflow: None,
         outputs: Vec::new(),
+        stage_in: Vec::new(),
     })
 }
 

@@ -11,6 +11,7 @@
 //! * [`limits`]: how big a submitted job may be ([`SpecLimits`]), the meta-scheduler's door check.
 //! * [`standard`]: the standard health and reflection services every gridsched server offers.
 
+pub mod blobs;
 pub mod convert;
 pub mod limits;
 pub mod output;

@@ -144,6 +144,13 @@ impl MetaScheduler for Meta {
     ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
         Err(Status::unimplemented("list_output_files"))
     }
+
+    async fn upload(
+        &self,
+        _: Request<tonic::Streaming<v1::BlobChunk>>,
+    ) -> Result<Response<v1::UploadResponse>, Status> {
+        Err(Status::unimplemented("upload"))
+    }
 }
 
 /// A local scheduler that implements nothing (only for the compile check).
@@ -256,6 +263,29 @@ impl v1::local_scheduler_server::LocalScheduler for NoLocal {
         _: Request<v1::ListOutputFilesRequest>,
     ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
         Err(Status::unimplemented("list_output_files"))
+    }
+
+    async fn blob_status(
+        &self,
+        _: Request<v1::BlobStatusRequest>,
+    ) -> Result<Response<v1::BlobStatusResponse>, Status> {
+        Err(Status::unimplemented("blob_status"))
+    }
+
+    async fn push_blob(
+        &self,
+        _: Request<tonic::Streaming<v1::BlobChunk>>,
+    ) -> Result<Response<v1::BlobStatusResponse>, Status> {
+        Err(Status::unimplemented("push_blob"))
+    }
+
+    type ReadBlobStream = BoxStream<v1::BlobChunk>;
+
+    async fn read_blob(
+        &self,
+        _: Request<v1::ReadBlobRequest>,
+    ) -> Result<Response<Self::ReadBlobStream>, Status> {
+        Err(Status::unimplemented("read_blob"))
     }
 }
 

@@ -12,6 +12,7 @@
 //! it is resumed; reports of live jobs carry their running time so far, suspended time excluded
 //! (`ran_ms`, read from the job's [`runner::RunClock`] when the report is sent).
 
+pub mod fetch;
 pub mod runner;
 pub mod ship;
 
@@ -272,6 +273,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     .connect_lazy(),
                 bearer.clone(),
             ))),
+            fetcher: Some(fetch::Fetcher::new(
+                LocalSchedulerClient::with_interceptor(
+                    tls.endpoint(&cli.scheduler)?
+                        .connect_timeout(CALL_TIMEOUT)
+                        .connect_lazy(),
+                    bearer.clone(),
+                ),
+                gridsched_proto::blobs::Blobs::open(cli.work_dir.join(".cache"))?,
+            )),
         },
         cli,
         reports: HashMap::new(),

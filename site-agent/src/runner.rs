@@ -52,6 +52,8 @@ pub struct RunnerConfig {
     /// Where a job's standard output and error go while it runs (its head node's only); `None`:
     /// they stay in the job's directory.
     pub shipper: Option<crate::ship::Shipper>,
+    /// Where a job's staged inputs come from; `None`: a job with inputs fails to start.
+    pub fetcher: Option<crate::fetch::Fetcher>,
 }
 
 /// An order for a started job, sent on its control channel.
@@ -202,7 +204,10 @@ pub async fn run_job(
             for (k, v) in job_env {
                 c.env.entry(k.to_owned()).or_insert(v);
             }
-            match spawn(&cfg, id, &c) {
+            match stage_in(&cfg, id, &c, &start.inputs)
+                .await
+                .and_then(|()| spawn(&cfg, id, &c))
+            {
                 Ok(p) => {
                     job.supervise(Body::Process(p), &mut control, cfg.grace)
                         .await
@@ -237,6 +242,28 @@ pub async fn run_job(
         let _ = shipped.await;
     }
     let _ = out.send(fin);
+}
+
+/// Places the job's staged inputs in its working directory (the job's directory unless it names
+/// one).
+async fn stage_in(
+    cfg: &RunnerConfig,
+    id: u64,
+    c: &v1::Command,
+    inputs: &[v1::StagedInput],
+) -> Result<(), String> {
+    if inputs.is_empty() {
+        return Ok(());
+    }
+    let Some(f) = &cfg.fetcher else {
+        return Err("this agent cannot place staged inputs".into());
+    };
+    let dir = c
+        .working_directory
+        .as_deref()
+        .map_or_else(|| cfg.work_dir.join(id.to_string()), PathBuf::from);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    f.place(inputs, &dir).await
 }
 
 /// Starts the job's process in its own process group, its output going to the job's directory.

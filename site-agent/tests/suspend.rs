@@ -64,6 +64,7 @@ fn start_order(test: &str, start: v1::StartJob, grace: Duration) -> Harness {
         time_scale: 1.0,
         grace,
         shipper: None,
+        fetcher: None,
     };
     let (control, crx) = mpsc::unbounded_channel();
     let (otx, reports) = mpsc::unbounded_channel();

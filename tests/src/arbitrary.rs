@@ -129,6 +129,7 @@ pub fn job_spec(
                     workflow: None,
                     // Declared outputs: see the door's test in meta-scheduler/src/validate.rs.
                     outputs: Vec::new(),
+                    stage_in: Vec::new(),
                 }
             },
         )

@@ -816,3 +816,114 @@ pub async fn starts_at(addr: &str) -> std::collections::HashMap<u64, usize> {
     }
     starts
 }
+
+/// A small HTTP/1.1 file server for the inputs a test's jobs fetch (`http://ADDR/NAME`): each
+/// file's body, sent in 64 KiB pieces `pause` apart (a slow source, to watch a transfer under
+/// way); 404 for any other path. Counts the GETs of each path.
+#[derive(Debug, Clone)]
+pub struct HttpFiles {
+    /// `host:port` it listens on.
+    pub addr: String,
+    gets: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
+}
+
+impl HttpFiles {
+    /// Serves `files` (path without its leading `/`, body, pause between pieces) until the
+    /// test's runtime ends.
+    pub async fn serve(files: Vec<(&str, Vec<u8>, Duration)>) -> HttpFiles {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let files: std::sync::Arc<std::collections::HashMap<String, (Vec<u8>, Duration)>> =
+            std::sync::Arc::new(
+                files
+                    .into_iter()
+                    .map(|(p, b, d)| (format!("/{p}"), (b, d)))
+                    .collect(),
+            );
+        let gets = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+        let counted = gets.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let (files, gets) = (files.clone(), counted.clone());
+                tokio::spawn(async move {
+                    let mut req = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match sock.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => req.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let line = String::from_utf8_lossy(&req);
+                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    *gets.lock().unwrap().entry(path.clone()).or_default() += 1;
+                    let Some((body, pause)) = files.get(&path) else {
+                        let _ = sock
+                            .write_all(
+                                b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                            )
+                            .await;
+                        return;
+                    };
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    if sock.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    for piece in body.chunks(64 * 1024) {
+                        if sock.write_all(piece).await.is_err() {
+                            return;
+                        }
+                        if !pause.is_zero() {
+                            tokio::time::sleep(*pause).await;
+                        }
+                    }
+                    let _ = sock.shutdown().await;
+                });
+            }
+        });
+        HttpFiles { addr, gets }
+    }
+
+    /// `http://ADDR/PATH`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.addr)
+    }
+
+    /// How many GETs of `/PATH` it served.
+    pub fn gets(&self, path: &str) -> u64 {
+        self.gets
+            .lock()
+            .unwrap()
+            .get(&format!("/{path}"))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Uploads `data` under `name` through `c` (MetaScheduler.Upload, 1 MiB chunks): its digest.
+pub async fn upload(c: &mut Client, name: &str, data: &[u8]) -> Result<String, tonic::Status> {
+    let chunks: Vec<v1::BlobChunk> = data
+        .chunks(gridsched_proto::blobs::CHUNK)
+        .enumerate()
+        .map(|(k, d)| v1::BlobChunk {
+            offset: (k * gridsched_proto::blobs::CHUNK) as u64,
+            data: d.to_vec(),
+            name: if k == 0 {
+                name.to_owned()
+            } else {
+                String::new()
+            },
+            ..Default::default()
+        })
+        .collect();
+    let r = c.upload(tokio_stream::iter(chunks)).await?.into_inner();
+    assert_eq!(r.size, data.len() as u64);
+    Ok(r.sha256)
+}

@@ -1469,3 +1469,207 @@ async fn a_jobs_output_is_removed_by_the_sites_retention_and_says_so() {
     );
     assert!(t0.elapsed() >= Duration::from_secs(1), "{:?}", t0.elapsed());
 }
+
+/// Jobs `ids`, in that order, once they have all ended (within a minute).
+async fn ended(c: &mut gridsched_tests::live::Client, ids: &[u64]) -> Vec<v1::Job> {
+    let all = wait_ended(c, ids, Duration::from_secs(60)).await;
+    ids.iter()
+        .map(|id| all.iter().find(|j| j.id == *id).unwrap().clone())
+        .collect()
+}
+
+/// The value of counter `name{site="SITE"}` in a Prometheus text (0 when absent).
+fn site_counter(text: &str, name: &str, site: &str) -> u64 {
+    let key = format!("{name}_total{{site=\"{site}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_inputs_are_staged_at_its_site_and_moved_once_per_site() {
+    use gridsched_tests::live::{HttpFiles, sh_job, upload};
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let remote = b"fetched over http\n".repeat(1000);
+    let slow = vec![b'z'; 640 * 1024];
+    let http = HttpFiles::serve(vec![
+        ("remote.txt", remote.clone(), Duration::ZERO),
+        // Ten pieces 300 ms apart: three seconds to watch a transfer under way.
+        ("slow.bin", slow, Duration::from_millis(300)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let digest = |b: &[u8]| {
+        let p = dir.path().join("d");
+        std::fs::write(&p, b).unwrap();
+        gridsched_proto::blobs::digest_file(&p).unwrap()
+    };
+    let g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let mut c = g.client().await;
+    let sha = upload(&mut c, "data.bin", &data).await.unwrap();
+    assert_eq!(sha, digest(&data));
+    let input = |name: &str, sha: &str, url: &str| v1::StagedInput {
+        name: name.into(),
+        sha256: sha.into(),
+        url: url.into(),
+        size: 0,
+    };
+
+    // An upload and a URL at beta (8 processors fit only there), the upload under a directory.
+    let mut job = sh_job(
+        8,
+        60,
+        "sha256sum in/data.bin remote.txt > sums && cat remote.txt | head -1",
+    );
+    job.stage_in = vec![
+        input("in/data.bin", &sha, ""),
+        input("remote.txt", "", &http.url("remote.txt")),
+    ];
+    job.outputs = vec!["sums".into()];
+    let id = submit_all(&mut c, vec![job.clone()]).await[0];
+    let j = &ended(&mut c, &[id]).await[0];
+    assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    assert_eq!(j.site.as_deref(), Some("beta"));
+    assert_eq!(
+        output_of(&mut c, id, false, false).await.unwrap(),
+        b"fetched over http\n"
+    );
+    let sums = gridsched_tests::live::read_output(
+        &mut c,
+        v1::OutputRequest {
+            job_id: id,
+            file: "sums".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let want = format!(
+        "{}  in/data.bin\n{}  remote.txt\n",
+        digest(&data),
+        digest(&remote)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&sums),
+        want,
+        "byte-identical inputs"
+    );
+
+    // Twenty array tasks reading both, on both sites: each content crosses to a site once.
+    let mut tasks = sh_job(1, 60, "cmp -s data.bin data.bin && wc -c < remote.txt");
+    tasks.array = Some("0-19".into());
+    tasks.stage_in = vec![
+        input("data.bin", &sha, ""),
+        input("remote.txt", "", &http.url("remote.txt")),
+    ];
+    let a = submit_all(&mut c, vec![tasks]).await[0];
+    let ids: Vec<u64> = (1..=20).map(|k| a + k).collect();
+    let t0 = std::time::Instant::now();
+    let tasks_ended = loop {
+        let mut jobs = Vec::new();
+        for id in &ids {
+            jobs.push(gridsched_tests::live::get_job(&mut c, *id).await);
+        }
+        if jobs.iter().all(|j| j.state().is_terminal()) {
+            break jobs;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "the array did not end: {:?}",
+            jobs.iter()
+                .map(|j| (j.id, j.state(), j.reason.clone()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let mut sites: Vec<&str> = tasks_ended
+        .iter()
+        .filter_map(|j| j.site.as_deref())
+        .collect();
+    for j in &tasks_ended {
+        assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    }
+    sites.push("beta");
+    sites.sort();
+    sites.dedup();
+    let meta = scrape(&g.metrics[0]);
+    for s in ["alpha", "beta"] {
+        let used = sites.contains(&s) as u64;
+        assert_eq!(
+            site_counter(&meta, "gridsched_meta_input_pushes", s),
+            used,
+            "uploads pushed to {s}:\n{meta}"
+        );
+        assert_eq!(
+            site_counter(&meta, "gridsched_meta_input_push_bytes", s),
+            used * data.len() as u64
+        );
+    }
+    assert_eq!(
+        http.gets("remote.txt"),
+        sites.len() as u64,
+        "one fetch per site ({sites:?})"
+    );
+
+    // A transfer under way is explained; the job starts once it is in place.
+    let mut slow = sh_job(1, 60, "wc -c < slow.bin");
+    slow.stage_in = vec![input("slow.bin", "", &http.url("slow.bin"))];
+    let id = submit_all(&mut c, vec![slow]).await[0];
+    let t0 = std::time::Instant::now();
+    let seen =
+        loop {
+            let e = c
+                .explain(v1::ExplainRequest { job_id: id })
+                .await
+                .unwrap()
+                .into_inner();
+            // Its size is known once the server's answer has begun.
+            if let Some(b) = e.blockers.iter().find(|b| {
+                b.kind() == v1::BlockerKind::Staging && b.detail.contains(" of 655.4 kB)")
+            }) {
+                break b.detail.clone();
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "never seen staging: {e:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+    assert!(seen.starts_with("staging 0 of 1 inputs at "), "{seen}");
+    let j = &ended(&mut c, &[id]).await[0];
+    assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    assert_eq!(
+        output_of(&mut c, id, false, false).await.unwrap(),
+        b"655360\n"
+    );
+
+    // A missing URL and a content that is not the one named end the job FAILED, saying so.
+    let mut missing = sh_job(1, 60, "true");
+    missing.stage_in = vec![input("x", "", &http.url("nowhere.txt"))];
+    let mut wrong = sh_job(1, 60, "true");
+    wrong.stage_in = vec![input("r", &"0".repeat(64), &http.url("remote.txt"))];
+    let ids = submit_all(&mut c, vec![missing, wrong]).await;
+    let jobs = ended(&mut c, &ids).await;
+    assert_eq!(jobs[0].state(), JobState::Failed, "{:?}", jobs[0]);
+    assert!(
+        jobs[0].reason.contains(&http.url("nowhere.txt")) && jobs[0].reason.contains("404"),
+        "{}",
+        jobs[0].reason
+    );
+    assert_eq!(jobs[1].state(), JobState::Failed, "{:?}", jobs[1]);
+    assert!(jobs[1].reason.contains("not used"), "{}", jobs[1].reason);
+
+    // An upload nobody made is refused at the door, naming the field.
+    let mut unknown = sh_job(1, 60, "true");
+    unknown.stage_in = vec![input("a", &"ab".repeat(32), "")];
+    let e = c
+        .submit(v1::SubmitRequest {
+            spec: Some(unknown),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("stage_in[0].sha256"), "{e:?}");
+}

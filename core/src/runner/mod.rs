@@ -438,6 +438,48 @@ impl ClusterRunner {
         &self.ledger
     }
 
+    /// Whether `job` could be submitted later without being refused for what it asks: a new id,
+    /// an estimate of at least a second, no more processors than the largest machine (a
+    /// partition's nodes together) has, no more memory than the largest machine, and a held
+    /// reservation if it names one. A site checks a job with this when it holds it back before
+    /// submitting it (its inputs being staged in); the policy checks the rest at the submission.
+    pub fn admissible(&self, job: &Job) -> Result<(), RunnerError> {
+        if self.jobs.contains_key(&job.id) {
+            return Err(RunnerError::Duplicate(job.id));
+        }
+        crate::policy::check_reservation(self.policy.as_ref(), job)?;
+        if job.estimate < 1 {
+            return Err(Rejection::BadEstimate {
+                job: job.id,
+                estimate: job.estimate,
+            }
+            .into());
+        }
+        let machines = || self.ledger.machines();
+        let max = match &self.partition {
+            Some(_) => machines().map(|m| m.procs).sum(),
+            None => machines().map(|m| m.procs).max().unwrap_or(0),
+        };
+        if job.procs > max {
+            return Err(Rejection::TooWide {
+                job: job.id,
+                procs: job.procs,
+                max,
+            }
+            .into());
+        }
+        if let Some(need) = job.memory_kb
+            && machines().all(|m| m.memory_kb.is_some_and(|have| have < need))
+        {
+            return Err(Rejection::NoEligibleMachine {
+                job: job.id,
+                reason: format!("{need} KiB of memory"),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
     /// The next time the policy wants a pass even if nothing happens.
     pub fn next_wakeup(&self) -> Option<Time> {
         self.policy.next_wakeup()

@@ -101,6 +101,8 @@ pub enum Msg {
     Slurm(crate::slurm::call::Done),
     /// A job held here that has not ended (its output may still grow): its owner.
     Active(u64, Reply<Option<String>>),
+    /// The stager's outcome for a job whose inputs were being staged in.
+    Staged(u64, crate::staging::Staged),
 }
 
 /// The user who owns an enqueued job.
@@ -134,6 +136,8 @@ struct JobRec {
     claimed: bool,
     /// Started by the runner, waiting for its claim to be granted.
     held: Option<Hold>,
+    /// Its inputs are being staged in: it is not in the runner yet.
+    staging: bool,
 }
 
 /// A start the runner decided that waits for the meta-scheduler's grant.
@@ -164,6 +168,7 @@ impl JobRec {
             cancel_requested: false,
             claimed: false,
             held: None,
+            staging: false,
         }
     }
 }
@@ -215,6 +220,10 @@ pub struct Driver {
     to_claim: Vec<u64>,
     /// Start (and resume) orders waiting for the commit of their job's start.
     starts: Vec<(MachineId, Order)>,
+    /// Fetches the jobs' inputs into the site's cache; `None`: the site stages no inputs.
+    stager: Option<crate::staging::Stager>,
+    /// Jobs recovered while staging, to hand the stager once it is there.
+    to_stage: Vec<u64>,
     /// The advance reservations admitted, by id, as stored.
     reservations: BTreeMap<u64, v1::AdvanceReservation>,
     /// The tentative ones among them (not stored), with the monotonic millisecond at which their
@@ -224,6 +233,25 @@ pub struct Driver {
 
 fn internal(e: impl std::fmt::Display) -> Status {
     Status::internal(format!("state store: {e}"))
+}
+
+/// The answer to an Enqueue the runner refuses, with the field or the code to blame.
+fn refusal(e: RunnerError) -> Status {
+    match e {
+        RunnerError::Rejected(Rejection::BadEstimate { .. }) => {
+            Status::invalid_argument(format!("spec.estimate_s: {e}"))
+        }
+        RunnerError::Rejected(Rejection::Duplicate(_)) | RunnerError::Duplicate(_) => {
+            Status::already_exists(e.to_string())
+        }
+        RunnerError::Rejected(Rejection::ReservationNotHeld { .. }) => {
+            Status::not_found(format!("reservation: {e}"))
+        }
+        RunnerError::Rejected(Rejection::Reservation { .. }) => {
+            Status::failed_precondition(format!("reservation: {e}"))
+        }
+        _ => Status::failed_precondition(e.to_string()),
+    }
 }
 
 impl Driver {
@@ -287,6 +315,8 @@ impl Driver {
             starts: Vec::new(),
             reservations: BTreeMap::new(),
             leases: BTreeMap::new(),
+            stager: None,
+            to_stage: Vec::new(),
             cfg,
         };
         // No machine runs anything before its agent registers.
@@ -364,6 +394,7 @@ impl Driver {
                 let res = self.commit_reservation(r, now);
                 let _ = tx.send(res);
             }
+            Msg::Staged(id, res) => self.staged(id, res, now.secs),
             Msg::Slurm(d) => tracing::warn!("a native site got a Slurm answer: {d:?}"),
         }
     }
@@ -377,6 +408,7 @@ impl Driver {
             claimed: rec.claimed,
             parts: rec.parts.iter().map(parts::Part::stored).collect(),
             slurm_id: None,
+            staging: rec.staging,
         }
     }
 
@@ -473,6 +505,27 @@ impl Driver {
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
         let priority = Some(r.priority.min(u32::from(u8::MAX)) as u8);
+        if self.must_stage(spec)? {
+            // Held back until its inputs are in place; what it asks is checked now.
+            self.runner.admissible(&job).map_err(refusal)?;
+            let id = r.job_id;
+            let inputs = spec.stage_in.clone();
+            self.journal.forget_end(id);
+            let mut rec = JobRec::queued(r, job);
+            rec.staging = true;
+            self.jobs.insert(id, rec);
+            self.emit(
+                id,
+                JobState::Queued,
+                now,
+                "queued; staging its inputs",
+                None,
+            );
+            if let Some(s) = &self.stager {
+                s.stage(id, inputs);
+            }
+            return Ok((id, self.journal.last_sequence()));
+        }
         let (_, res) = self.feed(
             now,
             Input::Submit {
@@ -480,27 +533,98 @@ impl Driver {
                 priority,
             },
         );
-        res.map_err(|e| match e {
-            RunnerError::Rejected(Rejection::BadEstimate { .. }) => {
-                Status::invalid_argument(format!("spec.estimate_s: {e}"))
-            }
-            RunnerError::Rejected(Rejection::Duplicate(_)) | RunnerError::Duplicate(_) => {
-                Status::already_exists(e.to_string())
-            }
-            RunnerError::Rejected(Rejection::ReservationNotHeld { .. }) => {
-                Status::not_found(format!("reservation: {e}"))
-            }
-            RunnerError::Rejected(Rejection::Reservation { .. }) => {
-                Status::failed_precondition(format!("reservation: {e}"))
-            }
-            _ => Status::failed_precondition(e.to_string()),
-        })?;
+        res.map_err(refusal)?;
         let id = r.job_id;
         // A later run of a job that ended here starts afresh.
         self.journal.forget_end(id);
         self.jobs.insert(id, JobRec::queued(r, job));
         self.emit(id, JobState::Queued, now, "queued", None);
         Ok((id, self.journal.last_sequence()))
+    }
+
+    /// Whether a job with `spec` waits for inputs to be fetched here before it can be queued:
+    /// refused when the site stages none, or when an upload has not been pushed here yet (the
+    /// meta-scheduler pushes it again, then enqueues again).
+    fn must_stage(&self, spec: &v1::JobSpec) -> Result<bool, Status> {
+        if spec.stage_in.is_empty() {
+            return Ok(false);
+        }
+        let Some(stager) = &self.stager else {
+            return Err(Status::failed_precondition(
+                "stage_in: this site stages no inputs",
+            ));
+        };
+        for i in spec.stage_in.iter().filter(|i| i.url.is_empty()) {
+            if stager.cache().size(&i.sha256).is_none() {
+                return Err(Status::unavailable(format!(
+                    "stage_in: upload {} (`{}`) is not at this site yet",
+                    i.sha256, i.name
+                )));
+            }
+        }
+        Ok(!stager.in_place(&spec.stage_in))
+    }
+
+    /// The stager's outcome for job `id`: with its inputs in place it joins the runner's queue
+    /// (their digests and sizes recorded, for its agents); a failed fetch ends it FAILED.
+    fn staged(&mut self, id: u64, res: crate::staging::Staged, now: Time) {
+        let Some(rec) = self.jobs.get_mut(&id).filter(|r| r.staging) else {
+            return;
+        };
+        let inputs = match res {
+            Ok(i) => i,
+            Err(why) => {
+                rec.staging = false;
+                self.emit(id, JobState::Failed, now, &format!("staging: {why}"), None);
+                let _ = self.flush();
+                return;
+            }
+        };
+        rec.staging = false;
+        if let Some(spec) = rec.req.spec.as_mut() {
+            spec.stage_in = inputs;
+        }
+        let priority = Some(rec.req.priority.min(u32::from(u8::MAX)) as u8);
+        let job = rec.job.clone();
+        if let (_, Err(e)) = self.feed(now, Input::Submit { job, priority }) {
+            let detail = format!("its inputs are in place, but it cannot be queued: {e}");
+            self.emit(id, JobState::Failed, now, &detail, None);
+            let _ = self.flush();
+            return;
+        }
+        self.emit(
+            id,
+            JobState::Queued,
+            now,
+            "queued; its inputs are in place",
+            None,
+        );
+        let _ = self.flush();
+        self.pass(now);
+    }
+
+    /// A job's staging progress as `Status` shows it.
+    fn staging_progress(&self, rec: &JobRec) -> v1::StagingProgress {
+        let inputs = rec.req.spec.as_ref().map_or(&[][..], |s| &s.stage_in[..]);
+        let known = v1::StagingProgress {
+            inputs_total: inputs.len() as u32,
+            bytes_total: inputs.iter().map(|i| i.size).sum(),
+            ..Default::default()
+        };
+        self.stager
+            .as_ref()
+            .and_then(|s| s.progress(rec.req.job_id))
+            .unwrap_or(known)
+    }
+
+    /// Hands the driver the stager; the jobs recovered while staging are staged again.
+    pub fn set_stager(&mut self, stager: crate::staging::Stager) {
+        for id in std::mem::take(&mut self.to_stage) {
+            if let Some(spec) = self.jobs.get(&id).and_then(|r| r.req.spec.as_ref()) {
+                stager.stage(id, spec.stage_in.clone());
+            }
+        }
+        self.stager = Some(stager);
     }
 
     /// Enqueues a group of jobs with one durable commit (group commit), then one scheduling
@@ -553,6 +677,15 @@ impl Driver {
                 }
                 Ok(v1::CancelResponse {
                     state: JobState::Running as i32,
+                })
+            }
+            _ if rec.staging => {
+                // Not in the runner yet: its fetch, if still going, fills the cache for nothing.
+                rec.staging = false;
+                self.emit(r.job_id, JobState::Cancelled, now, &reason, None);
+                self.flush()?;
+                Ok(v1::CancelResponse {
+                    state: JobState::Cancelled as i32,
                 })
             }
             _ => {
@@ -682,27 +815,17 @@ impl Driver {
             tracing::warn!("runner started unknown job {}", s.job);
             return;
         };
-        let execution = match (
-            &rec.req.spec.as_ref().and_then(|sp| sp.command.clone()),
-            rec.job.runtime,
-        ) {
+        let spec = rec.req.spec.as_ref();
+        let execution = match (spec.and_then(|sp| sp.command.clone()), rec.job.runtime) {
             (_, Some(_)) => v1::start_job::Execution::EmulateRuntimeS(s.run),
-            (Some(c), None) => v1::start_job::Execution::Command(c.clone()),
+            (Some(c), None) => v1::start_job::Execution::Command(c),
             (None, None) => v1::start_job::Execution::EmulateRuntimeS(0),
         };
-        let user = rec
-            .req
-            .spec
-            .as_ref()
-            .map(|sp| sp.user.clone())
-            .unwrap_or_default();
-        let outputs = rec
-            .req
-            .spec
-            .as_ref()
-            .map(|sp| sp.outputs.clone())
-            .unwrap_or_default();
+        let empty = v1::JobSpec::default();
+        let sp = spec.unwrap_or(&empty);
+        let (user, outputs, inputs) = (sp.user.clone(), sp.outputs.clone(), sp.stage_in.clone());
         let order = v1::StartJob {
+            inputs,
             job_id: s.job.0,
             execution: Some(execution),
             wall_time_limit_s: Some(s.limit),
@@ -786,6 +909,9 @@ impl Driver {
             return;
         };
         rec.held = None;
+        if std::mem::take(&mut rec.staging) {
+            return;
+        }
         if let Some(m) = rec.suspended_on.take() {
             self.order(
                 m,

@@ -36,6 +36,13 @@ impl Driver {
             let priority = req.priority.min(u32::from(u8::MAX)) as u8;
             let mut rec = JobRec::queued(req, job);
             rec.claimed = sj.claimed;
+            if sj.staging {
+                // Its inputs are fetched again (what the cache holds is found there).
+                rec.staging = true;
+                self.jobs.insert(id, rec);
+                self.to_stage.push(id);
+                continue;
+            }
             let running = sj.state == JobState::Running as i32;
             let mut why = String::from("its machine or start time was not recorded");
             let restored = match (running, sj.machine, sj.start_time) {

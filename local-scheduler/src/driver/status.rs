@@ -4,7 +4,7 @@
 //! Prometheus gauges refreshed on every tick. A held job (started by the policy, its start claim
 //! not granted yet) is shown running with `awaiting_claim` and counts as waiting in the gauges.
 
-use super::Driver;
+use super::{Driver, JobRec};
 use gridsched_core::Time;
 use gridsched_core::model::{Job, JobId, MachineId};
 use gridsched_proto::v1::{self, JobState};
@@ -60,12 +60,16 @@ impl Driver {
                 .collect()
         };
         let urgency = |j: &Job| j.urgency.map_or(0, |u| v1::Urgency::from(u) as i32);
+        // The policy's queue, then the jobs whose inputs are being staged in (not yet in it).
+        let mut staging: Vec<&JobRec> = self.jobs.values().filter(|r| r.staging).collect();
+        staging.sort_by_key(|r| r.req.job_id);
         let queue = self
             .runner
             .policy()
             .queue()
             .into_iter()
             .filter_map(|id| self.jobs.get(&id.0))
+            .chain(staging)
             .map(|r| v1::QueuedJob {
                 job_id: r.req.job_id,
                 user: r
@@ -83,6 +87,7 @@ impl Driver {
                 pending_reason: None,
                 expected_start: None,
                 urgency: urgency(&r.job),
+                staging: r.staging.then(|| self.staging_progress(r)),
             })
             .collect();
         let mut running: Vec<v1::RunningJob> = self

@@ -125,6 +125,7 @@ impl SJob {
             claimed: self.claimed,
             parts: Vec::new(),
             slurm_id: self.slurm,
+            staging: false,
         }
     }
 }
@@ -275,6 +276,9 @@ impl SlurmSite {
                 let _ = tx.send(Err(no_reservations()));
             }
             Msg::Slurm(d) => self.done(d, now),
+            Msg::Staged(id, _) => {
+                tracing::warn!(job = id, "a Slurm-backed site got a staging outcome")
+            }
             Msg::Active(id, tx) => {
                 let _ = tx.send(Ok(self.jobs.get(&id).map(|r| crate::driver::owner(&r.req))));
             }
@@ -357,6 +361,11 @@ impl SlurmSite {
         let spec = r.spec.as_ref().expect("checked");
         if spec.reservation.is_some() {
             return Err(no_reservations());
+        }
+        if !spec.stage_in.is_empty() {
+            return Err(Status::failed_precondition(
+                "stage_in: a Slurm-backed site stages no inputs yet",
+            ));
         }
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
@@ -985,6 +994,7 @@ impl SlurmSite {
                     pending_reason: Some(reason),
                     expected_start: j.expected,
                     urgency: spec.urgency,
+                    staging: None,
                 }
             })
             .collect();

@@ -1,0 +1,359 @@
+//! Input staging at the meta-scheduler: the uploads users make for their jobs (`Upload`, kept
+//! content-addressed by SHA-256 in `[inputs] dir`, durable once answered), the door check that
+//! every upload a job names is held (its size filled in), and the push of a job's uploads to the
+//! site it is dispatched to, before its Enqueue: the site's cache is asked first, so the same
+//! bytes cross to a site once, whatever the number of jobs (a thousand tasks of an array) reading
+//! them; a transfer broken off resumes where the site's copy ends. A site fetches a job's URL
+//! inputs itself. The pattern is the one of HTCondor's input transfer and ARC's data staging.
+
+use crate::service::{LocalClient, MetaService};
+use gridsched_proto::blobs::{self, Blobs};
+use gridsched_proto::v1;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio_stream::StreamExt as _;
+use tonic::{Status, Streaming};
+
+/// The `[inputs]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputsConfig {
+    /// Where uploads are kept; absent = `<state_dir>/uploads`.
+    pub dir: Option<PathBuf>,
+    /// Largest upload (bytes; default 4 GiB).
+    pub max_file_bytes: u64,
+    /// Most bytes of uploads one user holds (default 64 GiB; 0 = no limit).
+    pub max_bytes_per_user: u64,
+}
+
+impl Default for InputsConfig {
+    fn default() -> Self {
+        InputsConfig {
+            dir: None,
+            max_file_bytes: 4 << 30,
+            max_bytes_per_user: 64 << 30,
+        }
+    }
+}
+
+/// The uploads, and what is being pushed to which site.
+#[derive(Debug)]
+pub struct Uploads {
+    blobs: Blobs,
+    cfg: InputsConfig,
+    /// One transfer per site and blob at a time: the others wait for it, then find it there.
+    pushing: Mutex<HashMap<(usize, String), Gate>>,
+    /// Per job: the bytes of its uploads sent to its site so far, and in all (for `explain`).
+    progress: Progress,
+}
+
+/// Held while one transfer of a blob to a site runs.
+type Gate = Arc<tokio::sync::Mutex<()>>;
+
+type Progress = Arc<Mutex<HashMap<u64, (u64, u64)>>>;
+
+fn set_progress(p: &Progress, id: u64, v: Option<(u64, u64)>) {
+    if let Ok(mut m) = p.lock() {
+        match v {
+            Some(v) => m.insert(id, v),
+            None => m.remove(&id),
+        };
+    }
+}
+
+/// `n` bytes as people read them: `1.2 GB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < UNITS.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    match u {
+        0 => format!("{n} B"),
+        _ => format!("{v:.1} {}", UNITS[u]),
+    }
+}
+
+impl Uploads {
+    /// The store under `cfg.dir`, or `state_dir/uploads`.
+    pub fn open(cfg: &InputsConfig, state_dir: &std::path::Path) -> std::io::Result<Uploads> {
+        let dir = cfg.dir.clone().unwrap_or_else(|| state_dir.join("uploads"));
+        let blobs = Blobs::open(dir.join("blobs"))?;
+        std::fs::create_dir_all(dir.join("users"))?;
+        Ok(Uploads {
+            blobs,
+            cfg: cfg.clone(),
+            pushing: Mutex::default(),
+            progress: Progress::default(),
+        })
+    }
+
+    fn user_dir(&self, user: &str) -> PathBuf {
+        let name: String = user.bytes().map(|b| format!("{b:02x}")).collect();
+        self.blobs
+            .dir()
+            .parent()
+            .expect("under the uploads directory")
+            .join("users")
+            .join(name)
+    }
+
+    /// Bytes of uploads `user` holds.
+    fn used(&self, user: &str) -> u64 {
+        let Ok(rd) = std::fs::read_dir(self.user_dir(user)) else {
+            return 0;
+        };
+        rd.filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .filter_map(|s| s.trim().parse::<u64>().ok())
+            .sum()
+    }
+
+    /// Takes an upload of `user`: the chunks in order, the first naming the file. Its digest and
+    /// size once durable.
+    pub async fn upload(
+        &self,
+        user: &str,
+        mut chunks: Streaming<v1::BlobChunk>,
+    ) -> Result<v1::UploadResponse, Status> {
+        let mut w = self.blobs.writer().map_err(io)?;
+        let mut name = String::new();
+        let limit = match self.cfg.max_bytes_per_user {
+            0 => u64::MAX,
+            l => l,
+        };
+        let used = self.used(user);
+        while let Some(c) = chunks.next().await {
+            let c = c?;
+            if name.is_empty() && !c.name.is_empty() {
+                name = c.name;
+            }
+            if c.offset != w.len() {
+                return Err(Status::invalid_argument(format!(
+                    "upload `{name}`: a chunk at offset {} where {} bytes were received",
+                    c.offset,
+                    w.len()
+                )));
+            }
+            let total = w.len() + c.data.len() as u64;
+            if total > self.cfg.max_file_bytes {
+                return Err(Status::invalid_argument(format!(
+                    "upload `{name}`: more than the limit of {} per file ([inputs] max_file_bytes = {})",
+                    human_bytes(self.cfg.max_file_bytes),
+                    self.cfg.max_file_bytes
+                )));
+            }
+            if used.saturating_add(total) > limit {
+                return Err(Status::invalid_argument(format!(
+                    "upload `{name}`: user `{user}` would hold more than {} of uploads ([inputs] max_bytes_per_user = {}; {} held)",
+                    human_bytes(limit),
+                    limit,
+                    human_bytes(used)
+                )));
+            }
+            w.write(&c.data).map_err(io)?;
+        }
+        let (sha, size) = w
+            .finish(None)
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let dir = self.user_dir(user);
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        std::fs::write(dir.join(&sha), size.to_string()).map_err(io)?;
+        tracing::info!(user, file = %name, sha256 = %sha, size, "upload kept");
+        Ok(v1::UploadResponse { sha256: sha, size })
+    }
+
+    /// Fills in the size of every upload `spec` (and each workflow node's job) names; an upload
+    /// not held here is refused, naming its field.
+    pub fn resolve(&self, spec: &mut v1::JobSpec) -> Result<(), crate::validate::Refusal> {
+        self.resolve_in(spec, "")?;
+        if let Some(w) = spec.workflow.as_mut() {
+            for (i, n) in w.nodes.iter_mut().enumerate() {
+                if let Some(j) = n.job.as_mut() {
+                    self.resolve_in(j, &format!("workflow.nodes[{i}].job."))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn resolve_in(
+        &self,
+        spec: &mut v1::JobSpec,
+        prefix: &str,
+    ) -> Result<(), crate::validate::Refusal> {
+        for (i, s) in spec.stage_in.iter_mut().enumerate() {
+            if !s.url.is_empty() {
+                continue;
+            }
+            match self.blobs.size(&s.sha256) {
+                Some(size) => s.size = size,
+                None => {
+                    return Err(crate::validate::Refusal {
+                        field: format!("{prefix}stage_in[{i}].sha256"),
+                        message: format!(
+                            "no upload `{}` is held for `{}`: upload it first (MetaScheduler.Upload)",
+                            s.sha256, s.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The progress of job `id`'s push to its site, if one is under way: bytes sent, in all.
+    pub fn progress(&self, id: u64) -> Option<(u64, u64)> {
+        self.progress.lock().ok()?.get(&id).copied()
+    }
+
+    fn set_progress(&self, id: u64, p: Option<(u64, u64)>) {
+        set_progress(&self.progress, id, p);
+    }
+
+    /// Hands site `site` (through `client`) every upload job `id`'s spec names that the site's
+    /// cache lacks, each resuming where the site's copy ends. An upload no longer held here is
+    /// an error the job cannot recover from (`Err(Ok(reason))`); a transfer that failed can be
+    /// retried (`Err(Err(status))`).
+    pub async fn push(
+        &self,
+        svc: &MetaService,
+        site: usize,
+        client: &LocalClient,
+        id: u64,
+        spec: &v1::JobSpec,
+    ) -> Result<(), Result<String, Status>> {
+        let uploads: Vec<&v1::StagedInput> =
+            spec.stage_in.iter().filter(|s| s.url.is_empty()).collect();
+        if uploads.is_empty() {
+            return Ok(());
+        }
+        let total: u64 = uploads.iter().map(|s| s.size).sum();
+        let mut done = 0;
+        self.set_progress(id, Some((0, total)));
+        let out = async {
+            for s in &uploads {
+                let Some(size) = self.blobs.size(&s.sha256) else {
+                    return Err(Ok(format!(
+                        "input `{}`: upload {} is no longer held",
+                        s.name, s.sha256
+                    )));
+                };
+                let gate = {
+                    let mut m = self.pushing.lock().expect("push map");
+                    m.entry((site, s.sha256.clone())).or_default().clone()
+                };
+                let _one = gate.lock().await;
+                self.push_one(svc, site, client, id, &s.sha256, size, done, total)
+                    .await
+                    .map_err(Err)?;
+                done += size;
+                self.set_progress(id, Some((done, total)));
+            }
+            Ok(())
+        }
+        .await;
+        self.set_progress(id, None);
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn push_one(
+        &self,
+        svc: &MetaService,
+        site: usize,
+        client: &LocalClient,
+        id: u64,
+        sha: &str,
+        size: u64,
+        before: u64,
+        total: u64,
+    ) -> Result<(), Status> {
+        let mut c = client.clone();
+        let held = svc
+            .call(c.blob_status(v1::BlobStatusRequest {
+                sha256: sha.to_owned(),
+            }))
+            .await?;
+        if held.complete {
+            return Ok(());
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel::<v1::BlobChunk>(4);
+        let store = self.blobs.clone();
+        let sha_owned = sha.to_owned();
+        let from = held.have.min(size);
+        let reader = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            let mut at = from;
+            loop {
+                let data = store.read(&sha_owned, at, blobs::CHUNK)?;
+                let n = data.len() as u64;
+                let last = at + n >= size;
+                let chunk = v1::BlobChunk {
+                    sha256: sha_owned.clone(),
+                    offset: at,
+                    data,
+                    size,
+                    name: String::new(),
+                };
+                if tx.blocking_send(chunk).is_err() || last || n == 0 {
+                    return Ok(());
+                }
+                at += n;
+            }
+        });
+        let shown = self.progress.clone();
+        let progress = tokio_stream::wrappers::ReceiverStream::new(rx).map(move |c| {
+            let sent = before + c.offset + c.data.len() as u64;
+            set_progress(&shown, id, Some((sent, total)));
+            c
+        });
+        // No call timeout: a large input takes as long as the link needs.
+        let res = c.push_blob(progress).await;
+        let read = reader.await;
+        let held = res?.into_inner();
+        match read {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Status::internal(format!("reading upload {sha}: {e}"))),
+            Err(e) => return Err(Status::internal(e.to_string())),
+        }
+        let site = crate::metrics::SiteLabel {
+            site: svc.site_name(site),
+        };
+        if held.complete
+            && let Ok(st) = svc.lock()
+        {
+            st.metrics.input_pushes.get_or_create(&site).inc();
+            st.metrics
+                .input_push_bytes
+                .get_or_create(&site)
+                .inc_by(size - from);
+        }
+        match held.complete {
+            true => Ok(()),
+            false => Err(Status::unavailable(format!(
+                "the site holds {} of {size} bytes of {sha}",
+                held.have
+            ))),
+        }
+    }
+}
+
+fn io(e: std::io::Error) -> Status {
+    Status::internal(format!("uploads: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1_200_000_000), "1.2 GB");
+        assert_eq!(human_bytes(3_000_000_000), "3.0 GB");
+    }
+}

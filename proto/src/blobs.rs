@@ -1,0 +1,405 @@
+//! A content-addressed file store (blobs named by their SHA-256), the one shape every side of
+//! input staging keeps: the meta-scheduler's uploads, a site's cache, a machine's cache. A blob
+//! is written to a `.part` file and becomes visible under its digest only once complete and
+//! checked, so that a reader never sees a partial or corrupt input; a transfer broken off resumes
+//! from the `.part` file's length. The pattern is the one of grid data caches (ARC's cache,
+//! HTCondor's file transfer): the content's digest is its name, so the same bytes are moved and
+//! kept once.
+
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Largest piece of a blob in one `BlobChunk`.
+pub const CHUNK: usize = 1024 * 1024;
+
+/// Whether `s` is a SHA-256 as the API writes it: 64 lowercase hex digits.
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The SHA-256 of a file's content.
+pub fn digest_file(path: &Path) -> io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0; CHUNK];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hex(&h.finalize()));
+        }
+        h.update(&buf[..n]);
+    }
+}
+
+/// Why a piece of a blob was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    /// The digest is not 64 lowercase hex digits.
+    #[error("`{0}` is not a SHA-256 (64 lowercase hex digits)")]
+    BadDigest(String),
+    /// The bytes received do not have the digest they were sent under: the copy was dropped.
+    #[error("the {size} bytes received have SHA-256 {got}, not {want}: dropped")]
+    Mismatch {
+        /// The digest expected.
+        want: String,
+        /// The digest of what arrived.
+        got: String,
+        /// Bytes received.
+        size: u64,
+    },
+    /// More bytes than the blob's size.
+    #[error("a chunk ends at byte {end}, past the blob's size {size}")]
+    PastEnd {
+        /// Where the chunk ends.
+        end: u64,
+        /// The blob's size.
+        size: u64,
+    },
+    /// The disk refused.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// What a store holds of one blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// Bytes held: the blob's size when complete, else the partial copy's length.
+    pub have: u64,
+    /// The blob is complete and checked.
+    pub complete: bool,
+}
+
+/// A directory of blobs, `<dir>/<first two hex digits>/<digest>`.
+#[derive(Debug, Clone)]
+pub struct Blobs {
+    dir: PathBuf,
+}
+
+impl Blobs {
+    /// The store in `dir`, created if missing.
+    pub fn open(dir: impl Into<PathBuf>) -> io::Result<Blobs> {
+        let dir = dir.into();
+        fs::create_dir_all(dir.join("tmp"))?;
+        Ok(Blobs { dir })
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the complete blob `sha` lies (whether or not it is there).
+    pub fn path(&self, sha: &str) -> PathBuf {
+        self.dir.join(&sha[..2.min(sha.len())]).join(sha)
+    }
+
+    fn part(&self, sha: &str) -> PathBuf {
+        self.dir.join("tmp").join(format!("{sha}.part"))
+    }
+
+    fn checked(sha: &str) -> Result<(), BlobError> {
+        match is_sha256(sha) {
+            true => Ok(()),
+            false => Err(BlobError::BadDigest(sha.to_owned())),
+        }
+    }
+
+    /// The size of blob `sha` if it is complete here.
+    pub fn size(&self, sha: &str) -> Option<u64> {
+        if !is_sha256(sha) {
+            return None;
+        }
+        fs::metadata(self.path(sha)).ok().map(|m| m.len())
+    }
+
+    /// What the store holds of `sha`.
+    pub fn held(&self, sha: &str) -> Result<Held, BlobError> {
+        Self::checked(sha)?;
+        if let Some(size) = self.size(sha) {
+            return Ok(Held {
+                have: size,
+                complete: true,
+            });
+        }
+        let have = fs::metadata(self.part(sha)).map_or(0, |m| m.len());
+        Ok(Held {
+            have,
+            complete: false,
+        })
+    }
+
+    /// Takes `data`, the bytes of blob `sha` (of `size` bytes in all) from `offset`: what the
+    /// partial copy holds already is skipped, a chunk past its end is not taken (the answer says
+    /// where to resend from). The chunk that completes the blob has the whole checked: a match
+    /// makes it visible under its digest (durably), a mismatch drops the copy.
+    pub fn append(
+        &self,
+        sha: &str,
+        offset: u64,
+        data: &[u8],
+        size: u64,
+    ) -> Result<Held, BlobError> {
+        let held = self.held(sha)?;
+        if held.complete {
+            return Ok(held);
+        }
+        let end = offset + data.len() as u64;
+        if end > size {
+            return Err(BlobError::PastEnd { end, size });
+        }
+        let have = held.have;
+        // A gap (resend from `have`), or nothing new unless it completes a full partial copy
+        // (the copy was written in full but not yet checked, e.g. before a crash).
+        if offset > have || end < have || (end == have && have < size) {
+            return Ok(held);
+        }
+        let part = self.part(sha);
+        let mut f = OpenOptions::new().create(true).append(true).open(&part)?;
+        if end > have {
+            let skip = (have - offset) as usize;
+            f.write_all(&data[skip..])?;
+        }
+        let have = end.max(have);
+        if have < size {
+            return Ok(Held {
+                have,
+                complete: false,
+            });
+        }
+        f.sync_all()?;
+        drop(f);
+        let got = digest_file(&part)?;
+        if got != sha {
+            let _ = fs::remove_file(&part);
+            return Err(BlobError::Mismatch {
+                want: sha.to_owned(),
+                got,
+                size,
+            });
+        }
+        self.publish(&part, sha)?;
+        Ok(Held {
+            have: size,
+            complete: true,
+        })
+    }
+
+    /// Moves a checked file to its place under `sha`, durably.
+    fn publish(&self, from: &Path, sha: &str) -> io::Result<()> {
+        let to = self.path(sha);
+        let parent = to.parent().expect("under the store");
+        fs::create_dir_all(parent)?;
+        fs::rename(from, &to)?;
+        File::open(parent)?.sync_all()
+    }
+
+    /// A writer for a blob whose digest is known only at its end (an upload, a URL's content).
+    pub fn writer(&self) -> io::Result<BlobWriter> {
+        let tmp = self
+            .dir
+            .join("tmp")
+            .join(format!("in-{}-{}", std::process::id(), unique()));
+        Ok(BlobWriter {
+            file: File::create(&tmp)?,
+            tmp,
+            hash: Sha256::new(),
+            len: 0,
+            store: self.clone(),
+        })
+    }
+
+    /// Reads up to `max` bytes of complete blob `sha` from `offset` (empty at its end).
+    pub fn read(&self, sha: &str, offset: u64, max: usize) -> io::Result<Vec<u8>> {
+        let mut f = File::open(self.path(sha))?;
+        f.seek(SeekFrom::Start(offset))?;
+        let mut buf = Vec::with_capacity(max);
+        f.take(max as u64).read_to_end(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// Places complete blob `sha` at `dest` (a hard link, or a copy across file systems),
+    /// creating its directories and replacing what was there.
+    pub fn place(&self, sha: &str, dest: &Path) -> io::Result<()> {
+        if let Some(p) = dest.parent() {
+            fs::create_dir_all(p)?;
+        }
+        let _ = fs::remove_file(dest);
+        let from = self.path(sha);
+        if fs::hard_link(&from, dest).is_err() {
+            fs::copy(&from, dest)?;
+        }
+        Ok(())
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A blob being written whose digest is computed as it goes ([`Blobs::writer`]).
+#[derive(Debug)]
+pub struct BlobWriter {
+    file: File,
+    tmp: PathBuf,
+    hash: Sha256,
+    len: u64,
+    store: Blobs,
+}
+
+impl BlobWriter {
+    /// Appends `data`.
+    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.file.write_all(data)?;
+        self.hash.update(data);
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Ends the blob: durable under its digest (kept once: the same bytes stored before stay as
+    /// they are); with `expect`, only if its digest is that one (else a mismatch, and nothing
+    /// kept). Its digest and size.
+    pub fn finish(mut self, expect: Option<&str>) -> Result<(String, u64), BlobError> {
+        let sha = hex(&std::mem::take(&mut self.hash).finalize());
+        let out = (|| {
+            if let Some(want) = expect.filter(|w| *w != sha) {
+                return Err(BlobError::Mismatch {
+                    want: want.to_owned(),
+                    got: sha.clone(),
+                    size: self.len,
+                });
+            }
+            if self.store.size(&sha).is_none() {
+                self.file.sync_all()?;
+                self.store.publish(&self.tmp, &sha)?;
+            }
+            Ok((sha.clone(), self.len))
+        })();
+        let _ = fs::remove_file(&self.tmp);
+        out
+    }
+}
+
+impl Drop for BlobWriter {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha_of(data: &[u8]) -> String {
+        hex(&Sha256::digest(data))
+    }
+
+    #[test]
+    fn a_blob_resumes_where_its_partial_copy_ends_and_appears_only_once_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Blobs::open(dir.path()).unwrap();
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        let sha = sha_of(&data);
+        let size = data.len() as u64;
+        let h = b.append(&sha, 0, &data[..1000], size).unwrap();
+        assert_eq!(
+            h,
+            Held {
+                have: 1000,
+                complete: false
+            }
+        );
+        assert_eq!(b.size(&sha), None, "not visible while partial");
+        // A resend of what is held is skipped; a gap is answered with where to resend from.
+        assert_eq!(
+            b.append(&sha, 500, &data[500..1000], size).unwrap().have,
+            1000
+        );
+        assert_eq!(
+            b.append(&sha, 2000, &data[2000..], size).unwrap().have,
+            1000
+        );
+        // An overlapping chunk adds only its new bytes.
+        assert_eq!(
+            b.append(&sha, 800, &data[800..2000], size).unwrap().have,
+            2000
+        );
+        let h = b.append(&sha, 2000, &data[2000..], size).unwrap();
+        assert_eq!(
+            h,
+            Held {
+                have: size,
+                complete: true
+            }
+        );
+        assert_eq!(fs::read(b.path(&sha)).unwrap(), data);
+        assert_eq!(b.read(&sha, 2990, 100).unwrap(), &data[2990..]);
+        let dest = dir.path().join("job/in/data.bin");
+        b.place(&sha, &dest).unwrap();
+        assert_eq!(fs::read(dest).unwrap(), data);
+    }
+
+    #[test]
+    fn a_corrupt_copy_is_dropped_and_never_visible() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Blobs::open(dir.path()).unwrap();
+        let sha = sha_of(b"the right bytes");
+        let err = b.append(&sha, 0, b"the wrong bytes", 15).unwrap_err();
+        assert!(matches!(err, BlobError::Mismatch { .. }), "{err}");
+        assert_eq!(
+            b.held(&sha).unwrap(),
+            Held {
+                have: 0,
+                complete: false
+            }
+        );
+        assert!(matches!(
+            b.append("nothex", 0, b"", 0),
+            Err(BlobError::BadDigest(_))
+        ));
+        assert!(matches!(
+            b.append(&sha, 10, b"123456", 15),
+            Err(BlobError::PastEnd { end: 16, size: 15 })
+        ));
+    }
+
+    #[test]
+    fn an_upload_is_named_by_its_digest_and_kept_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Blobs::open(dir.path()).unwrap();
+        let mut w = b.writer().unwrap();
+        w.write(b"hello ").unwrap();
+        w.write(b"world").unwrap();
+        let (sha, size) = w.finish(None).unwrap();
+        assert_eq!((sha.as_str(), size), (sha_of(b"hello world").as_str(), 11));
+        assert_eq!(b.size(&sha), Some(11));
+        let mut again = b.writer().unwrap();
+        again.write(b"hello world").unwrap();
+        assert_eq!(again.finish(Some(&sha)).unwrap().0, sha);
+        let mut wrong = b.writer().unwrap();
+        wrong.write(b"other").unwrap();
+        assert!(matches!(
+            wrong.finish(Some(&sha)),
+            Err(BlobError::Mismatch { .. })
+        ));
+        // Only the blob is left: no temporary file stays behind.
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+}
