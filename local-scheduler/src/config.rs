@@ -132,6 +132,9 @@ pub struct Config {
     /// naming the URL without a digest within that time reads the cached copy.
     #[serde(default = "default_url_cache")]
     pub url_cache_s: u64,
+    /// Faults injected on purpose, for tests and failure drills; all off by default.
+    #[serde(default)]
+    pub faults: Faults,
     /// Bytes of output kept per user, the oldest jobs' removed first; 0 (the default) = no
     /// limit.
     #[serde(default)]
@@ -196,6 +199,16 @@ fn default_down() -> u64 {
 fn default_call_timeout() -> u64 {
     10_000
 }
+/// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
+/// a narrow window. Keep it off in production.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Faults {
+    /// An agent's read of an input (`ReadBlob`) waits this long (milliseconds) after each chunk:
+    /// the window where the agent may die in the middle of a transfer. 0: no wait.
+    pub read_blob_pause_ms: u64,
+}
+
 fn default_url_cache() -> u64 {
     3600
 }

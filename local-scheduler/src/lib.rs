@@ -121,6 +121,7 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     }
     let cache = gridsched_proto::blobs::Blobs::open(cfg.cache_dir())?;
     let url_cache_s = cfg.url_cache_s;
+    let faults = cfg.faults.clone();
     match cfg.backend {
         config::Backend::Native => {
             let mut driver = edge::driver(cfg)?;
@@ -155,7 +156,7 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     }
     let service = service::Service::with_secrets(tx, meta_secret, agent_secret)
         .with_outputs(outputs.0, outputs.1)
-        .with_cache(cache);
+        .with_cache(cache, &faults);
     let standard = gridsched_proto::standard::standard_services(
         gridsched_proto::v1::local_scheduler_server::SERVICE_NAME,
     )

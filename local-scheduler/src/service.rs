@@ -32,6 +32,8 @@ pub struct Service {
     outputs: Option<(Arc<Outputs>, bool)>,
     /// The site's cache of job inputs; `None`: the site stages no inputs.
     cache: Option<Blobs>,
+    /// A fault injected on purpose: the pause after each chunk an agent reads.
+    read_pause: std::time::Duration,
 }
 
 impl Service {
@@ -53,6 +55,7 @@ impl Service {
             fence: Fence::default(),
             outputs: None,
             cache: None,
+            read_pause: std::time::Duration::ZERO,
         }
     }
 
@@ -63,8 +66,9 @@ impl Service {
     }
 
     /// The service keeping the jobs' inputs in `cache`.
-    pub fn with_cache(mut self, cache: Blobs) -> Service {
+    pub fn with_cache(mut self, cache: Blobs, faults: &crate::config::Faults) -> Service {
         self.cache = Some(cache);
+        self.read_pause = std::time::Duration::from_millis(faults.read_blob_pause_ms);
         self
     }
 
@@ -441,9 +445,13 @@ impl LocalScheduler for Service {
                 req.sha256
             )));
         };
+        let pause = self.read_pause;
         let stream = async_stream(Vec::new(), move |out| async move {
             let mut at = req.offset;
             while at < size {
+                if at > req.offset && !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
                 let (c, sha) = (cache.clone(), req.sha256.clone());
                 let read =
                     tokio::task::spawn_blocking(move || c.read(&sha, at, blobs::CHUNK)).await;

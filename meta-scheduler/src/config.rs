@@ -92,6 +92,10 @@ pub struct FaultConfig {
     /// asking the sites to commit them: the window where a site may go down or the
     /// meta-scheduler die between the two phases. 0: no wait.
     pub pause_before_commit_ms: u64,
+    /// A push of an uploaded input to a site waits this long (milliseconds) after each chunk: the
+    /// window where the meta-scheduler or the site may die in the middle of a transfer. 0: no
+    /// wait.
+    pub push_pause_ms: u64,
 }
 
 /// The WAN overhead between two sites.

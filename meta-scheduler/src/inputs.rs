@@ -13,6 +13,7 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_stream::StreamExt as _;
 use tonic::{Status, Streaming};
 
@@ -286,6 +287,7 @@ impl Uploads {
         let store = self.blobs.clone();
         let sha_owned = sha.to_owned();
         let from = held.have.min(size);
+        let pause = Duration::from_millis(svc.inner.cfg.faults.push_pause_ms);
         let reader = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             let mut at = from;
             loop {
@@ -303,6 +305,9 @@ impl Uploads {
                     return Ok(());
                 }
                 at += n;
+                if !pause.is_zero() {
+                    std::thread::sleep(pause);
+                }
             }
         });
         let shown = self.progress.clone();

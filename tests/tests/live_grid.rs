@@ -1490,7 +1490,8 @@ fn site_counter(text: &str, name: &str, site: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_inputs_are_staged_at_its_site_and_moved_once_per_site() {
     use gridsched_tests::live::{HttpFiles, sh_job, upload};
-    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    // 100 MB, read by a thousand array tasks below.
+    let data: Vec<u8> = (0..100_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let remote = b"fetched over http\n".repeat(1000);
     let slow = vec![b'z'; 640 * 1024];
     let http = HttpFiles::serve(vec![
@@ -1557,30 +1558,29 @@ async fn a_jobs_inputs_are_staged_at_its_site_and_moved_once_per_site() {
         "byte-identical inputs"
     );
 
-    // Twenty array tasks reading both, on both sites: each content crosses to a site once.
-    let mut tasks = sh_job(1, 60, "cmp -s data.bin data.bin && wc -c < remote.txt");
-    tasks.array = Some("0-19".into());
+    // A thousand array tasks reading both, on both sites: each content crosses to a site once.
+    let mut tasks = sh_job(1, 60, "test -s data.bin && test -s remote.txt");
+    tasks.array = Some("0-999".into());
     tasks.stage_in = vec![
         input("data.bin", &sha, ""),
         input("remote.txt", "", &http.url("remote.txt")),
     ];
     let a = submit_all(&mut c, vec![tasks]).await[0];
-    let ids: Vec<u64> = (1..=20).map(|k| a + k).collect();
+    let ids: Vec<u64> = (1..=1000).map(|k| a + k).collect();
     let t0 = std::time::Instant::now();
     let tasks_ended = loop {
-        let mut jobs = Vec::new();
-        for id in &ids {
-            jobs.push(gridsched_tests::live::get_job(&mut c, *id).await);
-        }
-        if jobs.iter().all(|j| j.state().is_terminal()) {
+        let array = gridsched_tests::live::get_job(&mut c, a).await;
+        if array.state().is_terminal() {
+            let mut jobs = Vec::new();
+            for id in &ids {
+                jobs.push(gridsched_tests::live::get_job(&mut c, *id).await);
+            }
             break jobs;
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(90),
+            t0.elapsed() < Duration::from_secs(240),
             "the array did not end: {:?}",
-            jobs.iter()
-                .map(|j| (j.id, j.state(), j.reason.clone()))
-                .collect::<Vec<_>>()
+            array.array
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
@@ -1672,4 +1672,131 @@ async fn a_jobs_inputs_are_staged_at_its_site_and_moved_once_per_site() {
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
     assert!(e.message().contains("stage_in[0].sha256"), "{e:?}");
+}
+
+/// Waits until `explain` of job `id` shows it staging with `needle` in the detail; the detail.
+async fn staging_seen(c: &mut gridsched_tests::live::Client, id: u64, needle: &str) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Ok(e) = c.explain(v1::ExplainRequest { job_id: id }).await {
+            let e = e.into_inner();
+            if let Some(b) = e
+                .blockers
+                .iter()
+                .find(|b| b.kind() == v1::BlockerKind::Staging && b.detail.contains(needle))
+            {
+                return b.detail.clone();
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "job {id} never seen staging with `{needle}`: {e:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_a_service_during_a_transfer_loses_nothing_and_never_uses_a_partial_input() {
+    use gridsched_tests::live::{HttpFiles, sh_job, upload};
+    let slow = vec![b'z'; 640 * 1024];
+    let http = HttpFiles::serve(vec![("slow.bin", slow, Duration::from_millis(300))]).await;
+    // One machine per site, so that the agent to kill is known; beta's agents read slowly and
+    // its lost agent's jobs are queued again.
+    let mut a = SiteSpec::new("alpha", "easy", 1, 4);
+    a.licences = vec![("matlab".into(), 1)];
+    let mut b = SiteSpec::new("beta", "fb-mod", 1, 8);
+    b.local_extra = "lost_agent = \"requeue\"\nfaults = { read_blob_pause_ms = 150 }".into();
+    let mut g = LiveGrid::start(bins(), vec![a, b], "[faults]\npush_pause_ms = 150\n");
+    g.ready().await;
+    let addr = g.meta_addr.clone();
+    let mut c = g.client().await;
+    let data: Vec<u8> = (0..12_000_000u32).map(|i| (i * 13 % 253) as u8).collect();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d"), &data).unwrap();
+    let want = gridsched_proto::blobs::digest_file(&dir.path().join("d")).unwrap();
+    let sha = upload(&mut c, "data.bin", &data).await.unwrap();
+    let input = |name: &str, sha: &str, url: &str| v1::StagedInput {
+        name: name.into(),
+        sha256: sha.into(),
+        url: url.into(),
+        size: 0,
+    };
+
+    // The meta-scheduler killed while it pushes the upload to beta (12 chunks, 150 ms apart):
+    // restarted, it pushes the rest from where beta's copy ends.
+    let mut job = sh_job(8, 60, "sha256sum < data.bin");
+    job.stage_in = vec![input("data.bin", &sha, "")];
+    let id = submit_all(&mut c, vec![job.clone()]).await[0];
+    let seen = staging_seen(&mut c, id, "MB of 12.0 MB)").await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    g.kill_meta();
+    g.start_meta(Some(&addr));
+    let mut c = g.client().await;
+    let j = &ended(&mut c, &[id]).await[0];
+    assert_eq!(j.state(), JobState::Completed, "{j:?} (seen: {seen})");
+    let out = output_of(&mut c, id, false, false).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&out), format!("{want}  -\n"));
+    let pushed = site_counter(
+        &scrape(&g.metrics[0]),
+        "gridsched_meta_input_push_bytes",
+        "beta",
+    );
+    assert!(
+        pushed > 0 && pushed < data.len() as u64,
+        "after the restart only the rest is pushed: {pushed} bytes"
+    );
+
+    // Beta's agent killed while it reads the input of a second job (its machine's cache was
+    // emptied first): the job is queued again, and runs once a new agent has read it whole.
+    std::fs::remove_dir_all(g.work_dir("beta-m1").join(".cache").join(&sha[..2])).unwrap();
+    let id = submit_all(&mut c, vec![job]).await[0];
+    let t0 = std::time::Instant::now();
+    let part = loop {
+        let tmp = g.work_dir("beta-m1").join(".cache/tmp");
+        let partial = std::fs::read_dir(&tmp)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| e.metadata().is_ok_and(|m| m.len() > 0));
+        if let Some(p) = partial {
+            break p.path();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "no read under way");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let k = g
+        .agents
+        .iter()
+        .position(|(_, m, _)| m == "beta-m1")
+        .unwrap();
+    let (_, _, mut p) = g.agents.remove(k);
+    p.0.kill().unwrap();
+    p.0.wait().unwrap();
+    assert!(
+        std::fs::metadata(&part).unwrap().len() < data.len() as u64,
+        "killed mid-read"
+    );
+    let p = g.agent(1, "beta-m1", 8);
+    g.agents.push((1, "beta-m1".into(), p));
+    let j = &ended(&mut c, &[id]).await[0];
+    assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    let out = output_of(&mut c, id, false, false).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&out), format!("{want}  -\n"));
+
+    // Alpha's local scheduler killed while it fetches a URL: restarted, it fetches again.
+    let mut job = sh_job(1, 60, "wc -c < slow.bin");
+    job.licences = vec!["matlab".into()];
+    job.stage_in = vec![input("slow.bin", "", &http.url("slow.bin"))];
+    let id = submit_all(&mut c, vec![job]).await[0];
+    staging_seen(&mut c, id, "kB of 655.4 kB)").await;
+    g.kill_local(0);
+    g.restart_local(0);
+    let j = &ended(&mut c, &[id]).await[0];
+    assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    assert_eq!(
+        output_of(&mut c, id, false, false).await.unwrap(),
+        b"655360\n"
+    );
+    assert_eq!(http.gets("slow.bin"), 2, "fetched again after the restart");
 }
