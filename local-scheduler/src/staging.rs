@@ -47,6 +47,7 @@ pub type Staged = Result<Vec<v1::StagedInput>, String>;
 impl Stager {
     /// A stager filling `cache`, reporting to the driver behind `tx`.
     pub fn new(cache: Blobs, tx: mpsc::Sender<Msg>, url_cache_s: u64) -> anyhow::Result<Stager> {
+        crypto();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()?;
@@ -252,6 +253,12 @@ impl Stager {
     }
 }
 
+/// Makes ring the process's TLS provider (the one the gRPC side uses) before an HTTP client is
+/// built: `https://` inputs and a Slurm REST endpoint over TLS need one. Idempotent.
+pub fn crypto() {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+}
+
 /// A fetched content with another digest than the one the job gives is never used.
 fn check(want: Option<&str>, sha: String, size: u64) -> Result<(String, u64), String> {
     match want {
@@ -271,4 +278,65 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         src = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stager(dir: &std::path::Path) -> (Stager, mpsc::Receiver<Msg>) {
+        let (tx, rx) = mpsc::channel(8);
+        let s = Stager::new(Blobs::open(dir).unwrap(), tx, 3600).unwrap();
+        (s, rx)
+    }
+
+    fn staged(m: Msg) -> (u64, Staged) {
+        match m {
+            Msg::Staged(id, r) => (id, r),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_file_url_is_staged_by_its_digest_and_a_wrong_digest_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src.txt");
+        std::fs::write(&src, b"hello input").unwrap();
+        let (s, mut rx) = stager(&dir.path().join("cache"));
+        let url = format!("file://{}", src.display());
+        let input = |sha: &str| v1::StagedInput {
+            name: "in.txt".into(),
+            sha256: sha.into(),
+            url: url.clone(),
+            size: 0,
+        };
+        s.stage(7, vec![input("")]);
+        let (id, r) = staged(rx.recv().await.unwrap());
+        let got = r.unwrap();
+        assert_eq!((id, got[0].size), (7, 11));
+        let sha = got[0].sha256.clone();
+        assert_eq!(std::fs::read(s.cache().path(&sha)).unwrap(), b"hello input");
+        assert!(s.in_place(&got));
+        // Named with its digest, it is read from the cache: no fetch.
+        let before = s.fetches.load(std::sync::atomic::Ordering::Relaxed);
+        s.stage(8, vec![input(&sha)]);
+        assert!(staged(rx.recv().await.unwrap()).1.is_ok());
+        assert_eq!(s.fetches.load(std::sync::atomic::Ordering::Relaxed), before);
+        // Another digest: fetched, and refused.
+        s.stage(9, vec![input(&"0".repeat(64))]);
+        let why = staged(rx.recv().await.unwrap()).1.unwrap_err();
+        assert!(why.contains("not used") && why.contains(&url), "{why}");
+        // An unreachable server: the URL and the error, after its attempts.
+        s.stage(
+            10,
+            vec![v1::StagedInput {
+                name: "x".into(),
+                url: "http://127.0.0.1:1/x".into(),
+                ..Default::default()
+            }],
+        );
+        let why = staged(rx.recv().await.unwrap()).1.unwrap_err();
+        assert!(why.contains("http://127.0.0.1:1/x"), "{why}");
+        assert!(s.progress(10).is_none(), "no progress left behind");
+    }
 }

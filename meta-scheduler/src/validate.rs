@@ -325,6 +325,50 @@ machines = [{ name = "m", processors = 8 }]
     }
 
     #[test]
+    fn staged_inputs_name_a_file_in_the_working_directory_and_an_upload_or_a_url() {
+        let input = |name: &str, sha: &str, url: &str| v1::StagedInput {
+            name: name.into(),
+            sha256: sha.into(),
+            url: url.into(),
+            size: 0,
+        };
+        let sha = "ab".repeat(32);
+        let with = |inputs: Vec<v1::StagedInput>| v1::JobSpec {
+            stage_in: inputs,
+            ..ok_spec()
+        };
+        let good = vec![
+            input("in/data.bin", &sha, ""),
+            input("genome.fa", "", "https://data.example.org/genome.fa"),
+            input("local", &sha, "file:///srv/data/x"),
+            input("plain", "", "http://10.0.0.1:8080/x?y=1"),
+        ];
+        assert!(admit(GRID, Some(&with(good)), 1000).is_ok());
+        for (bad, at) in [
+            (vec![input("../x", &sha, "")], "stage_in[0].name"),
+            (vec![input("/etc/x", &sha, "")], "stage_in[0].name"),
+            (vec![input("", &sha, "")], "stage_in[0].name"),
+            (
+                vec![input("a", &sha, ""), input("a", &sha, "")],
+                "stage_in[1].name",
+            ),
+            (vec![input("a", "", "")], "stage_in[0].sha256"),
+            (vec![input("a", "ABCD", "")], "stage_in[0].sha256"),
+            (vec![input("a", "", "ftp://host/x")], "stage_in[0].url"),
+            (vec![input("a", "", "http:///x")], "stage_in[0].url"),
+            (vec![input("a", "", "file://relative/x")], "stage_in[0].url"),
+            (vec![input("a", "", "not a url")], "stage_in[0].url"),
+        ] {
+            assert_eq!(field(with(bad.clone())), at, "{bad:?}");
+        }
+        let many = (0..257)
+            .map(|i| input(&format!("f{i}"), &sha, ""))
+            .collect();
+        let refused = check(Some(&with(many)), &SpecLimits::default()).unwrap_err();
+        assert_eq!(refused.field, "stage_in");
+    }
+
+    #[test]
     fn names_the_field() {
         assert!(admit(GRID, Some(&ok_spec()), 1000).is_ok());
         assert_eq!(

@@ -951,3 +951,39 @@ fn a_single_machine_policy_plans_with_the_run_scaled_to_its_machine() {
         }
     }
 }
+
+#[test]
+fn a_job_held_back_is_checked_for_what_it_asks_as_its_submission_would_be() {
+    let p = platform(&[(4, 1), (8, 1)]);
+    let mut r = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+    let job = |id: u64, procs: u32, est: Duration| Job::new(id, 0, procs, est, est);
+    assert!(r.admissible(&job(1, 8, 10)).is_ok());
+    assert!(matches!(
+        r.admissible(&job(2, 9, 10)),
+        Err(RunnerError::Rejected(Rejection::TooWide { max: 8, .. }))
+    ));
+    assert!(matches!(
+        r.admissible(&job(3, 1, 0)),
+        Err(RunnerError::Rejected(Rejection::BadEstimate { .. }))
+    ));
+    let mut big = job(4, 1, 10);
+    big.memory_kb = Some(1 << 30);
+    let mut p2 = p.clone();
+    for m in &mut p2.machines {
+        m.memory_kb = Some(1 << 20);
+    }
+    let r2 = runner(&p2, PolicyKind::Easy, RunnerConfig::default());
+    assert!(matches!(
+        r2.admissible(&big),
+        Err(RunnerError::Rejected(Rejection::NoEligibleMachine { .. }))
+    ));
+    submit(&mut r, 0, job(5, 1, 10), None);
+    assert!(matches!(
+        r.admissible(&job(5, 1, 10)),
+        Err(RunnerError::Duplicate(_))
+    ));
+    // What it accepts, the submission accepts too.
+    let ok = job(6, 8, 10);
+    assert!(r.admissible(&ok).is_ok());
+    submit(&mut r, 0, ok, None);
+}

@@ -82,6 +82,7 @@ impl Rest {
                 )
             })?,
         };
+        crate::staging::crypto();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_millis(cfg.call_timeout_ms))
             .connect_timeout(Duration::from_millis(cfg.call_timeout_ms.min(2000)))
