@@ -58,6 +58,12 @@ pub struct BenchArgs {
     /// history, and its restart (killed -9) to serving.
     #[arg(long, default_value_t = 0)]
     pub history: usize,
+    /// Instead of the other measurements: stage an input of this many MiB (e.g. 1024) and
+    /// compare with `cp` of the same file on this machine: the upload to the meta-scheduler, then
+    /// a job reading it (pushed to its site, read by its machine's agent, each hop checked), then
+    /// a second job reading it at the same site (from the caches).
+    #[arg(long, default_value_t = 0)]
+    pub staging: u64,
     /// With `--history`: at most this many jobs are submitted and not yet ended at a time (the
     /// history is submitted in waves of this size, each run to its end before the next).
     #[arg(long, default_value_t = 10_000)]
@@ -279,7 +285,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mut c = MetaSchedulerClient::new(channel);
+    let mut c = MetaSchedulerClient::new(channel.clone());
     wait_ready(&mut c, 12).await?;
     outln!(
         "benchmark grid: 3 sites x 4 agents x 8 processors (EASY), start claims {}, in {}",
@@ -289,6 +295,9 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
 
     if a.history > 0 {
         return history(&a, &mut grid, c).await;
+    }
+    if a.staging > 0 {
+        return staging(&a, &grid.dir, channel, c).await;
     }
 
     // 1. Submit-to-start latency on the idle grid.
@@ -641,4 +650,156 @@ async fn history(
         anyhow::bail!("{what} during the benchmark");
     }
     Ok(())
+}
+
+/// `gridctl bench --staging MIB`: an input's way through the grid against `cp` of the same file.
+async fn staging(
+    a: &BenchArgs,
+    dir: &std::path::Path,
+    channel: Channel,
+    mut c: MetaSchedulerClient<Channel>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let size = a.staging << 20;
+    let file = dir.join("bench-input.bin");
+    {
+        // Distinct bytes per run (its digest is new: nothing is cached yet).
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&file)?);
+        let seed = now_ns() as u64;
+        let mut block = vec![0u8; 1 << 20];
+        for k in 0..a.staging {
+            for (i, b) in block.iter_mut().enumerate() {
+                *b = (seed ^ k.wrapping_mul(0x9e37_79b9) ^ (i as u64).wrapping_mul(31)) as u8;
+            }
+            w.write_all(&block)?;
+        }
+        w.into_inner()?.sync_all()?;
+    }
+    let mb = |d: Duration| size as f64 / 1e6 / d.as_secs_f64();
+    let t = Instant::now();
+    let copy = dir.join("bench-input.copy");
+    std::fs::copy(&file, &copy)?;
+    std::fs::File::open(&copy)?.sync_all()?;
+    let cp = t.elapsed();
+    std::fs::remove_file(&copy)?;
+    outln!(
+        "cp of {} MiB on this machine (synced): {:.2} s, {:.0} MB/s",
+        a.staging,
+        cp.as_secs_f64(),
+        mb(cp)
+    );
+    let mut up =
+        MetaSchedulerClient::with_interceptor(channel, gridsched_security::Bearer::new(None)?);
+    let t = Instant::now();
+    let (sha, _) = crate::inputs::upload(&mut up, &file, "bench-input.bin").await?;
+    let upload = t.elapsed();
+    outln!(
+        "upload to the meta-scheduler (streamed, hashed, synced): {:.2} s, {:.0} MB/s ({:.2} of cp)",
+        upload.as_secs_f64(),
+        mb(upload),
+        cp.as_secs_f64() / upload.as_secs_f64()
+    );
+    // The start latency of a job without inputs, then of jobs reading the input.
+    let start = async |c: &mut MetaSchedulerClient<Channel>, input: bool| {
+        let mut spec = clocked(8);
+        if input {
+            spec.stage_in = vec![v1::StagedInput {
+                name: "input.bin".into(),
+                sha256: sha.clone(),
+                ..Default::default()
+            }];
+        }
+        let t0 = now_ns();
+        let job = run_one(c, spec).await?;
+        anyhow::ensure!(
+            job.state() == JobState::Completed,
+            "job {} ended {:?}: {}",
+            job.id,
+            job.state(),
+            job.reason
+        );
+        let started = printed_start(dir, &job.machine.clone().unwrap_or_default(), job.id)?;
+        anyhow::Ok((
+            Duration::from_nanos(started.saturating_sub(t0) as u64),
+            job.site.unwrap_or_default(),
+        ))
+    };
+    let (base, _) = start(&mut c, false).await?;
+    let t0 = SystemTime::now();
+    let (first, site) = start(&mut c, true).await?;
+    let staged = first.saturating_sub(base);
+    // Each hop's end: when its copy was last written (its file's modification time).
+    let copies = copies_of(dir, &sha);
+    let done = |part: &str| {
+        copies
+            .iter()
+            .find(|(p, _)| p.to_string_lossy().contains(part))
+            .map(|(_, t)| *t)
+    };
+    if let (Some(site_t), Some(machine_t)) = (done("/cache/"), done("/.cache/")) {
+        let hop1 = site_t.duration_since(t0).unwrap_or_default();
+        let hop2 = machine_t.duration_since(site_t).unwrap_or_default();
+        outln!(
+            "  hop 1, meta-scheduler -> {site}'s cache (pushed, hashed, synced): {:.2} s, {:.0} MB/s ({:.2} of cp)",
+            hop1.as_secs_f64(),
+            mb(hop1),
+            cp.as_secs_f64() / hop1.as_secs_f64()
+        );
+        outln!(
+            "  hop 2, {site}'s cache -> the machine's (read by its agent, hashed, synced): {:.2} s, {:.0} MB/s ({:.2} of cp)",
+            hop2.as_secs_f64(),
+            mb(hop2),
+            cp.as_secs_f64() / hop2.as_secs_f64()
+        );
+    }
+    outln!(
+        "a job reading it, submit -> start: {:.2} s against {:.3} s without input: staged in {:.2} s, {:.0} MB/s ({:.2} of cp) over two hops, each checked (meta-scheduler -> {site}'s cache -> its machine's)",
+        first.as_secs_f64(),
+        base.as_secs_f64(),
+        staged.as_secs_f64(),
+        mb(staged),
+        cp.as_secs_f64() / staged.as_secs_f64()
+    );
+    let mut again = Vec::new();
+    for _ in 0..3 {
+        again.push(start(&mut c, true).await?);
+    }
+    for (d, s) in &again {
+        outln!(
+            "another job reading it at {s}: submit -> start {:.3} s (from the caches{})",
+            d.as_secs_f64(),
+            if *s == site {
+                ""
+            } else {
+                ", a new site: pushed"
+            }
+        );
+    }
+    std::fs::remove_file(&file)?;
+    Ok(())
+}
+
+/// The copies of blob `sha` under `dir` (the meta-scheduler's, the sites' caches, the machines'),
+/// each with its modification time.
+fn copies_of(dir: &std::path::Path, sha: &str) -> Vec<(std::path::PathBuf, SystemTime)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => todo.push(p),
+                Ok(_) if e.file_name() == sha => {
+                    if let Ok(m) = e.metadata().and_then(|m| m.modified()) {
+                        out.push((p, m));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }

@@ -112,7 +112,11 @@ fn files(path: &Path, name: &str) -> anyhow::Result<Vec<(PathBuf, String)>> {
 }
 
 /// Uploads one file: its digest and size.
-async fn upload(c: &mut crate::Client, file: &Path, name: &str) -> anyhow::Result<(String, u64)> {
+pub(crate) async fn upload(
+    c: &mut crate::Client,
+    file: &Path,
+    name: &str,
+) -> anyhow::Result<(String, u64)> {
     use tokio::io::AsyncReadExt;
     let mut f = tokio::fs::File::open(file)
         .await

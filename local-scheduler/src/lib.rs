@@ -150,7 +150,11 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
             gridsched_telemetry::serve_with(addr, registry, axum::Router::new(), http_tls).await?;
         tracing::info!(%bound, "metrics on http://{bound}/metrics");
     }
-    let mut server = tonic::transport::Server::builder();
+    // Windows wide enough for input transfers (1 MiB chunks) to stream without waiting.
+    let mut server = tonic::transport::Server::builder()
+        .initial_stream_window_size(Some(gridsched_proto::blobs::WINDOW))
+        .initial_connection_window_size(Some(2 * gridsched_proto::blobs::WINDOW))
+        .max_frame_size(Some(gridsched_proto::blobs::FRAME));
     if let Some(tls) = grpc_tls {
         server = server.tls_config(tls)?;
     }

@@ -9,6 +9,7 @@ use crate::outputs::Outputs;
 use gridsched_proto::blobs::{self, BlobError, Blobs};
 use gridsched_proto::v1::{self, local_scheduler_server::LocalScheduler};
 use gridsched_security::{Fence, SharedSecret};
+use std::io::Read as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -399,7 +400,7 @@ impl LocalScheduler for Service {
         self.meta_call(r.metadata())?;
         let cache = self.cache()?;
         let mut chunks = r.into_inner();
-        let mut held = None;
+        let mut appender: Option<blobs::Appender> = None;
         while let Some(c) = chunks.message().await? {
             if c.data.len() > blobs::CHUNK {
                 return Err(Status::invalid_argument(format!(
@@ -409,21 +410,30 @@ impl LocalScheduler for Service {
                 )));
             }
             let cache = cache.clone();
-            let h = tokio::task::spawn_blocking(move || {
-                cache.append(&c.sha256, c.offset, &c.data, c.size)
+            // The file stays open and the digest is computed as the chunks come.
+            let (a, h) = tokio::task::spawn_blocking(move || {
+                let mut a = match appender {
+                    Some(a) => a,
+                    None => cache.appender(&c.sha256, c.size)?,
+                };
+                let h = a.append(c.offset, &c.data)?;
+                Ok::<_, BlobError>((a, h))
             })
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(blob_status)?;
-            held = Some(h);
+            appender = Some(a);
             if h.complete {
                 break;
             }
         }
-        let h = held.unwrap_or(blobs::Held {
-            have: 0,
-            complete: false,
-        });
+        let h = appender.map_or(
+            blobs::Held {
+                have: 0,
+                complete: false,
+            },
+            |a| a.held(),
+        );
         Ok(Response::new(v1::BlobStatusResponse {
             have: h.have,
             complete: h.complete,
@@ -446,27 +456,30 @@ impl LocalScheduler for Service {
             )));
         };
         let pause = self.read_pause;
-        let stream = async_stream(Vec::new(), move |out| async move {
+        let (tx, rx) = mpsc::channel::<Result<v1::BlobChunk, Status>>(4);
+        // One reader, the file open from the offset to the end.
+        tokio::task::spawn_blocking(move || {
+            let mut f = match cache.reader(&req.sha256, req.offset) {
+                Ok(f) => f,
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(Status::internal(e.to_string())));
+                    return;
+                }
+            };
             let mut at = req.offset;
             while at < size {
                 if at > req.offset && !pause.is_zero() {
-                    tokio::time::sleep(pause).await;
+                    std::thread::sleep(pause);
                 }
-                let (c, sha) = (cache.clone(), req.sha256.clone());
-                let read =
-                    tokio::task::spawn_blocking(move || c.read(&sha, at, blobs::CHUNK)).await;
-                let data = match read {
-                    Ok(Ok(d)) if !d.is_empty() => d,
-                    Ok(Ok(_)) => return,
-                    Ok(Err(e)) => {
-                        let _ = out.send(Err(Status::internal(e.to_string()))).await;
-                        return;
-                    }
+                let mut data = Vec::with_capacity(blobs::CHUNK);
+                match std::io::Read::take(&mut f, blobs::CHUNK as u64).read_to_end(&mut data) {
+                    Ok(0) => return,
+                    Ok(_) => {}
                     Err(e) => {
-                        let _ = out.send(Err(Status::internal(e.to_string()))).await;
+                        let _ = tx.blocking_send(Err(Status::internal(e.to_string())));
                         return;
                     }
-                };
+                }
                 let n = data.len() as u64;
                 let chunk = v1::BlobChunk {
                     sha256: req.sha256.clone(),
@@ -475,12 +488,14 @@ impl LocalScheduler for Service {
                     size,
                     name: String::new(),
                 };
-                if out.send(Ok(chunk)).await.is_err() {
+                if tx.blocking_send(Ok(chunk)).is_err() {
                     return;
                 }
                 at += n;
             }
         });
+        let stream: BoxStream<v1::BlobChunk> =
+            Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx));
         Ok(Response::new(stream))
     }
 }

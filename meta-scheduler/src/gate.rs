@@ -200,7 +200,11 @@ impl Front {
             .ok()
             .and_then(|mut s| s.take())
             .ok_or_else(|| anyhow::anyhow!("the gRPC server already runs"))?;
-        let mut server = tonic::transport::Server::builder();
+        // Windows wide enough for input transfers (1 MiB chunks) to stream without waiting.
+        let mut server = tonic::transport::Server::builder()
+            .initial_stream_window_size(Some(gridsched_proto::blobs::WINDOW))
+            .initial_connection_window_size(Some(2 * gridsched_proto::blobs::WINDOW))
+            .max_frame_size(Some(gridsched_proto::blobs::FRAME));
         if let Some(tls) = self.cfg.tls.server()? {
             server = server.tls_config(tls)?;
         }

@@ -289,9 +289,12 @@ impl Uploads {
         let from = held.have.min(size);
         let pause = Duration::from_millis(svc.inner.cfg.faults.push_pause_ms);
         let reader = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            use std::io::Read as _;
             let mut at = from;
+            let mut f = store.reader(&sha_owned, from)?;
             loop {
-                let data = store.read(&sha_owned, at, blobs::CHUNK)?;
+                let mut data = Vec::with_capacity(blobs::CHUNK);
+                (&mut f).take(blobs::CHUNK as u64).read_to_end(&mut data)?;
                 let n = data.len() as u64;
                 let last = at + n >= size;
                 let chunk = v1::BlobChunk {

@@ -14,6 +14,14 @@ use std::path::{Path, PathBuf};
 /// Largest piece of a blob in one `BlobChunk`.
 pub const CHUNK: usize = 1024 * 1024;
 
+/// The HTTP/2 flow-control window of a stream carrying blobs (servers and the clients that read
+/// them): several chunks in flight, so that a transfer is not paced by window updates.
+pub const WINDOW: u32 = 8 * 1024 * 1024;
+
+/// The largest HTTP/2 frame such a peer accepts (the protocol's default is 16 KiB: 64 frames per
+/// chunk).
+pub const FRAME: u32 = 1024 * 1024;
+
 /// Whether `s` is a SHA-256 as the API writes it: 64 lowercase hex digits.
 pub fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -137,7 +145,8 @@ impl Blobs {
     /// Takes `data`, the bytes of blob `sha` (of `size` bytes in all) from `offset`: what the
     /// partial copy holds already is skipped, a chunk past its end is not taken (the answer says
     /// where to resend from). The chunk that completes the blob has the whole checked: a match
-    /// makes it visible under its digest (durably), a mismatch drops the copy.
+    /// makes it visible under its digest (durably), a mismatch drops the copy. For a stream of
+    /// chunks, [`Blobs::appender`] keeps the file open and hashes as it goes.
     pub fn append(
         &self,
         sha: &str,
@@ -145,48 +154,44 @@ impl Blobs {
         data: &[u8],
         size: u64,
     ) -> Result<Held, BlobError> {
+        self.appender(sha, size)?.append(offset, data)
+    }
+
+    /// An appender to blob `sha` of `size` bytes, from where its partial copy ends (whose bytes
+    /// are hashed once, here).
+    pub fn appender(&self, sha: &str, size: u64) -> Result<Appender, BlobError> {
         let held = self.held(sha)?;
-        if held.complete {
-            return Ok(held);
+        let mut hash = Sha256::new();
+        let mut file = None;
+        if !held.complete {
+            let part = self.part(sha);
+            let mut f = OpenOptions::new()
+                .create(true)
+                .read(true)
+                .append(true)
+                .open(&part)?;
+            let mut buf = vec![0; CHUNK];
+            let mut at = 0u64;
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                hash.update(&buf[..n]);
+                at += n as u64;
+            }
+            if at != held.have {
+                return Err(io::Error::other("the partial copy changed while being read").into());
+            }
+            file = Some(f);
         }
-        let end = offset + data.len() as u64;
-        if end > size {
-            return Err(BlobError::PastEnd { end, size });
-        }
-        let have = held.have;
-        // A gap (resend from `have`), or nothing new unless it completes a full partial copy
-        // (the copy was written in full but not yet checked, e.g. before a crash).
-        if offset > have || end < have || (end == have && have < size) {
-            return Ok(held);
-        }
-        let part = self.part(sha);
-        let mut f = OpenOptions::new().create(true).append(true).open(&part)?;
-        if end > have {
-            let skip = (have - offset) as usize;
-            f.write_all(&data[skip..])?;
-        }
-        let have = end.max(have);
-        if have < size {
-            return Ok(Held {
-                have,
-                complete: false,
-            });
-        }
-        f.sync_all()?;
-        drop(f);
-        let got = digest_file(&part)?;
-        if got != sha {
-            let _ = fs::remove_file(&part);
-            return Err(BlobError::Mismatch {
-                want: sha.to_owned(),
-                got,
-                size,
-            });
-        }
-        self.publish(&part, sha)?;
-        Ok(Held {
-            have: size,
-            complete: true,
+        Ok(Appender {
+            store: self.clone(),
+            sha: sha.to_owned(),
+            size,
+            held,
+            file,
+            hash,
         })
     }
 
@@ -214,6 +219,13 @@ impl Blobs {
         })
     }
 
+    /// Complete blob `sha`, open and positioned at `offset`, for reading in sequence.
+    pub fn reader(&self, sha: &str, offset: u64) -> io::Result<File> {
+        let mut f = File::open(self.path(sha))?;
+        f.seek(SeekFrom::Start(offset))?;
+        Ok(f)
+    }
+
     /// Reads up to `max` bytes of complete blob `sha` from `offset` (empty at its end).
     pub fn read(&self, sha: &str, offset: u64, max: usize) -> io::Result<Vec<u8>> {
         let mut f = File::open(self.path(sha))?;
@@ -235,6 +247,72 @@ impl Blobs {
             fs::copy(&from, dest)?;
         }
         Ok(())
+    }
+}
+
+/// Appends the chunks of one blob in order, hashing them as they come ([`Blobs::appender`]).
+#[derive(Debug)]
+pub struct Appender {
+    store: Blobs,
+    sha: String,
+    size: u64,
+    held: Held,
+    file: Option<File>,
+    hash: Sha256,
+}
+
+impl Appender {
+    /// What is held now.
+    pub fn held(&self) -> Held {
+        self.held
+    }
+
+    /// Takes `data` at `offset` (see [`Blobs::append`]).
+    pub fn append(&mut self, offset: u64, data: &[u8]) -> Result<Held, BlobError> {
+        if self.held.complete {
+            return Ok(self.held);
+        }
+        let (size, have) = (self.size, self.held.have);
+        let end = offset + data.len() as u64;
+        if end > size {
+            return Err(BlobError::PastEnd { end, size });
+        }
+        // A gap (resend from `have`), or nothing new unless it completes a full partial copy
+        // (the copy was written in full but not yet checked, e.g. before a crash).
+        if offset > have || end < have || (end == have && have < size) {
+            return Ok(self.held);
+        }
+        let Some(f) = self.file.as_mut() else {
+            return Err(io::Error::other("the appender was closed by a mismatch").into());
+        };
+        if end > have {
+            let new = &data[(have - offset) as usize..];
+            f.write_all(new)?;
+            self.hash.update(new);
+        }
+        self.held.have = end.max(have);
+        if self.held.have < size {
+            return Ok(self.held);
+        }
+        f.sync_all()?;
+        self.file = None;
+        let part = self.store.part(&self.sha);
+        let got = hex(&std::mem::take(&mut self.hash).finalize());
+        if got != self.sha {
+            let _ = fs::remove_file(&part);
+            self.held = Held {
+                have: 0,
+                complete: false,
+            };
+            return Err(BlobError::Mismatch {
+                want: self.sha.clone(),
+                got,
+                size,
+            });
+        }
+        self.store.publish(&part, &self.sha)?;
+        self.held.complete = true;
+        Ok(self.held)
     }
 }
 

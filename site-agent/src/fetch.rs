@@ -102,14 +102,20 @@ impl Fetcher {
                 .map(|_| ())
                 .map_err(|e| e.to_string());
         }
+        let (cache, sha_owned) = (self.cache.clone(), sha.to_owned());
+        let mut appender = tokio::task::spawn_blocking(move || cache.appender(&sha_owned, size))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
         while let Some(chunk) = stream.message().await.map_err(|e| e.message().to_owned())? {
-            let cache = self.cache.clone();
-            let sha = sha.to_owned();
-            let held = tokio::task::spawn_blocking(move || {
-                cache.append(&sha, chunk.offset, &chunk.data, size)
+            // The file stays open and the digest is computed as the chunks come.
+            let (a, held) = tokio::task::spawn_blocking(move || {
+                let h = appender.append(chunk.offset, &chunk.data);
+                (appender, h)
             })
             .await
             .map_err(|e| e.to_string())?;
+            appender = a;
             match held {
                 Ok(h) if h.complete => return Ok(()),
                 Ok(_) => {}

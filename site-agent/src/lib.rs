@@ -277,6 +277,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 LocalSchedulerClient::with_interceptor(
                     tls.endpoint(&cli.scheduler)?
                         .connect_timeout(CALL_TIMEOUT)
+                        .initial_stream_window_size(gridsched_proto::blobs::WINDOW)
+                        .initial_connection_window_size(2 * gridsched_proto::blobs::WINDOW)
+                        .max_frame_size(gridsched_proto::blobs::FRAME)
                         .connect_lazy(),
                     bearer.clone(),
                 ),
