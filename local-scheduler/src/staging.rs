@@ -47,10 +47,8 @@ pub type Staged = Result<Vec<v1::StagedInput>, String>;
 impl Stager {
     /// A stager filling `cache`, reporting to the driver behind `tx`.
     pub fn new(cache: Blobs, tx: mpsc::Sender<Msg>, url_cache_s: u64) -> anyhow::Result<Stager> {
-        crypto();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()?;
+        let http =
+            http_client(|| reqwest::Client::builder().connect_timeout(Duration::from_secs(10)))?;
         Ok(Stager {
             cache,
             http,
@@ -250,6 +248,26 @@ impl Stager {
         }
         let (sha, size) = w.finish(None).map_err(|e| (e.to_string(), true))?;
         check(want, sha, size).map_err(|e| (e, false))
+    }
+}
+
+/// An HTTP client from `builder`, verifying servers against the machine's CA certificates; on a
+/// machine without any (a container image built from scratch) one that still fetches `http://`
+/// but verifies no `https://` server, said in a warning, rather than no site at all.
+pub fn http_client(
+    builder: impl Fn() -> reqwest::ClientBuilder,
+) -> anyhow::Result<reqwest::Client> {
+    crypto();
+    match builder().build() {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            tracing::warn!(
+                "no usable CA certificates on this machine ({e}): https:// servers cannot be verified, so fetching from them fails"
+            );
+            Ok(builder()
+                .tls_certs_only(Vec::<reqwest::Certificate>::new())
+                .build()?)
+        }
     }
 }
 

@@ -82,12 +82,12 @@ impl Rest {
                 )
             })?,
         };
-        crate::staging::crypto();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_millis(cfg.call_timeout_ms))
-            .connect_timeout(Duration::from_millis(cfg.call_timeout_ms.min(2000)))
-            .tcp_nodelay(true)
-            .build()?;
+        let http = crate::staging::http_client(|| {
+            reqwest::Client::builder()
+                .timeout(Duration::from_millis(cfg.call_timeout_ms))
+                .connect_timeout(Duration::from_millis(cfg.call_timeout_ms.min(2000)))
+                .tcp_nodelay(true)
+        })?;
         Ok(Rest {
             http,
             base: format!(
