@@ -130,6 +130,7 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
                 cache.clone(),
                 tx.clone(),
                 url_cache_s,
+                edge::stopwatch,
             )?);
             tokio::spawn(edge::run(driver, rx));
         }

@@ -37,6 +37,8 @@ pub struct Stager {
     /// Transfers at once.
     slots: Arc<Semaphore>,
     url_cache: Duration,
+    /// The monotonic clock the edge gave (the stager reads no clock of its own).
+    clock: fn() -> Instant,
     /// Fetches made (URL inputs not found in the cache), for the metrics and the tests.
     pub fetches: Arc<std::sync::atomic::AtomicU64>,
 }
@@ -46,7 +48,12 @@ pub type Staged = Result<Vec<v1::StagedInput>, String>;
 
 impl Stager {
     /// A stager filling `cache`, reporting to the driver behind `tx`.
-    pub fn new(cache: Blobs, tx: mpsc::Sender<Msg>, url_cache_s: u64) -> anyhow::Result<Stager> {
+    pub fn new(
+        cache: Blobs,
+        tx: mpsc::Sender<Msg>,
+        url_cache_s: u64,
+        clock: fn() -> Instant,
+    ) -> anyhow::Result<Stager> {
         let http =
             http_client(|| reqwest::Client::builder().connect_timeout(Duration::from_secs(10)))?;
         Ok(Stager {
@@ -58,6 +65,7 @@ impl Stager {
             fetching: Arc::default(),
             slots: Arc::new(Semaphore::new(4)),
             url_cache: Duration::from_secs(url_cache_s),
+            clock,
             fetches: Arc::default(),
         })
     }
@@ -145,7 +153,7 @@ impl Stager {
         // Fetched recently (by another job waiting at the gate, say): the same content.
         let recent = self.urls.lock().ok().and_then(|m| m.get(&i.url).cloned());
         if let Some((sha, size, at)) = recent
-            && at.elapsed() < self.url_cache
+            && (self.clock)().saturating_duration_since(at) < self.url_cache
             && want.is_none_or(|w| w == sha)
             && self.cache.size(&sha).is_some()
         {
@@ -162,7 +170,7 @@ impl Stager {
             match self.fetch_once(id, i, want).await {
                 Ok((sha, size)) => {
                     if let Ok(mut m) = self.urls.lock() {
-                        m.insert(i.url.clone(), (sha.clone(), size, Instant::now()));
+                        m.insert(i.url.clone(), (sha.clone(), size, (self.clock)()));
                     }
                     return Ok((sha, size));
                 }
@@ -304,7 +312,7 @@ mod tests {
 
     fn stager(dir: &std::path::Path) -> (Stager, mpsc::Receiver<Msg>) {
         let (tx, rx) = mpsc::channel(8);
-        let s = Stager::new(Blobs::open(dir).unwrap(), tx, 3600).unwrap();
+        let s = Stager::new(Blobs::open(dir).unwrap(), tx, 3600, Instant::now).unwrap();
         (s, rx)
     }
 
