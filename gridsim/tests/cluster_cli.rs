@@ -180,3 +180,85 @@ fn a_closed_stdout_ends_the_program_quietly() {
     assert!(o.status.success(), "{e}");
     assert!(!e.contains("panicked"), "{e}");
 }
+
+/// `--network`: two jobs read one 100 MB input from the submitters' side, which reach `c0` at
+/// 1 MB/s and `c1` at 100 MB/s. Counting the transfer, MCT sends both to `c1`: the input is
+/// there at 1 s, the jobs run 1–11 and 11–21. Blind, it sends both to `c0` (the lower id on a
+/// tie): the input is there at 100 s, the jobs run 100–110 and 110–120. One move either way.
+#[test]
+fn a_network_file_moves_the_inputs_and_the_strategy_counts_them_unless_blind() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = dir.path().join("p.json");
+    std::fs::write(
+        &platform,
+        r#"{"machines":[{"id":0,"name":"a","procs":4,"benchmark":100},
+                        {"id":1,"name":"b","procs":4,"benchmark":100,"cluster":1}],
+            "clusters":[{"id":0,"name":"c0","site":0,"machines":[0],"space_sharing":true},
+                        {"id":1,"name":"c1","site":1,"machines":[1],"space_sharing":true}],
+            "sites":[{"id":0,"name":"s0","clusters":[0]},{"id":1,"name":"s1","clusters":[1]}]}"#,
+    )
+    .unwrap();
+    let jobs = dir.path().join("j.jsonl");
+    let input = r#""stage_in":[{"key":"big","bytes":100000000}]"#;
+    std::fs::write(
+        &jobs,
+        format!(
+            "{{\"id\":1,\"submit\":0,\"procs\":4,\"estimate\":10,\"runtime\":10,{input}}}\n\
+             {{\"id\":2,\"submit\":0,\"procs\":4,\"estimate\":10,\"runtime\":10,{input}}}\n"
+        ),
+    )
+    .unwrap();
+    let net = dir.path().join("net.toml");
+    std::fs::write(
+        &net,
+        "submitters = { bandwidth = \"100 MB/s\" }\nbetween = { bandwidth = \"1 GB/s\" }\n\
+         [[links]]\nfrom = \"submitters\"\nto = \"c0\"\nbandwidth = \"1 MB/s\"\n",
+    )
+    .unwrap();
+    let (p, j, n) = (
+        platform.to_str().unwrap(),
+        jobs.to_str().unwrap(),
+        net.to_str().unwrap(),
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "cluster",
+            "--platform",
+            p,
+            "--workload",
+            j,
+            "--policy",
+            "fcfs",
+            "--dispatch",
+            "min-completion",
+            "--network",
+            n,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let aware = run(&[]);
+    assert_eq!(aware["jobs"]["makespan"], 21, "{aware}");
+    assert_eq!(aware["clusters"][1]["dispatched"], 2);
+    assert_eq!(aware["stats"]["input_moves"], 1);
+    assert_eq!(aware["stats"]["input_bytes"], 100_000_000u64);
+    assert_eq!(aware["stats"]["input_wait_s"], 2, "1 s each");
+    let blind = run(&["--data-blind"]);
+    assert_eq!(blind["jobs"]["makespan"], 120, "{blind}");
+    assert_eq!(blind["clusters"][0]["dispatched"], 2);
+    assert_eq!(blind["stats"]["input_moves"], 1);
+
+    std::fs::write(
+        &net,
+        "submitters = { bandwidth = \"100 MB/s\" }\nbetween = { bandwidth = 1 }\n\
+         [[links]]\nfrom = \"c0\"\nto = \"c9\"\nbandwidth = 5\n",
+    )
+    .unwrap();
+    let o = gridsim(&["cluster", "--platform", p, "--workload", j, "--network", n]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("links[0].to") && e.contains("c9"),
+        "{e}"
+    );
+}

@@ -971,3 +971,35 @@ fn only_runs_the_named_configurations() {
         "{err}"
     );
 }
+
+/// `experiment data --quick`: every strategy blind and aware on both dataset sizes, every job
+/// ends, the report compares each pair, and the runs do not depend on the thread count.
+#[test]
+fn data_quick_compares_every_strategy_blind_and_aware_deterministically() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    experiment("data", a.path(), &[]);
+    experiment("data", b.path(), &["--threads", "1"]);
+    assert_eq!(deterministic_csv(a.path()), deterministic_csv(b.path()));
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    for s in [
+        "min-completion+data",
+        "min-min+data",
+        "heft+data",
+        "load-ordering",
+    ] {
+        assert!(
+            report.contains(&format!("| {s} |")),
+            "{s} missing:\n{report}"
+        );
+    }
+    assert_eq!(report.matches("| 150 / 150 |").count(), 14, "{report}");
+    assert_eq!(report.matches("`heft+data` against `heft`").count(), 2);
+    for f in [
+        "data-light-response.svg",
+        "data-heavy-moved_gb.svg",
+        "summary.json",
+    ] {
+        assert!(a.path().join(f).exists(), "{f}");
+    }
+}

@@ -76,6 +76,10 @@ pub struct MetaConfig {
     /// Uploads of job inputs: where they are kept, their size limits.
     #[serde(default)]
     pub inputs: crate::inputs::InputsConfig,
+    /// The grid's links, counted by the strategies that estimate completion; absent = data
+    /// costs nothing.
+    #[serde(default)]
+    pub network: Option<gridsched_core::dispatch::NetworkConfig>,
     /// JSON Lines file to which the grid runner's inputs and decisions are appended (a header
     /// at every start), for `gridsim rerun`; absent = none.
     #[serde(default)]
@@ -241,6 +245,7 @@ impl Default for MetaConfig {
             replica: Default::default(),
             urgent: Default::default(),
             inputs: Default::default(),
+            network: None,
             input_log: None,
         }
     }
@@ -384,6 +389,10 @@ impl MetaConfig {
             if w.sites[0] == w.sites[1] {
                 return Err(bad(format!("wan[{i}].sites"), "two different sites"));
             }
+        }
+        if let Some(n) = &self.network {
+            let names: Vec<&str> = self.sites.iter().map(|s| s.name.as_str()).collect();
+            n.resolve(&names).map_err(|(key, why)| bad(key, &why))?;
         }
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.sites.iter().enumerate() {

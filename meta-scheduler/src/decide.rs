@@ -74,6 +74,7 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
         .seed
         .wrapping_add(accepted_before.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let links = &cfg.links;
+    let site_names: Vec<&str> = cfg.sites.iter().map(|s| s.name.as_str()).collect();
     let config = GridConfig {
         sites,
         dispatch,
@@ -88,6 +89,12 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
             site_down_after_ms: Some(links.site_down_after_ms),
             // An unanswered reservation is overdue once its call has timed out.
             reservation_answer_ms: (links.call_timeout_ms / 1000 + 1) * 1000,
+            // Checked at the door (MetaConfig::check).
+            network: cfg
+                .network
+                .as_ref()
+                .and_then(|n| n.resolve(&site_names).ok()),
+            data_blind: cfg.network.as_ref().is_some_and(|n| n.data_blind),
         },
         classifier_state: None,
     };
@@ -274,6 +281,8 @@ impl Decider {
                     count: u32::try_from(c.count).unwrap_or(u32::MAX),
                     feasible: c.feasible,
                     note: c.note,
+                    transfer_s: c.transfer.map(|t| t.seconds),
+                    transfer_bytes: c.transfer.map_or(0, |t| t.bytes),
                 })
                 .collect(),
         }
@@ -367,6 +376,7 @@ fn field_name(field: Field) -> String {
         Field::Licences => "licences".into(),
         Field::Licence(i) => format!("licences[{i}]"),
         Field::Inputs => "inputs".into(),
+        Field::StageIn => "stage_in".into(),
         Field::Benchmark => "benchmark".into(),
         Field::After => "after".into(),
         Field::Array => "array".into(),
@@ -579,6 +589,50 @@ mod tests {
             e.candidates[0].note.contains("inputs"),
             "{}",
             e.candidates[0].note
+        );
+    }
+
+    #[test]
+    fn a_network_makes_min_completion_count_the_inputs_and_explain_them_per_site() {
+        let sites = "[[sites]]\nname = \"a\"\nmachines = [{ name = \"a1\", processors = 8 }]\n\
+                     [[sites]]\nname = \"b\"\nmachines = [{ name = \"b1\", processors = 8 }]\n";
+        let net = "[network]\nsubmitters = { bandwidth = \"100 MB/s\" }\n\
+                   between = { bandwidth = \"1 GB/s\" }\n\
+                   [[network.links]]\nfrom = \"submitters\"\nto = \"a\"\nbandwidth = \"1 MB/s\"\n";
+        let text = format!("[dispatch]\nstrategy = \"min-completion\"\n{net}{sites}");
+        let mut d = Decider::new(&MetaConfig::from_toml(&text).unwrap(), 0).unwrap();
+        let reading = v1::JobSpec {
+            stage_in: vec![v1::StagedInput {
+                name: "in.dat".into(),
+                sha256: "ab".repeat(32),
+                size: 50_000_000,
+                ..Default::default()
+            }],
+            ..spec(1, &[])
+        };
+        // 50 s to a, half a second (a second) to b: b, though a comes first.
+        let (site, e, _) = place(&mut d, 1, &reading, 0);
+        assert_eq!(site, Some(1));
+        let t: Vec<(Option<i64>, u64)> = (e.candidates.iter())
+            .map(|c| (c.transfer_s, c.transfer_bytes))
+            .collect();
+        assert_eq!(t, vec![(Some(50), 50_000_000), (Some(1), 50_000_000)]);
+        // b holds it now: its candidate shows no transfer, a's comes from b at 1 GB/s.
+        let (site, e, _) = place(&mut d, 2, &reading, 10);
+        assert_eq!(site, Some(1));
+        let t: Vec<Option<i64>> = e.candidates.iter().map(|c| c.transfer_s).collect();
+        assert_eq!(t, vec![Some(1), Some(0)]);
+        // Blind: a, by the lower id, with the transfer still explained.
+        let blind = text.replace("[network]\n", "[network]\ndata_blind = true\n");
+        let mut d = Decider::new(&MetaConfig::from_toml(&blind).unwrap(), 0).unwrap();
+        let (site, e, _) = place(&mut d, 1, &reading, 0);
+        assert_eq!((site, e.candidates[0].transfer_s), (Some(0), Some(50)));
+        // A link to a site the grid does not have is refused, naming the key.
+        let wrong = text.replace("to = \"a\"", "to = \"z\"");
+        let e = MetaConfig::from_toml(&wrong).unwrap_err().to_string();
+        assert!(
+            e.contains("network.links[0].to") && e.contains("`z`"),
+            "{e}"
         );
     }
 

@@ -254,6 +254,19 @@ pub fn explain(
         if !others.is_empty() {
             text += &format!(" (others: {})", others.join("; "));
         }
+        let moves: Vec<String> = (d.candidates.iter())
+            .filter_map(|c| {
+                let s = c.transfer_s?;
+                if c.transfer_bytes == 0 && s == 0 {
+                    return Some(format!("{} holds them", c.cluster));
+                }
+                let bytes = crate::inputs::human_bytes(c.transfer_bytes);
+                Some(format!("{} ~{s} s ({bytes})", c.cluster))
+            })
+            .collect();
+        if !moves.is_empty() {
+            text += &format!("; inputs to move: {}", moves.join(", "));
+        }
     }
     if let Some(site) = &job.site
         && decision
@@ -451,6 +464,45 @@ mod tests {
         assert!(
             e.text
                 .contains("placed on a1 by easy; waits for: the meta-scheduler to grant"),
+            "{}",
+            e.text
+        );
+    }
+
+    #[test]
+    fn the_inputs_to_move_are_explained_per_site() {
+        let job = v1::Job {
+            id: 4,
+            state: JobState::Dispatched.into(),
+            site: Some("b".into()),
+            ..Default::default()
+        };
+        let candidate = |cluster: &str, transfer_s, note: &str| v1::DispatchCandidate {
+            cluster: cluster.into(),
+            feasible: true,
+            note: note.into(),
+            transfer_s,
+            transfer_bytes: transfer_s.filter(|&s| s > 0).map_or(0, |_| 50_000_000),
+            ..Default::default()
+        };
+        let decision = Decision {
+            priority: None,
+            dispatch: Some(v1::DispatchExplanation {
+                cluster: "b".into(),
+                decided_by: "min-completion (estimated completion at 101)".into(),
+                candidates: vec![
+                    candidate("a", Some(50), "not chosen by the strategy"),
+                    candidate("b", Some(1), ""),
+                    candidate("c", Some(0), "not chosen by the strategy"),
+                    candidate("d", None, "site down"),
+                ],
+                ..Default::default()
+            }),
+        };
+        let e = explain(&job, decision, None, Vec::new());
+        assert!(
+            e.text
+                .contains("; inputs to move: a ~50 s (50.0 MB), b ~1 s (50.0 MB)"),
             "{}",
             e.text
         );

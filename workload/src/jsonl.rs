@@ -22,6 +22,7 @@
 //! | `licences` | array of strings | no | licence names, each at most once |
 //! | `memory_kb` | u64 | no | memory needed, KiB |
 //! | `inputs` | array of `{"machine": u32 (optional), "size": u64}` | no | input data; no machine = shared storage |
+//! | `stage_in` | array of `{"key": string, "bytes": u64, "at": [u32] (optional)}` | no | data staged in at the job's site before it starts: inputs of one key are the same bytes; `at` lists the sites (cluster indices) holding a copy at submission, none = the submitters' side |
 //! | `benchmark` | u32 ≥ 1 | no | benchmark score of the machine the times were measured on |
 //! | `partition` | u32 | no | home partition or site |
 //! | `reservation` | u64 | no | the advance reservation the job runs in (planning policies) |
@@ -47,8 +48,8 @@
 use crate::error::WorkloadError;
 use crate::input::{DynBufRead, OpenedInput, Progress, open_input};
 use gridsched_core::model::{
-    ArraySpec, Dependency, InputRef, Job, JobId, LicenceId, MachineId, ReservationId, Urgency,
-    UserClass, UserId,
+    ArraySpec, DataIn, Dependency, InputRef, Job, JobId, LicenceId, MachineId, ReservationId,
+    Urgency, UserClass, UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -89,6 +90,8 @@ struct JsonJobIn {
     #[serde(default)]
     inputs: Vec<JsonInput>,
     #[serde(default)]
+    stage_in: Vec<DataIn>,
+    #[serde(default)]
     benchmark: Option<u32>,
     #[serde(default)]
     partition: Option<u32>,
@@ -127,6 +130,8 @@ struct JsonJobOut<'a> {
     memory_kb: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     inputs: Vec<JsonInput>,
+    #[serde(skip_serializing_if = "<[DataIn]>::is_empty")]
+    stage_in: &'a [DataIn],
     #[serde(skip_serializing_if = "Option::is_none")]
     benchmark: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -369,6 +374,7 @@ impl<R: BufRead> JsonlReader<R> {
                     size: i.size,
                 })
                 .collect(),
+            stage_in: raw.stage_in,
             benchmark: raw.benchmark,
             partition: raw.partition,
             reservation: raw.reservation.map(ReservationId),
@@ -468,6 +474,7 @@ impl<W: Write> JsonlWriter<W> {
                     size: i.size,
                 })
                 .collect(),
+            stage_in: &job.stage_in,
             benchmark: job.benchmark,
             partition: job.partition,
             reservation: job.reservation.map(|r| r.0),

@@ -34,6 +34,7 @@
 //! # }
 //! ```
 
+pub mod data_heavy;
 pub mod error;
 pub mod hyper_erlang;
 pub mod input;

@@ -15,8 +15,10 @@
 //! running area, as polled) is spread over them, `ready = now + area / processors`; a job mapped
 //! there adds its own area (`procs × ETC`) to it. The expected time to compute (ETC) of a job at a
 //! site is its estimate scaled from its benchmark to the site's fastest machine's (as
-//! [`crate::model::Job::duration_on`]), its estimate when either is unknown. Ties go to the lower
-//! job id, then the lower site id.
+//! [`crate::model::Job::duration_on`]), its estimate when either is unknown. Where the grid
+//! describes its links, the time to move a job's inputs there is added
+//! ([`super::Transfers`]): its completion there is `ready + transfer + ETC`. Ties go to
+//! the lower job id, then the lower site id.
 
 use super::brokers::load_of;
 use super::{
@@ -97,13 +99,18 @@ impl Dispatcher for BatchMapper {
             })
             .collect();
         let mut left: Vec<Job> = std::mem::take(&mut self.held).into_values().collect();
+        let mut pass = super::Pass::default();
         while !left.is_empty() {
             let bests: Vec<Option<Best>> = left
                 .iter()
                 .map(|job| {
                     let mut compared: Vec<(ClusterId, i128)> = grid
                         .eligible(job)
-                        .map(|c| (c, ready[c.index()] + etc(job, &grid.caps[c.index()])))
+                        .map(|c| {
+                            let data = grid.transfers.counted_besides(job, c, now, &pass);
+                            let at = ready[c.index()] + i128::from(data);
+                            (c, at + etc(job, &grid.caps[c.index()]))
+                        })
                         .collect();
                     compared.sort_by_key(|&(c, t)| (t, c));
                     let (site, time) = *compared.first()?;
@@ -146,6 +153,7 @@ impl Dispatcher for BatchMapper {
             let area = i128::from(job.procs) * etc(&job, caps);
             let total = i128::from(caps.total_procs.max(1));
             ready[b.site.index()] += (area + total - 1) / total;
+            pass.placed(&grid.transfers, &job, b.site, now);
             out.push(Release {
                 job: job.id,
                 placement: Placement::Cluster(b.site),

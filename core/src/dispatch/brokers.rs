@@ -72,7 +72,8 @@ impl Dispatcher for Broker {
             let l = load_of(grid, c);
             let total = i128::from(grid.caps[c.index()].total_procs.max(1));
             let backlog = (l.waiting_area + l.running_area) / total;
-            i128::from(now) + backlog + i128::from(job.estimate)
+            let data = i128::from(grid.transfers.counted(job, c, now));
+            i128::from(now) + backlog + data + i128::from(job.estimate)
         };
         let least = |f: &dyn Fn(ClusterId) -> Option<i128>| {
             eligible

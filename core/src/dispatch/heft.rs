@@ -10,8 +10,8 @@
 //!   sites that can run it, each cost its expected time to compute there ([`super::etc`]: the
 //!   estimate scaled from the job's benchmark to the site's fastest machine's), in whole seconds
 //!   rounded down; a node no site can run costs its estimate. The communication costs `c̄` are
-//!   zero: the grid has no data model yet (no sizes of the files passed between nodes, no
-//!   bandwidths between sites), so a child may start anywhere once its parents completed. The
+//!   zero: the grid does not model the files passed between nodes yet, so a child may start
+//!   anywhere once its parents completed. The
 //!   ranks of a workflow are computed when it enters the grid
 //!   ([`Dispatcher::workflow_admitted`]) over the sites as they are then, and forgotten when it
 //!   leaves ([`Dispatcher::workflow_over`]).
@@ -37,7 +37,9 @@
 //!   seconds, before intervals planned later if it fits in the gap (§4.1's insertion); it
 //!   finishes at `t + d`. The job goes to the site of the earliest finish (ties: the lower site
 //!   id), and its interval enters that site's record for the next jobs of the pass and for later
-//!   passes.
+//!   passes. Where the grid describes its links, a job's inputs must reach the site first
+//!   ([`super::Transfers`]): its earliest start there is searched from `now + transfer`, HEFT's
+//!   data-ready time.
 //!
 //! The placement is what the meta level expects; the site's local policy decides the real start.
 //! Integer seconds throughout; no randomness.
@@ -228,14 +230,18 @@ impl Dispatcher for Heft {
         let mut order: Vec<Job> = std::mem::take(&mut self.held).into_values().collect();
         // Highest rank first; `order` is in id order and the sort is stable.
         order.sort_by_key(|j| std::cmp::Reverse(self.rank_of(j)));
+        let now_s = now;
         let now = i128::from(now);
+        let mut pass = super::Pass::default();
         for job in order {
             let options: Vec<(ClusterId, i128, i128)> = grid
                 .eligible(&job)
                 .filter(|c| c.index() < lines.len())
                 .map(|c| {
                     let d = etc(&job, &grid.caps[c.index()]).max(0);
-                    let start = lines[c.index()].earliest_start(now, i64::from(job.procs), d);
+                    let data =
+                        now + i128::from(grid.transfers.counted_besides(&job, c, now_s, &pass));
+                    let start = lines[c.index()].earliest_start(data, i64::from(job.procs), d);
                     (c, start, start + d)
                 })
                 .collect();
@@ -244,6 +250,7 @@ impl Dispatcher for Heft {
                 continue;
             };
             lines[site.index()].add(start, finish, i64::from(job.procs));
+            pass.placed(&grid.transfers, &job, site, now_s);
             self.planned.insert(
                 job.id,
                 Planned {

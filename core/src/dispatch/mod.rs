@@ -16,11 +16,13 @@ mod config;
 mod grid_scheduler;
 mod heft;
 mod load_ordering;
+mod network_config;
 mod reason;
 mod registry;
 mod round_robin;
 #[cfg(test)]
 mod tests;
+mod transfers;
 mod urgent_brokers;
 mod wide_split;
 
@@ -32,9 +34,11 @@ pub use config::DispatchConfig;
 pub use grid_scheduler::{Fragments, GridScheduler, MultiSiteConfig, PairOverhead, stretch_by};
 pub use heft::{Heft, mean_cost, upward_ranks};
 pub use load_ordering::{Function, LoadOrdering};
+pub use network_config::{LinkConfig, NamedLink, NetworkConfig, Rate, parse_rate};
 pub use reason::{Measure, Reason};
 pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};
 pub use round_robin::RoundRobin;
+pub use transfers::{Estimate, Link, Move, Network, Pass, Transfers};
 pub use urgent_brokers::{UrgentBroker, UrgentBrokerKind, urgent_start};
 pub use wide_split::WideSplit;
 
@@ -110,6 +114,8 @@ pub struct GridState {
     pub caps: Vec<ClusterCaps>,
     /// Dynamic load of every cluster, indexed by [`ClusterId`], when the driver provides it.
     pub load: Option<Vec<ClusterLoad>>,
+    /// The links and where the jobs' inputs lie (empty when the grid describes no links).
+    pub transfers: Transfers,
 }
 
 impl GridState {
@@ -130,6 +136,7 @@ impl GridState {
                 })
                 .collect(),
             load: None,
+            transfers: Transfers::default(),
         }
     }
 

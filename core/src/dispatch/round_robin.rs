@@ -63,6 +63,7 @@ mod tests {
         let grid = GridState {
             caps: vec![caps(0, 8, &[]), caps(1, 16, &[1]), caps(2, 8, &[1])],
             load: None,
+            ..Default::default()
         };
         let mut rr = RoundRobin::new();
         let small = Job::new(1, 0, 4, 10, 10);

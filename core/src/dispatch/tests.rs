@@ -22,6 +22,7 @@ fn grid(n: usize) -> GridState {
     GridState {
         caps: caps(n),
         load: None,
+        ..Default::default()
     }
 }
 

@@ -33,6 +33,8 @@ pub enum Field {
     Licence(usize),
     /// Its inputs.
     Inputs,
+    /// The data it stages in.
+    StageIn,
     /// Its benchmark score.
     Benchmark,
     /// The advance reservation it runs in.
@@ -101,6 +103,7 @@ impl From<JobError> for Refusal {
             JobError::ZeroBenchmark => Field::Benchmark,
             JobError::DependsOnItself(_) => Field::After,
             JobError::NestedArray => Field::Array,
+            JobError::StageIn(_) => Field::StageIn,
         };
         Refusal::new(field, Kind::Invalid, e.to_string())
     }

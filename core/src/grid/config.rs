@@ -5,7 +5,7 @@
 
 use super::coallocate;
 use crate::classify::{Classifier, ClassifierConfig};
-use crate::dispatch::{ClusterCaps, DispatchConfig, MultiSiteConfig, Priority};
+use crate::dispatch::{ClusterCaps, DispatchConfig, MultiSiteConfig, Network, Priority};
 use crate::model::{Duration, Job, MachineId};
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +82,14 @@ pub struct GridSettings {
     /// taken back there.
     #[serde(default)]
     pub reservation_answer_ms: u64,
+    /// The grid's links (bandwidth and latency from the submitters and between sites): the
+    /// strategies that estimate completion add the time to move a job's inputs
+    /// ([`crate::dispatch::Transfers`]); `None`: data costs nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
+    /// The strategies ignore the transfers (the data-blind baseline); `explain` still shows them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub data_blind: bool,
 }
 
 /// Everything a grid runner is built from, as plain data (the header of an input log).

@@ -52,6 +52,8 @@ mod reservations;
 mod restore;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod transfer_cases;
 mod workflows;
 
 pub use admit::{Field, Kind, Refusal};
@@ -67,7 +69,7 @@ pub use reservations::{
 pub use workflows::{NodeState, WorkflowStatus};
 
 use crate::classify::{Classifier, ClassifierError};
-use crate::dispatch::{Dispatcher, Priority};
+use crate::dispatch::{Dispatcher, Priority, Transfers};
 use crate::model::{ClusterId, Job, JobId, Outcome, ReservationId, Time};
 use coallocate::Coalloc;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -160,8 +162,12 @@ impl GridRunner {
         settings: GridSettings,
     ) -> GridRunner {
         let links = SiteLinks::new(sites.len(), settings.site_down_after_ms);
+        let mut placer = Placer::new(sites, dispatcher);
+        // The drivers check the network against the sites at their door (Network::check).
+        let network = (settings.network.clone()).filter(|n| n.check(placer.sites.len()).is_ok());
+        placer.grid.transfers = Transfers::new(network, settings.data_blind);
         GridRunner {
-            placer: Placer::new(sites, dispatcher),
+            placer,
             classify,
             settings,
             jobs: FxHashMap::default(),
@@ -457,6 +463,9 @@ impl GridRunner {
             }
             match r.placement {
                 crate::dispatch::Placement::Cluster(c) if c.index() < self.placer.sites.len() => {
+                    if let Some(o) = self.jobs.get(&r.job) {
+                        self.placer.grid.transfers.placed(&o.job, c, now);
+                    }
                     let explanation = self
                         .settings
                         .explain

@@ -9,8 +9,8 @@
 
 use super::{At, Cause, Effect, GridRunner, SiteSpec, cluster};
 use crate::dispatch::{
-    ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, GridState, Part, Placement, Priority,
-    Reason,
+    ClusterArrays, ClusterCaps, ClusterLoad, Dispatcher, Estimate, GridState, Part, Placement,
+    Priority, Reason, Transfers,
 };
 use crate::model::{ClusterId, Job, JobId, Time};
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,10 @@ pub struct Candidate {
     pub feasible: bool,
     /// Why not, or why it was not chosen (empty for the site chosen).
     pub note: String,
+    /// What moving the job's inputs there takes (nothing where the site holds them), where the
+    /// grid describes its links and the job has inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<Estimate>,
 }
 
 /// What a dispatch decided.
@@ -91,6 +95,7 @@ impl Placer {
             grid: GridState {
                 load: reads.then(|| vec![ClusterLoad::default(); n]),
                 caps,
+                transfers: Transfers::default(),
             },
             describe: dispatcher.describe(),
             dispatcher,
@@ -293,12 +298,16 @@ impl Placer {
                 } else {
                     "not chosen by the strategy".into()
                 };
+                let data = self.grid.transfers.network().is_some() && !job.stage_in.is_empty();
+                let transfer =
+                    (data && fits).then(|| self.grid.transfers.estimate(job, cluster(i), now));
                 Candidate {
                     site: i,
                     load,
                     count,
                     feasible: fits && exclude != Some(i) && !elsewhere,
                     note,
+                    transfer,
                 }
             })
             .collect();
@@ -372,6 +381,8 @@ impl GridRunner {
     ) -> Option<(Decision, Option<Explanation>)> {
         match decision {
             Decision::Site(site) => {
+                let job = &self.jobs[&id].job;
+                self.placer.grid.transfers.placed(job, cluster(site), now);
                 let claimed = false;
                 self.set_at(id, At::Site { site, claimed });
                 out.push(Effect::Place {

@@ -76,6 +76,11 @@ impl GridRunner {
                 self.placer
                     .dispatcher
                     .restore(&job, priority, &placed, since);
+                // Its inputs were moved there before the restart (the grid's estimates from now on).
+                self.placer
+                    .grid
+                    .transfers
+                    .arrived(&job, cluster(site), since);
                 At::Site { site, claimed }
             }
             Restored::Split { fragments, since } => {

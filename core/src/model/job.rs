@@ -2,8 +2,8 @@
 //! `two-level-grid-scheduler.md` D2.1, `self-tuning-and-multisite.md` §1.1, §1.5).
 
 use super::{
-    ArraySpec, Dependency, Duration, LicenceId, Machine, MachineId, ReservationId, Task, Time,
-    Urgency, UserId,
+    ArraySpec, DataIn, Dependency, Duration, LicenceId, Machine, MachineId, ReservationId, Task,
+    Time, Urgency, UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -104,6 +104,9 @@ pub struct Job {
     /// Input data the job reads.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<InputRef>,
+    /// Data staged in at its site before it starts (the grid's transfers; see [`DataIn`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stage_in: Vec<DataIn>,
     /// Benchmark score of the machine on which `estimate` (and `runtime`) were measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub benchmark: Option<u32>,
@@ -165,6 +168,9 @@ pub enum JobError {
     /// A dependency names the job itself.
     #[error("field `after`: job {0} cannot wait for itself")]
     DependsOnItself(JobId),
+    /// Two inputs staged in under one key, or one without a key.
+    #[error("field `stage_in`: input {0:?} is listed twice or has no key")]
+    StageIn(String),
     /// An array's task is itself an array.
     #[error("field `array`: a task of an array cannot be an array")]
     NestedArray,
@@ -186,6 +192,7 @@ impl Job {
             deadline: None,
             licences: Vec::new(),
             inputs: Vec::new(),
+            stage_in: Vec::new(),
             benchmark: None,
             partition: None,
             reservation: None,
@@ -227,6 +234,11 @@ impl Job {
                 deadline: d,
                 submit: self.submit,
             });
+        }
+        for (i, d) in self.stage_in.iter().enumerate() {
+            if d.key.is_empty() || self.stage_in[..i].iter().any(|e| e.key == d.key) {
+                return Err(JobError::StageIn(d.key.clone()));
+            }
         }
         for (i, l) in self.licences.iter().enumerate() {
             if self.licences[..i].contains(l) {

@@ -4,6 +4,7 @@
 //! Time is integer seconds everywhere ([`Time`] for instants, [`Duration`] for lengths).
 
 mod array;
+mod data;
 mod dependency;
 mod ids;
 mod job;
@@ -13,6 +14,7 @@ mod urgency;
 pub(crate) mod workflow;
 
 pub use array::{ArrayError, ArraySpec, MAX_INDEX, Task};
+pub use data::DataIn;
 pub use dependency::{Condition, Dependency, DependencyError, Ended, Outcome, Term};
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass, scale_duration};

@@ -44,6 +44,10 @@ pub struct MetaPart {
     /// `allowance` by user).
     #[serde(default)]
     pub urgent: Option<toml::Table>,
+    /// The grid's links, counted by the strategies that estimate completion: the
+    /// meta-scheduler's `[network]` section (`submitters`, `between`, `[[links]]`, `data_blind`).
+    #[serde(default)]
+    pub network: Option<toml::Table>,
 }
 
 impl Default for MetaPart {
@@ -54,6 +58,7 @@ impl Default for MetaPart {
             wan_overhead_pct: None,
             postgres_url: None,
             urgent: None,
+            network: None,
         }
     }
 }
@@ -262,6 +267,9 @@ impl GridFile {
         if let Some(u) = &self.meta.urgent {
             t.push_str(&section(&["urgent"], u));
         }
+        if let Some(n) = &self.meta.network {
+            t.push_str(&section(&["network"], n));
+        }
         if let Some(url) = &self.meta.postgres_url {
             // The grid's one meta-scheduler, named, takes its lease back at once when restarted.
             let _ = write!(
@@ -430,6 +438,26 @@ mod tests {
                    machines = [{ name = \"m1\", processors = 4 }]\n";
         let e = GridFile::parse(bad).unwrap_err().to_string();
         assert!(e.contains("sites[0]") && e.contains("preempt"), "{e}");
+    }
+
+    #[test]
+    fn the_network_reaches_the_meta_scheduler() {
+        let text = "[meta]\ndispatch = \"min-completion\"\n[meta.network]\n\
+                    submitters = { bandwidth = \"100 MB/s\", latency_ms = 20 }\n\
+                    between = { bandwidth = \"1 GB/s\" }\n[[meta.network.links]]\n\
+                    from = \"a\"\nto = \"b\"\nbandwidth = \"10 MB/s\"\n\
+                    [[sites]]\nname = \"a\"\nmachines = [{ name = \"m1\", processors = 4 }]\n\
+                    [[sites]]\nname = \"b\"\nmachines = [{ name = \"m2\", processors = 4 }]\n";
+        let g = GridFile::parse(text).unwrap();
+        let eps = ["127.0.0.1:6000".to_string(), "127.0.0.1:6001".to_string()];
+        let meta = g.meta_toml("127.0.0.1:1", None, Path::new("/tmp/x"), &eps);
+        let m = meta_scheduler::MetaConfig::from_toml(&meta).unwrap();
+        let net = m.network.expect("[network]").resolve(&["a", "b"]).unwrap();
+        assert_eq!(net.submitters[1].latency_ms, 20);
+        assert_eq!(net.between[0][1].bytes_per_s, 10_000_000);
+        let e = meta_scheduler::MetaConfig::from_toml(&meta.replace("to = \"b\"", "to = \"c\""))
+            .unwrap_err();
+        assert!(e.to_string().contains("network.links[0].to"), "{e}");
     }
 
     #[test]

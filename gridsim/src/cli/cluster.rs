@@ -9,13 +9,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gridsched_core::classify::{Classifier, ClassifierConfig};
-use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
+use gridsched_core::dispatch::{DispatchConfig, DispatchKind, Network, NetworkConfig};
 use gridsched_core::heuristics::HeuristicParams;
 use gridsched_core::model::{ClusterId, Job, Platform};
 use gridsched_core::policy::{Policy, PolicyConfig, PolicyKind};
 use gridsched_workload::seed_setups::SetupParams;
 use gridsched_workload::{JobSource, JsonlReader, NormalizeOptions};
-use gridsim::platform::{Classify, Meta, PlatformReport, simulate_jobs};
+use gridsim::platform::{Classify, DataLinks, Meta, PlatformReport, simulate_jobs};
 use std::path::PathBuf;
 
 /// Arguments of `gridsim cluster`.
@@ -95,6 +95,15 @@ pub struct ClusterArgs {
         )
     )]
     pub dispatch: DispatchKind,
+    /// The grid's links, a TOML file in the live meta-scheduler's `[network]` format (`submitters`
+    /// and `between` links, `[[links]]` by cluster name): the jobs' `stage_in` inputs move over
+    /// them, sharing their bandwidth, before the jobs reach their clusters, and the strategies
+    /// that estimate completion count the transfers.
+    #[arg(long, value_name = "FILE")]
+    pub network: Option<PathBuf>,
+    /// With --network: the strategies do not count the transfers (they still take time).
+    #[arg(long, requires = "network")]
+    pub data_blind: bool,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -174,6 +183,18 @@ fn platform_and_jobs(args: &ClusterArgs) -> Result<(Platform, Vec<Job>)> {
     Ok((platform, jobs))
 }
 
+/// The links of `path` (the `[network]` format) over `platform`'s clusters, or what is wrong,
+/// naming the file and the key.
+fn network_file(path: &std::path::Path, platform: &Platform) -> Result<Network> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--network {}", path.display()))?;
+    let cfg: NetworkConfig =
+        toml::from_str(&text).map_err(|e| anyhow!("--network {}: {e}", path.display()))?;
+    let names: Vec<&str> = platform.clusters.iter().map(|c| c.name.as_str()).collect();
+    cfg.resolve(&names)
+        .map_err(|(key, why)| anyhow!("--network {}: {key}: {why}", path.display()))
+}
+
 /// Runs the command.
 pub fn cluster(args: &ClusterArgs) -> Result<()> {
     let kind = args.policy;
@@ -207,6 +228,13 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
         ..DispatchConfig::new(kind)
     }
     .build();
+    let links = match &args.network {
+        None => None,
+        Some(path) => Some(DataLinks {
+            network: network_file(path, &platform)?,
+            blind: args.data_blind,
+        }),
+    };
     let n = jobs.len();
     let described = policies[0].describe();
     let dispatched_by = dispatcher.describe();
@@ -217,6 +245,7 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
             classify: Classify::By(Box::new(classifier)),
             dispatcher,
             splits: None,
+            links,
         },
         jobs,
     )
@@ -233,6 +262,15 @@ pub fn cluster(args: &ClusterArgs) -> Result<()> {
             group(n as i64)
         );
         say!("{}", table(&report));
+        let st = &report.stats;
+        if st.input_moves > 0 {
+            say!(
+                "inputs: {} moves between sites, {:.1} GB; jobs waited {:.1} s on average for them",
+                group(st.input_moves as i64),
+                st.input_bytes as f64 / 1e9,
+                st.input_wait_s as f64 / report.jobs.finished.max(1) as f64
+            );
+        }
     }
     Ok(())
 }

@@ -66,6 +66,7 @@ fn grid(clusters: u32) -> GridState {
     GridState {
         caps,
         load: Some(vec![ClusterLoad::default(); clusters as usize]),
+        ..Default::default()
     }
 }
 

@@ -5,10 +5,10 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
     Experiment, Options, adh, constraints::ConstraintsExperiment, cs::CsExperiment,
-    dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment, gang::GangExperiment,
-    lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output,
-    runner, two_level::TwoLevelExperiment, urgent::UrgentExperiment,
-    workflows::WorkflowsExperiment,
+    data::DataExperiment, dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment,
+    gang::GangExperiment, lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
+    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
+    urgent::UrgentExperiment, workflows::WorkflowsExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -45,6 +45,8 @@ pub enum Name {
     Gang,
     /// Topcuoglu et al. §4.1: HEFT against MCT, Min-Min, Max-Min, Sufferage on workflow streams.
     Workflows,
+    /// Data-aware dispatch (MCT, Min-Min, HEFT counting input transfers) against data-blind.
+    Data,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -63,7 +65,8 @@ pub struct ExperimentArgs {
     /// sets per family: default 10).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: Option<u32>,
-    /// Jobs per workload (`gang` only: default 3,000; the paper's 10,000 with --jobs 10000).
+    /// Jobs per workload (`gang`: default 3,000, the paper's 10,000 with --jobs 10000; `data`:
+    /// default 1,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: Option<u64>,
     /// Base seed; repetition r uses seed + r.
@@ -110,6 +113,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::Urgent => Box::new(UrgentExperiment::new(&opts)?),
         Name::Gang => Box::new(GangExperiment::new(&opts)?),
         Name::Workflows => Box::new(WorkflowsExperiment::new(&opts)),
+        Name::Data => Box::new(DataExperiment::new(&opts)),
     };
     if args.out.is_file() {
         bail!(

@@ -339,6 +339,7 @@ pub fn metrics(platform: &Platform, kind: PolicyKind, jobs: Vec<Job>) -> Result<
             classify: Classify::Fixed(1),
             dispatcher: Box::new(RoundRobin::default()),
             splits: None,
+            links: None,
         },
         jobs.into_iter().map(Ok::<Job, std::convert::Infallible>),
         PlatformHooks {

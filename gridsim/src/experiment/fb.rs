@@ -97,6 +97,7 @@ pub fn single_cluster_metrics(
             classify: Classify::Fixed(1),
             dispatcher: Box::new(RoundRobin::default()),
             splits: None,
+            links: None,
         },
         jobs,
     )

@@ -224,6 +224,7 @@ pub fn run_strategy(w: &LcgWorkload, f: f64, strategy: &str, seed: u64) -> Resul
             classify: Classify::By(Box::new(classifier)),
             dispatcher,
             splits: None,
+            links: None,
         },
         w.jobs
             .iter()

@@ -28,6 +28,8 @@
 //! * [`lcg`]: every dispatch strategy on the LCG grid trace (D4, `gang-urgent-scaling.md` B.4).
 //! * [`urgent`]: urgent jobs in a two-level grid, the local urgent policies and the urgent
 //!   brokers (`gang-urgent-scaling.md` Part B).
+//! * [`data`]: data-aware dispatch (MCT, Min-Min, HEFT counting the inputs' transfers) against
+//!   the same strategies blind to them, inputs moved over shared links.
 //! * [`workflows`]: HEFT against the independent-job strategies on streams of synthetic
 //!   scientific workflows (Topcuoglu et al. 2002, §4.1).
 
@@ -36,11 +38,13 @@ pub mod constraints;
 pub mod cs;
 pub mod cs_findings;
 pub mod cs_variants;
+pub mod data;
 pub mod dynp;
 pub mod dynp_syn;
 pub mod eg_edf;
 pub mod fb;
 pub mod gang;
+pub mod intervals;
 pub mod lcg;
 pub mod mkp;
 pub mod ms_cs;

@@ -283,6 +283,7 @@ pub fn simulate(
             classify,
             dispatcher,
             splits: None,
+            links: None,
         },
         jobs,
     )

@@ -249,6 +249,7 @@ pub fn run(jobs: &[Job], broker: &str, variant: &str) -> Result<Metrics> {
             classify: Classify::Fixed(1),
             dispatcher,
             splits: None,
+            links: None,
         },
         jobs.iter().cloned().map(Ok::<_, std::convert::Infallible>),
         PlatformHooks {

@@ -35,6 +35,7 @@ pub mod shapes;
 #[cfg(test)]
 mod tests;
 
+use super::intervals::{self, cell};
 use super::output::Row;
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
 use crate::platform::{
@@ -48,7 +49,6 @@ use gridsched_core::policy::{PolicyConfig, PolicyKind};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shapes::{REFERENCE_BENCHMARK, Shape};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The sites: name, processors, benchmark score.
@@ -196,6 +196,7 @@ pub fn run_stream(s: &Stream, strategy: &str, seed: u64) -> Result<Metrics> {
             classify: Classify::Fixed(1),
             dispatcher,
             splits: None,
+            links: None,
         },
         Vec::<Result<Job, std::convert::Infallible>>::new(),
         PlatformHooks {
@@ -230,38 +231,6 @@ pub fn run_stream(s: &Stream, strategy: &str, seed: u64) -> Result<Metrics> {
         ),
         ("rejected", rep.stats.rejected as f64),
     ])
-}
-
-/// The two-sided 97.5 % quantile of Student's t with `df` degrees of freedom (1.96 from 31 on,
-/// where the normal's is within 2 % of it).
-pub fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::NAN,
-        1..=30 => T[df - 1],
-        _ => 1.96,
-    }
-}
-
-/// The mean of `v` and the half-width of its 95 % confidence interval (Student t, sample
-/// standard deviation; NaN for fewer than two values).
-pub fn ci95(v: &[f64]) -> (f64, f64) {
-    let n = v.len();
-    let mean = v.iter().sum::<f64>() / n.max(1) as f64;
-    if n < 2 {
-        return (mean, f64::NAN);
-    }
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    (mean, t975(n - 1) * (var / n as f64).sqrt())
-}
-
-/// The key of a confidence interval's half-width in the summary's extra figures.
-pub fn ci_key(metric: &str, algorithm: &str, variant: &str, load: f64) -> String {
-    format!("{metric}_ci95/{algorithm}/{variant}/{load}")
 }
 
 /// The experiment.
@@ -346,35 +315,11 @@ impl Experiment for WorkflowsExperiment {
     }
 
     fn finish_summary(&self, rows: &[Row], summary: &mut Summary) {
-        let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for (k, metrics) in rows {
-            for (name, x) in metrics {
-                if CI_METRICS.contains(&name.as_str()) {
-                    (values.entry(ci_key(name, &k.algorithm, &k.variant, k.ta)))
-                        .or_default()
-                        .push(*x);
-                }
-            }
-        }
-        for (key, v) in values {
-            summary.extra.insert(key, ci95(&v).1);
-        }
+        intervals::summarize(rows, &CI_METRICS, summary);
     }
 
     fn report(&self, s: &Summary) -> String {
         report(self, s)
-    }
-}
-
-/// A mean and its interval, as the report prints it.
-fn cell(s: &Summary, alg: &str, variant: &str, load: f64, metric: &str) -> String {
-    let Some(m) = s.get(alg, variant, load, metric) else {
-        return "–".into();
-    };
-    let digits = if metric == "slowdown" { 2 } else { 0 };
-    match s.extra.get(&ci_key(metric, alg, variant, load)) {
-        Some(h) if h.is_finite() => format!("{m:.digits$} ± {h:.digits$}"),
-        _ => format!("{m:.digits$}"),
     }
 }
 
@@ -459,12 +404,7 @@ fn report(e: &WorkflowsExperiment, s: &Summary) -> String {
 /// and where HEFT stands.
 fn finding(s: &Summary, algs: &[String], v: &str, load: f64) -> Option<String> {
     let m = |a: &str| s.get(a, v, load, "makespan");
-    let h = |a: &str| {
-        (s.extra.get(&ci_key("makespan", a, v, load)))
-            .copied()
-            .filter(|h| h.is_finite())
-            .unwrap_or(0.0)
-    };
+    let h = |a: &str| intervals::half_width(s, "makespan", a, v, load);
     let mut ranked: Vec<(&str, f64)> = algs
         .iter()
         .filter_map(|a| Some((a.as_str(), m(a)?)))

@@ -94,6 +94,20 @@ impl Sim<'_, '_> {
         let at = (0..self.runners.len())
             .map(|c| ClusterId(c as u32))
             .find(|&c| self.flights.contains_key(&(job, c)));
+        if let Some(p) = self.staging.as_mut().and_then(|s| s.forget(job)) {
+            // Waiting at its site for its inputs: it never reached the site's scheduler.
+            self.stats.cancelled += 1;
+            let outcome = Outcome::Cancelled { started: false };
+            self.left_grid(job, outcome, t, None);
+            let site = p.site.index();
+            let ended = GridInput::Ended {
+                job,
+                site,
+                outcome,
+                exit: None,
+            };
+            return self.feed(t, ended, dirty);
+        }
         let Some(c) = at else {
             if self.grid.contains(job) {
                 self.stats.cancelled += 1;
@@ -138,6 +152,9 @@ impl Sim<'_, '_> {
     /// Job `job`, queued at lost site `from`, was taken from it by the grid runner: it leaves
     /// that cluster's runner.
     pub(super) fn withdraw(&mut self, t: Time, job: JobId, from: usize) {
+        if let Some(s) = self.staging.as_mut() {
+            s.forget(job);
+        }
         if self
             .flights
             .remove(&(job, ClusterId(from as u32)))

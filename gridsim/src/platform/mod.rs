@@ -27,6 +27,7 @@ mod events;
 mod metrics;
 mod run;
 pub mod split;
+mod staging;
 
 #[cfg(test)]
 mod tests;
@@ -36,7 +37,7 @@ pub use gridsched_core::grid::Classify;
 pub use metrics::{JobStats, JobSummary, Level, Usage, UsageIntegral};
 pub use split::SplitRules;
 
-use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Priority};
+use gridsched_core::dispatch::{ClusterCaps, Dispatcher, Network, Priority};
 use gridsched_core::grid::{GridConfig, GridRunner, GridSettings, Input as GridInput, SiteSpec};
 use gridsched_core::model::{ClusterId, Duration, Job, JobId, Platform, Time};
 use gridsched_core::policy::Policy;
@@ -190,6 +191,15 @@ pub struct PlatformStats {
     /// Workflow nodes released (each run, retries included, a job of its own from then on).
     #[serde(skip_serializing_if = "is_zero")]
     pub nodes: u64,
+    /// Inputs moved to sites over the grid's links (one move per input and site).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub input_moves: u64,
+    /// Bytes of those moves.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub input_bytes: u64,
+    /// Seconds the jobs waited at their sites for their inputs, summed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub input_wait_s: u64,
     /// The workflows ([`GridEvents::workflows`]) that ended, in the order they did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workflows: Vec<WorkflowRecord>,
@@ -271,6 +281,19 @@ pub struct Meta {
     /// How split jobs are co-allocated; `None`: a split is refused (the engine runs one cluster
     /// per job).
     pub splits: Option<SplitRules>,
+    /// The grid's links: the jobs' inputs ([`Job::stage_in`]) move over them before the jobs
+    /// reach their sites, and the strategies that estimate completion count them unless blind;
+    /// `None`: data costs nothing.
+    pub links: Option<DataLinks>,
+}
+
+/// The grid's links in a run, and whether the strategies ignore them.
+#[derive(Clone, Debug)]
+pub struct DataLinks {
+    /// The links, one per site in cluster order.
+    pub network: Network,
+    /// The strategies do not count the transfers (the data-blind baseline); they still take time.
+    pub blind: bool,
 }
 
 /// The grid level of a run: a [`Meta`], from which the engine builds the grid runner over the
@@ -336,6 +359,15 @@ enum Ev {
     Workflow {
         index: usize,
     },
+    /// Moves of inputs may have sent their last byte (stale unless `generation` is current).
+    Drain {
+        generation: u64,
+    },
+    /// An input (interned key) is at a site.
+    Arrive {
+        site: ClusterId,
+        key: u32,
+    },
 }
 
 struct Sim<'p, 'h> {
@@ -373,6 +405,8 @@ struct Sim<'p, 'h> {
     ended: FxHashMap<JobId, gridsched_core::model::Ended>,
     /// The workflows submitted and not over, with their submission.
     submitted_workflows: FxHashMap<JobId, Time>,
+    /// The moves of the jobs' inputs, where the grid describes its links.
+    staging: Option<staging::Staging>,
 }
 
 /// Runs `jobs` over `platform`, one policy per cluster (in cluster order), dispatched by `grid`.
@@ -452,9 +486,14 @@ where
                     machines: None,
                 })
                 .collect();
+            if let Some(l) = &meta.links {
+                l.network.check(n).map_err(PlatformError::Grid)?;
+            }
             let settings = GridSettings {
                 coallocation: meta.splits,
                 site_down_after_ms: events.loses().then_some(events.down_after_ms),
+                data_blind: meta.links.as_ref().is_some_and(|l| l.blind),
+                network: meta.links.map(|l| l.network),
                 ..GridSettings::default()
             };
             GridRunner::new(sites, meta.dispatcher, meta.classify, settings)
@@ -465,6 +504,9 @@ where
                     "{} sites for {n} clusters",
                     cfg.sites.len()
                 )));
+            }
+            if let Some(net) = &cfg.settings.network {
+                net.check(n).map_err(PlatformError::Grid)?;
             }
             GridRunner::from_config(&cfg).map_err(|e| PlatformError::Grid(e.to_string()))?
         }
@@ -494,7 +536,11 @@ where
         named: events::Named::default(),
         ended: FxHashMap::default(),
         submitted_workflows: FxHashMap::default(),
+        staging: None,
     };
+    sim.staging = (sim.grid.placer().grid().transfers.network())
+        .cloned()
+        .map(staging::Staging::new);
     for &(at, cluster) in &events.lost {
         if cluster.index() < n {
             sim.push(at, Ev::Lost { cluster });
@@ -603,6 +649,8 @@ where
                     };
                     sim.feed(t, input, &mut dirty)?;
                 }
+                Ev::Drain { generation } => sim.drain(t, generation),
+                Ev::Arrive { site, key } => sim.arrive(t, site, key, &mut dirty)?,
                 Ev::Tick => {
                     sim.report_loads(t);
                     let at_ms = events::at_ms(t);

@@ -163,7 +163,16 @@ impl Sim<'_, '_> {
                 }
                 let (j, priority) = self.grid.job(job).expect("a placed job is open");
                 let j = j.clone();
-                if let Err(e) = self.submit_to(t, j, priority, ClusterId(site as u32), dirty) {
+                let cluster = ClusterId(site as u32);
+                if let Some(s) = self.staging.as_mut()
+                    && !j.stage_in.is_empty()
+                    && !s.park(t, &j, priority, cluster)
+                {
+                    // It reaches the site's scheduler once its inputs are there.
+                    self.next_drain();
+                    return Ok(());
+                }
+                if let Err(e) = self.submit_to(t, j, priority, cluster, dirty) {
                     let why = e.to_string();
                     self.feed(t, GridInput::Refused { job, site, why }, dirty)?;
                 }
@@ -300,6 +309,59 @@ impl Sim<'_, '_> {
             | GridEffect::Kill { .. }
             | GridEffect::SiteDown { .. }
             | GridEffect::SiteUp { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Schedules the next drain of the inputs' moves (the one in force).
+    fn next_drain(&mut self) {
+        let Some(s) = self.staging.as_mut() else {
+            return;
+        };
+        s.generation += 1;
+        let generation = s.generation;
+        if let Some(at) = s.next_drain() {
+            self.push(at, super::Ev::Drain { generation });
+        }
+    }
+
+    /// Moves may have sent their last byte at `t`: their inputs are there after the links'
+    /// latency.
+    pub(super) fn drain(&mut self, t: Time, generation: u64) {
+        let Some(s) = self.staging.as_mut() else {
+            return;
+        };
+        if s.generation != generation {
+            return;
+        }
+        for (site, key, at) in s.drained(t) {
+            self.push(at, super::Ev::Arrive { site, key });
+        }
+        self.next_drain();
+    }
+
+    /// Input `key` is at `site` at `t`: the jobs it was the last missing input of go to the
+    /// site's scheduler.
+    pub(super) fn arrive<E>(
+        &mut self,
+        t: Time,
+        site: ClusterId,
+        key: u32,
+        dirty: &mut [bool],
+    ) -> Result<(), PlatformError<E>> {
+        let Some(s) = self.staging.as_mut() else {
+            return Ok(());
+        };
+        for (job, parked) in s.arrived(t, site, key) {
+            let Some((j, _)) = self.grid.job(job) else {
+                continue;
+            };
+            let j = j.clone();
+            if let Err(e) = self.submit_to(t, j, parked.priority, site, dirty) {
+                let why = e.to_string();
+                let site = site.index();
+                self.feed(t, GridInput::Refused { job, site, why }, dirty)?;
+            }
         }
         Ok(())
     }
@@ -541,6 +603,10 @@ impl Sim<'_, '_> {
                 usage: self.integrals[i].usage(),
             })
             .collect();
+        if let Some(s) = &self.staging {
+            (self.stats.input_moves, self.stats.input_bytes) = (s.moves, s.bytes);
+            self.stats.input_wait_s = s.waited;
+        }
         self.stats.mean_pass_us = if self.stats.passes > 0 {
             1e6 * self.pass_time / self.stats.passes as f64
         } else {

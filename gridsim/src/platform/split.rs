@@ -80,6 +80,7 @@ impl Sim<'_, '_> {
                 runtime: whole.runtime.map(|r| stretch_by(r, f.overhead_pct)),
                 reservation: Some(f.reservation),
                 inputs: Vec::new(),
+                stage_in: Vec::new(),
                 ..whole.clone()
             };
             let cluster = ClusterId(f.site as u32);
@@ -123,6 +124,7 @@ impl Sim<'_, '_> {
                 estimate,
                 runtime,
                 inputs: Vec::new(),
+                stage_in: Vec::new(),
                 ..whole.clone()
             };
             self.submit_to(t, fragment, priority, p.cluster, dirty)

@@ -76,6 +76,7 @@ fn run(
             classify: Classify::Fixed(1),
             dispatcher: Box::new(RoundRobin::default()),
             splits: None,
+            links: None,
         },
         jobs.iter().cloned().map(Ok),
         hooks,
@@ -285,6 +286,7 @@ fn the_ms_priority_reaches_the_local_queue() {
                 classify: Classify::With(prio),
                 dispatcher: Box::new(RoundRobin::default()),
                 splits: None,
+                links: None,
             },
             jobs.iter().cloned().map(Ok),
             PlatformHooks {
@@ -351,6 +353,7 @@ fn only_state_reading_dispatchers_get_the_sites_state() {
                 classify: Classify::Fixed(1),
                 dispatcher: Box::new(spy),
                 splits: None,
+                links: None,
             },
             jobs.clone(),
         )
@@ -426,6 +429,7 @@ fn run_wide_on(
             classify: Classify::Fixed(1),
             dispatcher: Box::new(d),
             splits,
+            links: None,
         },
         jobs.iter().cloned().map(Ok),
         PlatformHooks {
@@ -741,6 +745,7 @@ fn run_with_events(
         classify: Classify::Fixed(1),
         dispatcher,
         splits,
+        links: None,
     };
     let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
     let rep = simulate_platform_with(p, policies, meta, jobs, hooks, events).unwrap();
@@ -949,6 +954,7 @@ fn round_robin() -> Meta {
         classify: Classify::Fixed(1),
         dispatcher: Box::new(RoundRobin::default()),
         splits: None,
+        links: None,
     }
 }
 

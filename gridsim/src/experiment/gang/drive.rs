@@ -115,6 +115,7 @@ pub fn drive(cfg: &PolicyConfig, procs: u32, jobs: &[Job]) -> Result<Measured> {
             classify: Classify::Fixed(1),
             dispatcher: Box::new(RoundRobin::default()),
             splits: None,
+            links: None,
         },
         jobs.iter()
             .cloned()

@@ -2,6 +2,7 @@
 //! and the confidence intervals are those computed by hand.
 
 use super::*;
+use crate::experiment::intervals::{ci_key, ci95, t975};
 use crate::experiment::runner;
 
 fn quick() -> WorkflowsExperiment {
