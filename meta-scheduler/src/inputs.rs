@@ -39,6 +39,52 @@ impl Default for InputsConfig {
     }
 }
 
+/// How far a push of uploads of `sizes` (pushed in that order) is with `sent` of `total` bytes
+/// sent: the inputs whose bytes are all sent are done.
+pub fn push_progress(sizes: &[u64], sent: u64, total: u64) -> v1::StagingProgress {
+    let mut upto = 0u64;
+    let done = sizes
+        .iter()
+        .take_while(|&&n| {
+            upto = upto.saturating_add(n);
+            upto <= sent
+        })
+        .count();
+    v1::StagingProgress {
+        inputs_done: done as u32,
+        inputs_total: sizes.len() as u32,
+        bytes_done: sent,
+        bytes_total: total,
+    }
+}
+
+impl InputsConfig {
+    /// Whether an upload `name` of `user`, who holds `used` bytes of uploads, may grow to `total`
+    /// bytes; otherwise INVALID_ARGUMENT naming the file and the key.
+    pub fn admits(&self, name: &str, user: &str, used: u64, total: u64) -> Result<(), Status> {
+        if total > self.max_file_bytes {
+            return Err(Status::invalid_argument(format!(
+                "upload `{name}`: more than the limit of {} per file ([inputs] max_file_bytes = {})",
+                human_bytes(self.max_file_bytes),
+                self.max_file_bytes
+            )));
+        }
+        let limit = match self.max_bytes_per_user {
+            0 => u64::MAX,
+            l => l,
+        };
+        if used.saturating_add(total) > limit {
+            return Err(Status::invalid_argument(format!(
+                "upload `{name}`: user `{user}` would hold more than {} of uploads ([inputs] max_bytes_per_user = {}; {} held)",
+                human_bytes(limit),
+                limit,
+                human_bytes(used)
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The uploads, and what is being pushed to which site.
 #[derive(Debug)]
 pub struct Uploads {
@@ -123,10 +169,6 @@ impl Uploads {
     ) -> Result<v1::UploadResponse, Status> {
         let mut w = self.blobs.writer().map_err(io)?;
         let mut name = String::new();
-        let limit = match self.cfg.max_bytes_per_user {
-            0 => u64::MAX,
-            l => l,
-        };
         let used = self.used(user);
         while let Some(c) = chunks.next().await {
             let c = c?;
@@ -141,21 +183,7 @@ impl Uploads {
                 )));
             }
             let total = w.len() + c.data.len() as u64;
-            if total > self.cfg.max_file_bytes {
-                return Err(Status::invalid_argument(format!(
-                    "upload `{name}`: more than the limit of {} per file ([inputs] max_file_bytes = {})",
-                    human_bytes(self.cfg.max_file_bytes),
-                    self.cfg.max_file_bytes
-                )));
-            }
-            if used.saturating_add(total) > limit {
-                return Err(Status::invalid_argument(format!(
-                    "upload `{name}`: user `{user}` would hold more than {} of uploads ([inputs] max_bytes_per_user = {}; {} held)",
-                    human_bytes(limit),
-                    limit,
-                    human_bytes(used)
-                )));
-            }
+            self.cfg.admits(&name, user, used, total)?;
             w.write(&c.data).map_err(io)?;
         }
         let (sha, size) = w
@@ -357,6 +385,54 @@ fn io(e: std::io::Error) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_upload_over_a_limit_is_refused_naming_the_file_and_the_key() {
+        let cfg = InputsConfig {
+            max_file_bytes: 1_000,
+            max_bytes_per_user: 5_000,
+            ..InputsConfig::default()
+        };
+        assert!(cfg.admits("a.dat", "ann", 3_999, 1_000).is_ok());
+        let e = cfg.admits("a.dat", "ann", 0, 1_001).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert!(
+            e.message().contains("upload `a.dat`")
+                && e.message().contains("[inputs] max_file_bytes = 1000"),
+            "{}",
+            e.message()
+        );
+        let e = cfg.admits("b.dat", "ann", 4_500, 501).unwrap_err();
+        assert!(
+            e.message().contains("upload `b.dat`: user `ann`")
+                && e.message()
+                    .contains("max_bytes_per_user = 5000; 4.5 kB held"),
+            "{}",
+            e.message()
+        );
+        let unlimited = InputsConfig {
+            max_bytes_per_user: 0,
+            ..cfg
+        };
+        assert!(
+            unlimited
+                .admits("c.dat", "ann", u64::MAX - 10, 1_000)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_push_counts_the_inputs_whose_bytes_are_all_sent() {
+        let p = |sent| {
+            let p = push_progress(&[100, 0, 50, 200], sent, 350);
+            (p.inputs_done, p.inputs_total, p.bytes_done)
+        };
+        assert_eq!(p(0), (0, 4, 0));
+        assert_eq!(p(100), (2, 4, 100), "the first, then an empty one");
+        assert_eq!(p(149), (2, 4, 149));
+        assert_eq!(p(150), (3, 4, 150));
+        assert_eq!(p(350), (4, 4, 350));
+    }
 
     #[test]
     fn sizes_read_as_people_write_them() {

@@ -1242,15 +1242,11 @@ impl MetaScheduler for MetaService {
         if job.state() == JobState::Dispatched
             && let Some((sent, total)) = self.inner.uploads.progress(id)
         {
-            let uploads = job.spec.as_ref().map_or(0, |s| {
-                s.stage_in.iter().filter(|i| i.url.is_empty()).count() as u32
-            });
-            let p = v1::StagingProgress {
-                inputs_done: 0,
-                inputs_total: uploads,
-                bytes_done: sent,
-                bytes_total: total,
-            };
+            let sizes: Vec<u64> = (job.spec.iter().flat_map(|s| &s.stage_in))
+                .filter(|i| i.url.is_empty())
+                .map(|i| i.size)
+                .collect();
+            let p = crate::inputs::push_progress(&sizes, sent, total);
             let at = job.site.clone().unwrap_or_default();
             out.blockers = vec![crate::explain::staging(&p, &at)];
         }

@@ -226,15 +226,6 @@ impl Blobs {
         Ok(f)
     }
 
-    /// Reads up to `max` bytes of complete blob `sha` from `offset` (empty at its end).
-    pub fn read(&self, sha: &str, offset: u64, max: usize) -> io::Result<Vec<u8>> {
-        let mut f = File::open(self.path(sha))?;
-        f.seek(SeekFrom::Start(offset))?;
-        let mut buf = Vec::with_capacity(max);
-        f.take(max as u64).read_to_end(&mut buf)?;
-        Ok(buf)
-    }
-
     /// Places complete blob `sha` at `dest` (a hard link, or a copy across file systems),
     /// creating its directories and replacing what was there.
     pub fn place(&self, sha: &str, dest: &Path) -> io::Result<()> {
@@ -428,7 +419,12 @@ mod tests {
             }
         );
         assert_eq!(fs::read(b.path(&sha)).unwrap(), data);
-        assert_eq!(b.read(&sha, 2990, 100).unwrap(), &data[2990..]);
+        let mut tail = Vec::new();
+        b.reader(&sha, 2990)
+            .unwrap()
+            .read_to_end(&mut tail)
+            .unwrap();
+        assert_eq!(tail, &data[2990..]);
         let dest = dir.path().join("job/in/data.bin");
         b.place(&sha, &dest).unwrap();
         assert_eq!(fs::read(dest).unwrap(), data);

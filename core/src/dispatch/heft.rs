@@ -9,9 +9,11 @@
 //!   an exit node's rank its `w̄`. `w̄(n)` is the mean of the node's computation costs over the
 //!   sites that can run it, each cost its expected time to compute there ([`super::etc`]: the
 //!   estimate scaled from the job's benchmark to the site's fastest machine's), in whole seconds
-//!   rounded down; a node no site can run costs its estimate. The communication costs `c̄` are
-//!   zero: the grid does not model the files passed between nodes yet, so a child may start
-//!   anywhere once its parents completed. The
+//!   rounded down; a node no site can run costs its estimate. The communication cost `c̄` of an
+//!   edge is the mean over the grid's links of moving what the parent declares it writes
+//!   ([`mean_comm`]: `L̄ + data / B̄`, §3), zero where the grid describes no links or the parent
+//!   declares no outputs; the child then reads them at its site
+//!   ([`crate::model::Node::outputs`]). The
 //!   ranks of a workflow are computed when it enters the grid
 //!   ([`Dispatcher::workflow_admitted`]) over the sites as they are then, and forgotten when it
 //!   leaves ([`Dispatcher::workflow_over`]).
@@ -64,18 +66,46 @@ pub fn mean_cost(job: &Job, grid: &GridState) -> i128 {
     }
 }
 
-/// The upward rank of every node of `wf` (by position), communication costs zero.
+/// The upward rank of every node of `wf` (by position); an edge's communication cost is
+/// [`mean_comm`] of what the parent writes.
 pub fn upward_ranks(wf: &Workflow, grid: &GridState) -> Vec<i128> {
     // Children before their parents.
     let mut rank = vec![0i128; wf.len()];
     for &k in wf.order().iter().rev() {
+        let node = &wf.nodes()[k];
+        let comm = mean_comm(node.outputs.iter().map(|o| o.bytes).sum(), grid);
         let below = (wf.children(k).iter())
-            .map(|&c| rank[c as usize])
+            .map(|&c| comm + rank[c as usize])
             .max()
             .unwrap_or(0);
-        rank[k] = mean_cost(&wf.nodes()[k].job, grid) + below;
+        rank[k] = mean_cost(&node.job, grid) + below;
     }
     rank
+}
+
+/// The mean communication cost `c̄` of `bytes` passed from a node to a child (Topcuoglu et al.
+/// §3: `L̄ + data / B̄`, the mean latency and the mean bandwidth over the links between sites),
+/// whole seconds rounded up; 0 where the grid describes no links, has one site, or nothing
+/// passes.
+pub fn mean_comm(bytes: u64, grid: &GridState) -> i128 {
+    let Some(net) = grid.transfers.network() else {
+        return 0;
+    };
+    let n = net.sites();
+    if bytes == 0 || n < 2 {
+        return 0;
+    }
+    let pairs = (0..n).flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)));
+    let (mut latency_ms, mut rate, mut count) = (0u128, 0u128, 0u128);
+    for (a, b) in pairs {
+        let l = net.between[a][b];
+        latency_ms += u128::from(l.latency_ms);
+        rate += u128::from(l.bytes_per_s.max(1));
+        count += 1;
+    }
+    // (L̄ + bytes / B̄) in ms: (Σlatency + bytes · 1000 · count² / Σrate) / count.
+    let ms = (latency_ms + (u128::from(bytes) * 1000 * count * count).div_ceil(rate)) / count;
+    i128::try_from(ms.div_ceil(1000)).unwrap_or(i128::MAX)
 }
 
 /// A job placed at a site, as planned.

@@ -32,13 +32,13 @@ pub use brokers::{Broker, BrokerKind};
 pub use coallocation::{CoAllocation, SEND_GRACE_S, Step as CoAllocationStep};
 pub use config::DispatchConfig;
 pub use grid_scheduler::{Fragments, GridScheduler, MultiSiteConfig, PairOverhead, stretch_by};
-pub use heft::{Heft, mean_cost, upward_ranks};
+pub use heft::{Heft, mean_comm, mean_cost, upward_ranks};
 pub use load_ordering::{Function, LoadOrdering};
 pub use network_config::{LinkConfig, NamedLink, NetworkConfig, Rate, parse_rate};
 pub use reason::{Measure, Reason};
 pub use registry::{DISPATCHERS, DispatchEntry, DispatchKind};
 pub use round_robin::RoundRobin;
-pub use transfers::{Estimate, Link, Move, Network, Pass, Transfers};
+pub use transfers::{Estimate, Link, MAX_KNOWN, Move, Network, Pass, Transfers};
 pub use urgent_brokers::{UrgentBroker, UrgentBrokerKind, urgent_start};
 pub use wide_split::WideSplit;
 

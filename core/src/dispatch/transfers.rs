@@ -24,7 +24,7 @@
 
 use crate::model::{ClusterId, DataIn, Duration, Job, Time};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// One direction of a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,7 +130,15 @@ pub struct Transfers {
     counted: bool,
     /// The sites that hold each input (a job reading it was placed there), from when.
     held: Holdings,
+    /// The inputs of `held` in the order the grid first learnt of them (the oldest forgotten
+    /// first beyond [`MAX_KNOWN`]).
+    order: VecDeque<String>,
 }
+
+/// The most inputs the grid remembers the places of: beyond, it forgets the one it learnt of
+/// first (a forgotten input counts as held nowhere: its estimate is too high, never too low), so
+/// a long-running meta-scheduler's memory stays bounded.
+pub const MAX_KNOWN: usize = 100_000;
 
 impl Transfers {
     /// Transfers over `network`, counted by the strategies unless `blind`.
@@ -139,6 +147,7 @@ impl Transfers {
             counted: network.is_some() && !blind,
             network,
             held: BTreeMap::new(),
+            order: VecDeque::new(),
         }
     }
 
@@ -242,7 +251,7 @@ impl Transfers {
     /// `job`'s inputs are at `site` since `at` (a driver restoring a job placed there before).
     pub fn arrived(&mut self, job: &Job, site: ClusterId, at: Time) {
         if self.network.is_some() {
-            record(&mut self.held, job, site, at);
+            self.remember(job, site, at);
         }
     }
 
@@ -252,7 +261,21 @@ impl Transfers {
             return;
         }
         let ready = now + self.estimate(job, site, now).seconds;
+        self.remember(job, site, ready);
+    }
+
+    fn remember(&mut self, job: &Job, site: ClusterId, ready: Time) {
+        for i in &job.stage_in {
+            if !self.held.contains_key(&i.key) {
+                self.order.push_back(i.key.clone());
+            }
+        }
         record(&mut self.held, job, site, ready);
+        while self.order.len() > MAX_KNOWN {
+            if let Some(k) = self.order.pop_front() {
+                self.held.remove(&k);
+            }
+        }
     }
 }
 
@@ -368,6 +391,21 @@ mod tests {
         assert_eq!(t.estimate(&j, ClusterId(1), 0).seconds, 0);
         let m = t.best_move(&j.stage_in[0], ClusterId(0), 0).unwrap();
         assert_eq!((m.from, m.seconds), (Some(ClusterId(1)), 6));
+    }
+
+    #[test]
+    fn the_grid_forgets_the_oldest_inputs_beyond_its_bound() {
+        let mut t = Transfers::new(Some(net()), false);
+        for k in 0..=MAX_KNOWN {
+            t.arrived(&job(&[(&format!("k{k}"), 1)]), ClusterId(0), 0);
+        }
+        assert_eq!(t.known(), MAX_KNOWN);
+        assert_eq!(t.held_at(ClusterId(0), "k0"), None, "the first forgotten");
+        assert_eq!(t.held_at(ClusterId(0), "k1"), Some(0));
+        // Known again: it is the newest now.
+        t.arrived(&job(&[("k0", 1)]), ClusterId(1), 5);
+        assert_eq!(t.held_at(ClusterId(1), "k0"), Some(5));
+        assert_eq!(t.held_at(ClusterId(0), "k1"), None);
     }
 
     #[test]

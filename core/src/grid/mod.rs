@@ -288,7 +288,7 @@ impl GridRunner {
                 exit,
             } => {
                 site_ok(site)?;
-                self.workflows.exit(job, exit);
+                self.workflows.exit(job, site, exit);
                 match self.jobs.get(&job).map(|o| &o.at) {
                     Some(At::Site { site: s, .. }) if *s == site => {
                         self.remove(job, Some(outcome));

@@ -175,3 +175,66 @@ fn a_restored_placement_tells_the_grid_where_the_inputs_lie() {
         vec![(2, 0)]
     );
 }
+
+#[test]
+fn a_workflow_node_reads_its_parents_outputs_from_where_they_ran() {
+    use crate::model::{DataOut, Outcome, Workflow, WorkflowText};
+    let node = |name: &str, parents: &[&str], outputs: &[(&str, u64)]| {
+        let mut n = crate::model::workflow::tests::node(name, parents);
+        n.job = Job::new(0, 0, 1, 10, 10);
+        n.outputs = (outputs.iter())
+            .map(|&(name, bytes)| DataOut {
+                name: name.into(),
+                bytes,
+            })
+            .collect();
+        n
+    };
+    let wf = Workflow::new(WorkflowText {
+        name: "w".into(),
+        nodes: vec![
+            node("a", &[], &[("out.dat", 100 * MB), ("log", 1)]),
+            node("b", &["a"], &[]),
+        ],
+    })
+    .unwrap();
+    let mut r = runner(DispatchKind::MinCompletion, &[1, 1], settings(false));
+    let submit = Input::SubmitWorkflow {
+        id: JobId(100),
+        workflow: Box::new(wf),
+    };
+    assert_eq!(
+        placed(&on(&mut r, 0, submit)),
+        vec![(101, 0)],
+        "a: lowest id"
+    );
+    let ended = Input::Ended {
+        job: JobId(101),
+        site: 0,
+        outcome: Outcome::Completed,
+        exit: Some(0),
+    };
+    // b reads a's outputs at site 0, where a ran: there it moves nothing; at site 1, 1 s.
+    assert_eq!(placed(&on(&mut r, 20, ended)), vec![(102, 0)]);
+    let (b, _) = r.job(JobId(102)).expect("b is out");
+    let want = |name: &str, bytes| DataIn {
+        key: format!("100/a/{name}"),
+        bytes,
+        at: vec![ClusterId(0)],
+    };
+    assert_eq!(b.stage_in, vec![want("out.dat", 100 * MB), want("log", 1)]);
+    let t = &r.placer().grid().transfers;
+    assert_eq!(t.estimate(b, ClusterId(0), 20), Default::default());
+    assert_eq!(
+        t.estimate(b, ClusterId(1), 20).seconds,
+        2,
+        "0.1 s + 1 ms, each a second"
+    );
+
+    // Two outputs of one name are refused, naming them.
+    let twice = Workflow::new(WorkflowText {
+        name: "w".into(),
+        nodes: vec![node("a", &[], &[("x", 1), ("x", 2)])],
+    });
+    assert!(twice.unwrap_err().to_string().contains("output `x`"));
+}

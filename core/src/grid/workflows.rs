@@ -14,8 +14,8 @@
 //!   nodes completed, the rescue from which a resumed workflow (its nodes marked
 //!   [`Node::done`](crate::model::Node::done)) runs only what is left.
 
-use super::{Effect, GridRunner};
-use crate::model::{JobId, Outcome, Time, Workflow};
+use super::{Effect, GridRunner, cluster};
+use crate::model::{ClusterId, DataIn, JobId, Outcome, Time, Workflow};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -56,6 +56,8 @@ struct Flow {
     out: u32,
     /// Why it releases no more: aborted, or [`CANCELLED`].
     stopping: Option<String>,
+    /// Per node, the site its completed run ran at (its outputs are there), when known.
+    ran_at: Vec<Option<usize>>,
 }
 
 /// The `stopping` of a workflow its user cancelled.
@@ -80,6 +82,7 @@ impl Flow {
             })
             .collect();
         Flow {
+            ran_at: vec![None; wf.len()],
             wf,
             state,
             missing,
@@ -160,14 +163,27 @@ pub struct WorkflowStatus<'a> {
     pub stopping: Option<&'a str>,
 }
 
+/// A node's run that left the grid: its workflow, its position, how it ended, its exit code and
+/// the site it ran at (when reported).
+#[derive(Clone, Copy, Debug)]
+struct NodeEnd {
+    workflow: JobId,
+    node: usize,
+    outcome: Outcome,
+    exit: Option<i32>,
+    site: Option<usize>,
+}
+
 /// The workflows in the grid, by id (ordered: a node's workflow is the one before its id).
 #[derive(Debug, Default)]
 pub(super) struct Book {
     flows: BTreeMap<JobId, Flow>,
-    /// Nodes that left the grid, to settle: workflow, node, how, exit code.
-    changes: VecDeque<(JobId, usize, Outcome, Option<i32>)>,
+    /// Nodes that left the grid, to settle.
+    changes: VecDeque<NodeEnd>,
     /// Exit codes reported with a node's end, until its end is noted.
     exits: FxHashMap<JobId, i32>,
+    /// The sites reported with a node's end, until its end is noted.
+    sites: FxHashMap<JobId, usize>,
 }
 
 impl Book {
@@ -186,13 +202,13 @@ impl Book {
         !self.changes.is_empty()
     }
 
-    /// Job `id` ended with exit code `exit`: kept for its node.
-    pub(super) fn exit(&mut self, id: JobId, exit: Option<i32>) {
-        if let Some(c) = exit
-            && !self.flows.is_empty()
-            && matches!(self.owner(id), Some((_, Some(_))))
-        {
-            self.exits.insert(id, c);
+    /// Job `id` ended at `site` with exit code `exit`: kept for its node.
+    pub(super) fn exit(&mut self, id: JobId, site: usize, exit: Option<i32>) {
+        if !self.flows.is_empty() && matches!(self.owner(id), Some((_, Some(_)))) {
+            self.sites.insert(id, site);
+            if let Some(c) = exit {
+                self.exits.insert(id, c);
+            }
         }
     }
 
@@ -205,7 +221,14 @@ impl Book {
             && self.flows[&w].state[k] == (NodeState::Out { attempt: run })
         {
             let exit = self.exits.remove(&id);
-            self.changes.push_back((w, k, outcome, exit));
+            let site = self.sites.remove(&id);
+            self.changes.push_back(NodeEnd {
+                workflow: w,
+                node: k,
+                outcome,
+                exit,
+                site,
+            });
         }
     }
 }
@@ -294,6 +317,19 @@ impl GridRunner {
         let mut job = f.wf.nodes()[k].job.clone();
         job.id = f.wf.node_id(w, k, attempt);
         job.submit = now;
+        // Its parents' outputs, where they ran (not known for an array node or one completed
+        // before a restart: from the submitters' side).
+        for &p in f.wf.parents(k) {
+            let parent = &f.wf.nodes()[p as usize];
+            let at: Vec<ClusterId> = f.ran_at[p as usize].map(cluster).into_iter().collect();
+            for o in &parent.outputs {
+                job.stage_in.push(DataIn {
+                    key: format!("{w}/{}/{}", parent.name, o.name),
+                    bytes: o.bytes,
+                    at: at.clone(),
+                });
+            }
+        }
         let id = job.id;
         out.push(Effect::Node {
             workflow: w,
@@ -305,15 +341,26 @@ impl GridRunner {
         self.submit(now, job, None, out);
         if !self.jobs.contains_key(&id) && self.workflows.changes.len() == noted {
             // Refused at its admission: it never entered.
-            self.workflows
-                .changes
-                .push_back((w, k, Outcome::Refused, None));
+            self.workflows.changes.push_back(NodeEnd {
+                workflow: w,
+                node: k,
+                outcome: Outcome::Refused,
+                exit: None,
+                site: None,
+            });
         }
     }
 
     /// Settles the nodes that left: their workflows release more, retry, abort, or are over.
     pub(super) fn settle_workflows(&mut self, now: Time, out: &mut Vec<Effect>) {
-        while let Some((w, k, outcome, exit)) = self.workflows.changes.pop_front() {
+        while let Some(end) = self.workflows.changes.pop_front() {
+            let NodeEnd {
+                workflow: w,
+                node: k,
+                outcome,
+                exit,
+                site,
+            } = end;
             let Some(f) = self.workflows.flows.get_mut(&w) else {
                 continue;
             };
@@ -328,6 +375,7 @@ impl GridRunner {
             let mut ready = Vec::new();
             if outcome == Outcome::Completed {
                 f.state[k] = NodeState::Done;
+                f.ran_at[k] = site;
                 for &c in f.wf.children(k) {
                     let c = c as usize;
                     f.missing[c] -= 1;

@@ -31,3 +31,15 @@ impl DataIn {
         }
     }
 }
+
+/// A file a job writes that the jobs after it read: a workflow node's declared output, by name,
+/// with its expected size (0 when not known).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataOut {
+    /// Its name (a path in the job's working directory).
+    pub name: String,
+    /// Its expected size in bytes.
+    #[serde(default)]
+    pub bytes: u64,
+}

@@ -14,7 +14,7 @@ mod urgency;
 pub(crate) mod workflow;
 
 pub use array::{ArrayError, ArraySpec, MAX_INDEX, Task};
-pub use data::DataIn;
+pub use data::{DataIn, DataOut};
 pub use dependency::{Condition, Dependency, DependencyError, Ended, Outcome, Term};
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass, scale_duration};

@@ -7,7 +7,7 @@
 //! per run it may have (`1 + retries`: a retry is a new job, as DAGMan submits it anew), an array
 //! node's run followed by its tasks' ids.
 
-use super::{Job, JobId};
+use super::{DataOut, Job, JobId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -39,6 +39,10 @@ pub struct Node {
     /// Completed in an earlier run of the workflow (a rescue's `DONE`): not run again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub done: bool,
+    /// The files it writes that its children read: each child stages them in from the site this
+    /// node ran at, under the key `<workflow id>/<node>/<name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<DataOut>,
     /// The job it runs (its id is given by the workflow's; an array node runs its tasks).
     pub job: Job,
 }
@@ -111,6 +115,14 @@ pub enum WorkflowError {
     /// Too many retries.
     #[error("node `{0}`: more than {MAX_RETRIES} retries")]
     Retries(String),
+    /// An output without a name, or two of one name.
+    #[error("node `{node}`: output `{output}` is unnamed or named twice")]
+    Output {
+        /// The node.
+        node: String,
+        /// The output's name.
+        output: String,
+    },
 }
 
 impl Workflow {
@@ -145,6 +157,14 @@ impl Workflow {
             }
             if n.retries > MAX_RETRIES {
                 return Err(WorkflowError::Retries(n.name.clone()));
+            }
+            for (k, o) in n.outputs.iter().enumerate() {
+                if o.name.is_empty() || n.outputs[..k].iter().any(|x| x.name == o.name) {
+                    return Err(WorkflowError::Output {
+                        node: n.name.clone(),
+                        output: o.name.clone(),
+                    });
+                }
             }
         }
         let mut parents = Vec::with_capacity(nodes.len());
@@ -330,6 +350,7 @@ pub(crate) mod tests {
             retry_unless_exit: None,
             abort_on_exit: None,
             done: false,
+            outputs: Vec::new(),
             job: Job::new(0, 0, 1, 100, 100),
         }
     }

@@ -735,6 +735,19 @@ fn run_with_events(
     jobs: &[Job],
     events: &GridEvents,
 ) -> (Vec<PlatformRecord>, PlatformReport) {
+    run_with_links(p, policies, dispatcher, splits, None, jobs, events)
+}
+
+/// [`run_with_events`] over the grid's links.
+fn run_with_links(
+    p: &Platform,
+    policies: Vec<Box<dyn Policy>>,
+    dispatcher: Box<dyn Dispatcher>,
+    splits: Option<SplitRules>,
+    links: Option<super::DataLinks>,
+    jobs: &[Job],
+    events: &GridEvents,
+) -> (Vec<PlatformRecord>, PlatformReport) {
     let mut recs = Vec::new();
     let mut rec = |r: &PlatformRecord| recs.push(r.clone());
     let hooks = PlatformHooks {
@@ -745,7 +758,7 @@ fn run_with_events(
         classify: Classify::Fixed(1),
         dispatcher,
         splits,
-        links: None,
+        links,
     };
     let jobs = jobs.iter().cloned().map(Ok::<_, Infallible>);
     let rep = simulate_platform_with(p, policies, meta, jobs, hooks, events).unwrap();
@@ -998,24 +1011,46 @@ fn the_batch_mappers_map_an_array_s_tasks_in_the_simulator() {
     }
 }
 
-/// A workflow in the simulator: a diamond with an array node (a → 3 tasks of b → c, and d after
-/// a) on two clusters of 2 processors. Each node starts when its parents have ended, every node
-/// runs once as a job of its own (ids after the workflow's), and the workflow's record has its
-/// makespan.
-#[test]
-fn a_workflow_runs_its_nodes_after_their_parents_in_the_simulator() {
-    use crate::platform::WorkflowSubmission;
-    use gridsched_core::model::{ArraySpec, Node, Workflow, WorkflowText};
-    let p = platform(&[(&[(2, 100)], true, &[]), (&[(2, 100)], true, &[])]);
-    let node = |name: &str, parents: &[&str], run: i64| Node {
+/// A workflow node of one processor, estimate 100 s and run time `run`, after `parents`.
+fn node(name: &str, parents: &[&str], run: i64) -> gridsched_core::model::Node {
+    gridsched_core::model::Node {
         name: name.into(),
         parents: parents.iter().map(|s| s.to_string()).collect(),
         retries: 0,
         retry_unless_exit: None,
         abort_on_exit: None,
         done: false,
+        outputs: Vec::new(),
         job: Job::new(0, 0, 1, 100, run),
-    };
+    }
+}
+
+/// The events of one workflow of `nodes`, id 1 (its nodes 2, 3, ...), submitted at 100.
+fn workflow_at_100(nodes: Vec<gridsched_core::model::Node>) -> GridEvents {
+    use gridsched_core::model::{Workflow, WorkflowText};
+    let workflow = Workflow::new(WorkflowText {
+        name: "w".into(),
+        nodes,
+    })
+    .unwrap();
+    GridEvents {
+        workflows: vec![crate::platform::WorkflowSubmission {
+            at: 100,
+            id: JobId(1),
+            workflow,
+        }],
+        ..GridEvents::default()
+    }
+}
+
+/// A workflow in the simulator: a diamond with an array node (a → 3 tasks of b → c, and d after
+/// a) on two clusters of 2 processors. Each node starts when its parents have ended, every node
+/// runs once as a job of its own (ids after the workflow's), and the workflow's record has its
+/// makespan.
+#[test]
+fn a_workflow_runs_its_nodes_after_their_parents_in_the_simulator() {
+    use gridsched_core::model::ArraySpec;
+    let p = platform(&[(&[(2, 100)], true, &[]), (&[(2, 100)], true, &[])]);
     let mut b = node("b", &["a"], 30);
     b.job.array = Some(Box::new(ArraySpec::parse("0-2", 10).unwrap()));
     let nodes = vec![
@@ -1024,19 +1059,7 @@ fn a_workflow_runs_its_nodes_after_their_parents_in_the_simulator() {
         node("c", &["b"], 5),
         node("d", &["a"], 50),
     ];
-    let workflow = Workflow::new(WorkflowText {
-        name: "w".into(),
-        nodes,
-    })
-    .unwrap();
-    let events = GridEvents {
-        workflows: vec![WorkflowSubmission {
-            at: 100,
-            id: JobId(1),
-            workflow,
-        }],
-        ..GridEvents::default()
-    };
+    let events = workflow_at_100(nodes);
     let policies = build(&p, PolicyKind::Easy);
     let dispatcher = Box::new(RoundRobin::default());
     let (recs, rep) = run_with_events(&p, policies, dispatcher, None, &[], &events);
@@ -1062,6 +1085,50 @@ fn a_workflow_runs_its_nodes_after_their_parents_in_the_simulator() {
         (w[0].submit, w[0].end, w[0].outcome, w[0].done),
         (100, 160, gridsched_core::model::Outcome::Completed, 4)
     );
+}
+
+/// A workflow's data in the simulator: `a` (10 s) writes 100 MB that `b` (5 s) reads. Round
+/// robin runs `a` at cluster 0 and `b` at cluster 1, whose link from cluster 0 carries 10 MB/s:
+/// `b` starts 10 s after `a` ends, once the output is there; the same workflow without the
+/// output starts `b` at once.
+#[test]
+fn a_nodes_outputs_move_to_where_its_child_runs_in_the_simulator() {
+    use crate::platform::DataLinks;
+    use gridsched_core::dispatch::{Link, Network};
+    use gridsched_core::model::DataOut;
+    let p = platform(&[(&[(2, 100)], true, &[]), (&[(2, 100)], true, &[])]);
+    let link = Link {
+        bytes_per_s: 10_000_000,
+        latency_ms: 0,
+    };
+    let b_at = |bytes: Option<u64>| {
+        let mut a = node("a", &[], 10);
+        a.outputs = bytes
+            .into_iter()
+            .map(|bytes| DataOut {
+                name: "out".into(),
+                bytes,
+            })
+            .collect();
+        let events = workflow_at_100(vec![a, node("b", &["a"], 5)]);
+        let links = DataLinks {
+            network: Network::uniform(2, link, link),
+            blind: true,
+        };
+        let policies = build(&p, PolicyKind::Easy);
+        let rr = Box::new(RoundRobin::default());
+        let (recs, rep) = run_with_links(&p, policies, rr, None, Some(links), &[], &events);
+        let b = recs.iter().find(|r| r.id == JobId(3)).unwrap();
+        (
+            b.cluster,
+            b.start,
+            b.end,
+            rep.stats.input_moves,
+            rep.stats.input_wait_s,
+        )
+    };
+    assert_eq!(b_at(Some(100_000_000)), (ClusterId(1), 120, 125, 1, 10));
+    assert_eq!(b_at(None), (ClusterId(1), 110, 115, 0, 0));
 }
 
 /// `aftercorr` in the simulator: array 20's task of each index starts when array 10's task of that

@@ -28,6 +28,7 @@ pub fn model_node(n: &v1::WorkflowNode, job: Job) -> Node {
         retry_unless_exit: n.retry_unless_exit,
         abort_on_exit: n.abort_on_exit,
         done: n.done,
+        outputs: Vec::new(),
         job,
     }
 }

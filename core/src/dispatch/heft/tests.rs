@@ -54,7 +54,7 @@ fn example() -> Workflow {
 
 /// Mean costs: a one-processor node takes `e` at site 0 and `e / 2` at site 1, mean `3e / 4`;
 /// B (two processors) runs at site 0 only, mean 80. So w̄ = A 30, X 24, B 80, C 30, D 9, E 12,
-/// F 6, and the upward ranks (communication costs zero) are F = 6, E = 12 + 6 = 18,
+/// F 6, and the upward ranks (no links: communication costs zero) are F = 6, E = 12 + 6 = 18,
 /// D = 9 + 6 = 15, C = 30 + 18 = 48, B = 80 + 18 = 98, X = 24 + 6 = 30,
 /// A = 30 + max(98, 48, 15) = 128.
 #[test]
@@ -70,6 +70,41 @@ fn upward_ranks_of_the_worked_example_by_hand() {
     h.workflow_over(JobId(100));
     assert_eq!(h.rank(JobId(101)), 0, "forgotten with its workflow");
     assert!(h.ranks.is_empty() && h.flows.is_empty());
+}
+
+/// With links and A declaring a 50 MB output: `c̄(A → child) = L̄ + data / B̄` = 1 s + 5 s over
+/// links of 1 s latency and 10 MB/s, so A = 30 + max(98, 48, 15) + 6 = 134; the other ranks stay.
+/// Over links of 10 and 30 MB/s (B̄ = 20 MB/s) and no latency, 50 MB cost 2.5 s, rounded up to 3.
+#[test]
+fn upward_ranks_count_what_a_parent_passes_over_the_mean_link() {
+    use crate::dispatch::{Link, Network, Transfers, mean_comm};
+    use crate::model::DataOut;
+    let mut g = two_sites();
+    let link = Link {
+        bytes_per_s: 10_000_000,
+        latency_ms: 1000,
+    };
+    g.transfers = Transfers::new(Some(Network::uniform(2, link, link)), false);
+    let mut nodes = example().nodes().to_vec();
+    nodes[0].outputs = vec![DataOut {
+        name: "a.out".into(),
+        bytes: 50_000_000,
+    }];
+    let wf = workflow(nodes);
+    assert_eq!(upward_ranks(&wf, &g), [134, 30, 98, 48, 15, 18, 6]);
+    let mut net = Network::uniform(2, link, link);
+    net.between[0][1] = Link {
+        bytes_per_s: 10_000_000,
+        latency_ms: 0,
+    };
+    net.between[1][0] = Link {
+        bytes_per_s: 30_000_000,
+        latency_ms: 0,
+    };
+    g.transfers = Transfers::new(Some(net), false);
+    assert_eq!(mean_comm(50_000_000, &g), 3);
+    assert_eq!(mean_comm(0, &g), 0);
+    assert_eq!(mean_comm(50_000_000, &two_sites()), 0, "no links, no cost");
 }
 
 /// Releases the held jobs at `now`: (job, site) in the order placed.

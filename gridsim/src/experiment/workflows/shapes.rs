@@ -137,6 +137,7 @@ impl<R: Rng> Builder<'_, R> {
             retry_unless_exit: None,
             abort_on_exit: None,
             done: false,
+            outputs: Vec::new(),
             job,
         });
         name
