@@ -206,6 +206,15 @@ pub struct SiteConfig {
     /// ... or in a file.
     #[serde(default)]
     pub token_file: Option<PathBuf>,
+    /// Whether the site stages jobs' inputs in (default true; a Slurm-backed site does not yet,
+    /// and `gridctl up` says so): a job with inputs is dispatched only to sites that do, and
+    /// refused at submission when none can run it.
+    #[serde(default = "default_true")]
+    pub stages_inputs: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// One machine of a site.

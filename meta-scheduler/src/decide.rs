@@ -66,6 +66,7 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
             },
             max_estimate: Some(s.max_estimate(cfg.limits.max_estimate_s)),
             machines: Some(machines),
+            stages: s.stages_inputs,
         });
     }
     let mut dispatch = cfg.dispatch.clone();

@@ -381,6 +381,10 @@ impl LiveGrid {
             if s.multi_node {
                 toml += "multi_node = true\n";
             }
+            // A Slurm-backed site does not stage inputs in yet.
+            if s.slurm.is_some() {
+                toml += "stages_inputs = false\n";
+            }
         }
         std::fs::write(g.path("meta.toml"), toml).expect("write meta config");
         g.start_meta(None);

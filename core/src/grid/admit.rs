@@ -190,6 +190,14 @@ impl GridRunner {
                  estimate limit at least the job's estimate",
             ));
         }
+        let staging = |i: usize| sites[i].stages || job.stage_in.is_empty();
+        if !wide && !(0..sites.len()).any(|i| fits(i) && limit(i) && staging(i)) {
+            return Err(Refusal::new(
+                Field::StageIn,
+                Kind::Invalid,
+                "no site that can run the job stages inputs in (a Slurm-backed site does not yet)",
+            ));
+        }
         if !wide && !(0..sites.len()).any(|i| self.placer.can_ever_run(i, job)) {
             return Err(Refusal::new(
                 Field::Inputs,

@@ -23,6 +23,18 @@ pub struct SiteSpec {
     /// site holding it); `None`: inputs are not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machines: Option<Vec<MachineId>>,
+    /// Whether it stages jobs' inputs in (a Slurm-backed site does not yet): a job with inputs
+    /// ([`Job::stage_in`]) goes only to sites that do.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub stages: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 /// How split jobs are co-allocated.

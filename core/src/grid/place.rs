@@ -88,9 +88,8 @@ impl Placer {
         let caps: Vec<ClusterCaps> = sites.iter().map(|s| s.caps.clone()).collect();
         let n = caps.len();
         Placer {
-            filters: sites
-                .iter()
-                .any(|s| s.max_estimate.is_some() || s.machines.is_some()),
+            filters: (sites.iter())
+                .any(|s| s.max_estimate.is_some() || s.machines.is_some() || !s.stages),
             sites,
             grid: GridState {
                 load: reads.then(|| vec![ClusterLoad::default(); n]),
@@ -165,10 +164,12 @@ impl Placer {
     }
 
     /// Whether `site` takes `job` on what the strategies do not know: its estimate is within the
-    /// site's limit and its inputs are on the site's machines.
+    /// site's limit, its inputs are on the site's machines, and the site stages the data it
+    /// reads.
     pub fn takes(&self, site: usize, job: &Job) -> bool {
         let s = &self.sites[site];
-        s.max_estimate.is_none_or(|m| job.estimate <= m)
+        (s.stages || job.stage_in.is_empty())
+            && s.max_estimate.is_none_or(|m| job.estimate <= m)
             && s.machines.as_ref().is_none_or(|ms| {
                 job.inputs
                     .iter()
@@ -289,6 +290,8 @@ impl Placer {
                     "site down".into()
                 } else if let Some(m) = limit {
                     format!("estimate above the site's limit of {m} s")
+                } else if !self.sites[i].stages && !job.stage_in.is_empty() {
+                    "does not stage inputs in (the job has some)".into()
                 } else if !takes {
                     "does not hold the machines of the job's inputs".into()
                 } else if !fits {

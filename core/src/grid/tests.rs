@@ -22,6 +22,7 @@ pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
         },
         max_estimate: None,
         machines: None,
+        stages: true,
     }
 }
 

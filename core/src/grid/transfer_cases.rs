@@ -238,3 +238,47 @@ fn a_workflow_node_reads_its_parents_outputs_from_where_they_ran() {
     });
     assert!(twice.unwrap_err().to_string().contains("output `x`"));
 }
+
+#[test]
+fn a_job_with_inputs_goes_only_to_sites_that_stage_them() {
+    use crate::dispatch::DispatchConfig;
+    let mut sites: Vec<SiteSpec> = (0..2).map(|i| super::tests::site(i, 4)).collect();
+    sites[0].stages = false;
+    let cfg = |sites: Vec<SiteSpec>| GridConfig {
+        sites,
+        dispatch: DispatchConfig::new(DispatchKind::LoadOrdering),
+        classifier: None,
+        settings: GridSettings {
+            explain: true,
+            ..GridSettings::default()
+        },
+        classifier_state: None,
+    };
+    let mut r = GridRunner::from_config(&cfg(sites.clone())).unwrap();
+    // Load-Ordering's idle site 0 for a job without inputs, site 1 for one with.
+    assert_eq!(
+        placed(&submit(&mut r, 0, Job::new(1, 0, 1, 10, 10))),
+        vec![(1, 0)]
+    );
+    let out = submit(&mut r, 0, reading(2, "a", 1));
+    assert_eq!(placed(&out), vec![(2, 1)]);
+    let x = out
+        .iter()
+        .find_map(|e| match e {
+            Effect::Place { explanation, .. } => explanation.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        x.candidates[0].note.contains("does not stage inputs"),
+        "{:?}",
+        x.candidates[0]
+    );
+    // With no site that stages, a job with inputs is refused at the door, naming the field.
+    sites[1].stages = false;
+    let r = GridRunner::from_config(&cfg(sites)).unwrap();
+    let refusal = r.admit(0, &reading(3, "a", 1)).unwrap_err();
+    assert_eq!(refusal.field, Field::StageIn);
+    assert!(refusal.why.contains("stages inputs"), "{}", refusal.why);
+    assert!(r.admit(0, &Job::new(4, 0, 1, 10, 10)).is_ok());
+}

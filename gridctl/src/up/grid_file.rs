@@ -293,6 +293,13 @@ impl GridFile {
             if let Some(m) = s.max_estimate_s {
                 let _ = writeln!(t, "max_estimate_s = {m}");
             }
+            // A Slurm-backed site does not stage inputs in yet.
+            if s.slurm.is_some() {
+                t.push_str(
+                    "stages_inputs = false
+",
+                );
+            }
             // Its local scheduler decides whether it runs jobs over several machines.
             if self.pools_machines(i) {
                 t.push_str("multi_node = true\n");
@@ -410,6 +417,13 @@ mod tests {
         let s = local.slurm.unwrap();
         assert_eq!(s.rest_url, "http://127.0.0.1:6820");
         assert_eq!(s.work_dir, Path::new("/g/work/hpc"));
+        let eps = ["127.0.0.1:6000".to_string()];
+        let meta = g.meta_toml("127.0.0.1:1", None, Path::new("/g"), &eps);
+        let m = meta_scheduler::MetaConfig::from_toml(&meta).unwrap();
+        assert!(
+            !m.sites[0].stages_inputs,
+            "a Slurm site does not stage inputs"
+        );
         let e = GridFile::parse(&text.replace("token_file", "tokn_file"))
             .unwrap_err()
             .to_string();

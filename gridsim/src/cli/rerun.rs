@@ -133,6 +133,7 @@ mod tests {
             },
             max_estimate: None,
             machines: None,
+            stages: true,
         };
         let cfg = GridConfig {
             sites: vec![site(0), site(1)],

@@ -154,6 +154,7 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
             caps,
             max_estimate: None,
             machines: None,
+            stages: true,
         })
         .collect();
     let grid = RunnerConfig {

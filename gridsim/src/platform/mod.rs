@@ -484,6 +484,7 @@ where
                     caps,
                     max_estimate: None,
                     machines: None,
+                    stages: true,
                 })
                 .collect();
             if let Some(l) = &meta.links {

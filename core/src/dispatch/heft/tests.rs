@@ -323,6 +323,7 @@ fn runner(sites: usize) -> GridRunner {
             },
             max_estimate: None,
             machines: None,
+            stages: true,
         })
         .collect();
     GridRunner::from_config(&GridConfig {
