@@ -33,6 +33,7 @@ pub fn parse(arg: &str) -> anyhow::Result<v1::StagedInput> {
             sha256: sha,
             url: url.to_owned(),
             size: 0,
+            site: String::new(),
         });
     }
     // `PATH:NAME`, unless the whole argument names a file.
@@ -56,6 +57,7 @@ pub fn parse(arg: &str) -> anyhow::Result<v1::StagedInput> {
         sha256: String::new(),
         url: format!("{LOCAL}{}", path.display()),
         size: 0,
+        site: String::new(),
     })
 }
 
@@ -87,6 +89,7 @@ async fn upload_in(c: &mut crate::Client, spec: &mut v1::JobSpec) -> anyhow::Res
                 sha256,
                 url: String::new(),
                 size,
+                site: String::new(),
             });
         }
     }

@@ -102,6 +102,7 @@ impl Outputs {
                     out.push(v1::OutputFile {
                         name,
                         size: e.metadata()?.len(),
+                        sha256: String::new(),
                     });
                 }
             }
@@ -122,15 +123,20 @@ impl Outputs {
             .path_of(chunk.job_id, chunk.stream(), &chunk.file)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         std::fs::create_dir_all(path.parent().expect("a job directory"))?;
+        // A new run's file starts afresh as a new file: the earlier run's, which the site's
+        // input cache may hold as a link (a workflow node's output), is left as it was.
+        if chunk.new_run && chunk.offset == 0 {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(false)
             .write(true)
             .truncate(false)
             .open(&path)?;
-        if chunk.new_run && chunk.offset == 0 {
-            f.set_len(0)?;
-        }
         let held = f.metadata()?.len();
         let end = chunk.offset + chunk.data.len() as u64;
         if chunk.offset > held || end <= held {
@@ -311,8 +317,17 @@ mod tests {
         assert_eq!(Outputs::read(&out, 0).unwrap(), b"hello world");
         assert_eq!(Outputs::read(&out, 6).unwrap(), b"world");
         assert!(Outputs::read(&err, 0).unwrap().is_empty());
+        // The site's input cache takes the file as a blob (a hard link): a new run's first
+        // chunk starts a new file and leaves the blob as it was.
+        let cache = gridsched_proto::blobs::Blobs::open(dir.path().join("cache")).unwrap();
+        let sha = gridsched_proto::blobs::digest_file(&out).unwrap();
+        cache.adopt(&sha, &out).unwrap();
+        cache.adopt(&sha, &out).unwrap();
         assert_eq!(o.push(&chunk(0, b"again", true)).unwrap(), 5);
         assert_eq!(Outputs::read(&out, 0).unwrap(), b"again");
+        assert_eq!(std::fs::read(cache.path(&sha)).unwrap(), b"hello world");
+        assert_eq!(cache.size(&sha), Some(11));
+        assert!(cache.adopt("not a digest", &out).is_err());
         assert!(o.holds(7));
     }
 

@@ -79,6 +79,37 @@ impl Service {
             .ok_or_else(|| Status::unimplemented("this site stages no inputs"))
     }
 
+    /// Takes the declared output files the final reports in `jobs` name into the site's input
+    /// cache, under the digests their agent computed, before the job's end is known: a workflow
+    /// node's children read them from there, at this site or moved to theirs. A file that
+    /// cannot be taken is left out with a warning (the children then fail to stage it).
+    async fn adopt_outputs(&self, jobs: &[v1::JobReport]) {
+        let (Some(cache), Some((outputs, true))) = (&self.cache, &self.outputs) else {
+            return;
+        };
+        let files: Vec<(u64, String, std::path::PathBuf)> = jobs
+            .iter()
+            .flat_map(|j| {
+                j.outputs.iter().filter_map(move |o| {
+                    let path = outputs.path_of(j.job_id, v1::OutputStream::Unspecified, &o.name);
+                    path.ok().map(|p| (j.job_id, o.sha256.clone(), p))
+                })
+            })
+            .collect();
+        if files.is_empty() {
+            return;
+        }
+        let cache = cache.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            for (job, sha, path) in files {
+                if let Err(e) = cache.adopt(&sha, &path) {
+                    tracing::warn!(job, file = %path.display(), "output not taken into the cache: {e}");
+                }
+            }
+        })
+        .await;
+    }
+
     fn outputs(&self) -> Result<&(Arc<Outputs>, bool), Status> {
         self.outputs
             .as_ref()
@@ -189,6 +220,7 @@ impl LocalScheduler for Service {
     ) -> Result<Response<v1::HeartbeatResponse>, Status> {
         self.agents.check(r.metadata(), "site agents")?;
         let r = r.into_inner();
+        self.adopt_outputs(&r.jobs).await;
         self.ask(|tx| Msg::Heartbeat(r, tx))
             .await
             .map(Response::new)
@@ -446,7 +478,12 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::ReadBlobRequest>,
     ) -> Result<Response<Self::ReadBlobStream>, Status> {
-        self.agents.check(r.metadata(), "site agents")?;
+        // The agents read their jobs' inputs; the meta-scheduler moves a workflow node's
+        // outputs from here to another site.
+        if self.meta.check(r.metadata(), "meta-scheduler").is_err() {
+            self.agents
+                .check(r.metadata(), "site agents or the meta-scheduler")?;
+        }
         let cache = self.cache()?;
         let req = r.into_inner();
         let Some(size) = cache.size(&req.sha256) else {

@@ -335,6 +335,7 @@ mod tests {
             sha256: sha.into(),
             url: url.clone(),
             size: 0,
+            site: String::new(),
         };
         s.stage(7, vec![input("")]);
         let (id, r) = staged(rx.recv().await.unwrap());

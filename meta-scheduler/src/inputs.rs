@@ -4,7 +4,10 @@
 //! site it is dispatched to, before its Enqueue: the site's cache is asked first, so the same
 //! bytes cross to a site once, whatever the number of jobs (a thousand tasks of an array) reading
 //! them; a transfer broken off resumes where the site's copy ends. A site fetches a job's URL
-//! inputs itself. The pattern is the one of HTCondor's input transfer and ARC's data staging.
+//! inputs itself. A workflow node's inputs that its parents wrote at another site are moved from
+//! that site's cache to the node's, site to site (the meta-scheduler relays the stream; nothing
+//! goes through the user's machine), the same way. The pattern is the one of HTCondor's input
+//! transfer and ARC's data staging.
 
 use crate::service::{LocalClient, MetaService};
 use gridsched_proto::blobs::{self, Blobs};
@@ -216,7 +219,7 @@ impl Uploads {
         prefix: &str,
     ) -> Result<(), crate::validate::Refusal> {
         for (i, s) in spec.stage_in.iter_mut().enumerate() {
-            if !s.url.is_empty() {
+            if !s.url.is_empty() || !s.site.is_empty() {
                 continue;
             }
             match self.blobs.size(&s.sha256) {
@@ -245,9 +248,10 @@ impl Uploads {
     }
 
     /// Hands site `site` (through `client`) every upload job `id`'s spec names that the site's
-    /// cache lacks, each resuming where the site's copy ends. An upload no longer held here is
-    /// an error the job cannot recover from (`Err(Ok(reason))`); a transfer that failed can be
-    /// retried (`Err(Err(status))`).
+    /// cache lacks, and every parent's output that another site holds, each resuming where the
+    /// site's copy ends. An upload no longer held here, or an output no longer held at its
+    /// site, is an error the job cannot recover from (`Err(Ok(reason))`); a transfer that
+    /// failed can be retried (`Err(Err(status))`).
     pub async fn push(
         &self,
         svc: &MetaService,
@@ -256,6 +260,7 @@ impl Uploads {
         id: u64,
         spec: &v1::JobSpec,
     ) -> Result<(), Result<String, Status>> {
+        // Uploads, and parents' outputs (their site named); a site fetches URLs itself.
         let uploads: Vec<&v1::StagedInput> =
             spec.stage_in.iter().filter(|s| s.url.is_empty()).collect();
         if uploads.is_empty() {
@@ -266,20 +271,34 @@ impl Uploads {
         self.set_progress(id, Some((0, total)));
         let out = async {
             for s in &uploads {
-                let Some(size) = self.blobs.size(&s.sha256) else {
-                    return Err(Ok(format!(
-                        "input `{}`: upload {} is no longer held",
-                        s.name, s.sha256
-                    )));
+                let from = match s.site.as_str() {
+                    "" => None,
+                    name => Some(svc.site_index(name).ok_or_else(|| {
+                        Ok(format!("input `{}`: site `{name}` is unknown here", s.name))
+                    })?),
+                };
+                let size = match from {
+                    Some(_) => s.size,
+                    None => self.blobs.size(&s.sha256).ok_or_else(|| {
+                        Ok(format!(
+                            "input `{}`: upload {} is no longer held",
+                            s.name, s.sha256
+                        ))
+                    })?,
                 };
                 let gate = {
                     let mut m = self.pushing.lock().expect("push map");
                     m.entry((site, s.sha256.clone())).or_default().clone()
                 };
                 let _one = gate.lock().await;
-                self.push_one(svc, site, client, id, &s.sha256, size, done, total)
-                    .await
-                    .map_err(Err)?;
+                let file = File {
+                    name: &s.name,
+                    sha: &s.sha256,
+                    size,
+                    from,
+                };
+                self.push_one(svc, site, client, id, &file, (done, total))
+                    .await?;
                 done += size;
                 self.set_progress(id, Some((done, total)));
             }
@@ -290,31 +309,84 @@ impl Uploads {
         out
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Pushes one input to site `site` (see [`Uploads::push`]).
     async fn push_one(
         &self,
         svc: &MetaService,
         site: usize,
         client: &LocalClient,
         id: u64,
-        sha: &str,
-        size: u64,
-        before: u64,
-        total: u64,
-    ) -> Result<(), Status> {
+        file: &File<'_>,
+        (before, total): (u64, u64),
+    ) -> Result<(), Result<String, Status>> {
+        let (sha, size) = (file.sha, file.size);
         let mut c = client.clone();
         let held = svc
             .call(c.blob_status(v1::BlobStatusRequest {
                 sha256: sha.to_owned(),
             }))
-            .await?;
+            .await
+            .map_err(Err)?;
         if held.complete {
             return Ok(());
         }
+        let from = held.have.min(size);
+        let shown = self.progress.clone();
+        let progress = move |c: v1::BlobChunk| {
+            let sent = before + c.offset + c.data.len() as u64;
+            set_progress(&shown, id, Some((sent, total)));
+            c
+        };
+        let held = match file.from {
+            Some(src) => relay(svc, src, site, &mut c, file, from, progress).await?,
+            None => self.send(svc, &mut c, sha, size, from, progress).await,
+        }
+        .map_err(Err)?;
+        if held.complete
+            && let Ok(st) = svc.lock()
+        {
+            let m = &st.metrics;
+            let to = svc.site_name(site);
+            match file.from {
+                Some(src) => {
+                    let from_to = crate::metrics::RelayLabel {
+                        from: svc.site_name(src),
+                        to,
+                    };
+                    m.input_relay_bytes
+                        .get_or_create(&from_to)
+                        .inc_by(size - from);
+                }
+                None => {
+                    let site = crate::metrics::SiteLabel { site: to };
+                    m.input_pushes.get_or_create(&site).inc();
+                    m.input_push_bytes.get_or_create(&site).inc_by(size - from);
+                }
+            }
+        }
+        match held.complete {
+            true => Ok(()),
+            false => Err(Err(Status::unavailable(format!(
+                "the site holds {} of {size} bytes of {sha}",
+                held.have
+            )))),
+        }
+    }
+
+    /// Streams upload `sha` (`size` bytes) from `from` to the site behind `c`: what it holds
+    /// then.
+    async fn send(
+        &self,
+        svc: &MetaService,
+        c: &mut LocalClient,
+        sha: &str,
+        size: u64,
+        from: u64,
+        progress: impl FnMut(v1::BlobChunk) -> v1::BlobChunk + Send + 'static,
+    ) -> Result<v1::BlobStatusResponse, Status> {
         let (tx, rx) = tokio::sync::mpsc::channel::<v1::BlobChunk>(4);
         let store = self.blobs.clone();
         let sha_owned = sha.to_owned();
-        let from = held.have.min(size);
         let pause = Duration::from_millis(svc.inner.cfg.faults.push_pause_ms);
         let reader = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             use std::io::Read as _;
@@ -341,14 +413,10 @@ impl Uploads {
                 }
             }
         });
-        let shown = self.progress.clone();
-        let progress = tokio_stream::wrappers::ReceiverStream::new(rx).map(move |c| {
-            let sent = before + c.offset + c.data.len() as u64;
-            set_progress(&shown, id, Some((sent, total)));
-            c
-        });
         // No call timeout: a large input takes as long as the link needs.
-        let res = c.push_blob(progress).await;
+        let res = c
+            .push_blob(tokio_stream::wrappers::ReceiverStream::new(rx).map(progress))
+            .await;
         let read = reader.await;
         let held = res?.into_inner();
         match read {
@@ -356,26 +424,60 @@ impl Uploads {
             Ok(Err(e)) => return Err(Status::internal(format!("reading upload {sha}: {e}"))),
             Err(e) => return Err(Status::internal(e.to_string())),
         }
-        let site = crate::metrics::SiteLabel {
-            site: svc.site_name(site),
-        };
-        if held.complete
-            && let Ok(st) = svc.lock()
-        {
-            st.metrics.input_pushes.get_or_create(&site).inc();
-            st.metrics
-                .input_push_bytes
-                .get_or_create(&site)
-                .inc_by(size - from);
-        }
-        match held.complete {
-            true => Ok(()),
-            false => Err(Status::unavailable(format!(
-                "the site holds {} of {size} bytes of {sha}",
-                held.have
-            ))),
-        }
+        Ok(held)
     }
+}
+
+/// One input to push: its name in the job's directory, digest and size, and the site whose
+/// cache holds it (`None`: an upload held here).
+struct File<'a> {
+    name: &'a str,
+    sha: &'a str,
+    size: u64,
+    from: Option<usize>,
+}
+
+/// Moves `file` from site `src`'s cache to the site behind `to` (site `dst`), from byte `from`:
+/// the source's stream of chunks is handed on as it comes (the receiving site checks the digest).
+/// What the receiving site holds then; an input its source no longer holds is the job's end
+/// (`Err(Ok(reason))`).
+async fn relay(
+    svc: &MetaService,
+    src: usize,
+    dst: usize,
+    to: &mut LocalClient,
+    file: &File<'_>,
+    from: u64,
+    progress: impl FnMut(v1::BlobChunk) -> v1::BlobChunk + Send + 'static,
+) -> Result<Result<v1::BlobStatusResponse, Status>, Result<String, Status>> {
+    let (name, src_name) = (file.name, svc.site_name(src));
+    let gone = |why: &str| {
+        Ok(format!(
+            "input `{name}`: site {src_name} no longer holds it ({why})"
+        ))
+    };
+    if src == dst {
+        return Err(gone("it is not in the site's cache"));
+    }
+    let mut source = svc.client(src).map_err(Err)?;
+    let read = v1::ReadBlobRequest {
+        sha256: file.sha.to_owned(),
+        offset: from,
+    };
+    let chunks = match svc.call(source.read_blob(read)).await {
+        Ok(s) => s,
+        Err(e) if e.code() == tonic::Code::NotFound => return Err(gone(e.message())),
+        Err(e) => {
+            return Err(Err(Status::unavailable(format!(
+                "site {src_name} cannot be read for input `{name}`: {}",
+                e.message()
+            ))));
+        }
+    };
+    // A break of the source's stream ends the push short: the site then holds part of it, and
+    // the next attempt resumes from there.
+    let chunks = chunks.map_while(Result::ok).map(progress);
+    Ok(to.push_blob(chunks).await.map(tonic::Response::into_inner))
 }
 
 fn io(e: std::io::Error) -> Status {

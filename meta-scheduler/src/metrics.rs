@@ -78,6 +78,17 @@ pub struct MetaMetrics {
     pub input_pushes: Family<SiteLabel, Counter>,
     /// Bytes of uploaded inputs sent to a site, by site.
     pub input_push_bytes: Family<SiteLabel, Counter>,
+    /// Bytes of workflow nodes' outputs moved from the site that wrote them to another.
+    pub input_relay_bytes: Family<RelayLabel, Counter>,
+}
+
+/// A move between two sites.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RelayLabel {
+    /// The site that held the bytes.
+    pub from: String,
+    /// The site that received them.
+    pub to: String,
 }
 
 /// The outcome of a co-allocation.
@@ -120,6 +131,7 @@ impl MetaMetrics {
             epoch: Gauge::default(),
             input_pushes: Family::default(),
             input_push_bytes: Family::default(),
+            input_relay_bytes: Family::default(),
         };
         r.register(
             "gridsched_meta_jobs",
@@ -221,6 +233,11 @@ impl MetaMetrics {
             "gridsched_meta_input_push_bytes",
             "Bytes of uploaded job inputs sent to sites, by site",
             m.input_push_bytes.clone(),
+        );
+        r.register(
+            "gridsched_meta_input_relay_bytes",
+            "Bytes of workflow nodes' outputs moved from the site that wrote them to another",
+            m.input_relay_bytes.clone(),
         );
         m
     }

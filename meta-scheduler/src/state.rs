@@ -340,6 +340,10 @@ impl State {
             array_index: job.array_index,
             workflow_id: job.workflow_id,
             workflow_node: job.workflow_node.clone(),
+            outputs: match job.state().is_terminal() {
+                true => job.outputs.clone(),
+                false => Vec::new(),
+            },
         };
         while self.events.len() >= self.retention.events {
             self.events.pop_front();
@@ -429,6 +433,7 @@ impl State {
         // there; one waiting at the meta level or co-allocating was cancelled. A split job's
         // fragments tell it their own ends.
         let mut tell = None;
+        let mut wrote = None;
         if was_live && job.state().is_terminal() {
             b.finished.push(id);
             let site = self.site_of(&job);
@@ -437,6 +442,19 @@ impl State {
                 self.in_flight[i].remove(&id);
             }
             if job.fragments.is_empty() && self.decider.runner().contains(JobId(id)) {
+                // A workflow node's outputs, told before its end: its children read them.
+                if job.workflow_id.is_some() && !job.outputs.is_empty() && site.is_some() {
+                    let files = (job.outputs.iter())
+                        .map(|o| gridsched_core::model::DataOut {
+                            name: o.name.clone(),
+                            bytes: o.size,
+                        })
+                        .collect();
+                    wrote = Some(Input::Outputs {
+                        job: JobId(id),
+                        files,
+                    });
+                }
                 tell = Some(match site {
                     Some(i) => Input::Ended {
                         job: JobId(id),
@@ -454,6 +472,9 @@ impl State {
         self.jobs.insert(id, job);
         if let Some((array, state, started)) = task {
             self.task_changed(b, array, was_live, state, started, time);
+        }
+        if let Some(input) = wrote {
+            self.drive(b, time, input);
         }
         if let Some(input) = tell {
             self.drive(b, time, input);
@@ -613,6 +634,7 @@ impl State {
                     j.end_time = Some(ev.time);
                     j.exit_code = ev.exit_code;
                     j.signal = ev.signal;
+                    j.outputs.clone_from(&ev.outputs);
                     j.reason.clone_from(&ev.detail);
                 }
             }

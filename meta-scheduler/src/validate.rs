@@ -116,6 +116,12 @@ fn check_stage_in(inputs: &[v1::StagedInput]) -> Result<(), Refusal> {
                 format!("`{}` repeated", s.name),
             ));
         }
+        if !s.site.is_empty() {
+            return Err(Refusal::new(
+                field("site"),
+                "set by the meta-scheduler only (a workflow node's input from a parent)",
+            ));
+        }
         if !s.sha256.is_empty() && !gridsched_proto::blobs::is_sha256(&s.sha256) {
             return Err(Refusal::new(
                 field("sha256"),
@@ -331,6 +337,7 @@ machines = [{ name = "m", processors = 8 }]
             sha256: sha.into(),
             url: url.into(),
             size: 0,
+            site: String::new(),
         };
         let sha = "ab".repeat(32);
         let with = |inputs: Vec<v1::StagedInput>| v1::JobSpec {
@@ -358,6 +365,13 @@ machines = [{ name = "m", processors = 8 }]
             (vec![input("a", "", "http:///x")], "stage_in[0].url"),
             (vec![input("a", "", "file://relative/x")], "stage_in[0].url"),
             (vec![input("a", "", "not a url")], "stage_in[0].url"),
+            (
+                vec![v1::StagedInput {
+                    site: "alpha".into(),
+                    ..input("a", &sha, "")
+                }],
+                "stage_in[0].site",
+            ),
         ] {
             assert_eq!(field(with(bad.clone())), at, "{bad:?}");
         }

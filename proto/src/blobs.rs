@@ -226,6 +226,30 @@ impl Blobs {
         Ok(f)
     }
 
+    /// Takes the file at `path`, whose content has SHA-256 `sha` as the one who wrote it says,
+    /// into the store (a hard link, or a copy across file systems), unless the store holds it
+    /// already: a job's declared output kept at its site becomes readable as a blob there. The
+    /// file must not change afterwards (the site's output store only ever appends, and starts a
+    /// new run's file afresh). Whoever receives the blob checks its digest, so a wrong claim is
+    /// never used.
+    pub fn adopt(&self, sha: &str, path: &Path) -> Result<(), BlobError> {
+        Self::checked(sha)?;
+        if self.size(sha).is_some() {
+            return Ok(());
+        }
+        let tmp = self
+            .dir
+            .join("tmp")
+            .join(format!("adopt-{}-{}", std::process::id(), unique()));
+        if fs::hard_link(path, &tmp).is_err() {
+            fs::copy(path, &tmp)?;
+            File::open(&tmp)?.sync_all()?;
+        }
+        let out = self.publish(&tmp, sha);
+        let _ = fs::remove_file(&tmp);
+        Ok(out?)
+    }
+
     /// Places complete blob `sha` at `dest` (a hard link, or a copy across file systems),
     /// creating its directories and replacing what was there.
     pub fn place(&self, sha: &str, dest: &Path) -> io::Result<()> {

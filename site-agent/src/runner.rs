@@ -239,7 +239,9 @@ pub async fn run_job(
     // The output is handed over before the end is reported.
     if let Some((ended, shipped)) = shipping {
         let _ = ended.send(());
-        let _ = shipped.await;
+        if let Ok(files) = shipped.await {
+            fin.outputs = files;
+        }
     }
     let _ = out.send(fin);
 }

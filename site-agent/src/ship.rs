@@ -39,13 +39,15 @@ impl Shipper {
 
     /// Ships job `job`'s standard streams in `dir` until `ended` fires, then the rest, then the
     /// declared output files: those matching `declared.1` in the working directory `declared.0`.
+    /// The declared files handed over, each with its size and SHA-256 (for the job's final
+    /// report: a workflow node's children read them from the site).
     pub async fn run(
         self,
         job: u64,
         dir: PathBuf,
         declared: (PathBuf, Vec<String>),
         mut ended: oneshot::Receiver<()>,
-    ) {
+    ) -> Vec<v1::OutputFile> {
         let mut streams = [
             Stream::new(OutputStream::Stdout),
             Stream::new(OutputStream::Stderr),
@@ -63,7 +65,7 @@ impl Shipper {
                     && !worth_retrying(&e)
                 {
                     tracing::warn!(job, "the local scheduler takes no output: {e}");
-                    return;
+                    return Vec::new();
                 }
             }
         }
@@ -84,22 +86,36 @@ impl Shipper {
             }
         }
         let (cwd, patterns) = declared;
+        let mut kept = Vec::new();
         if patterns.is_empty() {
-            return;
+            return kept;
         }
         let found = tokio::task::spawn_blocking(move || declared_files(&cwd, &patterns)).await;
-        for (path, name) in found.unwrap_or_default() {
-            let mut s = Stream::file(path, name);
+        'files: for (path, name) in found.unwrap_or_default() {
+            let mut s = Stream::file(path.clone(), name);
             let mut tries = 0;
             while let Err(e) = s.round(&self.client, job, &dir).await {
                 tries += 1;
                 if tries >= LAST_TRIES || !worth_retrying(&e) {
                     tracing::warn!(job, file = %s.name, "output file not handed over: {e}");
-                    break;
+                    continue 'files;
                 }
                 tokio::time::sleep(ROUND).await;
             }
+            let digest =
+                tokio::task::spawn_blocking(move || gridsched_proto::blobs::digest_file(&path))
+                    .await;
+            match digest {
+                Ok(Ok(sha)) => kept.push(v1::OutputFile {
+                    name: s.name,
+                    size: s.sent,
+                    sha256: sha,
+                }),
+                Ok(Err(e)) => tracing::warn!(job, file = %s.name, "output file not read: {e}"),
+                Err(e) => tracing::warn!(job, file = %s.name, "output file not read: {e}"),
+            }
         }
+        kept
     }
 }
 

@@ -540,8 +540,9 @@ impl LiveGrid {
             if reachable && online == machines {
                 return;
             }
+            // A bound, not a timing: on 2 cores a test binary starts a dozen grids at once.
             assert!(
-                t.elapsed() < Duration::from_secs(20),
+                t.elapsed() < Duration::from_secs(60),
                 "grid not ready: reachable {reachable}, {online}/{machines} machines online"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;

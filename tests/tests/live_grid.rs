@@ -1516,6 +1516,7 @@ async fn a_jobs_inputs_are_staged_at_its_site_and_moved_once_per_site() {
         sha256: sha.into(),
         url: url.into(),
         size: 0,
+        site: String::new(),
     };
 
     // An upload and a URL at beta (8 processors fit only there), the upload under a directory.
@@ -1721,6 +1722,7 @@ async fn killing_a_service_during_a_transfer_loses_nothing_and_never_uses_a_part
         sha256: sha.into(),
         url: url.into(),
         size: 0,
+        site: String::new(),
     };
 
     // The meta-scheduler killed while it pushes the upload to beta (12 chunks, 150 ms apart):
@@ -1799,4 +1801,101 @@ async fn killing_a_service_during_a_transfer_loses_nothing_and_never_uses_a_part
         b"655360\n"
     );
     assert_eq!(http.gets("slow.bin"), 2, "fetched again after the restart");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_nodes_outputs_reach_its_children_site_to_site() {
+    use gridsched_tests::live::{get_job, sh_job};
+    let g = LiveGrid::start(bins(), two_sites(), "");
+    g.ready().await;
+    let mut c = g.client().await;
+    let node = |name: &str, parents: &[&str], job: v1::JobSpec| v1::WorkflowNode {
+        name: name.into(),
+        parents: parents.iter().map(|p| p.to_string()).collect(),
+        job: Some(job),
+        ..Default::default()
+    };
+    // `prep` needs matlab, which only alpha has; `far` needs 8 processors, which only beta has;
+    // `near` needs matlab too.
+    let mut prep = sh_job(
+        1,
+        60,
+        "mkdir -p out && head -c 3000000 /dev/urandom > out/big.bin && echo hello > note.txt \
+         && sha256sum out/big.bin > sum && echo not declared > other.txt",
+    );
+    prep.licences = vec!["matlab".into()];
+    prep.outputs = vec!["note.txt".into(), "out/*.bin".into(), "sum".into()];
+    let far = sh_job(8, 60, "cd prep && sha256sum -c sum && cat note.txt && ls");
+    let mut near = sh_job(1, 60, "cat prep/note.txt");
+    near.licences = vec!["matlab".into()];
+    let spec = v1::JobSpec {
+        user: "u".into(),
+        workflow: Some(v1::Workflow {
+            nodes: vec![
+                node("prep", &[], prep),
+                node("far", &["prep"], far),
+                node("near", &["prep"], near),
+            ],
+            resume: None,
+        }),
+        ..Default::default()
+    };
+    let w = submit_all(&mut c, vec![spec]).await[0];
+    let (p, f, n) = (w + 1, w + 2, w + 3);
+    let jobs = ended(&mut c, &[p, f, n]).await;
+    for j in &jobs {
+        assert_eq!(j.state(), JobState::Completed, "{j:?}");
+    }
+    let sites: Vec<&str> = jobs.iter().filter_map(|j| j.site.as_deref()).collect();
+    assert_eq!(sites, ["alpha", "beta", "alpha"]);
+    // The parent's record lists what its site kept, with digests.
+    let kept: Vec<(&str, u64)> = (jobs[0].outputs.iter())
+        .map(|o| (o.name.as_str(), o.size))
+        .collect();
+    assert_eq!(
+        kept,
+        [("note.txt", 6), ("out/big.bin", 3_000_000), ("sum", 78)]
+    );
+    assert_eq!(
+        jobs[0].outputs[0].sha256,
+        "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
+        "sha256 of `hello\\n`"
+    );
+    // Each child read them under the parent's name, byte-identical (checked by sha256sum).
+    assert_eq!(
+        String::from_utf8_lossy(&output_of(&mut c, f, false, false).await.unwrap()),
+        "out/big.bin: OK\nhello\nnote.txt\nout\nsum\n"
+    );
+    assert_eq!(
+        output_of(&mut c, n, false, false).await.unwrap(),
+        b"hello\n"
+    );
+    // Inputs staged say so on the child's record.
+    let far_spec = get_job(&mut c, f).await.spec.unwrap();
+    let names: Vec<(&str, &str)> = (far_spec.stage_in.iter())
+        .map(|s| (s.name.as_str(), s.site.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("prep/note.txt", "alpha"),
+            ("prep/out/big.bin", "alpha"),
+            ("prep/sum", "alpha")
+        ]
+    );
+    // The bytes crossed from alpha to beta once, site to site; nothing went to alpha, which
+    // holds them, and no upload was pushed.
+    let meta = scrape(&g.metrics[0]);
+    let relayed = |from: &str, to: &str| {
+        let key = format!("gridsched_meta_input_relay_bytes_total{{from=\"{from}\",to=\"{to}\"}} ");
+        meta.lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0, |v| v as u64)
+    };
+    assert_eq!(relayed("alpha", "beta"), 3_000_000 + 6 + 78, "{meta}");
+    assert_eq!(relayed("beta", "alpha"), 0);
+    for s in ["alpha", "beta"] {
+        assert_eq!(site_counter(&meta, "gridsched_meta_input_pushes", s), 0);
+    }
 }

@@ -9,7 +9,7 @@ use super::admit::Refusal;
 use super::reservations::{Reservation, ReservationAnswer, ReservationRequest};
 use crate::classify::Classification;
 use crate::dispatch::{ClusterLoad, Part, Priority};
-use crate::model::{Duration, Job, JobId, Outcome, ReservationId, Time, Workflow};
+use crate::model::{DataOut, Duration, Job, JobId, Outcome, ReservationId, Time, Workflow};
 use serde::{Deserialize, Serialize};
 
 /// Why a job goes to the site it goes to.
@@ -165,6 +165,15 @@ pub enum Input {
         /// it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit: Option<i32>,
+    },
+    /// Job `job` wrote `files` at its site, as the site reports with its end (given before its
+    /// [`Input::Ended`]): a workflow node's children read them from there, so the dispatch of
+    /// a child counts moving them (they replace the sizes the node declares).
+    Outputs {
+        /// The job.
+        job: JobId,
+        /// Its output files, by name, with their sizes.
+        files: Vec<DataOut>,
     },
     /// The fragment of split job `job` at `site` ended; `ok` when it completed.
     FragmentEnded {

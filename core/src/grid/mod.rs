@@ -311,6 +311,7 @@ impl GridRunner {
                 site_ok(site)?;
                 self.fragment_ended(now, job, site, ok, again, out);
             }
+            Input::Outputs { job, files } => self.workflows.wrote(job, files),
             Input::Refused { job, site, why } => {
                 site_ok(site)?;
                 self.refused(now, job, site, why, out);

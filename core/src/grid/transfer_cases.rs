@@ -176,9 +176,19 @@ fn a_restored_placement_tells_the_grid_where_the_inputs_lie() {
     );
 }
 
+/// Job `job` completed at `site`, exit 0.
+fn completed_at(job: u64, site: usize) -> Input {
+    Input::Ended {
+        job: JobId(job),
+        site,
+        outcome: crate::model::Outcome::Completed,
+        exit: Some(0),
+    }
+}
+
 #[test]
 fn a_workflow_node_reads_its_parents_outputs_from_where_they_ran() {
-    use crate::model::{DataOut, Outcome, Workflow, WorkflowText};
+    use crate::model::{DataOut, Workflow, WorkflowText};
     let node = |name: &str, parents: &[&str], outputs: &[(&str, u64)]| {
         let mut n = crate::model::workflow::tests::node(name, parents);
         n.job = Job::new(0, 0, 1, 10, 10);
@@ -208,12 +218,7 @@ fn a_workflow_node_reads_its_parents_outputs_from_where_they_ran() {
         vec![(101, 0)],
         "a: lowest id"
     );
-    let ended = Input::Ended {
-        job: JobId(101),
-        site: 0,
-        outcome: Outcome::Completed,
-        exit: Some(0),
-    };
+    let ended = completed_at(101, 0);
     // b reads a's outputs at site 0, where a ran: there it moves nothing; at site 1, 1 s.
     assert_eq!(placed(&on(&mut r, 20, ended)), vec![(102, 0)]);
     let (b, _) = r.job(JobId(102)).expect("b is out");
@@ -237,6 +242,75 @@ fn a_workflow_node_reads_its_parents_outputs_from_where_they_ran() {
         nodes: vec![node("a", &[], &[("x", 1), ("x", 2)])],
     });
     assert!(twice.unwrap_err().to_string().contains("output `x`"));
+}
+
+#[test]
+fn the_outputs_a_site_reports_replace_the_declared_ones() {
+    use crate::model::{DataOut, Workflow, WorkflowText};
+    let node = |name: &str, parents: &[&str], declared: u64| {
+        let mut n = crate::model::workflow::tests::node(name, parents);
+        n.job = Job::new(0, 0, 1, 10, 10);
+        n.outputs = (declared > 0)
+            .then(|| DataOut {
+                name: "guess".into(),
+                bytes: declared,
+            })
+            .into_iter()
+            .collect();
+        n
+    };
+    let wf = Workflow::new(WorkflowText {
+        name: "w".into(),
+        nodes: vec![node("a", &[], 5), node("b", &["a"], 0)],
+    })
+    .unwrap();
+    let mut r = runner(DispatchKind::MinCompletion, &[1, 1], settings(false));
+    let submit = Input::SubmitWorkflow {
+        id: JobId(100),
+        workflow: Box::new(wf),
+    };
+    assert_eq!(placed(&on(&mut r, 0, submit)), vec![(101, 0)]);
+    // The live meta-scheduler reports what a's site kept (globs matched at run time).
+    let files = vec![
+        DataOut {
+            name: "out/1.csv".into(),
+            bytes: 30 * MB,
+        },
+        DataOut {
+            name: "out/2.csv".into(),
+            bytes: 0,
+        },
+    ];
+    on(
+        &mut r,
+        20,
+        Input::Outputs {
+            job: JobId(101),
+            files,
+        },
+    );
+    let ended = completed_at(101, 0);
+    assert_eq!(placed(&on(&mut r, 20, ended)), vec![(102, 0)]);
+    let (b, _) = r.job(JobId(102)).expect("b is out");
+    let keys: Vec<(&str, u64)> = b
+        .stage_in
+        .iter()
+        .map(|d| (d.key.as_str(), d.bytes))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![("100/a/out/1.csv", 30 * MB), ("100/a/out/2.csv", 0)]
+    );
+    assert!(b.stage_in.iter().all(|d| d.at == vec![ClusterId(0)]));
+    // A job not in a workflow reports outputs that nobody reads: nothing kept.
+    on(
+        &mut r,
+        30,
+        Input::Outputs {
+            job: JobId(7),
+            files: Vec::new(),
+        },
+    );
 }
 
 #[test]

@@ -15,7 +15,7 @@
 //!   [`Node::done`](crate::model::Node::done)) runs only what is left.
 
 use super::{Effect, GridRunner, cluster};
-use crate::model::{ClusterId, DataIn, JobId, Outcome, Time, Workflow};
+use crate::model::{ClusterId, DataIn, DataOut, JobId, Outcome, Time, Workflow};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -58,6 +58,9 @@ struct Flow {
     stopping: Option<String>,
     /// Per node, the site its completed run ran at (its outputs are there), when known.
     ran_at: Vec<Option<usize>>,
+    /// Per node, the outputs its completed run's site reported (they replace the node's
+    /// declared ones), when it reported some.
+    wrote: Vec<Option<Vec<DataOut>>>,
 }
 
 /// The `stopping` of a workflow its user cancelled.
@@ -83,6 +86,7 @@ impl Flow {
             .collect();
         Flow {
             ran_at: vec![None; wf.len()],
+            wrote: vec![None; wf.len()],
             wf,
             state,
             missing,
@@ -163,15 +167,16 @@ pub struct WorkflowStatus<'a> {
     pub stopping: Option<&'a str>,
 }
 
-/// A node's run that left the grid: its workflow, its position, how it ended, its exit code and
-/// the site it ran at (when reported).
-#[derive(Clone, Copy, Debug)]
+/// A node's run that left the grid: its workflow, its position, how it ended, its exit code,
+/// the site it ran at and the outputs it wrote there (when reported).
+#[derive(Clone, Debug)]
 struct NodeEnd {
     workflow: JobId,
     node: usize,
     outcome: Outcome,
     exit: Option<i32>,
     site: Option<usize>,
+    wrote: Option<Vec<DataOut>>,
 }
 
 /// The workflows in the grid, by id (ordered: a node's workflow is the one before its id).
@@ -184,6 +189,8 @@ pub(super) struct Book {
     exits: FxHashMap<JobId, i32>,
     /// The sites reported with a node's end, until its end is noted.
     sites: FxHashMap<JobId, usize>,
+    /// The outputs reported with a node's end, until its end is noted.
+    wrote: FxHashMap<JobId, Vec<DataOut>>,
 }
 
 impl Book {
@@ -212,6 +219,14 @@ impl Book {
         }
     }
 
+    /// Job `id` wrote `files` at its site (reported with its end): kept for its node, whose
+    /// children read them.
+    pub(super) fn wrote(&mut self, id: JobId, files: Vec<DataOut>) {
+        if !self.flows.is_empty() && matches!(self.owner(id), Some((_, Some(_)))) {
+            self.wrote.insert(id, files);
+        }
+    }
+
     /// Job `id` left the grid with `outcome`: noted when it is a node out.
     pub(super) fn left(&mut self, id: JobId, outcome: Outcome) {
         if self.flows.is_empty() {
@@ -222,12 +237,14 @@ impl Book {
         {
             let exit = self.exits.remove(&id);
             let site = self.sites.remove(&id);
+            let wrote = self.wrote.remove(&id);
             self.changes.push_back(NodeEnd {
                 workflow: w,
                 node: k,
                 outcome,
                 exit,
                 site,
+                wrote,
             });
         }
     }
@@ -318,11 +335,13 @@ impl GridRunner {
         job.id = f.wf.node_id(w, k, attempt);
         job.submit = now;
         // Its parents' outputs, where they ran (not known for an array node or one completed
-        // before a restart: from the submitters' side).
+        // before a restart: from the submitters' side): those their sites reported, else those
+        // the nodes declare.
         for &p in f.wf.parents(k) {
             let parent = &f.wf.nodes()[p as usize];
             let at: Vec<ClusterId> = f.ran_at[p as usize].map(cluster).into_iter().collect();
-            for o in &parent.outputs {
+            let files = f.wrote[p as usize].as_ref().unwrap_or(&parent.outputs);
+            for o in files {
                 job.stage_in.push(DataIn {
                     key: format!("{w}/{}/{}", parent.name, o.name),
                     bytes: o.bytes,
@@ -347,6 +366,7 @@ impl GridRunner {
                 outcome: Outcome::Refused,
                 exit: None,
                 site: None,
+                wrote: None,
             });
         }
     }
@@ -360,6 +380,7 @@ impl GridRunner {
                 outcome,
                 exit,
                 site,
+                wrote,
             } = end;
             let Some(f) = self.workflows.flows.get_mut(&w) else {
                 continue;
@@ -376,6 +397,7 @@ impl GridRunner {
             if outcome == Outcome::Completed {
                 f.state[k] = NodeState::Done;
                 f.ran_at[k] = site;
+                f.wrote[k] = wrote;
                 for &c in f.wf.children(k) {
                     let c = c as usize;
                     f.missing[c] -= 1;
@@ -526,6 +548,21 @@ impl GridRunner {
             nodes: &f.state,
             stopping: f.stopping.as_deref(),
         })
+    }
+
+    /// Node `k`'s parents in workflow `w`: each one's position and the ids its runs take, the
+    /// first run first (a driver finds the completed one among its records).
+    pub fn parent_runs(&self, w: JobId, k: usize) -> Vec<(usize, Vec<JobId>)> {
+        let Some(f) = self.workflows.flows.get(&w) else {
+            return Vec::new();
+        };
+        (f.wf.parents(k).iter())
+            .map(|&p| {
+                let p = p as usize;
+                let runs = f.wf.nodes()[p].retries + 1;
+                (p, (1..=runs).map(|a| f.wf.node_id(w, p, a)).collect())
+            })
+            .collect()
     }
 
     /// The workflow of the node run whose job id is `id`, the node and the run.

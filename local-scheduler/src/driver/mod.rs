@@ -449,6 +449,10 @@ impl Driver {
             signal: rep.and_then(|r| r.signal),
             withdrawn,
             run,
+            outputs: rep
+                .filter(|_| state.is_terminal())
+                .map(|r| r.outputs.clone())
+                .unwrap_or_default(),
             ..Default::default()
         };
         let saved = if state.is_terminal() {

@@ -121,6 +121,8 @@ impl State {
         let mut spec = n.job.clone().unwrap_or_default();
         spec.user = user;
         spec.client_token = None;
+        spec.stage_in
+            .extend(self.parents_outputs(w, node as usize, &spec.stage_in));
         if let Some(c) = spec.command.as_mut() {
             c.env.insert(WORKFLOW_ID_VAR.into(), w.to_string());
             c.env.insert(WORKFLOW_NODE_VAR.into(), n.name.clone());
@@ -160,6 +162,48 @@ impl State {
             }
             Some(format!("node `{name}` released as job {id}{run}"))
         });
+    }
+
+    /// The inputs node `k` of workflow `w` reads from its parents: each completed parent's
+    /// declared output files, as its site kept them, named `<parent>/<path>` in the node's
+    /// working directory and moved from that site (the names `taken` has already are left
+    /// out). A parent completed in the workflow resumed, or at a site that reports no outputs
+    /// (Slurm-backed), gives none.
+    fn parents_outputs(&self, w: u64, k: usize, taken: &[v1::StagedInput]) -> Vec<v1::StagedInput> {
+        let runner = self.decider.runner();
+        let Some(nodes) = (self.jobs.get(&w))
+            .and_then(|j| j.spec.as_ref())
+            .and_then(|s| s.workflow.as_ref())
+            .map(|f| &f.nodes)
+        else {
+            return Vec::new();
+        };
+        let mut out: Vec<v1::StagedInput> = Vec::new();
+        for (p, runs) in runner.parent_runs(JobId(w), k) {
+            let completed = (runs.iter().rev())
+                .filter_map(|id| self.jobs.get(&id.0))
+                .find(|j| j.state() == JobState::Completed);
+            let (Some(parent), Some(j)) = (nodes.get(p), completed) else {
+                continue;
+            };
+            let Some(site) = j.site.as_ref() else {
+                continue;
+            };
+            for o in &j.outputs {
+                let name = format!("{}/{}", parent.name, o.name);
+                if taken.iter().chain(&out).any(|s| s.name == name) {
+                    continue;
+                }
+                out.push(v1::StagedInput {
+                    name,
+                    sha256: o.sha256.clone(),
+                    url: String::new(),
+                    size: o.size,
+                    site: site.clone(),
+                });
+            }
+        }
+        out
     }
 
     /// The runner stops node run `id` of workflow `w` (aborted or cancelled): the workflow's
