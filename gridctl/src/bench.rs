@@ -121,6 +121,8 @@ fn grid() -> GridFile {
             .collect::<Vec<_>>()
             .join(", ");
         t += "]\n";
+        // A licence only this site has: `--staging` pins a job to a site with it.
+        t += &format!("licences = [{{ name = \"at-{s}\", copies = 8 }}]\n");
     }
     GridFile::parse(&t).expect("the benchmark grid is valid")
 }
@@ -775,8 +777,120 @@ async fn staging(
             }
         );
     }
+    site_to_site(a, dir, &mut c, &sha, cp).await?;
     std::fs::remove_file(&file)?;
     Ok(())
+}
+
+/// The site-to-site part of `--staging`: a workflow whose first node, at s1, writes a new file
+/// of the input's size (the input with one more byte) as its declared output, and whose second,
+/// at s2, reads it: the output goes from s1's machine to s1 (handed over by its agent), then from
+/// s1's cache to s2's (moved site to site), then to s2's machine. Each move is timed by its
+/// copy's own clock: from the file's creation to its last status change (its last write, its
+/// sync and its rename into place).
+async fn site_to_site(
+    a: &BenchArgs,
+    dir: &std::path::Path,
+    c: &mut MetaSchedulerClient<Channel>,
+    sha: &str,
+    cp: Duration,
+) -> anyhow::Result<()> {
+    let node = |name: &str, parents: &[&str], site: &str, script: &str| {
+        let mut job = clocked(1);
+        job.licences = vec![format!("at-{site}")];
+        job.command = Some(v1::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ..Default::default()
+        });
+        v1::WorkflowNode {
+            name: name.into(),
+            parents: parents.iter().map(|p| p.to_string()).collect(),
+            job: Some(job),
+            ..Default::default()
+        }
+    };
+    let mut put = node("put", &[], "s1", "cp input.bin out.bin && echo >> out.bin");
+    if let Some(j) = put.job.as_mut() {
+        j.stage_in = vec![v1::StagedInput {
+            name: "input.bin".into(),
+            sha256: sha.to_owned(),
+            ..Default::default()
+        }];
+        j.outputs = vec!["out.bin".into()];
+    }
+    let get = node("get", &["put"], "s2", "test -s put/out.bin");
+    let spec = v1::JobSpec {
+        user: "bench".into(),
+        workflow: Some(v1::Workflow {
+            nodes: vec![put, get],
+            resume: None,
+        }),
+        ..Default::default()
+    };
+    let w = run_one(c, spec).await?;
+    anyhow::ensure!(
+        w.state() == JobState::Completed,
+        "the site-to-site workflow {} ended {:?}: {}",
+        w.id,
+        w.state(),
+        w.reason
+    );
+    let put = ended(c, w.id + 1).await?;
+    let Some(out) = put.outputs.first() else {
+        anyhow::bail!("node `put` reported no output");
+    };
+    let size = out.size;
+    let mb = |d: Duration| size as f64 / 1e6 / d.as_secs_f64();
+    let line = |what: &str, d: Duration| -> anyhow::Result<()> {
+        outln!(
+            "  {what}: {:.2} s, {:.0} MB/s ({:.2} of cp)",
+            d.as_secs_f64(),
+            mb(d),
+            cp.as_secs_f64() / d.as_secs_f64()
+        );
+        Ok(())
+    };
+    outln!(
+        "site to site: a workflow node's {} MiB output written at s1, read by its child at s2",
+        a.staging
+    );
+    let copies = copies_of(dir, &out.sha256);
+    let handed = dir.join("s1/state/outputs").join(put.id.to_string());
+    if let Some(d) = own_time(&handed.join("files/out.bin")) {
+        line(
+            "s1's machine -> s1 (handed over by its agent, 1 MiB pushes)",
+            d,
+        )?;
+    }
+    let at = |site: &str| {
+        copies
+            .iter()
+            .find(|(p, _)| {
+                p.to_string_lossy()
+                    .contains(&format!("/{site}/state/cache/"))
+            })
+            .and_then(|(p, _)| own_time(p))
+    };
+    match at("s2") {
+        Some(d) => line(
+            "s1's cache -> s2's (moved site to site: read at s1, relayed, hashed and synced at s2)",
+            d,
+        )?,
+        None => outln!("  (no copy found in s2's cache under {})", dir.display()),
+    }
+    Ok(())
+}
+
+/// How long a file took to come into place: from its creation to its last status change (its
+/// last write, sync and rename), by the file system's own clock.
+fn own_time(p: &std::path::Path) -> Option<Duration> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(p).ok()?;
+    let born = m.created().ok()?;
+    let changed = std::time::UNIX_EPOCH
+        + Duration::new(u64::try_from(m.ctime()).ok()?, m.ctime_nsec() as u32);
+    changed.duration_since(born).ok()
 }
 
 /// The copies of blob `sha` under `dir` (the meta-scheduler's, the sites' caches, the machines'),

@@ -145,9 +145,45 @@ impl Outputs {
         let skip = (held - chunk.offset) as usize;
         f.seek(SeekFrom::Start(held))?;
         f.write_all(&chunk.data[skip..])?;
-        f.sync_data()?;
+        // Synced at the end of what the agent had read (a chunk not full) rather than at every
+        // chunk: a file's bytes reach the disk once per round, not once per chunk; the rest is
+        // synced when the job's end arrives ([`Outputs::settle`]).
+        if chunk.data.len() < CHUNK {
+            f.sync_data()?;
+        }
         self.pushed.send_modify(|n| *n += 1);
         Ok(end)
+    }
+
+    /// Makes job `job`'s output durable once the job has ended, before its end is taken: its
+    /// standard streams and `declared` files (by name) synced, and each declared file taken into
+    /// `cache` under the digest its agent computed (`(name, sha256)`), for the children of a
+    /// workflow node. A file missing is skipped (a job may write no output).
+    pub fn settle(
+        &self,
+        job: u64,
+        declared: &[(String, String)],
+        cache: Option<&gridsched_proto::blobs::Blobs>,
+    ) -> std::io::Result<()> {
+        let sync = |p: &Path| match std::fs::File::open(p) {
+            Ok(f) => f.sync_all(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        };
+        sync(&self.path(job, OutputStream::Stdout))?;
+        sync(&self.path(job, OutputStream::Stderr))?;
+        for (name, sha) in declared {
+            let path = self
+                .path_of(job, OutputStream::Unspecified, name)
+                .map_err(std::io::Error::other)?;
+            sync(&path)?;
+            if let Some(cache) = cache {
+                cache
+                    .adopt(sha, &path)
+                    .map_err(|e| std::io::Error::other(format!("{name}: {e}")))?;
+            }
+        }
+        Ok(())
     }
 
     /// Up to [`CHUNK`] bytes of the file `path` from `offset` (empty at its end, or when there

@@ -79,31 +79,38 @@ impl Service {
             .ok_or_else(|| Status::unimplemented("this site stages no inputs"))
     }
 
-    /// Takes the declared output files the final reports in `jobs` name into the site's input
-    /// cache, under the digests their agent computed, before the job's end is known: a workflow
-    /// node's children read them from there, at this site or moved to theirs. A file that
-    /// cannot be taken is left out with a warning (the children then fail to stage it).
-    async fn adopt_outputs(&self, jobs: &[v1::JobReport]) {
-        let (Some(cache), Some((outputs, true))) = (&self.cache, &self.outputs) else {
+    /// Settles the output of the jobs whose final reports `jobs` holds, before their ends are
+    /// taken ([`Outputs::settle`]): synced, and their declared files taken into the site's input
+    /// cache under the digests their agents computed, from where a workflow node's children read
+    /// them (at this site, or moved to theirs). A failure is a warning: the end is taken anyway,
+    /// and a child that cannot stage the file fails saying so.
+    async fn settle_outputs(&self, jobs: &[v1::JobReport]) {
+        let Some((outputs, true)) = &self.outputs else {
             return;
         };
-        let files: Vec<(u64, String, std::path::PathBuf)> = jobs
-            .iter()
-            .flat_map(|j| {
-                j.outputs.iter().filter_map(move |o| {
-                    let path = outputs.path_of(j.job_id, v1::OutputStream::Unspecified, &o.name);
-                    path.ok().map(|p| (j.job_id, o.sha256.clone(), p))
-                })
+        let ended: Vec<(u64, Vec<(String, String)>)> = (jobs.iter())
+            .filter(|j| {
+                !matches!(
+                    j.state(),
+                    v1::AgentJobState::Running | v1::AgentJobState::Suspended
+                )
+            })
+            .map(|j| {
+                let files = j.outputs.iter();
+                (
+                    j.job_id,
+                    files.map(|o| (o.name.clone(), o.sha256.clone())).collect(),
+                )
             })
             .collect();
-        if files.is_empty() {
+        if ended.is_empty() {
             return;
         }
-        let cache = cache.clone();
+        let (outputs, cache) = (outputs.clone(), self.cache.clone());
         let _ = tokio::task::spawn_blocking(move || {
-            for (job, sha, path) in files {
-                if let Err(e) = cache.adopt(&sha, &path) {
-                    tracing::warn!(job, file = %path.display(), "output not taken into the cache: {e}");
+            for (job, files) in ended {
+                if let Err(e) = outputs.settle(job, &files, cache.as_ref()) {
+                    tracing::warn!(job, "output not settled: {e}");
                 }
             }
         })
@@ -211,6 +218,7 @@ impl LocalScheduler for Service {
     ) -> Result<Response<v1::RegisterAgentResponse>, Status> {
         self.agents.check(r.metadata(), "site agents")?;
         let r = r.into_inner();
+        self.settle_outputs(&r.jobs).await;
         self.ask(|tx| Msg::Register(r, tx)).await.map(Response::new)
     }
 
@@ -220,7 +228,7 @@ impl LocalScheduler for Service {
     ) -> Result<Response<v1::HeartbeatResponse>, Status> {
         self.agents.check(r.metadata(), "site agents")?;
         let r = r.into_inner();
-        self.adopt_outputs(&r.jobs).await;
+        self.settle_outputs(&r.jobs).await;
         self.ask(|tx| Msg::Heartbeat(r, tx))
             .await
             .map(Response::new)
@@ -432,40 +440,22 @@ impl LocalScheduler for Service {
         self.meta_call(r.metadata())?;
         let cache = self.cache()?;
         let mut chunks = r.into_inner();
-        let mut appender: Option<blobs::Appender> = None;
-        while let Some(c) = chunks.message().await? {
-            if c.data.len() > blobs::CHUNK {
-                return Err(Status::invalid_argument(format!(
-                    "field `data`: {} bytes, at most {} in one chunk",
-                    c.data.len(),
-                    blobs::CHUNK
-                )));
-            }
-            let cache = cache.clone();
-            // The file stays open and the digest is computed as the chunks come.
-            let (a, h) = tokio::task::spawn_blocking(move || {
-                let mut a = match appender {
-                    Some(a) => a,
-                    None => cache.appender(&c.sha256, c.size)?,
-                };
-                let h = a.append(c.offset, &c.data)?;
-                Ok::<_, BlobError>((a, h))
-            })
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(blob_status)?;
-            appender = Some(a);
-            if h.complete {
-                break;
-            }
-        }
-        let h = appender.map_or(
-            blobs::Held {
+        let h = match chunks.message().await? {
+            None => blobs::Held {
                 have: 0,
                 complete: false,
             },
-            |a| a.held(),
-        );
+            // Written and hashed as the chunks come, on a thread of its own.
+            Some(first) => {
+                let (sha, size) = (first.sha256.clone(), first.size);
+                gridsched_proto::intake::receive(&cache, &sha, size, Some(first), &mut chunks)
+                    .await
+                    .map_err(|e| match e {
+                        gridsched_proto::intake::IntakeError::Stream(s) => s,
+                        gridsched_proto::intake::IntakeError::Store(b) => blob_status(b),
+                    })?
+            }
+        };
         Ok(Response::new(v1::BlobStatusResponse {
             have: h.have,
             complete: h.complete,

@@ -170,27 +170,51 @@ impl Uploads {
         user: &str,
         mut chunks: Streaming<v1::BlobChunk>,
     ) -> Result<v1::UploadResponse, Status> {
-        let mut w = self.blobs.writer().map_err(io)?;
+        // Written and hashed on a thread of its own while the next chunks come.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(gridsched_proto::intake::DEPTH);
+        let store = self.blobs.clone();
+        let writer = tokio::task::spawn_blocking(move || {
+            let mut w = store.writer()?;
+            while let Some(d) = rx.blocking_recv() {
+                w.write(&d)?;
+            }
+            Ok::<_, std::io::Error>(w)
+        });
         let mut name = String::new();
         let used = self.used(user);
-        while let Some(c) = chunks.next().await {
-            let c = c?;
-            if name.is_empty() && !c.name.is_empty() {
-                name = c.name;
+        let mut len = 0u64;
+        let received = async {
+            while let Some(c) = chunks.next().await {
+                let c = c?;
+                if name.is_empty() && !c.name.is_empty() {
+                    name = c.name;
+                }
+                if c.offset != len {
+                    return Err(Status::invalid_argument(format!(
+                        "upload `{name}`: a chunk at offset {} where {len} bytes were received",
+                        c.offset,
+                    )));
+                }
+                let total = len + c.data.len() as u64;
+                self.cfg.admits(&name, user, used, total)?;
+                len = total;
+                if tx.send(c.data).await.is_err() {
+                    // The writer failed: its error is below.
+                    break;
+                }
             }
-            if c.offset != w.len() {
-                return Err(Status::invalid_argument(format!(
-                    "upload `{name}`: a chunk at offset {} where {} bytes were received",
-                    c.offset,
-                    w.len()
-                )));
-            }
-            let total = w.len() + c.data.len() as u64;
-            self.cfg.admits(&name, user, used, total)?;
-            w.write(&c.data).map_err(io)?;
+            Ok(())
         }
-        let (sha, size) = w
-            .finish(None)
+        .await;
+        drop(tx);
+        let w = writer
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(io)?;
+        received?;
+        let (sha, size) = tokio::task::spawn_blocking(move || w.finish(None))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|e| Status::internal(e.to_string()))?;
         let dir = self.user_dir(user);
         std::fs::create_dir_all(&dir).map_err(io)?;
@@ -474,10 +498,22 @@ async fn relay(
             ))));
         }
     };
-    // A break of the source's stream ends the push short: the site then holds part of it, and
-    // the next attempt resumes from there.
-    let chunks = chunks.map_while(Result::ok).map(progress);
-    Ok(to.push_blob(chunks).await.map(tonic::Response::into_inner))
+    // Read from the source on a task of its own, so that reading from one site and writing to
+    // the other overlap. A break of the source's stream ends the push short: the site then
+    // holds part of it, and the next attempt resumes from there.
+    let (tx, rx) = tokio::sync::mpsc::channel(gridsched_proto::intake::DEPTH);
+    let mut chunks = chunks;
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(c)) = chunks.next().await {
+            if tx.send(c).await.is_err() {
+                return;
+            }
+        }
+    });
+    let chunks = tokio_stream::wrappers::ReceiverStream::new(rx).map(progress);
+    let pushed = to.push_blob(chunks).await.map(tonic::Response::into_inner);
+    reader.abort();
+    Ok(pushed)
 }
 
 fn io(e: std::io::Error) -> Status {

@@ -165,6 +165,10 @@ impl MetaService {
                     .endpoint(&s.endpoint)?
                     .connect_timeout(Duration::from_millis(cfg.links.call_timeout_ms))
                     .tcp_nodelay(true)
+                    // Windows wide enough to read a blob from a site (a workflow node's
+                    // output moved to another site) without waiting for window updates.
+                    .initial_stream_window_size(gridsched_proto::blobs::WINDOW)
+                    .initial_connection_window_size(2 * gridsched_proto::blobs::WINDOW)
                     .http2_keep_alive_interval(ka)
                     .keep_alive_timeout(ka * 2)
                     .keep_alive_while_idle(true);

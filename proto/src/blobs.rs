@@ -191,7 +191,7 @@ impl Blobs {
             size,
             held,
             file,
-            hash,
+            hash: Hashing::Here(hash),
         })
     }
 
@@ -273,7 +273,36 @@ pub struct Appender {
     size: u64,
     held: Held,
     file: Option<File>,
-    hash: Sha256,
+    hash: Hashing,
+}
+
+/// Where an appender's digest is computed.
+#[derive(Debug)]
+enum Hashing {
+    /// Here, chunk after chunk, between the writes.
+    Here(Sha256),
+    /// On a thread of its own, the chunks handed to it once written ([`Appender::overlapped`]).
+    Apart {
+        to: std::sync::mpsc::SyncSender<(Vec<u8>, usize)>,
+        done: std::thread::JoinHandle<Sha256>,
+    },
+    /// Taken.
+    Spent,
+}
+
+impl Hashing {
+    fn finish(self) -> Result<String, BlobError> {
+        let h = match self {
+            Hashing::Here(h) => h,
+            Hashing::Apart { to, done } => {
+                drop(to);
+                done.join()
+                    .map_err(|_| io::Error::other("the hashing thread failed"))?
+            }
+            Hashing::Spent => return Err(io::Error::other("the digest was taken").into()),
+        };
+        Ok(hex(&h.finalize()))
+    }
 }
 
 impl Appender {
@@ -282,13 +311,41 @@ impl Appender {
         self.held
     }
 
+    /// This appender, hashing on a thread of its own ([`Appender::append_owned`] hands it each
+    /// chunk once written): the digest of a large blob overlaps its writes, so that receiving
+    /// one costs the slower of the two rather than their sum.
+    pub fn overlapped(mut self) -> Appender {
+        if let Hashing::Here(h) = std::mem::replace(&mut self.hash, Hashing::Spent) {
+            let (to, rx) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(4);
+            let done = std::thread::spawn(move || {
+                let mut h = h;
+                for (data, from) in rx {
+                    h.update(&data[from..]);
+                }
+                h
+            });
+            self.hash = Hashing::Apart { to, done };
+        }
+        self
+    }
+
+    /// [`Appender::append`] of an owned chunk (handed to the hashing thread of an overlapped
+    /// appender without a copy).
+    pub fn append_owned(&mut self, offset: u64, data: Vec<u8>) -> Result<Held, BlobError> {
+        self.append_with(offset, Bytes::Owned(data))
+    }
+
     /// Takes `data` at `offset` (see [`Blobs::append`]).
     pub fn append(&mut self, offset: u64, data: &[u8]) -> Result<Held, BlobError> {
+        self.append_with(offset, Bytes::Borrowed(data))
+    }
+
+    fn append_with(&mut self, offset: u64, data: Bytes<'_>) -> Result<Held, BlobError> {
         if self.held.complete {
             return Ok(self.held);
         }
         let (size, have) = (self.size, self.held.have);
-        let end = offset + data.len() as u64;
+        let end = offset + data.as_slice().len() as u64;
         if end > size {
             return Err(BlobError::PastEnd { end, size });
         }
@@ -301,10 +358,20 @@ impl Appender {
             return Err(io::Error::other("the appender was closed by a mismatch").into());
         };
         if end > have {
-            let new = &data[(have - offset) as usize..];
-            f.write_all(new)?;
-            self.hash.update(new);
+            let from = (have - offset) as usize;
+            f.write_all(&data.as_slice()[from..])?;
+            match (&mut self.hash, data) {
+                (Hashing::Here(h), data) => h.update(&data.as_slice()[from..]),
+                (Hashing::Apart { to, .. }, Bytes::Owned(v)) => to
+                    .send((v, from))
+                    .map_err(|_| io::Error::other("the hashing thread stopped"))?,
+                (Hashing::Apart { to, .. }, Bytes::Borrowed(b)) => to
+                    .send((b[from..].to_vec(), 0))
+                    .map_err(|_| io::Error::other("the hashing thread stopped"))?,
+                (Hashing::Spent, _) => return Err(io::Error::other("the digest was taken").into()),
+            }
         }
+        let f = self.file.as_mut().expect("open");
         self.held.have = end.max(have);
         if self.held.have < size {
             return Ok(self.held);
@@ -312,7 +379,7 @@ impl Appender {
         f.sync_all()?;
         self.file = None;
         let part = self.store.part(&self.sha);
-        let got = hex(&std::mem::take(&mut self.hash).finalize());
+        let got = std::mem::replace(&mut self.hash, Hashing::Spent).finish()?;
         if got != self.sha {
             let _ = fs::remove_file(&part);
             self.held = Held {
@@ -328,6 +395,21 @@ impl Appender {
         self.store.publish(&part, &self.sha)?;
         self.held.complete = true;
         Ok(self.held)
+    }
+}
+
+/// A chunk, borrowed or owned.
+enum Bytes<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Bytes<'_> {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Borrowed(b) => b,
+            Bytes::Owned(v) => v,
+        }
     }
 }
 

@@ -10,9 +10,12 @@
 //! * [`FILE_DESCRIPTOR_SET`]: the encoded descriptors of all the files, for gRPC reflection.
 //! * [`limits`]: how big a submitted job may be ([`SpecLimits`]), the meta-scheduler's door check.
 //! * [`standard`]: the standard health and reflection services every gridsched server offers.
+//! * [`blobs`], [`intake`]: the content-addressed store of staged inputs, and the receiving of a
+//!   stream of a blob's chunks into it.
 
 pub mod blobs;
 pub mod convert;
+pub mod intake;
 pub mod limits;
 pub mod output;
 pub mod standard;

@@ -6,7 +6,7 @@
 //! dropped and read again, never used.
 
 use crate::Client;
-use gridsched_proto::blobs::{BlobError, Blobs};
+use gridsched_proto::blobs::Blobs;
 use gridsched_proto::v1;
 use std::collections::HashMap;
 use std::path::Path;
@@ -92,36 +92,12 @@ impl Fetcher {
             .await
             .map_err(|e| e.message().to_owned())?
             .into_inner();
-        if size == 0 {
-            // An empty content has no chunk to complete it.
-            let cache = self.cache.clone();
-            let sha = sha.to_owned();
-            return tokio::task::spawn_blocking(move || cache.append(&sha, 0, &[], 0))
-                .await
-                .map_err(|e| e.to_string())?
-                .map(|_| ())
-                .map_err(|e| e.to_string());
-        }
-        let (cache, sha_owned) = (self.cache.clone(), sha.to_owned());
-        let mut appender = tokio::task::spawn_blocking(move || cache.appender(&sha_owned, size))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
-        while let Some(chunk) = stream.message().await.map_err(|e| e.message().to_owned())? {
-            // The file stays open and the digest is computed as the chunks come.
-            let (a, held) = tokio::task::spawn_blocking(move || {
-                let h = appender.append(chunk.offset, &chunk.data);
-                (appender, h)
-            })
+        // Written and hashed as the chunks come, on a thread of its own.
+        let held = gridsched_proto::intake::receive(&self.cache, sha, size, None, &mut stream)
             .await
             .map_err(|e| e.to_string())?;
-            appender = a;
-            match held {
-                Ok(h) if h.complete => return Ok(()),
-                Ok(_) => {}
-                Err(e @ BlobError::Mismatch { .. }) => return Err(e.to_string()),
-                Err(e) => return Err(e.to_string()),
-            }
+        if held.complete {
+            return Ok(());
         }
         Err("the site's stream ended before the whole content".into())
     }

@@ -1,6 +1,6 @@
 //! Hands a job's standard output and error over to the local scheduler while the job runs, so
 //! that its user can read them through the grid wherever the job ran (`gridctl output`): every
-//! quarter of a second what the job wrote since is sent in chunks of at most 64 KiB, each at its
+//! quarter of a second what the job wrote since is sent in chunks of at most 1 MiB, each at its
 //! offset (`PushOutput`, idempotent), and once the job has ended the rest is sent before the
 //! job's end is reported, so a site that knows a job ended holds all of its output.
 //!

@@ -125,6 +125,24 @@ impl Drop for Project {
     }
 }
 
+/// The address of the host on a Docker network (its gateway): where the containers reach a
+/// server the test runs.
+pub fn gateway(network: &str) -> String {
+    let o = Command::new("docker")
+        .args([
+            "network",
+            "inspect",
+            "-f",
+            "{{(index .IPAM.Config 0).Gateway}}",
+            network,
+        ])
+        .output()
+        .expect("docker network inspect");
+    let ip = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    assert!(!ip.is_empty(), "no gateway of {network}");
+    ip
+}
+
 /// The address of a container on a network.
 pub fn container_ip(container: &str, network: &str) -> String {
     let o = Command::new("docker")

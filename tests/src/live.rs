@@ -836,9 +836,20 @@ impl HttpFiles {
     /// Serves `files` (path without its leading `/`, body, pause between pieces) until the
     /// test's runtime ends.
     pub async fn serve(files: Vec<(&str, Vec<u8>, Duration)>) -> HttpFiles {
+        Self::serve_for("127.0.0.1", files).await
+    }
+
+    /// [`HttpFiles::serve`] on every interface, its URLs naming `host` (e.g. the host's address
+    /// on a Docker network, for the containers of a compose grid).
+    pub async fn serve_for(host: &str, files: Vec<(&str, Vec<u8>, Duration)>) -> HttpFiles {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
+        let bind = match host {
+            "127.0.0.1" => "127.0.0.1:0",
+            _ => "0.0.0.0:0",
+        };
+        let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let addr = format!("{host}:{port}");
         let files: std::sync::Arc<std::collections::HashMap<String, (Vec<u8>, Duration)>> =
             std::sync::Arc::new(
                 files

@@ -162,7 +162,8 @@ impl Transfers {
     }
 
     /// How many inputs the grid knows the place of.
-    pub fn known(&self) -> usize {
+    #[cfg(test)]
+    fn known(&self) -> usize {
         self.held.len()
     }
 
@@ -371,6 +372,25 @@ mod tests {
         assert_eq!((m.from, m.seconds), (None, 51));
         assert_eq!(t.estimate(&j, ClusterId(0), 100), Estimate::default());
         assert_eq!(t.counted(&j, ClusterId(2), 100), 62);
+    }
+
+    #[test]
+    fn a_pass_counts_an_input_once_per_site_before_the_grid_records_it() {
+        let t = Transfers::new(Some(net()), false);
+        let (first, second) = (job(&[("a", 100 * MB)]), job(&[("a", 100 * MB), ("b", 0)]));
+        let mut pass = Pass::default();
+        // The first task of a pass is placed at site 1: `a` arrives there at 11.
+        assert_eq!(t.counted_besides(&first, ClusterId(1), 0, &pass), 11);
+        pass.placed(&t, &first, ClusterId(1), 0);
+        // Within the pass, a second reader at site 1 waits for that copy (until 11 at 0, 6 at
+        // 5) and moves only `b` (one second of latency); at site 2 it is still a move.
+        assert_eq!(t.counted_besides(&second, ClusterId(1), 0, &pass), 11);
+        assert_eq!(t.counted_besides(&second, ClusterId(1), 5, &pass), 6);
+        assert_eq!(t.counted_besides(&second, ClusterId(1), 20, &pass), 1);
+        assert_eq!(t.counted_besides(&second, ClusterId(2), 20, &pass), 12);
+        // Without the pass (as the grid stands: nothing recorded yet), `a` moves again.
+        assert_eq!(t.counted(&second, ClusterId(1), 20), 12);
+        assert_eq!(t.known(), 0, "the pass records nothing in the grid");
     }
 
     #[test]

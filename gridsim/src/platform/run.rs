@@ -318,9 +318,8 @@ impl Sim<'_, '_> {
         let Some(s) = self.staging.as_mut() else {
             return;
         };
-        s.generation += 1;
-        let generation = s.generation;
-        if let Some(at) = s.next_drain() {
+        let (generation, next) = s.schedule_drain();
+        if let Some(at) = next {
             self.push(at, super::Ev::Drain { generation });
         }
     }
@@ -331,7 +330,7 @@ impl Sim<'_, '_> {
         let Some(s) = self.staging.as_mut() else {
             return;
         };
-        if s.generation != generation {
+        if !s.current(generation) {
             return;
         }
         for (site, key, at) in s.drained(t) {

@@ -55,7 +55,7 @@ pub(super) struct Staging {
     /// The moves have progressed up to here.
     updated: Time,
     /// The drain event in force (earlier ones are stale).
-    pub generation: u64,
+    generation: u64,
     /// Bytes moved, moves made, and seconds jobs waited for their inputs (all jobs together).
     pub bytes: u64,
     /// Moves made.
@@ -156,6 +156,19 @@ impl Staging {
                 f.remaining = f.remaining.saturating_sub(each);
             }
         }
+    }
+
+    /// A new drain to schedule, replacing the one in force: its generation (a drain event
+    /// carries it; [`Staging::current`] tells whether it is still in force), and when the next
+    /// move sends its last byte, if any moves.
+    pub fn schedule_drain(&mut self) -> (u64, Option<Time>) {
+        self.generation += 1;
+        (self.generation, self.next_drain())
+    }
+
+    /// Whether a drain event of `generation` is the one in force.
+    pub fn current(&self, generation: u64) -> bool {
+        self.generation == generation
     }
 
     /// When the next move sends its last byte, if any moves.
