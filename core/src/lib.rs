@@ -17,6 +17,7 @@
 //!   `two-level-grid-scheduler.md` D4.2).
 //! * [`metrics`]: per-job and aggregate metrics (`self-tuning-and-multisite.md` §3,
 //!   `gang-urgent-scaling.md` A.4 and C.4).
+//! * [`fairshare`]: accounts, decayed usage and fair-share factors (Slurm's classic and Fair Tree).
 //! * [`grid`]: the grid runner that drives the meta-scheduler's decisions for both clocks
 //!   (classification, dispatch, the meta-level queue, co-allocation, sites down and up).
 //! * [`runner`]: the cluster runner that drives a policy for both clocks (submissions with the
@@ -28,6 +29,7 @@ pub mod classify;
 pub mod cluster;
 pub mod convergent;
 pub mod dispatch;
+pub mod fairshare;
 pub mod grid;
 pub mod heuristics;
 pub mod metrics;

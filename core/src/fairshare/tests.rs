@@ -1,0 +1,196 @@
+//! Worked examples: Slurm's documented classic example (its Figure 3), Fair Tree's ordering and
+//! tie rules on the same tree and on small ones, the half-life, and the tree's checks.
+
+use super::*;
+
+fn account(name: &str, parent: Option<&str>, shares: u32) -> Assoc {
+    Assoc {
+        name: name.into(),
+        kind: Kind::Account,
+        parent: parent.map(Into::into),
+        shares,
+    }
+}
+
+fn user(name: &str, parent: &str, shares: u32) -> Assoc {
+    Assoc {
+        name: name.into(),
+        kind: Kind::User,
+        parent: Some(parent.into()),
+        shares,
+    }
+}
+
+/// Slurm's classic example: A (40) and D (60) under the root; B (30) and C (10) under A; E (25)
+/// and F (35) under D; user 1 in B, users 2 and 3 (one share each) in C, user 4 in E, user 5 in F.
+fn slurm_example() -> Tree {
+    Tree::new(vec![
+        account("A", None, 40),
+        account("D", None, 60),
+        account("B", Some("A"), 30),
+        account("C", Some("A"), 10),
+        account("E", Some("D"), 25),
+        account("F", Some("D"), 35),
+        user("user1", "B", 1),
+        user("user2", "C", 1),
+        user("user3", "C", 1),
+        user("user4", "E", 1),
+        user("user5", "F", 1),
+    ])
+    .unwrap()
+}
+
+/// Users 1, 2 and 4 used 0.2, 0.25 and 0.25 of the machine.
+fn example_usage(u: &str) -> f64 {
+    match u {
+        "user1" => 0.2,
+        "user2" | "user4" => 0.25,
+        _ => 0.0,
+    }
+}
+
+fn by_user(tree: &Tree, factors: &[Option<f64>]) -> Vec<(String, f64)> {
+    (1..=5)
+        .map(|k| {
+            let name = format!("user{k}");
+            let f = factors[tree.user(&name).unwrap()].unwrap();
+            (name, f)
+        })
+        .collect()
+}
+
+#[test]
+fn classic_reproduces_slurms_worked_example_to_its_printed_digits() {
+    let tree = slurm_example();
+    let got = by_user(&tree, &classic(&tree, example_usage, 1.0));
+    // As printed: 0.408479, 0.022097, 0.125000, 0.500000, 0.749154.
+    let printed = [0.408_479, 0.022_097, 0.125, 0.5, 0.749_154];
+    for ((name, f), want) in got.iter().zip(printed) {
+        assert_eq!(format!("{f:.6}"), format!("{want:.6}"), "{name}");
+    }
+    // Accounts have no factor of their own.
+    assert!(classic(&tree, example_usage, 1.0)[0].is_none());
+    // The dampening factor divides the exponent: user 4 used its share exactly, 2^(-1/2).
+    let damped = classic(&tree, example_usage, 2.0);
+    let u4 = damped[tree.user("user4").unwrap()].unwrap();
+    assert!((u4 - 0.5f64.sqrt()).abs() < 1e-12, "{u4}");
+}
+
+#[test]
+fn fair_tree_ranks_every_user_of_a_higher_account_above_the_lower_ones() {
+    let tree = slurm_example();
+    let got = by_user(&tree, &fair_tree(&tree, example_usage));
+    // Root level: D (LF 0.6 / (0.25 / 0.7) = 1.68) before A (0.4 / (0.45 / 0.7) = 0.62); under
+    // D, F (unused: infinite) before E; under A, B (0.75 / (0.2 / 0.45)) before C (0.25 /
+    // (0.25 / 0.45)); in C, user 3 (unused) before user 2. Five users: 1.0, 0.8, ... 0.2.
+    let want = [
+        ("user1", 0.6),
+        ("user2", 0.2),
+        ("user3", 0.4),
+        ("user4", 0.8),
+        ("user5", 1.0),
+    ];
+    for ((name, f), (w, v)) in got.iter().zip(want) {
+        assert_eq!((name.as_str(), *f), (w, v));
+    }
+}
+
+#[test]
+fn fair_tree_ties_share_a_rank_as_slurm_documents() {
+    // Sibling accounts X and Y tie (each used 10 of 20 with half the shares: LF 1): their
+    // children are merged before descending. There b (unused) comes first, and a and c (10 of
+    // 20 each, a third of the shares each) tie and share the next rank; descending X then Y
+    // would have put c last.
+    let tree = Tree::new(vec![
+        account("X", None, 1),
+        account("Y", None, 1),
+        user("a", "X", 1),
+        user("b", "X", 1),
+        user("c", "Y", 1),
+    ])
+    .unwrap();
+    let used = |u: &str| if u == "b" { 0.0 } else { 10.0 };
+    let f = fair_tree(&tree, used);
+    let of = |u: &str| f[tree.user(u).unwrap()].unwrap();
+    assert_eq!(of("b"), 1.0);
+    assert_eq!((of("a"), of("c")), (2.0 / 3.0, 2.0 / 3.0));
+    // A user tied with a sibling account takes the rank of that account's highest user.
+    let tree = Tree::new(vec![
+        account("Q", None, 1),
+        account("P", None, 1),
+        user("u", "Q", 1),
+        account("R", Some("Q"), 1),
+        user("r1", "R", 1),
+        user("r2", "R", 2),
+        user("p", "P", 1),
+    ])
+    .unwrap();
+    let used = |u: &str| match u {
+        "r2" => 1.0,
+        "p" => 3.0,
+        _ => 0.0,
+    };
+    let f = fair_tree(&tree, used);
+    let of = |u: &str| f[tree.user(u).unwrap()].unwrap();
+    // Root: Q (S 0.5, U 0.25) before P (S 0.5, U 0.75). In Q, u (unused: LF infinite) before R
+    // (S 0.5, all of Q's usage: LF 0.5), then R's r1 (unused) and r2; then p.
+    assert_eq!(
+        [of("u"), of("r1"), of("r2"), of("p")],
+        [1.0, 0.75, 0.5, 0.25]
+    );
+    let unused = |_: &str| 0.0;
+    let f = fair_tree(&tree, unused);
+    let of = |u: &str| f[tree.user(u).unwrap()].unwrap();
+    // Nothing used: every level ties; Q and P merge, u ties with R and takes the rank of R's
+    // highest user: everyone shares the first rank.
+    assert_eq!([of("u"), of("r1"), of("r2"), of("p")], [1.0; 4]);
+}
+
+#[test]
+fn usage_halves_every_half_life() {
+    let mut u = Usage::new(10);
+    u.charge("ann", 100.0, 0);
+    u.charge("bob", 300.0, 0);
+    assert_eq!(u.of("ann", 10), 50.0);
+    assert_eq!(u.of("ann", 20), 25.0);
+    assert_eq!(u.total(10), 200.0);
+    u.charge("ann", 150.0, 10);
+    assert_eq!(u.of("ann", 10), 200.0);
+    assert_eq!(u.of("ann", 20), 100.0);
+    assert_eq!(u.normalized("ann", 20), 100.0 / 175.0);
+    assert_eq!(u.normalized("nobody", 20), 0.0);
+    // No half-life: nothing decays.
+    let mut flat = Usage::new(0);
+    flat.charge("ann", 7.0, 0);
+    assert_eq!(flat.of("ann", 1_000_000), 7.0);
+}
+
+#[test]
+fn a_wrong_tree_is_refused_naming_what_is_wrong() {
+    let err = |assocs: Vec<Assoc>| Tree::new(assocs).unwrap_err().to_string();
+    assert_eq!(
+        err(vec![account("A", None, 1), account("A", None, 1)]),
+        "`A` is named twice"
+    );
+    assert_eq!(
+        err(vec![user("u", "nowhere", 1)]),
+        "`u`: its parent `nowhere` is not an account"
+    );
+    assert_eq!(
+        err(vec![Assoc {
+            parent: None,
+            ..user("u", "x", 1)
+        }]),
+        "user `u`: a user belongs to an account (give its parent)"
+    );
+    assert_eq!(
+        err(vec![account("A", None, 0), account("B", None, 0)]),
+        "`A` and its siblings have no shares at all"
+    );
+    assert_eq!(
+        err(vec![account("A", Some("B"), 1), account("B", Some("A"), 1)]),
+        "`A` is its own ancestor"
+    );
+    // A user may share a name with an account (Slurm's associations are separate).
+    assert!(Tree::new(vec![account("x", None, 1), user("x", "x", 1)]).is_ok());
+}
