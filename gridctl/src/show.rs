@@ -30,6 +30,12 @@ fn job_json(j: &v1::Job) -> Value {
             "completed": p.completed, "failed": p.failed, "cancelled": p.cancelled,
             "limit": p.limit, "indices": s.array,
         })),
+        "stage_in": s.stage_in.iter().map(|i| json!({
+            "name": i.name, "size": i.size, "sha256": i.sha256, "url": i.url, "site": i.site,
+        })).collect::<Vec<_>>(),
+        "outputs": j.outputs.iter().map(|o| json!({
+            "name": o.name, "size": o.size, "sha256": o.sha256,
+        })).collect::<Vec<_>>(),
         "fragments": j.fragments.iter().map(|f| json!({
             "site": f.site, "processors": f.processors, "reservation": format!("r{}", f.reservation),
             "state": state_name(f.state), "machine": f.machine, "start_time": f.start_time,
@@ -206,10 +212,50 @@ fn reason_of(j: &v1::Job) -> String {
     out
 }
 
-/// Prints one job; a split job's fragments below it.
+/// The lines under a job's table naming its staged inputs (where each comes from) and the
+/// declared outputs its site kept.
+fn data_lines(j: &v1::Job) -> Vec<String> {
+    use meta_scheduler::inputs::human_bytes;
+    let mut out = Vec::new();
+    let inputs = j.spec.as_ref().map_or(&[][..], |s| &s.stage_in[..]);
+    if !inputs.is_empty() {
+        out.push(format!("inputs ({}):", inputs.len()));
+    }
+    for i in inputs {
+        let from = match (i.site.as_str(), i.url.as_str()) {
+            ("", "") => format!("upload {}", &i.sha256[..12.min(i.sha256.len())]),
+            ("", url) => url.to_owned(),
+            (site, _) => format!("a parent's output, moved from {site}"),
+        };
+        let size = match i.size {
+            0 if !i.url.is_empty() => String::new(),
+            n => format!("  {}", human_bytes(n)),
+        };
+        out.push(format!("  {}{size}  ({from})", i.name));
+    }
+    if !j.outputs.is_empty() {
+        let site = j.site.as_deref().unwrap_or("its site");
+        out.push(format!(
+            "declared outputs kept at {site} ({}; `gridctl fetch {}`):",
+            j.outputs.len(),
+            j.id
+        ));
+    }
+    for o in &j.outputs {
+        out.push(format!("  {}  {}", o.name, human_bytes(o.size)));
+    }
+    out
+}
+
+/// Prints one job (its inputs and kept outputs below); a split job's fragments below it.
 pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
     let jobs: Vec<v1::Job> = j.into_iter().collect();
     self::jobs(&jobs, json)?;
+    if let Some(j) = jobs.first().filter(|_| !json) {
+        for line in data_lines(j) {
+            outln!("{line}");
+        }
+    }
     let Some(j) = jobs.first().filter(|j| !json && !j.fragments.is_empty()) else {
         return Ok(());
     };
@@ -405,6 +451,50 @@ pub fn explain(r: &v1::ExplainResponse, json: bool) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_lists_where_its_inputs_come_from_and_what_its_site_kept() {
+        let input = |name: &str, sha: &str, url: &str, site: &str, size| v1::StagedInput {
+            name: name.into(),
+            sha256: sha.into(),
+            url: url.into(),
+            size,
+            site: site.into(),
+        };
+        let j = v1::Job {
+            id: 3,
+            site: Some("beta".into()),
+            spec: Some(v1::JobSpec {
+                stage_in: vec![
+                    input("data.bin", &"ab".repeat(32), "", "", 30_000_000),
+                    input("genome.fa", "", "https://example.org/g.fa", "", 0),
+                    input("prep/out.txt", &"cd".repeat(32), "", "alpha", 1_288_895),
+                ],
+                ..Default::default()
+            }),
+            outputs: vec![v1::OutputFile {
+                name: "sum.txt".into(),
+                size: 12,
+                sha256: "ef".repeat(32),
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            data_lines(&j),
+            [
+                "inputs (3):",
+                "  data.bin  30.0 MB  (upload abababababab)",
+                "  genome.fa  (https://example.org/g.fa)",
+                "  prep/out.txt  1.3 MB  (a parent's output, moved from alpha)",
+                "declared outputs kept at beta (1; `gridctl fetch 3`):",
+                "  sum.txt  12 B",
+            ]
+        );
+        assert!(data_lines(&v1::Job::default()).is_empty());
+        let v = job_json(&j);
+        assert_eq!(v["stage_in"][2]["site"], "alpha");
+        assert_eq!(v["outputs"][0]["size"], 12);
+    }
 
     #[test]
     fn a_split_job_shows_its_sites_and_runs() {
