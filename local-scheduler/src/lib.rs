@@ -126,12 +126,10 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
         config::Backend::Native => {
             let mut driver = edge::driver(cfg)?;
             driver.set_metrics(gauges, edge::stopwatch);
-            driver.set_stager(staging::Stager::new(
-                cache.clone(),
-                tx.clone(),
-                url_cache_s,
-                edge::stopwatch,
-            )?);
+            driver.set_stager(
+                staging::Stager::new(cache.clone(), tx.clone(), url_cache_s)?,
+                edge::now().secs,
+            );
             tokio::spawn(edge::run(driver, rx));
         }
         config::Backend::Slurm => {

@@ -12,15 +12,17 @@
 //! transfer.
 
 use crate::driver::Msg;
+use gridsched_core::Time;
 use gridsched_proto::blobs::{BlobError, Blobs};
 use gridsched_proto::v1;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
 
-/// A URL's content as fetched: its digest, its size, when.
-type Fetched = (String, u64, Instant);
+/// A URL's content as fetched: its digest, its size, and when the staging that fetched it began
+/// (Unix seconds, as the edge read them).
+type Fetched = (String, u64, Time);
 
 /// Fetches a job's URL inputs into the site's cache.
 #[derive(Debug, Clone)]
@@ -36,9 +38,8 @@ pub struct Stager {
     fetching: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     /// Transfers at once.
     slots: Arc<Semaphore>,
-    url_cache: Duration,
-    /// The monotonic clock the edge gave (the stager reads no clock of its own).
-    clock: fn() -> Instant,
+    /// Seconds a URL's content is taken as current.
+    url_cache_s: Time,
     /// Fetches made (URL inputs not found in the cache), for the metrics and the tests.
     pub fetches: Arc<std::sync::atomic::AtomicU64>,
 }
@@ -48,12 +49,7 @@ pub type Staged = Result<Vec<v1::StagedInput>, String>;
 
 impl Stager {
     /// A stager filling `cache`, reporting to the driver behind `tx`.
-    pub fn new(
-        cache: Blobs,
-        tx: mpsc::Sender<Msg>,
-        url_cache_s: u64,
-        clock: fn() -> Instant,
-    ) -> anyhow::Result<Stager> {
+    pub fn new(cache: Blobs, tx: mpsc::Sender<Msg>, url_cache_s: u64) -> anyhow::Result<Stager> {
         let http =
             http_client(|| reqwest::Client::builder().connect_timeout(Duration::from_secs(10)))?;
         Ok(Stager {
@@ -64,8 +60,7 @@ impl Stager {
             urls: Arc::default(),
             fetching: Arc::default(),
             slots: Arc::new(Semaphore::new(4)),
-            url_cache: Duration::from_secs(url_cache_s),
-            clock,
+            url_cache_s: Time::try_from(url_cache_s).unwrap_or(Time::MAX),
             fetches: Arc::default(),
         })
     }
@@ -87,11 +82,12 @@ impl Stager {
             .all(|i| !i.sha256.is_empty() && self.cache.size(&i.sha256).is_some())
     }
 
-    /// Stages job `id`'s `inputs` in the background; the driver hears the outcome.
-    pub fn stage(&self, id: u64, inputs: Vec<v1::StagedInput>) {
+    /// Stages job `id`'s `inputs` in the background from `now` (the edge's Unix seconds: a URL
+    /// fetched within `url_cache_s` before is not fetched again); the driver hears the outcome.
+    pub fn stage(&self, id: u64, inputs: Vec<v1::StagedInput>, now: Time) {
         let me = self.clone();
         tokio::spawn(async move {
-            let out = me.stage_all(id, inputs).await;
+            let out = me.stage_all(id, inputs, now).await;
             if let Ok(mut m) = me.progress.lock() {
                 m.remove(&id);
             }
@@ -105,7 +101,7 @@ impl Stager {
         }
     }
 
-    async fn stage_all(&self, id: u64, mut inputs: Vec<v1::StagedInput>) -> Staged {
+    async fn stage_all(&self, id: u64, mut inputs: Vec<v1::StagedInput>, now: Time) -> Staged {
         let known: u64 = inputs.iter().map(|i| i.size).sum();
         self.show(id, |p| {
             p.inputs_total = inputs.len() as u32;
@@ -121,7 +117,7 @@ impl Stager {
                     ));
                 }
             } else {
-                let (sha, size) = self.fetch(id, i).await?;
+                let (sha, size) = self.fetch(id, i, now).await?;
                 if i.size == 0 {
                     self.show(id, |p| p.bytes_total += size);
                 }
@@ -138,7 +134,12 @@ impl Stager {
     }
 
     /// The content of URL input `i` in the cache: its digest and size.
-    async fn fetch(&self, id: u64, i: &v1::StagedInput) -> Result<(String, u64), String> {
+    async fn fetch(
+        &self,
+        id: u64,
+        i: &v1::StagedInput,
+        now: Time,
+    ) -> Result<(String, u64), String> {
         let want = (!i.sha256.is_empty()).then_some(i.sha256.as_str());
         if let Some(sha) = want
             && let Some(size) = self.cache.size(sha)
@@ -153,7 +154,7 @@ impl Stager {
         // Fetched recently (by another job waiting at the gate, say): the same content.
         let recent = self.urls.lock().ok().and_then(|m| m.get(&i.url).cloned());
         if let Some((sha, size, at)) = recent
-            && (self.clock)().saturating_duration_since(at) < self.url_cache
+            && now.saturating_sub(at) < self.url_cache_s
             && want.is_none_or(|w| w == sha)
             && self.cache.size(&sha).is_some()
         {
@@ -170,7 +171,7 @@ impl Stager {
             match self.fetch_once(id, i, want).await {
                 Ok((sha, size)) => {
                     if let Ok(mut m) = self.urls.lock() {
-                        m.insert(i.url.clone(), (sha.clone(), size, (self.clock)()));
+                        m.insert(i.url.clone(), (sha.clone(), size, now));
                     }
                     return Ok((sha, size));
                 }
@@ -312,7 +313,7 @@ mod tests {
 
     fn stager(dir: &std::path::Path) -> (Stager, mpsc::Receiver<Msg>) {
         let (tx, rx) = mpsc::channel(8);
-        let s = Stager::new(Blobs::open(dir).unwrap(), tx, 3600, Instant::now).unwrap();
+        let s = Stager::new(Blobs::open(dir).unwrap(), tx, 3600).unwrap();
         (s, rx)
     }
 
@@ -337,7 +338,7 @@ mod tests {
             size: 0,
             site: String::new(),
         };
-        s.stage(7, vec![input("")]);
+        s.stage(7, vec![input("")], 0);
         let (id, r) = staged(rx.recv().await.unwrap());
         let got = r.unwrap();
         assert_eq!((id, got[0].size), (7, 11));
@@ -346,11 +347,11 @@ mod tests {
         assert!(s.in_place(&got));
         // Named with its digest, it is read from the cache: no fetch.
         let before = s.fetches.load(std::sync::atomic::Ordering::Relaxed);
-        s.stage(8, vec![input(&sha)]);
+        s.stage(8, vec![input(&sha)], 0);
         assert!(staged(rx.recv().await.unwrap()).1.is_ok());
         assert_eq!(s.fetches.load(std::sync::atomic::Ordering::Relaxed), before);
         // Another digest: fetched, and refused.
-        s.stage(9, vec![input(&"0".repeat(64))]);
+        s.stage(9, vec![input(&"0".repeat(64))], 0);
         let why = staged(rx.recv().await.unwrap()).1.unwrap_err();
         assert!(why.contains("not used") && why.contains(&url), "{why}");
         // An unreachable server: the URL and the error, after its attempts.
@@ -361,9 +362,22 @@ mod tests {
                 url: "http://127.0.0.1:1/x".into(),
                 ..Default::default()
             }],
+            0,
         );
         let why = staged(rx.recv().await.unwrap()).1.unwrap_err();
         assert!(why.contains("http://127.0.0.1:1/x"), "{why}");
         assert!(s.progress(10).is_none(), "no progress left behind");
+        // The URL without a digest, again: within `url_cache_s` (3600 s) of its fetch at 0 it is
+        // taken from the cache; an hour later it is fetched again.
+        let before = s.fetches.load(std::sync::atomic::Ordering::Relaxed);
+        s.stage(11, vec![input("")], 3599);
+        assert!(staged(rx.recv().await.unwrap()).1.is_ok());
+        assert_eq!(s.fetches.load(std::sync::atomic::Ordering::Relaxed), before);
+        s.stage(12, vec![input("")], 3600);
+        assert!(staged(rx.recv().await.unwrap()).1.is_ok());
+        assert_eq!(
+            s.fetches.load(std::sync::atomic::Ordering::Relaxed),
+            before + 1
+        );
     }
 }

@@ -526,7 +526,7 @@ impl Driver {
                 None,
             );
             if let Some(s) = &self.stager {
-                s.stage(id, inputs);
+                s.stage(id, inputs, now);
             }
             return Ok((id, self.journal.last_sequence()));
         }
@@ -621,11 +621,12 @@ impl Driver {
             .unwrap_or(known)
     }
 
-    /// Hands the driver the stager; the jobs recovered while staging are staged again.
-    pub fn set_stager(&mut self, stager: crate::staging::Stager) {
+    /// Hands the driver the stager at `now` (the edge's clock); the jobs recovered while staging
+    /// are staged again.
+    pub fn set_stager(&mut self, stager: crate::staging::Stager, now: Time) {
         for id in std::mem::take(&mut self.to_stage) {
             if let Some(spec) = self.jobs.get(&id).and_then(|r| r.req.spec.as_ref()) {
-                stager.stage(id, spec.stage_in.clone());
+                stager.stage(id, spec.stage_in.clone(), now);
             }
         }
         self.stager = Some(stager);
