@@ -146,7 +146,10 @@ impl Blobs {
     /// partial copy holds already is skipped, a chunk past its end is not taken (the answer says
     /// where to resend from). The chunk that completes the blob has the whole checked: a match
     /// makes it visible under its digest (durably), a mismatch drops the copy. For a stream of
-    /// chunks, [`Blobs::appender`] keeps the file open and hashes as it goes.
+    /// chunks, [`Blobs::appender`] keeps the file open and hashes as it goes (every transfer
+    /// takes that way, through [`crate::intake`]; this one-shot form, which hashes the partial
+    /// copy again at each call, serves the store's tests).
+    #[cfg(test)]
     pub fn append(
         &self,
         sha: &str,
@@ -335,7 +338,10 @@ impl Appender {
         self.append_with(offset, Bytes::Owned(data))
     }
 
-    /// Takes `data` at `offset` (see [`Blobs::append`]).
+    /// Takes `data` at `offset`: what the partial copy holds already is skipped, a chunk past
+    /// its end is not taken (the answer says where to resend from); the chunk that completes the
+    /// blob has the whole checked: a match makes it visible under its digest (durably), a
+    /// mismatch drops the copy.
     pub fn append(&mut self, offset: u64, data: &[u8]) -> Result<Held, BlobError> {
         self.append_with(offset, Bytes::Borrowed(data))
     }
