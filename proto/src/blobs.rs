@@ -45,6 +45,31 @@ pub fn digest_file(path: &Path) -> io::Result<String> {
     }
 }
 
+/// The SHA-256 of a file read in pieces, some of them read again (a sender resending from an
+/// offset): each piece counts from where the digest has reached; a piece beyond it leaves the
+/// digest incomplete.
+#[derive(Debug, Clone, Default)]
+pub struct PrefixDigest {
+    hash: Sha256,
+    upto: u64,
+}
+
+impl PrefixDigest {
+    /// Takes `data`, the file's bytes from `offset`.
+    pub fn take(&mut self, offset: u64, data: &[u8]) {
+        let end = offset + data.len() as u64;
+        if offset <= self.upto && self.upto < end {
+            self.hash.update(&data[(self.upto - offset) as usize..]);
+            self.upto = end;
+        }
+    }
+
+    /// The digest of the file's first `size` bytes, when every one of them was taken.
+    pub fn finish(self, size: u64) -> Option<String> {
+        (self.upto == size).then(|| hex(&self.hash.finalize()))
+    }
+}
+
 /// Why a piece of a blob was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
@@ -540,6 +565,25 @@ mod tests {
         let dest = dir.path().join("job/in/data.bin");
         b.place(&sha, &dest).unwrap();
         assert_eq!(fs::read(dest).unwrap(), data);
+    }
+
+    #[test]
+    fn a_prefix_digest_counts_resent_pieces_once_and_knows_a_gap() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 241) as u8).collect();
+        let mut d = PrefixDigest::default();
+        d.take(0, &data[..1000]);
+        d.take(500, &data[500..1500]);
+        d.take(1500, &data[1500..1500]);
+        d.take(1500, &data[1500..]);
+        assert_eq!(
+            d.clone().finish(5000).as_deref(),
+            Some(sha_of(&data).as_str())
+        );
+        assert_eq!(d.finish(6000), None, "not every byte taken");
+        let mut gap = PrefixDigest::default();
+        gap.take(0, &data[..10]);
+        gap.take(20, &data[20..]);
+        assert_eq!(gap.finish(5000), None);
     }
 
     #[test]

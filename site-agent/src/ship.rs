@@ -102,9 +102,15 @@ impl Shipper {
                 }
                 tokio::time::sleep(ROUND).await;
             }
-            let digest =
-                tokio::task::spawn_blocking(move || gridsched_proto::blobs::digest_file(&path))
-                    .await;
+            // Hashed as it was read; read again only when a piece was skipped.
+            let hashed = s.digest.take().and_then(|d| d.finish(s.sent));
+            let digest = match hashed {
+                Some(sha) => Ok(Ok(sha)),
+                None => {
+                    tokio::task::spawn_blocking(move || gridsched_proto::blobs::digest_file(&path))
+                        .await
+                }
+            };
             match digest {
                 Ok(Ok(sha)) => kept.push(v1::OutputFile {
                     name: s.name,
@@ -169,6 +175,8 @@ struct Stream {
     sent: u64,
     /// Nothing sent yet in this run: the first chunk says so (the site drops an earlier run's).
     fresh: bool,
+    /// A declared file: the digest of what was read of it (read once, for both).
+    digest: Option<gridsched_proto::blobs::PrefixDigest>,
 }
 
 impl Stream {
@@ -179,6 +187,7 @@ impl Stream {
             name: String::new(),
             sent: 0,
             fresh: true,
+            digest: None,
         }
     }
 
@@ -186,6 +195,7 @@ impl Stream {
         Stream {
             file: Some(path),
             name,
+            digest: Some(Default::default()),
             ..Stream::new(OutputStream::Unspecified)
         }
     }
@@ -198,10 +208,18 @@ impl Stream {
                 None => dir.join(name(self.stream)),
             };
             let offset = self.sent;
-            let data = tokio::task::spawn_blocking(move || read(&path, offset))
-                .await
-                .map_err(|e| tonic::Status::internal(e.to_string()))?
-                .map_err(|e| tonic::Status::internal(e.to_string()))?;
+            let mut digest = self.digest.take();
+            let (data, digest) = tokio::task::spawn_blocking(move || {
+                let data = read(&path, offset)?;
+                if let Some(d) = digest.as_mut() {
+                    d.take(offset, &data);
+                }
+                Ok::<_, std::io::Error>((data, digest))
+            })
+            .await
+            .map_err(|e| tonic::Status::internal(e.to_string()))?
+            .map_err(|e| tonic::Status::internal(e.to_string()))?;
+            self.digest = digest;
             if data.is_empty() && !self.fresh {
                 return Ok(());
             }
