@@ -15,11 +15,11 @@
 //! repeat itself).
 
 use crate::config::MetaConfig;
-use gridsched_core::classify::{Classification, ClassifierError};
+use gridsched_core::classify::Classification;
 use gridsched_core::dispatch::{ClusterArrays, ClusterCaps, ClusterLoad, UrgentLoad};
 use gridsched_core::grid::{
-    CoallocationRules, Effect, Explanation, Field, GridConfig, GridRunner, GridSettings, Input,
-    Kind, Refusal, Reservation, SiteSpec, Standing,
+    CoallocationRules, Effect, Explanation, Field, GridConfig, GridConfigError, GridRunner,
+    GridSettings, Input, Kind, Refusal, Reservation, SiteSpec, Standing,
 };
 use gridsched_core::model::{
     ClusterId, Job, JobId, LicenceId, MachineId, ReservationId, Time, UserId,
@@ -96,8 +96,10 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
                 .as_ref()
                 .and_then(|n| n.resolve(&site_names).ok()),
             data_blind: cfg.network.as_ref().is_some_and(|n| n.data_blind),
+            fairshare: None,
         },
         classifier_state: None,
+        usage_state: None,
     };
     (config, names)
 }
@@ -105,7 +107,7 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
 impl Decider {
     /// Builds the grid runner of a (completed) configuration, for a meta-scheduler that has
     /// already accepted `accepted_before` jobs (0 on a fresh start).
-    pub fn new(cfg: &MetaConfig, accepted_before: u64) -> Result<Decider, ClassifierError> {
+    pub fn new(cfg: &MetaConfig, accepted_before: u64) -> Result<Decider, GridConfigError> {
         let (config, names) = grid_config(cfg, accepted_before);
         Ok(Decider {
             runner: GridRunner::from_config(&config)?,
@@ -380,6 +382,7 @@ fn field_name(field: Field) -> String {
         Field::StageIn => "stage_in".into(),
         Field::Benchmark => "benchmark".into(),
         Field::After => "after".into(),
+        Field::User => "user".into(),
         Field::Array => "array".into(),
         Field::Reservation => "reservation".into(),
         Field::ReservationSite => "reservation.site".into(),

@@ -33,6 +33,10 @@ pub struct Weights {
     pub licence: f64,
     /// User heuristic.
     pub user: f64,
+    /// The owner's fair-share factor `F` (contribution `F · max`), when the grid keeps one
+    /// ([`crate::fairshare::Shares`]); default 0, the two-level design's three heuristics alone.
+    /// A job whose owner has no factor has it left out of the mean (the others' weights count).
+    pub fairshare: f64,
 }
 
 impl Default for Weights {
@@ -41,6 +45,7 @@ impl Default for Weights {
             deadline: 1.0,
             licence: 1.0,
             user: 1.0,
+            fairshare: 0.0,
         }
     }
 }
@@ -110,6 +115,7 @@ impl ClassifierConfig {
             self.weights.deadline,
             self.weights.licence,
             self.weights.user,
+            self.weights.fairshare,
         ];
         if w.iter().any(|x| !x.is_finite() || *x < 0.0) {
             return Err(ClassifierError::Weights("must be finite and non-negative"));
@@ -135,6 +141,9 @@ pub struct Classification {
     pub licence: u8,
     /// User heuristic.
     pub user: u8,
+    /// The owner's fair-share factor, when weighed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairshare: Option<f64>,
 }
 
 /// The classifier: a deterministic state machine over the stream of submitted jobs.
@@ -165,21 +174,44 @@ impl Classifier {
 
     /// Classifies the next submitted job, with the details.
     pub fn classify_explained(&mut self, job: &Job) -> Classification {
+        self.classify_with(job, None)
+    }
+
+    /// Classifies the next submitted job whose owner's fair-share factor is `fairshare` (in
+    /// `0..=1`; `None`: the owner has none, or the grid keeps no fair share), with the details.
+    /// The factor enters like a fourth heuristic of contribution `F · max`, weighed as the
+    /// multifactor plugin weighs its factors (Slurm's priority/multifactor); the weighted mean is
+    /// rounded half up as the others' (D4.1.4).
+    pub fn classify_with(&mut self, job: &Job, fairshare: Option<f64>) -> Classification {
         let max = self.cfg.max;
         let deadline = self.deadline.evaluate(job);
         let licence = licence_priority(job.licences.len(), self.cfg.licence_types, max);
         let user = user_priority(job, &self.cfg.user_values).min(max);
         let w = &self.cfg.weights;
-        let mean = (w.deadline * f64::from(deadline.value)
-            + w.licence * f64::from(licence)
-            + w.user * f64::from(user))
-            / (w.deadline + w.licence + w.user);
+        let fs = fairshare
+            .filter(|_| w.fairshare > 0.0)
+            .map(|f| f.clamp(0.0, 1.0));
+        let (fs_sum, fs_w) = fs.map_or((0.0, 0.0), |f| {
+            (w.fairshare * f * f64::from(max), w.fairshare)
+        });
+        let weights = w.deadline + w.licence + w.user + fs_w;
+        let mean = if weights > 0.0 {
+            (w.deadline * f64::from(deadline.value)
+                + w.licence * f64::from(licence)
+                + w.user * f64::from(user)
+                + fs_sum)
+                / weights
+        } else {
+            // Only the fair share is weighed and the owner has none.
+            1.0
+        };
         let priority = ((mean + 0.5).floor() as i64).clamp(1, i64::from(max)) as Priority;
         Classification {
             priority,
             deadline,
             licence,
             user,
+            fairshare: fs,
         }
     }
 
@@ -259,6 +291,7 @@ mod tests {
                 deadline: 0.0,
                 licence: 0.0,
                 user: 1.0,
+                fairshare: 0.0,
             },
             ..Default::default()
         })
@@ -276,6 +309,7 @@ mod tests {
                 deadline: 0.0,
                 licence: 1.0,
                 user: 1.0,
+                fairshare: 0.0,
             },
             ..Default::default()
         })
@@ -283,6 +317,31 @@ mod tests {
         let mut one = Job::new(3, 0, 1, 100, 100);
         one.owner_priority = 1;
         assert_eq!(halves.classify(&one), 2);
+    }
+
+    /// The fair-share factor enters as a fourth contribution `F · max`; an owner without one
+    /// leaves it out of the mean, and a weight of 0 (the default) ignores it.
+    #[test]
+    fn the_fair_share_factor_is_a_weighed_fourth_contribution() {
+        let weights = Weights {
+            fairshare: 1.0,
+            ..Weights::default()
+        };
+        let mut c = Classifier::new(ClassifierConfig {
+            weights,
+            ..Default::default()
+        })
+        .unwrap();
+        let plain = Job::new(1, 0, 1, 100, 100);
+        // Deadline 0, licence 1, user 1, fair share 0.5 · 10: 7 / 4 = 1.75 -> 2.
+        let e = c.classify_with(&plain, Some(0.5));
+        assert_eq!((e.priority, e.fairshare), (2, Some(0.5)));
+        // No factor: (0 + 1 + 1) / 3 -> 1.
+        assert_eq!(c.classify_with(&plain, None).priority, 1);
+        // Weight 0: the factor is not shown, and changes nothing.
+        let mut d = Classifier::new(ClassifierConfig::default()).unwrap();
+        let e = d.classify_with(&plain, Some(1.0));
+        assert_eq!((e.priority, e.fairshare), (1, None));
     }
 
     #[test]
@@ -302,6 +361,7 @@ mod tests {
                 deadline: 0.0,
                 licence: 0.0,
                 user: 0.0,
+                fairshare: 0.0,
             },
             ..Default::default()
         };

@@ -16,16 +16,24 @@
 //!   walked depth first, each user's factor its rank over the number of users (ties as Slurm
 //!   documents them).
 //!
+//! * [`dominant`]: a dominant-resource share over processors and licences (a spec reading in
+//!   the family of Armada's and Kueue's).
+//! * [`Shares`]: the grid runner's book of all this, charged as runs end.
+//!
 //! Everything is plain and deterministic: integer seconds in, `f64` factors out; siblings are
 //! visited in the order the tree gives them.
 
 mod classic_fs;
+mod dominant_fs;
 mod fair_tree_fs;
+mod shares;
 mod tree;
 mod usage;
 
 pub use classic_fs::classic;
+pub use dominant_fs::dominant;
 pub use fair_tree_fs::fair_tree;
+pub use shares::{Algorithm, FairShareConfig, ShareError, ShareStanding, Shares, UsageState, WEEK};
 pub use tree::{Assoc, Kind, Tree, TreeError};
 pub use usage::Usage;
 

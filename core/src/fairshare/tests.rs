@@ -9,6 +9,7 @@ fn account(name: &str, parent: Option<&str>, shares: u32) -> Assoc {
         kind: Kind::Account,
         parent: parent.map(Into::into),
         shares,
+        id: None,
     }
 }
 
@@ -18,6 +19,7 @@ fn user(name: &str, parent: &str, shares: u32) -> Assoc {
         kind: Kind::User,
         parent: Some(parent.into()),
         shares,
+        id: None,
     }
 }
 
@@ -193,4 +195,93 @@ fn a_wrong_tree_is_refused_naming_what_is_wrong() {
     );
     // A user may share a name with an account (Slurm's associations are separate).
     assert!(Tree::new(vec![account("x", None, 1), user("x", "x", 1)]).is_ok());
+}
+
+/// With processors alone and one user per account, the dominant-resource factor is the classic
+/// one; with a licence, a user's scarce-licence use dominates its processor use.
+#[test]
+fn the_dominant_share_is_the_classic_one_for_processors_alone_and_counts_licences() {
+    let tree = Tree::new(vec![
+        account("A", None, 3),
+        account("B", None, 1),
+        user("ann", "A", 1),
+        user("bob", "B", 1),
+    ])
+    .unwrap();
+    let procs = |u: &str| if u == "ann" { 0.6 } else { 0.4 };
+    let c = classic(&tree, procs, 1.0);
+    let d = dominant(&tree, |u| vec![procs(u)]);
+    assert_eq!(c, d);
+    // bob used every licence-second: dominant share 1 against S = 0.25, F = 2^(−4).
+    let d = dominant(&tree, |u| {
+        vec![procs(u), if u == "bob" { 1.0 } else { 0.0 }]
+    });
+    assert_eq!(d[3], Some(0.0625));
+    assert_eq!(d[2], c[2]);
+}
+
+fn with_ids(mut a: Vec<Assoc>) -> FairShareConfig {
+    for (k, x) in a.iter_mut().enumerate() {
+        if x.kind == Kind::User {
+            x.id = Some(k as u32);
+        }
+    }
+    FairShareConfig {
+        algorithm: Algorithm::Dominant,
+        half_life: 100,
+        dampening: 1.0,
+        accounts: a,
+    }
+}
+
+/// The book charges processors × seconds and seconds per licence, decays them with its
+/// half-life, and refuses a description it cannot use, naming why.
+#[test]
+fn the_book_charges_runs_and_refuses_a_wrong_description() {
+    use crate::model::{LicenceId, UserId};
+    let cfg = with_ids(vec![
+        account("A", None, 1),
+        account("B", None, 1),
+        user("ann", "A", 1),
+        user("bob", "B", 1),
+    ]);
+    let mut s = Shares::new(cfg.clone()).unwrap();
+    assert_eq!(s.user(UserId(2)), Some("ann"));
+    assert_eq!(s.user(UserId(0)), None);
+    // ann: 4 processors × 50 s; bob: 1 processor × 200 s with licence 7, both ended at 100.
+    s.charge(UserId(2), 4, &[], 50, 100);
+    s.charge(UserId(3), 1, &[LicenceId(7)], 200, 100);
+    let ann = s.standing(UserId(2), 100).unwrap();
+    assert_eq!((ann.usage, ann.share), (0.5, 0.5));
+    // bob: half the processor-seconds, all the licence's: dominant 1, F = 2^(−1 / 0.5).
+    assert_eq!(s.standing(UserId(3), 100).unwrap().factor, 0.25);
+    assert_eq!(s.standing(UserId(2), 100).unwrap().factor, 0.5);
+    // Shares are relative: one half-life later the parts are the same.
+    assert_eq!(s.standing(UserId(3), 200).unwrap().factor, 0.25);
+    assert_eq!(s.state().procs.of("ann", 200), 100.0);
+    let mut back = Shares::new(cfg.clone()).unwrap();
+    back.restore(s.state().clone());
+    assert_eq!(back.standing(UserId(3), 150), s.standing(UserId(3), 150));
+    let err = |c: FairShareConfig| Shares::new(c).unwrap_err().to_string();
+    let mut c = cfg.clone();
+    c.accounts[2].id = None;
+    assert_eq!(err(c), "user `ann` has no id");
+    let mut c = cfg.clone();
+    c.accounts[3].id = Some(2);
+    assert_eq!(err(c), "users `ann` and `bob` have the same id 2");
+    let mut c = cfg.clone();
+    c.dampening = f64::NAN;
+    assert!(err(c).contains("`dampening`"));
+    let mut c = cfg;
+    c.accounts[2].parent = Some("Z".into());
+    assert_eq!(err(c), "accounts: `ann`: its parent `Z` is not an account");
+    let parsed: FairShareConfig = serde_json::from_str(
+        r#"{"algorithm": "fair-tree", "accounts": [{"name": "A", "kind": "account", "shares": 1}]}"#,
+    )
+    .unwrap();
+    assert_eq!((parsed.half_life, parsed.dampening), (WEEK, 1.0));
+    let e = serde_json::from_str::<FairShareConfig>(r#"{"half_lfe": 5, "accounts": []}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("half_lfe"), "{e}");
 }

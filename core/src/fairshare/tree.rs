@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 /// Whether an association is an account or a user.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// An account: it has children (accounts or users).
     Account,
@@ -14,16 +15,22 @@ pub enum Kind {
 }
 
 /// One association as given: its name, its parent (`None`: under the root), its raw shares.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Assoc {
     /// Its name (unique among accounts, and among users).
     pub name: String,
     /// An account or a user.
     pub kind: Kind,
     /// Its parent account; `None` for an account directly under the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
     /// Its raw shares of its parent's (Slurm's `Fairshare=` number).
     pub shares: u32,
+    /// A user's id, as its jobs carry it ([`crate::model::UserId`]): the driver gives it (the
+    /// live grid interns the user's name, a trace replay takes the trace's user number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
 }
 
 /// Why a tree is refused.
@@ -131,6 +138,23 @@ impl Tree {
     }
 
     /// The siblings of `i` (itself included), in the order given.
+    /// The associations, as given.
+    pub fn assocs(&self) -> &[Assoc] {
+        &self.nodes
+    }
+
+    /// The normalized share of association `i`: its share of its level, times its parent's
+    /// normalized share (Slurm's `S`).
+    pub fn normalized_share(&self, i: usize) -> f64 {
+        let mut s = 1.0;
+        let mut at = Some(i);
+        while let Some(j) = at {
+            s *= self.share_of_level(j);
+            at = self.parent[j];
+        }
+        s
+    }
+
     pub(super) fn level(&self, i: usize) -> &[usize] {
         match self.parent[i] {
             Some(p) => &self.children[p],

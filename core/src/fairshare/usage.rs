@@ -5,7 +5,7 @@ use crate::model::Time;
 use std::collections::BTreeMap;
 
 /// Decayed processor-seconds per user, and in all.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     half_life: Time,
     /// Per user: the decayed usage as of a time.

@@ -43,6 +43,8 @@ pub enum Field {
     After,
     /// Its array.
     Array,
+    /// Its owner.
+    User,
     /// A reservation request's site.
     ReservationSite,
     /// A reservation request's processors.
@@ -115,6 +117,18 @@ impl GridRunner {
     /// reservation's) when admitted.
     pub fn admit(&self, now: Time, job: &Job) -> Result<Option<usize>, Refusal> {
         job.validate()?;
+        if let Some(shares) = &self.shares
+            && shares.user(job.user).is_none()
+        {
+            return Err(Refusal::new(
+                Field::User,
+                Kind::Forbidden,
+                format!(
+                    "user {} has no account in the grid's fair-share tree",
+                    job.user
+                ),
+            ));
+        }
         if let Some(d) = job.deadline
             && d < now
         {

@@ -4,8 +4,9 @@
 //! whole as plain data for an input log's header.
 
 use super::coallocate;
-use crate::classify::{Classifier, ClassifierConfig};
+use crate::classify::{Classifier, ClassifierConfig, ClassifierError};
 use crate::dispatch::{ClusterCaps, DispatchConfig, MultiSiteConfig, Network, Priority};
+use crate::fairshare::{FairShareConfig, ShareError, UsageState};
 use crate::model::{Duration, Job, MachineId};
 use serde::{Deserialize, Serialize};
 
@@ -73,7 +74,7 @@ impl CoallocationRules {
 }
 
 /// The grid runner's settings.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GridSettings {
     /// How split jobs are co-allocated; `None`: a split is refused (one site per job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +103,11 @@ pub struct GridSettings {
     /// The strategies ignore the transfers (the data-blind baseline); `explain` still shows them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub data_blind: bool,
+    /// The grid's accounts and their shares: runs are charged to their owners as they end, and
+    /// the classifier weighs the owner's factor ([`crate::classify::Weights::fairshare`]); a job
+    /// whose owner has no account is refused. `None`: nobody is charged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairshare: Option<FairShareConfig>,
 }
 
 /// Everything a grid runner is built from, as plain data (the header of an input log).
@@ -120,6 +126,20 @@ pub struct GridConfig {
     /// The classifier's state to continue from (a driver restarted with its snapshot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classifier_state: Option<Vec<i64>>,
+    /// The fair-share usage to continue from (a driver restarted with its snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_state: Option<UsageState>,
+}
+
+/// A grid description that cannot be used, naming what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GridConfigError {
+    /// The classifier's configuration.
+    #[error(transparent)]
+    Classifier(#[from] ClassifierError),
+    /// The fair share's.
+    #[error(transparent)]
+    FairShare(#[from] ShareError),
 }
 
 /// How submitted jobs get their priority.

@@ -23,6 +23,7 @@ impl GridRunner {
         let Some(o) = self.remove(id, Some(Outcome::Cancelled { started })) else {
             return;
         };
+        self.charge(now, Some(&o));
         match o.at {
             At::Unplaced | At::Retrying | At::Blocked | At::Deferred | At::Array => {}
             At::Held => self.placer.dispatcher.withdraw(id),
@@ -142,7 +143,8 @@ impl GridRunner {
                 (false, false) => Some(Outcome::Completed),
                 (false, true) => Some(Outcome::Failed),
             };
-            self.remove(id, outcome);
+            let o = self.remove(id, outcome);
+            self.charge(now, o.as_ref());
             self.placer.dispatcher.job_ended(now, id, cluster(first));
             out.push(Effect::Over {
                 job: id,

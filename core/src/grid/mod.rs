@@ -51,6 +51,8 @@ pub mod replay;
 mod reservations;
 mod restore;
 #[cfg(test)]
+mod share_cases;
+#[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
 mod transfer_cases;
@@ -59,7 +61,9 @@ mod workflows;
 pub use admit::{Field, Kind, Refusal};
 pub use arrays::{ArrayStatus, TASKS_PER_INPUT, Tally};
 pub use coallocate::MAX_REFUSED;
-pub use config::{Classify, CoallocationRules, GridConfig, GridSettings, SiteSpec};
+pub use config::{
+    Classify, CoallocationRules, GridConfig, GridConfigError, GridSettings, SiteSpec,
+};
 pub use io::{Cause, Effect, Fragment, GridError, Input, Restored};
 pub use links::SiteLinks;
 pub use place::{Candidate, Decision, Explanation, Placer};
@@ -68,8 +72,9 @@ pub use reservations::{
 };
 pub use workflows::{NodeState, WorkflowStatus};
 
-use crate::classify::{Classifier, ClassifierError};
+use crate::classify::Classifier;
 use crate::dispatch::{Dispatcher, Priority, Transfers};
+use crate::fairshare::{ShareStanding, Shares, UsageState};
 use crate::model::{ClusterId, Job, JobId, Outcome, ReservationId, Time};
 use coallocate::Coalloc;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -126,6 +131,9 @@ struct Open {
     priority: Priority,
     only: Option<usize>,
     at: At,
+    /// When its run began (claimed at its site, or its fragments sent): charged to its owner's
+    /// fair share from then to its end.
+    began: Option<Time>,
 }
 
 /// The grid runner.
@@ -151,6 +159,8 @@ pub struct GridRunner {
     arrays: arrays::Book,
     /// The workflows releasing their nodes.
     workflows: workflows::Book,
+    /// The fair-share book, when the grid keeps one.
+    shares: Option<Shares>,
 }
 
 impl GridRunner {
@@ -162,6 +172,8 @@ impl GridRunner {
         settings: GridSettings,
     ) -> GridRunner {
         let links = SiteLinks::new(sites.len(), settings.site_down_after_ms);
+        // Checked by the drivers at their door ([`GridRunner::from_config`]).
+        let shares = settings.fairshare.clone().and_then(|c| Shares::new(c).ok());
         let mut placer = Placer::new(sites, dispatcher);
         // The drivers check the network against the sites at their door (Network::check).
         let network = (settings.network.clone()).filter(|n| n.check(placer.sites.len()).is_ok());
@@ -179,15 +191,19 @@ impl GridRunner {
             failed_fragments: FxHashSet::default(),
             arrays: arrays::Book::default(),
             workflows: workflows::Book::default(),
+            shares,
         }
     }
 
     /// A runner built from plain data (the strategy and classifier by their registry names).
-    pub fn from_config(cfg: &GridConfig) -> Result<GridRunner, ClassifierError> {
+    pub fn from_config(cfg: &GridConfig) -> Result<GridRunner, GridConfigError> {
         let classify = match cfg.classifier {
             Some(c) => Classify::By(Box::new(Classifier::new(c)?)),
             None => Classify::Fixed(1),
         };
+        if let Some(f) = &cfg.settings.fairshare {
+            Shares::new(f.clone())?;
+        }
         let mut runner = GridRunner::new(
             cfg.sites.clone(),
             cfg.dispatch.build(),
@@ -196,6 +212,9 @@ impl GridRunner {
         );
         if let Some(s) = &cfg.classifier_state {
             runner.restore_classifier(s);
+        }
+        if let (Some(u), Some(shares)) = (&cfg.usage_state, runner.shares.as_mut()) {
+            shares.restore(u.clone());
         }
         Ok(runner)
     }
@@ -291,12 +310,14 @@ impl GridRunner {
                 self.workflows.exit(job, site, exit);
                 match self.jobs.get(&job).map(|o| &o.at) {
                     Some(At::Site { site: s, .. }) if *s == site => {
-                        self.remove(job, Some(outcome));
+                        let o = self.remove(job, Some(outcome));
+                        self.charge(now, o.as_ref());
                         self.placer.dispatcher.job_ended(now, job, cluster(site));
                     }
                     Some(At::SplitAtOnce(sites)) if sites.contains(&site) => {
                         let first = sites[0];
-                        self.remove(job, Some(outcome));
+                        let o = self.remove(job, Some(outcome));
+                        self.charge(now, o.as_ref());
                         self.placer.dispatcher.job_ended(now, job, cluster(first));
                     }
                     _ => {}
@@ -409,11 +430,13 @@ impl GridRunner {
                 let (p, explained) = match &mut self.classify {
                     Classify::Fixed(p) => (*p, None),
                     Classify::With(f) => (f(&job), None),
-                    Classify::By(c) if self.settings.explain => {
-                        let e = c.classify_explained(&job);
-                        (e.priority, Some(e))
+                    Classify::By(c) => {
+                        let fairshare = (self.shares.as_mut())
+                            .and_then(|s| s.standing(job.user, now))
+                            .map(|s| s.factor);
+                        let e = c.classify_with(&job, fairshare);
+                        (e.priority, self.settings.explain.then_some(e))
                     }
-                    Classify::By(c) => (c.classify(&job), None),
                 };
                 if self.settings.explain {
                     out.push(Effect::Classified {
@@ -439,6 +462,9 @@ impl GridRunner {
 
     /// Job `id` began running at `now` (claimed at its site, or its fragments sent).
     fn began(&mut self, now: Time, id: JobId) {
+        if let Some(o) = self.jobs.get_mut(&id) {
+            o.began.get_or_insert(now);
+        }
         self.deps.started(id);
         if let Some(t) = self.jobs.get(&id).and_then(|o| o.job.task) {
             self.task_began(now, t.array);
@@ -507,6 +533,7 @@ impl GridRunner {
             priority,
             only,
             at,
+            began: None,
         };
         self.jobs.insert(open.job.id, open);
     }
@@ -550,6 +577,16 @@ impl GridRunner {
             self.workflows.left(id, o);
         }
         Some(open)
+    }
+
+    /// Charges the run of `open` (when it began) to its owner's fair share, ended at `now`.
+    fn charge(&mut self, now: Time, open: Option<&Open>) {
+        if let (Some(shares), Some(o)) = (self.shares.as_mut(), open)
+            && let Some(began) = o.began
+        {
+            let j = &o.job;
+            shares.charge(j.user, j.procs, &j.licences, now - began, now);
+        }
     }
 
     /// Whether job `id` is in the grid (waiting at the meta level, co-allocating, or at a site
@@ -614,6 +651,18 @@ impl GridRunner {
         if let Classify::By(c) = &mut self.classify {
             c.restore(snapshot);
         }
+    }
+
+    /// The fair-share book's usage, to continue from after a restart
+    /// ([`GridConfig::usage_state`]); `None` when the grid keeps no fair share.
+    pub fn usage_state(&self) -> Option<&UsageState> {
+        self.shares.as_ref().map(Shares::state)
+    }
+
+    /// User `user`'s fair-share standing at `now`, when the grid keeps a fair share and the
+    /// user has an account.
+    pub fn standing(&mut self, user: crate::model::UserId, now: Time) -> Option<ShareStanding> {
+        self.shares.as_mut()?.standing(user, now)
     }
 
     /// The last reservation id given to a hold.

@@ -9,8 +9,8 @@
 //! [`check`] builds the runner of each header again, feeds it the logged inputs and compares its
 //! effects with the logged ones. [`Recorder`] writes such a log while it drives a runner.
 
+use super::GridConfigError;
 use super::{Effect, GridConfig, GridError, GridRunner, Input};
-use crate::classify::ClassifierError;
 use crate::model::Time;
 use crate::rerun::{Differ, Pending};
 use serde::{Deserialize, Serialize};
@@ -42,7 +42,7 @@ pub struct Recorder {
 
 impl Recorder {
     /// The runner of `cfg`, its header logged.
-    pub fn new(cfg: GridConfig) -> Result<Recorder, ClassifierError> {
+    pub fn new(cfg: GridConfig) -> Result<Recorder, GridConfigError> {
         Ok(Recorder {
             runner: GridRunner::from_config(&cfg)?,
             lines: vec![Line::Header(Box::new(cfg))],
@@ -93,7 +93,7 @@ pub enum Mismatch {
         /// Its line.
         line: usize,
         /// Why.
-        error: ClassifierError,
+        error: GridConfigError,
     },
     /// The re-run decided something else.
     #[error(transparent)]

@@ -51,6 +51,15 @@ impl GridRunner {
             self.enter(job, priority, only, At::Unplaced);
             return self.enter_dependency(now, id, Cause::Restored, out);
         }
+        let began = match &at {
+            Restored::Site {
+                claimed: true,
+                since,
+                ..
+            }
+            | Restored::Split { since, .. } => Some(*since),
+            _ => None,
+        };
         let at = match at {
             Restored::Waiting | Restored::Array { .. } => {
                 let before = self.placer.held();
@@ -96,7 +105,11 @@ impl GridRunner {
                 )
             }
         };
+        let id = job.id;
         self.enter(job, priority, only, at);
+        if let Some(o) = self.jobs.get_mut(&id) {
+            o.began = began;
+        }
     }
 
     /// Dispatches anew `job`, whose run failed.

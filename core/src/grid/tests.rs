@@ -40,6 +40,7 @@ pub(super) fn runner(kind: DispatchKind, sizes: &[u32], settings: GridSettings) 
         classifier: None,
         settings,
         classifier_state: None,
+        usage_state: None,
     };
     GridRunner::from_config(&cfg).unwrap()
 }
@@ -980,6 +981,7 @@ fn an_input_log_re_decides_identically_and_names_the_first_difference() {
             ..splitting()
         },
         classifier_state: None,
+        usage_state: None,
     };
     let mut r = Recorder::new(cfg).unwrap();
     let mut out = Vec::new();
@@ -1332,6 +1334,7 @@ fn a_header_with_the_classifiers_state_classifies_on_from_it() {
             ..GridSettings::default()
         },
         classifier_state: state,
+        usage_state: None,
     };
     let with_deadline = |id: u64, deadline: i64| {
         let mut j = job(id, 1, 100);

@@ -327,6 +327,7 @@ fn a_job_with_inputs_goes_only_to_sites_that_stage_them() {
             ..GridSettings::default()
         },
         classifier_state: None,
+        usage_state: None,
     };
     let mut r = GridRunner::from_config(&cfg(sites.clone())).unwrap();
     // Load-Ordering's idle site 0 for a job without inputs, site 1 for one with.

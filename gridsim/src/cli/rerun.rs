@@ -141,6 +141,7 @@ mod tests {
             classifier: None,
             settings: Default::default(),
             classifier_state: None,
+            usage_state: None,
         };
         let mut r = Recorder::new(cfg).unwrap();
         for id in 1..=3 {

@@ -171,6 +171,7 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
             ..GridSettings::default()
         },
         classifier_state: None,
+        usage_state: None,
     };
     let platform = Platform::single_machine_sites(sizes.iter().map(|&n| ("m", n)));
     let policies = (0..sizes.len())

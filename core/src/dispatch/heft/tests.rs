@@ -332,6 +332,7 @@ fn runner(sites: usize) -> GridRunner {
         classifier: None,
         settings: GridSettings::default(),
         classifier_state: None,
+        usage_state: None,
     })
     .unwrap()
 }

@@ -20,6 +20,7 @@ fn runner() -> GridRunner {
             ..GridSettings::default()
         },
         classifier_state: None,
+        usage_state: None,
     };
     GridRunner::from_config(&cfg).unwrap()
 }

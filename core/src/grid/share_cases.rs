@@ -1,0 +1,175 @@
+//! Worked examples of the grid's fair share (Slurm's classic factor through the runner): runs
+//! charged to their owners as they end, the owner's factor weighed at classification, a job of
+//! a user without an account refused, and the usage carried over a restart.
+
+use super::tests::{on, site};
+use super::*;
+use crate::classify::{ClassifierConfig, Weights};
+use crate::dispatch::{DispatchConfig, DispatchKind};
+use crate::fairshare::{Algorithm, Assoc, FairShareConfig, Kind as AssocKind};
+use crate::model::UserId;
+
+/// Accounts A (3 shares) and B (1); ann (id 1) in A, bob (id 2) in B; no decay; priority from
+/// the fair share alone (`max` 10); one site of 4 processors.
+fn config(usage: Option<UsageState>) -> GridConfig {
+    let assoc = |name: &str, parent: Option<&str>, shares: u32, id: Option<u32>| Assoc {
+        name: name.into(),
+        kind: if id.is_some() {
+            AssocKind::User
+        } else {
+            AssocKind::Account
+        },
+        parent: parent.map(Into::into),
+        shares,
+        id,
+    };
+    GridConfig {
+        sites: vec![site(0, 4)],
+        dispatch: DispatchConfig::new(DispatchKind::LoadOrdering),
+        classifier: Some(ClassifierConfig {
+            weights: Weights {
+                deadline: 0.0,
+                licence: 0.0,
+                user: 0.0,
+                fairshare: 1.0,
+            },
+            ..ClassifierConfig::default()
+        }),
+        settings: GridSettings {
+            explain: true,
+            fairshare: Some(FairShareConfig {
+                algorithm: Algorithm::Classic,
+                half_life: 0,
+                dampening: 1.0,
+                accounts: vec![
+                    assoc("A", None, 3, None),
+                    assoc("B", None, 1, None),
+                    assoc("ann", Some("A"), 1, Some(1)),
+                    assoc("bob", Some("B"), 1, Some(2)),
+                ],
+            }),
+            ..GridSettings::default()
+        },
+        classifier_state: None,
+        usage_state: usage,
+    }
+}
+
+fn job_of(id: u64, user: u32, procs: u32) -> Job {
+    let mut j = Job::new(id, 0, procs, 1_000, 1_000);
+    j.user = UserId(user);
+    j
+}
+
+/// The priority and the factor a submission was classified with.
+fn submitted(r: &mut GridRunner, now: Time, j: Job) -> (Priority, Option<f64>) {
+    let e = on(
+        r,
+        now,
+        Input::Submit {
+            job: j,
+            priority: None,
+        },
+    );
+    e.iter()
+        .find_map(|e| match e {
+            Effect::Classified {
+                priority,
+                explained: Some(c),
+                ..
+            } => Some((*priority, c.fairshare)),
+            _ => None,
+        })
+        .expect("classified")
+}
+
+/// Runs `j` at site 0 from `start` to `end`.
+fn run(r: &mut GridRunner, start: Time, end: Time, j: Job) {
+    let id = j.id;
+    submitted(r, start, j);
+    on(r, start, Input::Claimed { job: id, site: 0 });
+    let ended = Input::Ended {
+        job: id,
+        site: 0,
+        outcome: Outcome::Completed,
+        exit: None,
+    };
+    on(r, end, ended);
+}
+
+#[test]
+fn a_run_is_charged_to_its_owner_and_lowers_the_next_jobs_priority() {
+    let mut r = GridRunner::from_config(&config(None)).unwrap();
+    // Nothing used yet: every factor is 1, the top priority.
+    assert_eq!(submitted(&mut r, 0, job_of(1, 1, 1)), (10, Some(1.0)));
+    on(&mut r, 0, Input::Cancel { job: JobId(1) });
+    // ann runs 4 processors for 100 s: 400 processor-seconds, all of the grid's usage.
+    run(&mut r, 0, 100, job_of(2, 1, 4));
+    let ann = r.standing(UserId(1), 100).unwrap();
+    assert_eq!((ann.usage, ann.share), (1.0, 0.75));
+    // F = 2^(−1 / 0.75) = 0.3969…: contribution 3.97, priority 4; bob (unused) keeps 10.
+    let (p, f) = submitted(&mut r, 100, job_of(3, 1, 1));
+    assert_eq!(p, 4);
+    assert!(
+        (f.unwrap() - (-1.0f64 / 0.75).exp2()).abs() < 1e-12,
+        "{f:?}"
+    );
+    assert_eq!(submitted(&mut r, 100, job_of(4, 2, 1)), (10, Some(1.0)));
+    // bob's started job cancelled at 200 is charged too (1 processor × 100 s); ann's waiting
+    // job 3, cancelled, is not.
+    on(
+        &mut r,
+        100,
+        Input::Claimed {
+            job: JobId(4),
+            site: 0,
+        },
+    );
+    on(&mut r, 200, Input::Cancel { job: JobId(4) });
+    on(&mut r, 200, Input::Cancel { job: JobId(3) });
+    let bob = r.standing(UserId(2), 200).unwrap();
+    assert_eq!(bob.usage, 100.0 / 500.0);
+    // bob: U = 0.2 against S = 0.25: F = 2^(−0.8) = 0.574…, priority 6.
+    assert_eq!(submitted(&mut r, 200, job_of(5, 2, 1)).0, 6);
+}
+
+#[test]
+fn a_job_of_a_user_without_an_account_is_refused() {
+    let mut r = GridRunner::from_config(&config(None)).unwrap();
+    let e = on(
+        &mut r,
+        0,
+        Input::Submit {
+            job: job_of(1, 9, 1),
+            priority: None,
+        },
+    );
+    assert!(
+        matches!(&e[..], [Effect::Refuse { refusal: Some(Refusal { field: Field::User, kind: Kind::Forbidden, why }), .. }] if why == "user u9 has no account in the grid's fair-share tree"),
+        "{e:?}"
+    );
+    // A wrong description is refused naming the key.
+    let mut bad = config(None);
+    bad.settings.fairshare.as_mut().unwrap().dampening = 0.5;
+    let e = GridRunner::from_config(&bad).err().unwrap().to_string();
+    assert!(e.contains("`dampening`"), "{e}");
+}
+
+#[test]
+fn usage_carries_over_a_restart_in_the_header() {
+    let mut first = GridRunner::from_config(&config(None)).unwrap();
+    run(&mut first, 0, 100, job_of(1, 1, 4));
+    run(&mut first, 100, 150, job_of(2, 2, 2));
+    let state = first.usage_state().cloned();
+    let mut restarted = GridRunner::from_config(&config(state)).unwrap();
+    let mut fresh = GridRunner::from_config(&config(None)).unwrap();
+    for (id, user) in [(3, 1), (4, 2)] {
+        let a = submitted(&mut first, 150, job_of(id, user, 1));
+        assert_eq!(submitted(&mut restarted, 150, job_of(id, user, 1)), a);
+        assert_ne!(
+            submitted(&mut fresh, 150, job_of(id, user, 1)),
+            a,
+            "job {id}"
+        );
+    }
+}
