@@ -528,15 +528,20 @@ fn two_level_quick_runs_every_configuration_deterministically() {
 }
 
 /// `experiment lcg --quick` with the shared traces directory.
-fn lcg_quick(dir: &Path, extra: &[&str]) {
+/// `experiment NAME --quick` over the shared traces.
+fn on_traces(name: &str, dir: &Path, extra: &[&str]) {
     let o = Command::new(env!("CARGO_BIN_EXE_gridsim"))
-        .args(["experiment", "lcg", "--quick", "--quiet", "--out"])
+        .args(["experiment", name, "--quick", "--quiet", "--out"])
         .arg(dir)
         .args(extra)
         .env(traces::TRACES_ENV, traces::dir())
         .output()
         .expect("gridsim runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn lcg_quick(dir: &Path, extra: &[&str]) {
+    on_traces("lcg", dir, extra);
 }
 
 #[test]
@@ -1002,4 +1007,51 @@ fn data_quick_compares_every_strategy_blind_and_aware_deterministically() {
     ] {
         assert!(a.path().join(f).exists(), "{f}");
     }
+}
+
+/// `experiment fairshare --quick`: every algorithm on both traces ends every job, fair share
+/// cuts the light users' wait against the seeds' classifier on the same local policy, the
+/// classifier with no deadlines, licences nor classes schedules as EASY, and the runs do not
+/// depend on the thread count.
+#[test]
+fn fairshare_quick_serves_light_users_first_deterministically() {
+    for t in ["KTH-SP2-1996-2.1-cln.swf.gz", "HPC2N-2002-2.1-cln.swf.gz"] {
+        let Some(_) = traces::for_test(t) else {
+            return;
+        };
+    }
+    let run = |dir: &Path, extra: &[&str]| on_traces("fairshare", dir, extra);
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    run(a.path(), &[]);
+    run(b.path(), &["--threads", "1"]);
+    let rows = deterministic_csv(a.path());
+    assert_eq!(rows, deterministic_csv(b.path()));
+    // Two traces × six algorithms at one speed-up.
+    assert_eq!(rows.len() - 1, 12);
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let get = |alg: &str, trace: &str, m: &str| -> f64 {
+        let r = (rows.iter())
+            .find(|r| r[col("algorithm")] == alg && r[col("variant")] == trace)
+            .unwrap_or_else(|| panic!("{alg} {trace}"));
+        r[col(m)].parse().unwrap()
+    };
+    for t in ["KTH-SP2", "HPC2N"] {
+        for alg in ["fcfs", "easy", "seeds", "classic", "fair-tree", "dominant"] {
+            assert_eq!(get(alg, t, "finished"), 1000.0, "{alg} {t}");
+        }
+        for alg in ["classic", "fair-tree", "dominant"] {
+            assert!(
+                get(alg, t, "light_wait") < get("seeds", t, "light_wait"),
+                "{alg} {t}"
+            );
+        }
+        assert_eq!(get("seeds", t, "bsld"), get("easy", t, "bsld"), "{t}");
+    }
+    let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(
+        report.contains("`seeds` gives EASY's schedule job for job"),
+        "{report}"
+    );
+    assert!(a.path().join("fairshare-kth-sp2-light_wait.svg").exists());
 }

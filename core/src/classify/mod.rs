@@ -39,6 +39,18 @@ pub struct Weights {
     pub fairshare: f64,
 }
 
+impl Weights {
+    /// The owner's fair-share factor alone (weight 1, the three heuristics 0).
+    pub fn fairshare_only() -> Weights {
+        Weights {
+            deadline: 0.0,
+            licence: 0.0,
+            user: 0.0,
+            fairshare: 1.0,
+        }
+    }
+}
+
 impl Default for Weights {
     fn default() -> Self {
         Weights {

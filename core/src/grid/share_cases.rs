@@ -27,12 +27,7 @@ fn config(usage: Option<UsageState>) -> GridConfig {
         sites: vec![site(0, 4)],
         dispatch: DispatchConfig::new(DispatchKind::LoadOrdering),
         classifier: Some(ClassifierConfig {
-            weights: Weights {
-                deadline: 0.0,
-                licence: 0.0,
-                user: 0.0,
-                fairshare: 1.0,
-            },
+            weights: Weights::fairshare_only(),
             ..ClassifierConfig::default()
         }),
         settings: GridSettings {

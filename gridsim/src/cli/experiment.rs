@@ -5,10 +5,10 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use gridsim::experiment::{
     Experiment, Options, adh, constraints::ConstraintsExperiment, cs::CsExperiment,
-    data::DataExperiment, dynp::DynpExperiment, eg_edf::EgEdfExperiment, fb::FbExperiment,
-    gang::GangExperiment, lcg::LcgExperiment, mkp::MkpExperiment, ms_cs, ms_fb,
-    multisite::MultisiteExperiment, output, runner, two_level::TwoLevelExperiment,
-    urgent::UrgentExperiment, workflows::WorkflowsExperiment,
+    data::DataExperiment, dynp::DynpExperiment, eg_edf::EgEdfExperiment,
+    fairshare::FairShareExperiment, fb::FbExperiment, gang::GangExperiment, lcg::LcgExperiment,
+    mkp::MkpExperiment, ms_cs, ms_fb, multisite::MultisiteExperiment, output, runner,
+    two_level::TwoLevelExperiment, urgent::UrgentExperiment, workflows::WorkflowsExperiment,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -47,6 +47,9 @@ pub enum Name {
     Workflows,
     /// Data-aware dispatch (MCT, Min-Min, HEFT counting input transfers) against data-blind.
     Data,
+    /// Fair share (Slurm's classic, Fair Tree, dominant resource) against the seeds' classifier,
+    /// FCFS and EASY over the shared traces' users.
+    Fairshare,
 }
 
 /// Arguments of `gridsim experiment`.
@@ -114,6 +117,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<()> {
         Name::Gang => Box::new(GangExperiment::new(&opts)?),
         Name::Workflows => Box::new(WorkflowsExperiment::new(&opts)),
         Name::Data => Box::new(DataExperiment::new(&opts)),
+        Name::Fairshare => Box::new(FairShareExperiment::new(&opts)?),
     };
     if args.out.is_file() {
         bail!(

@@ -30,6 +30,8 @@
 //!   brokers (`gang-urgent-scaling.md` Part B).
 //! * [`data`]: data-aware dispatch (MCT, Min-Min, HEFT counting the inputs' transfers) against
 //!   the same strategies blind to them, inputs moved over shared links.
+//! * [`fairshare`]: the seeds' classifier and fair share (Slurm's classic factor, Fair Tree, a
+//!   dominant-resource share) against FCFS and EASY over the shared traces' users.
 //! * [`workflows`]: HEFT against the independent-job strategies on streams of synthetic
 //!   scientific workflows (Topcuoglu et al. 2002, §4.1).
 
@@ -42,6 +44,7 @@ pub mod data;
 pub mod dynp;
 pub mod dynp_syn;
 pub mod eg_edf;
+pub mod fairshare;
 pub mod fb;
 pub mod gang;
 pub mod intervals;
