@@ -84,6 +84,11 @@ pub struct MetaConfig {
     /// at every start), for `gridsim rerun`; absent = none.
     #[serde(default)]
     pub input_log: Option<PathBuf>,
+    /// The grid's accounts and users with their shares, and the fair-share factor the
+    /// classifier weighs (`classifier.weights.fairshare`); a job whose user has no account is
+    /// refused. Absent: nobody is charged.
+    #[serde(default)]
+    pub fairshare: Option<gridsched_core::fairshare::FairShareConfig>,
 }
 
 /// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
@@ -256,6 +261,7 @@ impl Default for MetaConfig {
             inputs: Default::default(),
             network: None,
             input_log: None,
+            fairshare: None,
         }
     }
 }
@@ -341,6 +347,17 @@ impl MetaConfig {
                 key: "classifier".into(),
                 reason: e.to_string(),
             })?;
+        if let Some(f) = &self.fairshare {
+            // The meta-scheduler gives the users their ids.
+            let mut f = f.clone();
+            for (i, a) in f.accounts.iter_mut().enumerate() {
+                a.id = Some(i as u32);
+            }
+            gridsched_core::fairshare::Shares::new(f).map_err(|e| ConfigError::Invalid {
+                key: "fairshare".into(),
+                reason: e.to_string(),
+            })?;
+        }
         if self.links.forward_concurrency == 0 {
             return Err(bad(
                 "links.forward_concurrency".into(),
@@ -546,6 +563,29 @@ impl ReplicaConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fair-share description is checked at the door: a user's parent that is no account, a
+    /// dampening below 1 and a misspelt key are named.
+    #[test]
+    fn a_wrong_fair_share_is_refused_naming_it() {
+        let err = |text: &str| MetaConfig::from_toml(text).unwrap_err().to_string();
+        let e = err(
+            "[fairshare]\naccounts = [{ name = \"ann\", kind = \"user\", parent = \"X\", shares = 1 }]",
+        );
+        assert!(
+            e.contains("fairshare") && e.contains("`X` is not an account"),
+            "{e}"
+        );
+        let e = err("[fairshare]\ndampening = 0.5\naccounts = [{ name = \"A\", shares = 1 }]");
+        assert!(e.contains("`dampening`"), "{e}");
+        let e = err("[fairshare]\nhalf_lfe = 5\naccounts = []");
+        assert!(e.contains("half_lfe"), "{e}");
+        let ok = MetaConfig::from_toml(
+            "[fairshare]\naccounts = [{ name = \"A\", shares = 1 }, { name = \"ann\", kind = \"user\", parent = \"A\", shares = 1 }]",
+        )
+        .unwrap();
+        assert_eq!(ok.fairshare.unwrap().half_life, 7 * 24 * 3600);
+    }
 
     #[test]
     fn parses_sites_and_defaults() {

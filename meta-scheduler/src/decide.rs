@@ -17,6 +17,7 @@
 use crate::config::MetaConfig;
 use gridsched_core::classify::Classification;
 use gridsched_core::dispatch::{ClusterArrays, ClusterCaps, ClusterLoad, UrgentLoad};
+use gridsched_core::fairshare::Kind as AssocKind;
 use gridsched_core::grid::{
     CoallocationRules, Effect, Explanation, Field, GridConfig, GridConfigError, GridRunner,
     GridSettings, Input, Kind, Refusal, Reservation, SiteSpec, Standing,
@@ -96,7 +97,13 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
                 .as_ref()
                 .and_then(|n| n.resolve(&site_names).ok()),
             data_blind: cfg.network.as_ref().is_some_and(|n| n.data_blind),
-            fairshare: None,
+            fairshare: cfg.fairshare.clone().map(|mut f| {
+                // The users' ids are the names' ids in the jobs (interned first, in order).
+                for a in &mut f.accounts {
+                    a.id = (a.kind == AssocKind::User).then(|| names.intern_user(&a.name).0);
+                }
+                f
+            }),
         },
         classifier_state: None,
         usage_state: None,
@@ -127,6 +134,7 @@ impl Decider {
     pub fn record(&mut self, mut log: crate::gridlog::GridLog) {
         let mut header = self.config.clone();
         header.classifier_state = Some(self.runner.classifier_snapshot());
+        header.usage_state = self.runner.usage_state().cloned();
         log.header(&header);
         self.log = Some(log);
     }
@@ -224,23 +232,25 @@ impl Decider {
 
     /// A classification as the API shows it (D4.1): the priority and how it was reached.
     pub fn priority_shown(&self, c: &Classification) -> v1::PriorityExplanation {
-        let w = self
-            .runner
-            .classifier()
-            .map(|k| k.config().weights)
-            .unwrap_or_default();
-        let part = |heuristic: &str, value: u8, weight: f64| v1::PriorityContribution {
+        let cfg = self.runner.classifier().map(|k| *k.config());
+        let w = cfg.map(|c| c.weights).unwrap_or_default();
+        let part = |heuristic: &str, value: f64, weight: f64| v1::PriorityContribution {
             heuristic: heuristic.into(),
-            value: f64::from(value),
+            value,
             weight,
         };
+        let mut contributions = vec![
+            part("deadline", f64::from(c.deadline.value), w.deadline),
+            part("licence", f64::from(c.licence), w.licence),
+            part("user", f64::from(c.user), w.user),
+        ];
+        if let (Some(f), Some(cfg)) = (c.fairshare, cfg) {
+            // The owner's factor F, contributing F · max.
+            contributions.push(part("fairshare", f * f64::from(cfg.max), w.fairshare));
+        }
         v1::PriorityExplanation {
             priority: u32::from(c.priority),
-            contributions: vec![
-                part("deadline", c.deadline.value, w.deadline),
-                part("licence", c.licence, w.licence),
-                part("user", c.user, w.user),
-            ],
+            contributions,
         }
     }
 
@@ -250,6 +260,21 @@ impl Decider {
         if let Some(c) = self.runner.classifier_mut() {
             c.classify(job);
         }
+    }
+
+    /// The fair-share usage (JSON), to write with the runs charged; `None` when the grid keeps
+    /// no fair share.
+    pub fn usage_snapshot(&self) -> Option<Vec<u8>> {
+        let u = self.runner.usage_state()?;
+        Some(serde_json::to_vec(u).expect("usage serializes"))
+    }
+
+    /// Continues the fair share from a [`usage_snapshot`](Self::usage_snapshot).
+    pub fn restore_usage(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        let u = serde_json::from_slice(bytes)
+            .map_err(|e| anyhow::anyhow!("the store's fair-share usage: {e}"))?;
+        self.runner.restore_usage(u);
+        Ok(())
     }
 
     /// The classifier's state, to write with the jobs it classified.

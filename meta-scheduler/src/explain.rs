@@ -231,7 +231,14 @@ pub fn explain(
         let parts: Vec<String> = p
             .contributions
             .iter()
-            .map(|c| format!("{} {} (weight {})", c.heuristic, c.value, c.weight))
+            .map(|c| {
+                // The fair share's F · max is fractional; the heuristics' values are whole.
+                let v = match c.value {
+                    v if v.fract() == 0.0 => format!("{v}"),
+                    v => format!("{v:.2}"),
+                };
+                format!("{} {v} (weight {})", c.heuristic, c.weight)
+            })
             .collect();
         text += &format!(
             "; priority {} = weighted mean of {}",

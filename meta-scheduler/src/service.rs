@@ -135,6 +135,9 @@ impl MetaService {
         state.start_claims = cfg.links.start_claims;
         state.fragment_requeues = cfg.links.fragment_requeues;
         state.retention = cfg.retention.clone();
+        if let Some(usage) = loaded.usage.take() {
+            state.decider.restore_usage(&usage)?;
+        }
         match loaded.classifier.take() {
             Some(snapshot) => state.decider.restore_classifier(&snapshot),
             None => rebuild_classifier(&store, &mut state.decider)?,
@@ -267,6 +270,7 @@ impl MetaService {
                 .map(|&i| (st.sites[i].name.as_str(), st.site_seq[i]))
                 .collect(),
             classifier: b.classified.then(|| st.decider.classifier_snapshot()),
+            usage: b.charged.then(|| st.decider.usage_snapshot()).flatten(),
         };
         self.inner.store.commit(&w).map_err(Status::from)
     }

@@ -67,6 +67,8 @@ pub struct Batch {
     pub finished: Vec<u64>,
     /// The classifier classified jobs: its snapshot is written with them.
     pub classified: bool,
+    /// A run may have been charged to its owner's fair share: the usage is written with it.
+    pub charged: bool,
 }
 
 /// A split job's fragment to kill at its site.

@@ -133,6 +133,8 @@ pub struct Loaded {
     pub last_reservation: u64,
     /// The classifier's snapshot, if one was written.
     pub classifier: Option<Vec<i64>>,
+    /// The fair-share usage (JSON of the grid runner's usage state), if one was written.
+    pub usage: Option<Vec<u8>>,
 }
 
 /// One write: jobs to put, tokens to record and the counters after it.
@@ -152,6 +154,8 @@ pub struct Write<'a> {
     pub site_seqs: Vec<(&'a str, u64)>,
     /// The classifier's snapshot after the write (when it classified jobs).
     pub classifier: Option<Vec<i64>>,
+    /// The fair-share usage after the write (when a run was charged), as JSON.
+    pub usage: Option<Vec<u8>>,
 }
 
 /// Finished jobs of one page of a list.

@@ -1899,3 +1899,103 @@ async fn a_workflow_nodes_outputs_reach_its_children_site_to_site() {
         assert_eq!(site_counter(&meta, "gridsched_meta_input_pushes", s), 0);
     }
 }
+
+/// Fair share, live: accounts A (3 shares, ann) and B (1, bob), no decay, the priority from the
+/// owner's factor alone (max 10). Before any run both have factor 1 (priority 10); once ann's
+/// runs are charged and bob has none, her factor is 2^(−1 / 0.75) = 0.397 (priority 4) while
+/// bob's stays 1; `explain` shows the factor; a user without an account is refused naming the
+/// field; and the usage survives a kill -9 of the meta-scheduler (her priority after the restart
+/// is 4 again, not 10).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fair_share_charges_a_finished_run_and_keeps_the_usage_over_a_restart() {
+    use gridsched_tests::live::sh_job;
+    let meta = r#"
+[classifier.weights]
+deadline = 0.0
+licence = 0.0
+user = 0.0
+fairshare = 1.0
+
+[fairshare]
+half_life = 0
+
+[[fairshare.accounts]]
+name = "A"
+shares = 3
+
+[[fairshare.accounts]]
+name = "B"
+shares = 1
+
+[[fairshare.accounts]]
+name = "ann"
+kind = "user"
+parent = "A"
+shares = 1
+
+[[fairshare.accounts]]
+name = "bob"
+kind = "user"
+parent = "B"
+shares = 1
+"#;
+    let sites = vec![SiteSpec::new("alpha", "easy", 1, 4)];
+    let mut g = LiveGrid::start(bins(), sites, meta);
+    g.ready().await;
+    let addr = g.meta_addr.clone();
+    let c = g.client().await;
+    let of = |user: &str, procs: u32, script: &str| {
+        let mut s = sh_job(procs, 60, script);
+        s.user = user.into();
+        s
+    };
+    let submit = |c: &gridsched_tests::live::Client, s: v1::JobSpec| {
+        let mut c = c.clone();
+        async move {
+            c.submit(v1::SubmitRequest { spec: Some(s) })
+                .await
+                .map(|r| r.into_inner())
+        }
+    };
+    let first = submit(&c, of("ann", 1, "true")).await.unwrap();
+    assert_eq!(first.priority, 10);
+    wait_ended(&mut c.clone(), &[first.job_id], Duration::from_secs(30)).await;
+    // ann holds the whole site for 3 s; bob's job waits behind it and is cancelled there (a job
+    // cancelled before it starts is not charged).
+    let heavy = submit(&c, of("ann", 4, "sleep 3")).await.unwrap();
+    let bob = submit(&c, of("bob", 1, "true")).await.unwrap();
+    assert_eq!(bob.priority, 10);
+    c.clone()
+        .cancel_job(v1::CancelJobRequest {
+            job_id: bob.job_id,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    wait_ended(
+        &mut c.clone(),
+        &[heavy.job_id, bob.job_id],
+        Duration::from_secs(30),
+    )
+    .await;
+    let ann = submit(&c, of("ann", 1, "true")).await.unwrap();
+    assert_eq!(ann.priority, 4, "{ann:?}");
+    let e = c
+        .clone()
+        .explain(v1::ExplainRequest { job_id: ann.job_id })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(e.text.contains("fairshare 3.97 (weight 1)"), "{}", e.text);
+    // carol has no account.
+    let err = submit(&c, of("carol", 1, "true")).await.unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    assert!(err.message().contains("field `user`"), "{err:?}");
+    wait_ended(&mut c.clone(), &[ann.job_id], Duration::from_secs(30)).await;
+    g.kill_meta();
+    g.start_meta(Some(&addr));
+    let c = g.client().await;
+    let after = submit(&c, of("ann", 1, "true")).await.unwrap();
+    assert_eq!(after.priority, 4, "{after:?}");
+    assert_eq!(submit(&c, of("bob", 1, "true")).await.unwrap().priority, 10);
+}

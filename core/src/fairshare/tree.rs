@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 /// Whether an association is an account or a user.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// An account: it has children (accounts or users).
+    #[default]
     Account,
     /// A user: a leaf, charged for its jobs.
     User,
@@ -20,7 +21,8 @@ pub enum Kind {
 pub struct Assoc {
     /// Its name (unique among accounts, and among users).
     pub name: String,
-    /// An account or a user.
+    /// An account (default) or a user.
+    #[serde(default)]
     pub kind: Kind,
     /// Its parent account; `None` for an account directly under the root.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -124,7 +124,7 @@ impl GridRunner {
                 Field::User,
                 Kind::Forbidden,
                 format!(
-                    "user {} has no account in the grid's fair-share tree",
+                    "its owner ({}) has no account in the grid's fair-share tree",
                     job.user
                 ),
             ));

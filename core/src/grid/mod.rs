@@ -659,6 +659,14 @@ impl GridRunner {
         self.shares.as_ref().map(Shares::state)
     }
 
+    /// Continues the fair share from a usage state ([`usage_state`](Self::usage_state)); nothing
+    /// when the grid keeps no fair share.
+    pub fn restore_usage(&mut self, state: UsageState) {
+        if let Some(s) = self.shares.as_mut() {
+            s.restore(state);
+        }
+    }
+
     /// User `user`'s fair-share standing at `now`, when the grid keeps a fair share and the
     /// user has an account.
     pub fn standing(&mut self, user: crate::model::UserId, now: Time) -> Option<ShareStanding> {

@@ -140,7 +140,7 @@ fn a_job_of_a_user_without_an_account_is_refused() {
         },
     );
     assert!(
-        matches!(&e[..], [Effect::Refuse { refusal: Some(Refusal { field: Field::User, kind: Kind::Forbidden, why }), .. }] if why == "user u9 has no account in the grid's fair-share tree"),
+        matches!(&e[..], [Effect::Refuse { refusal: Some(Refusal { field: Field::User, kind: Kind::Forbidden, why }), .. }] if why == "its owner (u9) has no account in the grid's fair-share tree"),
         "{e:?}"
     );
     // A wrong description is refused naming the key.

@@ -20,6 +20,10 @@ impl State {
 
     /// Feeds the runner `input` at `time` and carries out what it decides.
     pub fn drive(&mut self, b: &mut Batch, time: i64, input: Input) {
+        b.charged |= matches!(
+            input,
+            Input::Ended { .. } | Input::FragmentEnded { .. } | Input::Cancel { .. }
+        );
         let effects = self.decide(time, input);
         self.carry_out(b, time, effects);
     }

@@ -225,6 +225,10 @@ impl Backend for Embedded {
                 .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
                 .collect()
         });
+        out.usage = snapshots
+            .get("usage")
+            .map_err(err)?
+            .map(|v| v.value().to_vec());
         Ok(out)
     }
 
@@ -273,6 +277,12 @@ impl Backend for Embedded {
                 tx.open_table(SNAPSHOTS)
                     .map_err(err)?
                     .insert("classifier", bytes.as_slice())
+                    .map_err(err)?;
+            }
+            if let Some(usage) = &w.usage {
+                tx.open_table(SNAPSHOTS)
+                    .map_err(err)?
+                    .insert("usage", usage.as_slice())
                     .map_err(err)?;
             }
             let mut tokens = tx.open_table(TOKENS).map_err(err)?;

@@ -326,8 +326,11 @@ impl Backend for Postgres {
             let snapshot: Option<Vec<u8>> = tx
                 .query_opt("SELECT body FROM snapshots WHERE name = 'classifier'", &[])?
                 .map(|r| r.get(0));
+            let usage: Option<Vec<u8>> = tx
+                .query_opt("SELECT body FROM snapshots WHERE name = 'usage'", &[])?
+                .map(|r| r.get(0));
             tx.commit()?;
-            Ok((jobs.0, jobs.1, seqs, reservations, snapshot))
+            Ok((jobs.0, jobs.1, seqs, reservations, (snapshot, usage)))
         })?;
         let mut out = Loaded::default();
         for (id, body, decision) in jobs {
@@ -350,6 +353,8 @@ impl Backend for Postgres {
             out.reservations
                 .push(v1::AdvanceReservation::decode(r.as_slice()).map_err(err)?);
         }
+        let (snapshot, usage) = snapshot;
+        out.usage = usage;
         out.classifier = snapshot.map(|b| {
             b.chunks_exact(8)
                 .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
@@ -403,6 +408,7 @@ impl Backend for Postgres {
             .classifier
             .as_ref()
             .map(|m| m.iter().flat_map(|x| x.to_le_bytes()).collect());
+        let usage = w.usage.clone();
         let counters = [
             ("last_id".to_owned(), w.last_id as i64),
             ("last_sequence".to_owned(), w.last_sequence as i64),
@@ -463,12 +469,14 @@ impl Backend for Postgres {
             for (name, value) in &counters {
                 upsert_counter(&mut tx, name, *value)?;
             }
-            if let Some(body) = &snapshot {
-                tx.execute(
-                    "INSERT INTO snapshots (name, body) VALUES ('classifier', $1) \
-                     ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body",
-                    &[body],
-                )?;
+            for (name, body) in [("classifier", &snapshot), ("usage", &usage)] {
+                if let Some(body) = body {
+                    tx.execute(
+                        "INSERT INTO snapshots (name, body) VALUES ($1, $2) \
+                         ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body",
+                        &[&name, body],
+                    )?;
+                }
             }
             tx.commit()?;
             Ok(true)

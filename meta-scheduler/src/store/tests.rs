@@ -95,6 +95,7 @@ fn restart_loads_open_jobs(place: &Place) {
             decisions: vec![(7, &d), (8, &d)],
             site_seqs: vec![("alpha", 42)],
             classifier: Some(vec![5, -3, 1 << 40]),
+            usage: Some(b"{\"procs\": 1}".to_vec()),
         })
         .unwrap();
         done.state = Completed.into();
@@ -113,6 +114,8 @@ fn restart_loads_open_jobs(place: &Place) {
     assert_eq!((l.last_id, l.last_sequence), (8, 4));
     assert_eq!(l.site_seqs, vec![("alpha".to_string(), 42)]);
     assert_eq!(l.classifier, Some(vec![5, -3, 1 << 40]));
+    // The fair-share usage, kept by a later write that charged nothing.
+    assert_eq!(l.usage.as_deref(), Some(&b"{\"procs\": 1}"[..]));
     let r = s.reader().unwrap();
     assert_eq!(r.job(8).unwrap(), Some(done));
     assert_eq!(r.token("ann\0t").unwrap(), Some(8));
