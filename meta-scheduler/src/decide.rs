@@ -424,6 +424,7 @@ fn code(kind: Kind) -> tonic::Code {
         Kind::NotFound => tonic::Code::NotFound,
         Kind::Precondition => tonic::Code::FailedPrecondition,
         Kind::Forbidden => tonic::Code::PermissionDenied,
+        Kind::Exhausted => tonic::Code::ResourceExhausted,
     }
 }
 

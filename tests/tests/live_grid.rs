@@ -1938,6 +1938,20 @@ name = "bob"
 kind = "user"
 parent = "B"
 shares = 1
+
+[[fairshare.accounts]]
+name = "dan"
+kind = "user"
+parent = "B"
+shares = 1
+max_submit = 1
+
+[[fairshare.accounts]]
+name = "eve"
+kind = "user"
+parent = "B"
+shares = 1
+max_jobs = 1
 "#;
     let sites = vec![SiteSpec::new("alpha", "easy", 1, 4)];
     let mut g = LiveGrid::start(bins(), sites, meta);
@@ -1960,9 +1974,9 @@ shares = 1
     let first = submit(&c, of("ann", 1, "true")).await.unwrap();
     assert_eq!(first.priority, 10);
     wait_ended(&mut c.clone(), &[first.job_id], Duration::from_secs(30)).await;
-    // ann holds the whole site for 3 s; bob's job waits behind it and is cancelled there (a job
+    // ann holds the whole site for 2 s; bob's job waits behind it and is cancelled there (a job
     // cancelled before it starts is not charged).
-    let heavy = submit(&c, of("ann", 4, "sleep 3")).await.unwrap();
+    let heavy = submit(&c, of("ann", 4, "sleep 2")).await.unwrap();
     let bob = submit(&c, of("bob", 1, "true")).await.unwrap();
     assert_eq!(bob.priority, 10);
     c.clone()
@@ -1998,4 +2012,38 @@ shares = 1
     let after = submit(&c, of("ann", 1, "true")).await.unwrap();
     assert_eq!(after.priority, 4, "{after:?}");
     assert_eq!(submit(&c, of("bob", 1, "true")).await.unwrap().priority, 10);
+    // Limits: dan may have one job in the grid (a second is refused at the door); eve one job
+    // out (a second waits at the meta level, saying why, and runs after the first).
+    let dan = submit(&c, of("dan", 1, "sleep 1")).await.unwrap();
+    let err = submit(&c, of("dan", 1, "true")).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(
+        err.message()
+            .contains("limit max_submit of user `dan`: 1 jobs in the grid of 1"),
+        "{err:?}"
+    );
+    let eve1 = submit(&c, of("eve", 1, "sleep 1")).await.unwrap();
+    let eve2 = submit(&c, of("eve", 1, "true")).await.unwrap();
+    let j = gridsched_tests::live::get_job(&mut c.clone(), eve2.job_id).await;
+    assert_eq!(j.state(), JobState::Accepted, "{j:?}");
+    assert_eq!(
+        j.reason,
+        "held by the limit max_jobs of user `eve`: 1 jobs out of 1"
+    );
+    let ended = wait_ended(
+        &mut c.clone(),
+        &[dan.job_id, eve1.job_id, eve2.job_id],
+        Duration::from_secs(30),
+    )
+    .await;
+    let ours = [dan.job_id, eve1.job_id, eve2.job_id];
+    let ours: Vec<&v1::Job> = ended.iter().filter(|j| ours.contains(&j.id)).collect();
+    assert_eq!(ours.len(), 3);
+    assert!(
+        ours.iter().all(|j| j.state() == JobState::Completed),
+        "{ours:?}"
+    );
+    // eve's second ran after her first.
+    assert!(ours[2].start_time >= ours[1].end_time, "{ours:?}");
+    assert!(submit(&c, of("dan", 1, "true")).await.is_ok());
 }

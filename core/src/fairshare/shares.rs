@@ -105,6 +105,31 @@ pub struct ShareStanding {
     pub usage: f64,
 }
 
+/// A limit of an association that refuses a submission or holds a job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("limit {limit} of {kind} `{assoc}`: {detail}")]
+pub struct LimitHit {
+    /// The key: `max_submit`, `max_jobs` or `max_procs`.
+    pub limit: String,
+    /// `user` or `account`.
+    pub kind: String,
+    /// The association.
+    pub assoc: String,
+    /// The current use against the limit, in words.
+    pub detail: String,
+}
+
+/// What each association has in the grid now, for its limits.
+#[derive(Clone, Debug, Default)]
+struct InUse {
+    /// Jobs in the grid.
+    jobs: Vec<u32>,
+    /// Jobs past their running limits (out at the sites or in the meta level's queue).
+    out: Vec<u32>,
+    /// Their processors.
+    procs: Vec<u64>,
+}
+
 /// The book.
 #[derive(Clone, Debug)]
 pub struct Shares {
@@ -114,6 +139,7 @@ pub struct Shares {
     used: UsageState,
     /// The factors by association, as of a time, until the next charge.
     factors: Option<(Time, Vec<Option<f64>>)>,
+    in_use: InUse,
 }
 
 impl Shares {
@@ -141,12 +167,18 @@ impl Shares {
             procs: Usage::new(cfg.half_life),
             licences: BTreeMap::new(),
         };
+        let n = tree.assocs().len();
         Ok(Shares {
             cfg,
             tree,
             by_id,
             used,
             factors: None,
+            in_use: InUse {
+                jobs: vec![0; n],
+                out: vec![0; n],
+                procs: vec![0; n],
+            },
         })
     }
 
@@ -219,6 +251,91 @@ impl Shares {
                     .collect()
             }),
         }
+    }
+
+    /// User `user`'s association and its ancestors.
+    fn path(&self, user: UserId) -> Vec<usize> {
+        let mut v = Vec::new();
+        let mut at = self.by_id.get(&user.0).copied();
+        while let Some(i) = at {
+            v.push(i);
+            at = self.tree.parent[i];
+        }
+        v
+    }
+
+    fn hit(&self, i: usize, limit: &str, detail: String) -> LimitHit {
+        let a = &self.tree.assocs()[i];
+        LimitHit {
+            limit: limit.into(),
+            kind: match a.kind {
+                Kind::User => "user".into(),
+                Kind::Account => "account".into(),
+            },
+            assoc: a.name.clone(),
+            detail,
+        }
+    }
+
+    /// Whether one more job of `user` may enter the grid (`max_submit`).
+    pub fn may_submit(&self, user: UserId) -> Result<(), LimitHit> {
+        for i in self.path(user) {
+            let has = self.in_use.jobs[i];
+            if let Some(max) = self.tree.assocs()[i].max_submit
+                && has >= max
+            {
+                return Err(self.hit(i, "max_submit", format!("{has} jobs in the grid of {max}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// A job of `user` entered the grid (`1`) or left it (`-1`).
+    pub fn count_in_grid(&mut self, user: UserId, by: i32) {
+        for i in self.path(user) {
+            self.in_use.jobs[i] = self.in_use.jobs[i].saturating_add_signed(by);
+        }
+    }
+
+    /// Whether a job of `user` on `procs` processors may go out (`max_jobs`, `max_procs`).
+    pub fn may_run(&self, user: UserId, procs: u32) -> Result<(), LimitHit> {
+        for i in self.path(user) {
+            let a = &self.tree.assocs()[i];
+            let (out, used) = (self.in_use.out[i], self.in_use.procs[i]);
+            if let Some(max) = a.max_jobs
+                && out >= max
+            {
+                return Err(self.hit(i, "max_jobs", format!("{out} jobs out of {max}")));
+            }
+            if let Some(max) = a.max_procs
+                && used + u64::from(procs) > u64::from(max)
+            {
+                return Err(self.hit(
+                    i,
+                    "max_procs",
+                    format!("{used} processors in use, {procs} more asked, of {max}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A job of `user` on `procs` processors went out (`1`) or ended (`-1`).
+    pub fn count_out(&mut self, user: UserId, procs: u32, by: i32) {
+        for i in self.path(user) {
+            self.in_use.out[i] = self.in_use.out[i].saturating_add_signed(by);
+            let p = &mut self.in_use.procs[i];
+            *p = if by > 0 {
+                *p + u64::from(procs)
+            } else {
+                p.saturating_sub(u64::from(procs))
+            };
+        }
+    }
+
+    /// Whether any association limits its running jobs (else nothing is held).
+    pub fn limits_running(&self) -> bool {
+        (self.tree.assocs().iter()).any(|a| a.max_jobs.is_some() || a.max_procs.is_some())
     }
 
     /// What it has charged.

@@ -10,6 +10,7 @@ fn account(name: &str, parent: Option<&str>, shares: u32) -> Assoc {
         parent: parent.map(Into::into),
         shares,
         id: None,
+        ..Assoc::default()
     }
 }
 
@@ -20,6 +21,7 @@ fn user(name: &str, parent: &str, shares: u32) -> Assoc {
         parent: Some(parent.into()),
         shares,
         id: None,
+        ..Assoc::default()
     }
 }
 

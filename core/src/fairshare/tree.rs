@@ -16,7 +16,7 @@ pub enum Kind {
 }
 
 /// One association as given: its name, its parent (`None`: under the root), its raw shares.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Assoc {
     /// Its name (unique among accounts, and among users).
@@ -29,6 +29,17 @@ pub struct Assoc {
     pub parent: Option<String>,
     /// Its raw shares of its parent's (Slurm's `Fairshare=` number).
     pub shares: u32,
+    /// Jobs of the association (an account: of all its users) out at the sites or past the
+    /// meta level's queue at once, at most (Slurm's `MaxJobs` / `GrpJobs`); more wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_jobs: Option<u32>,
+    /// Processors of those jobs together, at most (`GrpTRES=cpu`); more wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_procs: Option<u32>,
+    /// Jobs in the grid (waiting or running) at once, at most (`MaxSubmitJobs`); a submission
+    /// beyond is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_submit: Option<u32>,
     /// A user's id, as its jobs carry it ([`crate::model::UserId`]): the driver gives it (the
     /// live grid interns the user's name, a trace replay takes the trace's user number).
     #[serde(default, skip_serializing_if = "Option::is_none")]

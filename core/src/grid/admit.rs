@@ -67,6 +67,8 @@ pub enum Kind {
     Precondition,
     /// It names something that belongs to another user.
     Forbidden,
+    /// It is over a limit of its owner's (RESOURCE_EXHAUSTED).
+    Exhausted,
 }
 
 /// Why the grid refuses a job or a reservation at its door.
@@ -128,6 +130,11 @@ impl GridRunner {
                     job.user
                 ),
             ));
+        }
+        if let Some(shares) = &self.shares
+            && let Err(hit) = shares.may_submit(job.user)
+        {
+            return Err(Refusal::new(Field::User, Kind::Exhausted, hit.to_string()));
         }
         if let Some(d) = job.deadline
             && d < now

@@ -362,6 +362,8 @@ impl GridRunner {
                 self.settle_arrays(now, out);
             } else if self.workflows.pending() {
                 self.settle_workflows(now, out);
+            } else if std::mem::take(&mut self.limit_freed) && !self.limited.is_empty() {
+                self.release_limited(now, out);
             } else {
                 break;
             }

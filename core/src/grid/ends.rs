@@ -25,7 +25,7 @@ impl GridRunner {
         };
         self.charge(now, Some(&o));
         match o.at {
-            At::Unplaced | At::Retrying | At::Blocked | At::Deferred | At::Array => {}
+            At::Unplaced | At::Retrying | At::Blocked | At::Deferred | At::Array | At::Limited => {}
             At::Held => self.placer.dispatcher.withdraw(id),
             At::Site { site, .. } => self.placer.dispatcher.job_ended(now, id, cluster(site)),
             At::SplitAtOnce(sites) => self.placer.dispatcher.job_ended(now, id, cluster(sites[0])),

@@ -351,6 +351,14 @@ pub enum Effect {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         explanation: Option<Explanation>,
     },
+    /// The job waits at the meta level, held by a running limit of its owner's association
+    /// (`why` names it and the current use); it is dispatched once the limit lets it go.
+    Limited {
+        /// The job.
+        job: JobId,
+        /// The limit.
+        why: String,
+    },
     /// The job can never run: it leaves the grid.
     Refuse {
         /// The job.

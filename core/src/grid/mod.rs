@@ -102,6 +102,9 @@ enum At {
     Deferred,
     /// An array releasing its tasks.
     Array,
+    /// Held by a running limit of its owner's association (fair share's `max_jobs`,
+    /// `max_procs`); dispatched once the limit lets it go.
+    Limited,
 }
 
 impl At {
@@ -109,7 +112,7 @@ impl At {
     fn waits(&self) -> bool {
         matches!(
             self,
-            At::Unplaced | At::Held | At::Retrying | At::Blocked | At::Deferred
+            At::Unplaced | At::Held | At::Retrying | At::Blocked | At::Deferred | At::Limited
         )
     }
 
@@ -134,6 +137,8 @@ struct Open {
     /// When its run began (claimed at its site, or its fragments sent): charged to its owner's
     /// fair share from then to its end.
     began: Option<Time>,
+    /// Counted against its owner's running limits (past them at a dispatch, until it leaves).
+    out: bool,
 }
 
 /// The grid runner.
@@ -161,6 +166,10 @@ pub struct GridRunner {
     workflows: workflows::Book,
     /// The fair-share book, when the grid keeps one.
     shares: Option<Shares>,
+    /// The jobs held by a running limit, by id.
+    limited: std::collections::BTreeSet<JobId>,
+    /// A job counted against a running limit left since the held ones were last looked at.
+    limit_freed: bool,
 }
 
 impl GridRunner {
@@ -192,6 +201,8 @@ impl GridRunner {
             arrays: arrays::Book::default(),
             workflows: workflows::Book::default(),
             shares,
+            limited: std::collections::BTreeSet::new(),
+            limit_freed: false,
         }
     }
 
@@ -534,7 +545,11 @@ impl GridRunner {
             only,
             at,
             began: None,
+            out: false,
         };
+        if let Some(s) = self.shares.as_mut() {
+            s.count_in_grid(open.job.user, 1);
+        }
         self.jobs.insert(open.job.id, open);
     }
 
@@ -566,6 +581,14 @@ impl GridRunner {
         self.refused_in_a_row.remove(&id);
         self.failed_fragments.remove(&id);
         let open = self.jobs.remove(&id)?;
+        if let Some(s) = self.shares.as_mut() {
+            s.count_in_grid(open.job.user, -1);
+            if open.out {
+                s.count_out(open.job.user, open.job.procs, -1);
+                self.limit_freed = true;
+            }
+        }
+        self.limited.remove(&id);
         if matches!(open.at, At::Blocked) {
             self.deps.forget(id);
         }

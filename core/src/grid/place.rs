@@ -417,6 +417,12 @@ impl GridRunner {
         if self.is_array(id) {
             return self.start_array(now, id, out);
         }
+        if let Err(why) = self.count_out(id) {
+            self.set_at(id, At::Limited);
+            self.limited.insert(id);
+            out.push(Effect::Limited { job: id, why });
+            return;
+        }
         let (decision, explanation) = self.decide(now, id, None);
         let Some((left, explanation)) = self.carry_out(now, id, decision, explanation, cause, out)
         else {
@@ -439,6 +445,39 @@ impl GridRunner {
             }
             Decision::Refused(why) => self.refuse(id, why, out),
             _ => unreachable!("carried out"),
+        }
+    }
+
+    /// Counts job `id` against its owner's running limits, once (it stays counted until it
+    /// leaves the grid); or the limit that holds it.
+    fn count_out(&mut self, id: JobId) -> Result<(), String> {
+        let (Some(shares), Some(o)) = (self.shares.as_mut(), self.jobs.get_mut(&id)) else {
+            return Ok(());
+        };
+        if o.out || !shares.limits_running() {
+            return Ok(());
+        }
+        shares
+            .may_run(o.job.user, o.job.procs)
+            .map_err(|hit| format!("held by the {hit}"))?;
+        shares.count_out(o.job.user, o.job.procs, 1);
+        o.out = true;
+        Ok(())
+    }
+
+    /// Dispatches the jobs held by a running limit that it now lets go, in id order.
+    pub(super) fn release_limited(&mut self, now: Time, out: &mut Vec<Effect>) {
+        let held: Vec<JobId> = self.limited.iter().copied().collect();
+        for id in held {
+            let fits = match (self.shares.as_ref(), self.jobs.get(&id)) {
+                (Some(s), Some(o)) => s.may_run(o.job.user, o.job.procs).is_ok(),
+                _ => false,
+            };
+            if fits {
+                self.limited.remove(&id);
+                self.set_at(id, At::Unplaced);
+                self.dispatch(now, id, Cause::Released, out);
+            }
         }
     }
 

@@ -106,9 +106,15 @@ impl GridRunner {
             }
         };
         let id = job.id;
+        // Past its running limits before the restart: counted again.
+        let out = matches!(at, At::Site { .. } | At::Split(_) | At::Held);
         self.enter(job, priority, only, at);
         if let Some(o) = self.jobs.get_mut(&id) {
             o.began = began;
+            o.out = out;
+            if out && let Some(s) = self.shares.as_mut() {
+                s.count_out(o.job.user, o.job.procs, 1);
+            }
         }
     }
 

@@ -22,6 +22,7 @@ fn config(usage: Option<UsageState>) -> GridConfig {
         parent: parent.map(Into::into),
         shares,
         id,
+        ..Assoc::default()
     };
     GridConfig {
         sites: vec![site(0, 4)],
@@ -167,4 +168,118 @@ fn usage_carries_over_a_restart_in_the_header() {
             "job {id}"
         );
     }
+}
+
+/// [`config`] with limits: ann at most 2 jobs in the grid and 3 processors out; account A at
+/// most 2 jobs out.
+fn limited() -> GridConfig {
+    let mut cfg = config(None);
+    let f = cfg.settings.fairshare.as_mut().unwrap();
+    f.accounts[0].max_jobs = Some(2);
+    f.accounts[2].max_submit = Some(3);
+    f.accounts[2].max_procs = Some(3);
+    cfg.sites = vec![site(0, 16)];
+    cfg
+}
+
+fn placed(e: &[Effect]) -> Vec<u64> {
+    e.iter()
+        .filter_map(|e| match e {
+            Effect::Place { job, .. } => Some(job.0),
+            _ => None,
+        })
+        .collect()
+}
+
+fn held(e: &[Effect]) -> Vec<(u64, String)> {
+    e.iter()
+        .filter_map(|e| match e {
+            Effect::Limited { job, why } => Some((job.0, why.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn end(r: &mut GridRunner, now: Time, id: u64) -> Vec<Effect> {
+    let ended = Input::Ended {
+        job: JobId(id),
+        site: 0,
+        outcome: Outcome::Completed,
+        exit: None,
+    };
+    on(r, now, ended)
+}
+
+#[test]
+fn a_running_limit_holds_a_job_until_a_job_of_its_association_ends() {
+    let mut r = GridRunner::from_config(&limited()).unwrap();
+    let submit = |r: &mut GridRunner, id: u64, procs: u32| {
+        on(
+            r,
+            0,
+            Input::Submit {
+                job: job_of(id, 1, procs),
+                priority: None,
+            },
+        )
+    };
+    assert_eq!(placed(&submit(&mut r, 1, 2)), vec![1]);
+    // 2 processors out of ann's 3: job 2 (2 more) waits, saying which limit holds it.
+    let e = submit(&mut r, 2, 2);
+    assert_eq!(
+        held(&e),
+        vec![(
+            2,
+            "held by the limit max_procs of user `ann`: 2 processors in use, 2 more asked, of 3"
+                .into()
+        )]
+    );
+    assert!(r.waits(JobId(2)));
+    // One processor fits; then A's two jobs out hold the next.
+    assert_eq!(placed(&submit(&mut r, 3, 1)), vec![3]);
+    // ann has 3 jobs in the grid: a fourth is refused at the door.
+    let e = submit(&mut r, 4, 1);
+    assert!(
+        matches!(&e[..], [Effect::Refuse { refusal: Some(Refusal { field: Field::User, kind: Kind::Exhausted, why }), .. }] if why == "limit max_submit of user `ann`: 3 jobs in the grid of 3"),
+        "{e:?}"
+    );
+    // Job 3 ends: 2 processors out, job 2 still does not fit (ann's 3).
+    assert_eq!(placed(&end(&mut r, 10, 3)), Vec::<u64>::new());
+    // Job 1 ends: job 2 goes.
+    assert_eq!(placed(&end(&mut r, 20, 1)), vec![2]);
+    // bob, also in... his own account B: not held by A's limit.
+    let e = on(
+        &mut r,
+        20,
+        Input::Submit {
+            job: job_of(5, 2, 8),
+            priority: None,
+        },
+    );
+    assert_eq!(placed(&e), vec![5]);
+}
+
+#[test]
+fn an_accounts_limit_counts_its_users_and_a_cancelled_held_job_is_forgotten() {
+    let mut cfg = limited();
+    let f = cfg.settings.fairshare.as_mut().unwrap();
+    f.accounts[2].max_procs = None;
+    f.accounts[2].max_submit = None;
+    let mut r = GridRunner::from_config(&cfg).unwrap();
+    for id in 1..=4 {
+        on(
+            &mut r,
+            0,
+            Input::Submit {
+                job: job_of(id, 1, 1),
+                priority: None,
+            },
+        );
+    }
+    assert!(!r.waits(JobId(1)) && !r.waits(JobId(2)));
+    assert!(r.waits(JobId(3)) && r.waits(JobId(4)));
+    // Job 3 cancelled while held; job 1's end lets job 4 go, not 3.
+    on(&mut r, 5, Input::Cancel { job: JobId(3) });
+    assert_eq!(placed(&end(&mut r, 10, 1)), vec![4]);
+    assert!(!r.contains(JobId(3)));
 }

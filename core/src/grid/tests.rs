@@ -678,7 +678,9 @@ fn random_drives_keep_the_grid_invariants() {
                         }
                         at.insert(job, Some(site));
                     }
-                    Effect::Wait { job, .. } | Effect::GivenUp { job, .. } => {
+                    Effect::Wait { job, .. }
+                    | Effect::GivenUp { job, .. }
+                    | Effect::Limited { job, .. } => {
                         at.insert(job, None);
                         if let Effect::GivenUp {
                             retry_at: Some(t), ..

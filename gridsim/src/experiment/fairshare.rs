@@ -127,6 +127,7 @@ pub fn tree(w: &Window, algorithm: Algorithm) -> FairShareConfig {
             parent: None,
             shares: 1,
             id: None,
+            ..Assoc::default()
         })
         .collect();
     accounts.extend(w.accounts.iter().map(|(&u, a)| Assoc {
@@ -135,6 +136,7 @@ pub fn tree(w: &Window, algorithm: Algorithm) -> FairShareConfig {
         parent: Some(a.clone()),
         shares: 1,
         id: Some(u),
+        ..Assoc::default()
     }));
     FairShareConfig {
         algorithm,

@@ -306,6 +306,7 @@ impl Sim<'_, '_> {
             | GridEffect::Blocked { .. }
             | GridEffect::Coallocating { .. }
             | GridEffect::Wait { .. }
+            | GridEffect::Limited { .. }
             | GridEffect::Kill { .. }
             | GridEffect::SiteDown { .. }
             | GridEffect::SiteUp { .. } => {}

@@ -192,6 +192,14 @@ impl State {
                 self.event(b, &j, time, detail);
             }
             Effect::Continue { job } => b.retries.push((job.0, time)),
+            Effect::Limited { job, why } => {
+                let detail = format!("accepted; {why}");
+                b.jobs.insert(job.0);
+                self.update(b, job.0, time, |j| {
+                    j.reason.clone_from(&why);
+                    Some(detail)
+                });
+            }
             Effect::Defer { job, until } => {
                 b.retries.push((job.0, until));
                 let detail = format!(
