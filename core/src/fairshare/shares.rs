@@ -130,6 +130,16 @@ struct InUse {
     procs: Vec<u64>,
 }
 
+/// User `user`'s association and its ancestors (a free function: the counters beside the tree
+/// are updated while it is walked).
+fn path<'a>(
+    tree: &'a Tree,
+    by_id: &FxHashMap<u32, usize>,
+    user: UserId,
+) -> impl Iterator<Item = usize> + 'a {
+    std::iter::successors(by_id.get(&user.0).copied(), |&i| tree.parent[i])
+}
+
 /// The book.
 #[derive(Clone, Debug)]
 pub struct Shares {
@@ -207,18 +217,14 @@ impl Shares {
         if seconds <= 0 {
             return;
         }
-        let name = self.tree.name(i).to_owned();
+        let name = self.tree.name(i);
         let half_life = self.cfg.half_life;
-        self.used
-            .procs
-            .charge(&name, f64::from(procs) * seconds as f64, now);
+        (self.used.procs).charge(name, f64::from(procs) * seconds as f64, now);
         for l in licences {
-            let u = self
-                .used
-                .licences
+            let u = (self.used.licences)
                 .entry(l.0)
                 .or_insert_with(|| Usage::new(half_life));
-            u.charge(&name, seconds as f64, now);
+            u.charge(name, seconds as f64, now);
         }
         self.factors = None;
     }
@@ -254,14 +260,8 @@ impl Shares {
     }
 
     /// User `user`'s association and its ancestors.
-    fn path(&self, user: UserId) -> Vec<usize> {
-        let mut v = Vec::new();
-        let mut at = self.by_id.get(&user.0).copied();
-        while let Some(i) = at {
-            v.push(i);
-            at = self.tree.parent[i];
-        }
-        v
+    fn path(&self, user: UserId) -> impl Iterator<Item = usize> + '_ {
+        path(&self.tree, &self.by_id, user)
     }
 
     fn hit(&self, i: usize, limit: &str, detail: String) -> LimitHit {
@@ -292,7 +292,7 @@ impl Shares {
 
     /// A job of `user` entered the grid (`1`) or left it (`-1`).
     pub fn count_in_grid(&mut self, user: UserId, by: i32) {
-        for i in self.path(user) {
+        for i in path(&self.tree, &self.by_id, user) {
             self.in_use.jobs[i] = self.in_use.jobs[i].saturating_add_signed(by);
         }
     }
@@ -322,7 +322,7 @@ impl Shares {
 
     /// A job of `user` on `procs` processors went out (`1`) or ended (`-1`).
     pub fn count_out(&mut self, user: UserId, procs: u32, by: i32) {
-        for i in self.path(user) {
+        for i in path(&self.tree, &self.by_id, user) {
             self.in_use.out[i] = self.in_use.out[i].saturating_add_signed(by);
             let p = &mut self.in_use.procs[i];
             *p = if by > 0 {

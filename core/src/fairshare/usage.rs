@@ -34,8 +34,13 @@ impl Usage {
     /// Charges `amount` (processor-seconds) to `user` at `now`.
     pub fn charge(&mut self, user: &str, amount: f64, now: Time) {
         let held = self.users.get(user).copied().unwrap_or((0.0, now));
-        let v = self.decayed(held, now) + amount;
-        self.users.insert(user.to_owned(), (v, now.max(held.1)));
+        let v = (self.decayed(held, now) + amount, now.max(held.1));
+        match self.users.get_mut(user) {
+            Some(h) => *h = v,
+            None => {
+                self.users.insert(user.to_owned(), v);
+            }
+        }
         let t = self.decayed(self.total, now) + amount;
         self.total = (t, now.max(self.total.1));
     }

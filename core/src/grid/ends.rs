@@ -20,10 +20,9 @@ impl GridRunner {
             return;
         }
         let started = self.jobs.get(&id).is_some_and(|o| o.at.started());
-        let Some(o) = self.remove(id, Some(Outcome::Cancelled { started })) else {
+        let Some(o) = self.run_ended(now, id, Some(Outcome::Cancelled { started })) else {
             return;
         };
-        self.charge(now, Some(&o));
         match o.at {
             At::Unplaced | At::Retrying | At::Blocked | At::Deferred | At::Array | At::Limited => {}
             At::Held => self.placer.dispatcher.withdraw(id),
@@ -143,8 +142,7 @@ impl GridRunner {
                 (false, false) => Some(Outcome::Completed),
                 (false, true) => Some(Outcome::Failed),
             };
-            let o = self.remove(id, outcome);
-            self.charge(now, o.as_ref());
+            self.run_ended(now, id, outcome);
             self.placer.dispatcher.job_ended(now, id, cluster(first));
             out.push(Effect::Over {
                 job: id,

@@ -321,14 +321,12 @@ impl GridRunner {
                 self.workflows.exit(job, site, exit);
                 match self.jobs.get(&job).map(|o| &o.at) {
                     Some(At::Site { site: s, .. }) if *s == site => {
-                        let o = self.remove(job, Some(outcome));
-                        self.charge(now, o.as_ref());
+                        self.run_ended(now, job, Some(outcome));
                         self.placer.dispatcher.job_ended(now, job, cluster(site));
                     }
                     Some(At::SplitAtOnce(sites)) if sites.contains(&site) => {
                         let first = sites[0];
-                        let o = self.remove(job, Some(outcome));
-                        self.charge(now, o.as_ref());
+                        self.run_ended(now, job, Some(outcome));
                         self.placer.dispatcher.job_ended(now, job, cluster(first));
                     }
                     _ => {}
@@ -442,7 +440,8 @@ impl GridRunner {
                     Classify::Fixed(p) => (*p, None),
                     Classify::With(f) => (f(&job), None),
                     Classify::By(c) => {
-                        let fairshare = (self.shares.as_mut())
+                        let weighed = c.config().weights.fairshare > 0.0;
+                        let fairshare = (self.shares.as_mut().filter(|_| weighed))
                             .and_then(|s| s.standing(job.user, now))
                             .map(|s| s.factor);
                         let e = c.classify_with(&job, fairshare);
@@ -602,14 +601,15 @@ impl GridRunner {
         Some(open)
     }
 
-    /// Charges the run of `open` (when it began) to its owner's fair share, ended at `now`.
-    fn charge(&mut self, now: Time, open: Option<&Open>) {
-        if let (Some(shares), Some(o)) = (self.shares.as_mut(), open)
-            && let Some(began) = o.began
-        {
+    /// Removes job `id` whose run ended (or was cancelled) at `now` ([`GridRunner::remove`]),
+    /// charging the run, when it began, to its owner's fair share.
+    fn run_ended(&mut self, now: Time, id: JobId, outcome: Option<Outcome>) -> Option<Open> {
+        let o = self.remove(id, outcome)?;
+        if let (Some(shares), Some(began)) = (self.shares.as_mut(), o.began) {
             let j = &o.job;
             shares.charge(j.user, j.procs, &j.licences, now - began, now);
         }
+        Some(o)
     }
 
     /// Whether job `id` is in the grid (waiting at the meta level, co-allocating, or at a site

@@ -283,3 +283,34 @@ fn an_accounts_limit_counts_its_users_and_a_cancelled_held_job_is_forgotten() {
     assert_eq!(placed(&end(&mut r, 10, 1)), vec![4]);
     assert!(!r.contains(JobId(3)));
 }
+
+/// A job restored running at its site counts against its owner's limits again and is charged
+/// from the start it had before the restart.
+#[test]
+fn a_restored_running_job_counts_against_the_limits_and_is_charged_from_its_start() {
+    let mut r = GridRunner::from_config(&limited()).unwrap();
+    let at = Restored::Site {
+        site: 0,
+        claimed: true,
+        since: 0,
+    };
+    let restore = Input::Restore {
+        job: job_of(1, 1, 2),
+        priority: 10,
+        at,
+    };
+    on(&mut r, 50, restore);
+    // 2 processors out already: 2 more exceed ann's 3.
+    let e = on(
+        &mut r,
+        50,
+        Input::Submit {
+            job: job_of(2, 1, 2),
+            priority: None,
+        },
+    );
+    assert_eq!(held(&e).len(), 1, "{e:?}");
+    assert_eq!(placed(&end(&mut r, 100, 1)), vec![2]);
+    // 2 processors × 100 s since its start at 0, not since the restart at 50.
+    assert_eq!(r.usage_state().unwrap().procs.of("ann", 100), 200.0);
+}

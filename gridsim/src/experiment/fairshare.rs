@@ -28,7 +28,6 @@
 //! `(Σx)² / (n Σx²)` over the users' mean bounded slowdown and mean wait (1: every user served
 //! alike). A replay has no randomness: one run per cell.
 
-use super::output::Row;
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
 use crate::platform::{Grid, PlatformHooks, PlatformRecord, caps_of, simulate_platform};
 use anyhow::{Context, Result, anyhow, bail};
@@ -365,8 +364,6 @@ impl Experiment for FairShareExperiment {
         }
         v
     }
-
-    fn finish_summary(&self, _rows: &[Row], _summary: &mut Summary) {}
 
     fn report(&self, s: &Summary) -> String {
         report(self, s)
