@@ -64,6 +64,11 @@ pub struct BenchArgs {
     /// a second job reading it at the same site (from the caches).
     #[arg(long, default_value_t = 0)]
     pub staging: u64,
+    /// Instead of the other measurements: write the accounting records of this many finished
+    /// jobs (a synthetic year) into the meta-scheduler's store before it starts, then time
+    /// `gridctl usage` and `gridctl history` over them (`--samples` calls of each kind).
+    #[arg(long, default_value_t = 0)]
+    pub accounting: usize,
     /// With `--history`: at most this many jobs are submitted and not yet ended at a time (the
     /// history is submitted in waves of this size, each run to its end before the next).
     #[arg(long, default_value_t = 10_000)]
@@ -273,6 +278,9 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let mut g = grid();
     g.meta.start_claims = !a.no_start_claims;
     g.meta.postgres_url.clone_from(&a.postgres);
+    if a.accounting > 0 {
+        crate::bench_accounting::fill(a.accounting, &dir, a.postgres.as_deref())?;
+    }
     let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", None, 1.0)?;
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", grid.meta))?
         .connect()
@@ -297,6 +305,9 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
 
     if a.history > 0 {
         return history(&a, &mut grid, c).await;
+    }
+    if a.accounting > 0 {
+        return crate::bench_accounting::measure(&mut c, a.samples).await;
     }
     if a.staging > 0 {
         return staging(&a, &grid.dir, channel, c).await;

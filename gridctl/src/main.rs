@@ -2,7 +2,9 @@
 //! reservations and replay against a meta-scheduler; tables by default, `--json` everywhere; errors print the
 //! gRPC status code and message. `gridctl up` starts a whole grid on localhost ([`up`]).
 
+mod accounting;
 mod bench;
+mod bench_accounting;
 mod bench_slurm;
 mod inputs;
 mod job_file;
@@ -149,6 +151,11 @@ enum Cmd {
         #[arg(long)]
         fragment: Option<u32>,
     },
+    /// The grid's use over a period (sreport-like): processor-hours, licence-hours, jobs ended,
+    /// mean wall time and wait, by user, account, site, machine or class.
+    Usage(accounting::UsageArgs),
+    /// The jobs that ended in a period (sacct-like), with the fields asked for.
+    History(Box<accounting::HistoryArgs>),
     /// Shows the sites and their Load / Count arrays.
     Sites,
     /// Explains why a job is where it is.
@@ -634,6 +641,8 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 show::event(&ev?, json)?;
             }
         }
+        Cmd::Usage(a) => accounting::usage(&mut c, a, json).await?,
+        Cmd::History(a) => accounting::history(&mut c, *a, json).await?,
         Cmd::Sites => {
             let r = c
                 .list_sites(v1::ListSitesRequest {

@@ -325,4 +325,18 @@ impl MetaScheduler for Gate {
     ) -> Result<Response<v1::UploadResponse>, Status> {
         MetaScheduler::upload(self.service()?, r).await
     }
+
+    async fn usage(
+        &self,
+        r: Request<v1::UsageRequest>,
+    ) -> Result<Response<v1::UsageResponse>, Status> {
+        MetaScheduler::usage(self.service()?, r).await
+    }
+
+    async fn history(
+        &self,
+        r: Request<v1::HistoryRequest>,
+    ) -> Result<Response<v1::HistoryResponse>, Status> {
+        MetaScheduler::history(self.service()?, r).await
+    }
 }

@@ -7,6 +7,7 @@
 //! list / cancel / watch / sites / explain.
 
 pub mod access;
+pub mod accounting;
 pub mod cli;
 pub mod coallocate;
 pub mod config;
@@ -21,6 +22,7 @@ pub mod links;
 pub mod metrics;
 pub mod output;
 pub mod replica;
+pub mod reports;
 pub mod reservations;
 pub mod service;
 pub mod state;

@@ -66,6 +66,8 @@ pub(crate) struct Inner {
     origin: std::time::Instant,
     /// The uploaded job inputs, and their pushes to the sites.
     pub(crate) uploads: crate::inputs::Uploads,
+    /// The users' accounts, for the accounting records.
+    accounts: crate::accounting::Accounts,
 }
 
 /// A unary submission and where its result goes.
@@ -192,6 +194,7 @@ impl MetaService {
             clients,
             tokens: gridsched_security::Tokens::new(&cfg.auth.users)?,
             uploads: crate::inputs::Uploads::open(&cfg.inputs, &cfg.state_dir)?,
+            accounts: crate::accounting::Accounts::new(cfg.fairshare.as_ref()),
             cfg,
             submissions,
             origin: std::time::Instant::now(),
@@ -254,8 +257,14 @@ impl MetaService {
         if b.jobs.is_empty() && b.tokens.is_empty() && b.site_seqs.is_empty() {
             return Ok(());
         }
+        let jobs: Vec<&v1::Job> = b.jobs.iter().filter_map(|id| st.jobs.get(id)).collect();
         let w = Write {
-            jobs: b.jobs.iter().filter_map(|id| st.jobs.get(id)).collect(),
+            // A finished job's record: the store keeps the first it is given.
+            records: jobs
+                .iter()
+                .filter_map(|j| crate::accounting::record(j, &self.inner.accounts))
+                .collect(),
+            jobs,
             tokens: b.tokens.clone(),
             last_id: st.last_id,
             last_sequence: st.last_sequence,
@@ -1216,6 +1225,34 @@ impl MetaScheduler for MetaService {
             .upload(&user, request.into_inner())
             .await
             .map(Response::new)
+    }
+
+    async fn usage(
+        &self,
+        request: Request<v1::UsageRequest>,
+    ) -> Result<Response<v1::UsageResponse>, Status> {
+        let caller = self.caller(&request)?;
+        crate::reports::usage(
+            self.inner.store(),
+            caller.as_ref(),
+            request.into_inner(),
+            now(),
+        )
+        .map(Response::new)
+    }
+
+    async fn history(
+        &self,
+        request: Request<v1::HistoryRequest>,
+    ) -> Result<Response<v1::HistoryResponse>, Status> {
+        let caller = self.caller(&request)?;
+        crate::reports::history(
+            self.inner.store(),
+            caller.as_ref(),
+            request.into_inner(),
+            now(),
+        )
+        .map(Response::new)
     }
 
     async fn list_output_files(

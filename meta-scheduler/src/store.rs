@@ -9,7 +9,8 @@
 //! before their site is asked, HELD once it has admitted them). The store also holds the history
 //! the meta-scheduler no longer keeps in memory (see [`crate::history`]): which jobs are not
 //! finished (all a restart loads), the finished ones indexed by user, site, cluster and state
-//! (for `list`), and the classifier's snapshot (its window of deadline margins, written with the
+//! (for `list`), the accounting records and their rollups (see [`crate::accounting`]), and the
+//! classifier's snapshot (its window of deadline margins, written with the
 //! jobs it classified), so a restart costs the live work, not the history.
 //!
 //! Each backend records the version of its layout ([`SCHEMA_VERSION`] for the embedded store,
@@ -32,8 +33,9 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The version of the embedded store's layout this build writes (version 2 added the open-job
-/// set, the finished jobs' indexes and the snapshots).
-pub const SCHEMA_VERSION: u64 = 2;
+/// set, the finished jobs' indexes and the snapshots; version 3 the accounting records and
+/// rollups).
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// The `[store]` section.
 #[derive(Debug, Clone, Deserialize)]
@@ -156,6 +158,50 @@ pub struct Write<'a> {
     pub classifier: Option<Vec<i64>>,
     /// The fair-share usage after the write (when a run was charged), as JSON.
     pub usage: Option<Vec<u8>>,
+    /// The accounting records of the jobs that finished: a record is kept once (the first
+    /// given for its job), and adds to the rollups then.
+    pub records: Vec<v1::UsageRecord>,
+}
+
+/// The filter of a history page: jobs that ended in `[since, until)`, of a user, an account, a
+/// site, in some states.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordFilter<'a> {
+    /// Ended at or after this time.
+    pub since: i64,
+    /// Ended before this time.
+    pub until: i64,
+    /// Only this user's.
+    pub user: Option<&'a str>,
+    /// Only this account's.
+    pub account: Option<&'a str>,
+    /// Only those that ran (a part) at this site.
+    pub site: Option<&'a str>,
+    /// Only these states (`v1::JobState` values); empty = any.
+    pub states: &'a [i32],
+}
+
+impl RecordFilter<'_> {
+    /// Whether `r` passes.
+    pub fn matches(&self, r: &v1::UsageRecord) -> bool {
+        (self.since..self.until).contains(&r.end_time)
+            && self.user.is_none_or(|u| r.user == u)
+            && self.account.is_none_or(|a| r.account == a)
+            && self
+                .site
+                .is_none_or(|s| r.parts.iter().any(|p| p.site == s))
+            && (self.states.is_empty() || self.states.contains(&r.state))
+    }
+}
+
+/// Records of one page of a history.
+#[derive(Debug, Default)]
+pub struct RecordPage {
+    /// The matching records, by end time then job id.
+    pub records: Vec<v1::UsageRecord>,
+    /// Set when the look stopped at its budget: every record up to this (end, id) was looked
+    /// at, none beyond.
+    pub looked_to: Option<(i64, u64)>,
 }
 
 /// Finished jobs of one page of a list.
@@ -272,6 +318,23 @@ pub trait History: Send {
     ) -> Result<FinishedPage, StoreError>;
     /// Calls `f` with the stored jobs, newest first, until it answers false.
     fn newest_first(&self, f: &mut dyn FnMut(v1::Job) -> bool) -> Result<(), StoreError>;
+    /// The rollups of `by` (a `v1::UsageBy` value) over the buckets of `spans` (see
+    /// [`crate::accounting::spans`]), summed per key, by key.
+    fn usage(
+        &self,
+        by: i32,
+        spans: &[(i64, i64, i64)],
+    ) -> Result<Vec<(String, crate::accounting::Sums)>, StoreError>;
+    /// The first `want` records past `(end, id)` `after` that `f` lets through, by end then id,
+    /// looking at no more than `budget` candidates of the index the filter names (the user's,
+    /// the account's, else the end times').
+    fn records(
+        &self,
+        f: &RecordFilter<'_>,
+        after: (i64, u64),
+        want: usize,
+        budget: usize,
+    ) -> Result<RecordPage, StoreError>;
 }
 
 /// A view of the history (for the embedded store, one consistent read transaction).

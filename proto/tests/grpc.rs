@@ -151,6 +151,20 @@ impl MetaScheduler for Meta {
     ) -> Result<Response<v1::UploadResponse>, Status> {
         Err(Status::unimplemented("upload"))
     }
+
+    async fn usage(
+        &self,
+        _: Request<v1::UsageRequest>,
+    ) -> Result<Response<v1::UsageResponse>, Status> {
+        Err(Status::unimplemented("usage"))
+    }
+
+    async fn history(
+        &self,
+        _: Request<v1::HistoryRequest>,
+    ) -> Result<Response<v1::HistoryResponse>, Status> {
+        Err(Status::unimplemented("history"))
+    }
 }
 
 /// A local scheduler that implements nothing (only for the compile check).

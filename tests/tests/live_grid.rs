@@ -1904,8 +1904,9 @@ async fn a_workflow_nodes_outputs_reach_its_children_site_to_site() {
 /// owner's factor alone (max 10). Before any run both have factor 1 (priority 10); once ann's
 /// runs are charged and bob has none, her factor is 2^(−1 / 0.75) = 0.397 (priority 4) while
 /// bob's stays 1; `explain` shows the factor; a user without an account is refused naming the
-/// field; and the usage survives a kill -9 of the meta-scheduler (her priority after the restart
-/// is 4 again, not 10).
+/// field; every finished job has its accounting record (account, processor-seconds) and the
+/// usage by account sums them; and the usage, the records and the rollups survive a kill -9 of
+/// the meta-scheduler (her priority after the restart is 4 again, not 10).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fair_share_charges_a_finished_run_and_keeps_the_usage_over_a_restart() {
     use gridsched_tests::live::sh_job;
@@ -2006,9 +2007,80 @@ max_jobs = 1
     assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
     assert!(err.message().contains("field `user`"), "{err:?}");
     wait_ended(&mut c.clone(), &[ann.job_id], Duration::from_secs(30)).await;
+    // Accounting: a record per finished job, its account from the tree; the usage by account
+    // sums ann's runs under A (bob's job never ran: a record, no use).
+    let history = |c: &gridsched_tests::live::Client| {
+        let mut c = c.clone();
+        async move {
+            c.history(v1::HistoryRequest {
+                since: Some(0),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .records
+        }
+    };
+    let usage = |c: &gridsched_tests::live::Client| {
+        let mut c = c.clone();
+        async move {
+            c.usage(v1::UsageRequest {
+                by: v1::UsageBy::Account.into(),
+                since: Some(0),
+                until: None,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .rows
+        }
+    };
+    let records = history(&c).await;
+    let ids: Vec<u64> = records.iter().map(|r| r.job).collect();
+    for id in [first.job_id, heavy.job_id, bob.job_id, ann.job_id] {
+        assert!(ids.contains(&id), "{id} in {records:?}");
+    }
+    let rec = |id: u64| records.iter().find(|r| r.job == id).unwrap();
+    let h = rec(heavy.job_id);
+    assert_eq!((h.account.as_str(), h.processors), ("A", 4));
+    assert!(
+        h.wall_s >= 2 && h.processor_seconds == 4 * h.wall_s as u64,
+        "{h:?}"
+    );
+    assert_eq!(h.parts.len(), 1);
+    assert_eq!(h.parts[0].site, "alpha");
+    let b = rec(bob.job_id);
+    assert_eq!(
+        (
+            b.account.as_str(),
+            b.state(),
+            b.parts.len(),
+            b.processor_seconds
+        ),
+        ("B", JobState::Cancelled, 0, 0)
+    );
+    let ann_used: u64 = records
+        .iter()
+        .filter(|r| r.user == "ann")
+        .map(|r| r.processor_seconds)
+        .sum();
+    let rows = usage(&c).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (
+            rows[0].key.as_str(),
+            rows[0].jobs,
+            rows[0].processor_seconds
+        ),
+        ("A", 3, ann_used)
+    );
     g.kill_meta();
     g.start_meta(Some(&addr));
     let c = g.client().await;
+    // The records and the rollups outlive the kill.
+    assert_eq!(history(&c).await, records);
+    assert_eq!(usage(&c).await, rows);
     let after = submit(&c, of("ann", 1, "true")).await.unwrap();
     assert_eq!(after.priority, 4, "{after:?}");
     assert_eq!(submit(&c, of("bob", 1, "true")).await.unwrap().priority, 10);

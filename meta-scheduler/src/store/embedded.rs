@@ -9,9 +9,10 @@
 //! one table); opening it indexes every job once.
 
 use super::{
-    Backend, FinishedPage, History, Loaded, Reader, SCHEMA_VERSION, StoreConfig, StoreError, Write,
-    decode_decision, err, newer,
+    Backend, FinishedPage, History, Loaded, Reader, RecordFilter, RecordPage, SCHEMA_VERSION,
+    StoreConfig, StoreError, Write, decode_decision, err, newer,
 };
+use crate::accounting::{self, Accounts, Sums};
 use crate::explain::Decision;
 use crate::history::Filter;
 use gridsched_proto::v1;
@@ -38,11 +39,79 @@ const BY_STATE: TableDefinition<(i32, u64), ()> = TableDefinition::new("finished
 /// Snapshots by name: `classifier`, the Deadline heuristic's window (little-endian i64s).
 const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
 
+/// Accounting records (encoded `v1::UsageRecord`) by job id.
+const RECORDS: TableDefinition<u64, &[u8]> = TableDefinition::new("usage_records");
+/// Records by (end, id).
+const REC_BY_END: TableDefinition<(i64, u64), ()> = TableDefinition::new("usage_by_end");
+/// Records by (user, end, id).
+const REC_BY_USER: TableDefinition<(&str, i64, u64), ()> = TableDefinition::new("usage_by_user");
+/// Records by (account, end, id).
+const REC_BY_ACCOUNT: TableDefinition<(&str, i64, u64), ()> =
+    TableDefinition::new("usage_by_account");
+/// Rollups by (by, grain, bucket, key): [`Sums::to_bytes`].
+const ROLLUPS: TableDefinition<(i32, i64, i64, &str), &[u8]> =
+    TableDefinition::new("usage_rollups");
+
 /// A change of layout: from version `n` (its index + 1) to `n + 1`.
 type Migration = fn(&redb::WriteTransaction) -> Result<(), StoreError>;
 
 /// The migrations, in order: `MIGRATIONS[n - 1]` takes a store from version `n` to `n + 1`.
-const MIGRATIONS: &[Migration] = &[index_history];
+const MIGRATIONS: &[Migration] = &[index_history, account_history];
+
+/// Version 2 → 3: an accounting record for every finished job (without accounts: the tree is
+/// not the store's), with its rollups.
+fn account_history(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let jobs = tx.open_table(JOBS).map_err(err)?;
+    let none = Accounts::default();
+    let mut records = Vec::new();
+    for row in jobs.iter().map_err(err)? {
+        let (_, v) = row.map_err(err)?;
+        if let Some(r) = accounting::record(&v1::Job::decode(v.value()).map_err(err)?, &none) {
+            records.push(r);
+        }
+    }
+    keep_records(tx, &records)
+}
+
+/// Keeps the records not kept yet, with their indexes, and adds those to the rollups.
+fn keep_records(
+    tx: &redb::WriteTransaction,
+    records: &[v1::UsageRecord],
+) -> Result<(), StoreError> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let mut t = tx.open_table(RECORDS).map_err(err)?;
+    let mut by_end = tx.open_table(REC_BY_END).map_err(err)?;
+    let mut by_user = tx.open_table(REC_BY_USER).map_err(err)?;
+    let mut by_account = tx.open_table(REC_BY_ACCOUNT).map_err(err)?;
+    let mut new = Vec::with_capacity(records.len());
+    for r in records {
+        if t.get(r.job).map_err(err)?.is_some() {
+            continue;
+        }
+        t.insert(r.job, r.encode_to_vec().as_slice()).map_err(err)?;
+        by_end.insert((r.end_time, r.job), ()).map_err(err)?;
+        by_user
+            .insert((r.user.as_str(), r.end_time, r.job), ())
+            .map_err(err)?;
+        by_account
+            .insert((r.account.as_str(), r.end_time, r.job), ())
+            .map_err(err)?;
+        new.push(r);
+    }
+    let mut rollups = tx.open_table(ROLLUPS).map_err(err)?;
+    for ((by, grain, bucket, key), add) in accounting::rollups(new) {
+        let k = (by, grain, bucket, key.as_str());
+        let mut sums = rollups
+            .get(k)
+            .map_err(err)?
+            .map_or_else(Sums::default, |v| Sums::from_bytes(v.value()));
+        sums.add(&add);
+        rollups.insert(k, sums.to_bytes().as_slice()).map_err(err)?;
+    }
+    Ok(())
+}
 
 /// Version 1 → 2: the open-job set and the finished jobs' indexes, from every job.
 fn index_history(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
@@ -157,6 +226,11 @@ impl Embedded {
         tx.open_table(SITE_SEQ).map_err(err)?;
         tx.open_table(RESERVATIONS).map_err(err)?;
         tx.open_table(SNAPSHOTS).map_err(err)?;
+        tx.open_table(RECORDS).map_err(err)?;
+        tx.open_table(REC_BY_END).map_err(err)?;
+        tx.open_table(REC_BY_USER).map_err(err)?;
+        tx.open_table(REC_BY_ACCOUNT).map_err(err)?;
+        tx.open_table(ROLLUPS).map_err(err)?;
         drop(Indexes::open(&tx)?);
         migrate(&tx, SCHEMA_VERSION, MIGRATIONS)
             .map_err(|e| StoreError::Failed(format!("{}: {}", path.display(), e.message())))?;
@@ -311,6 +385,7 @@ impl Backend for Embedded {
                 seqs.insert(*site, *seq).map_err(err)?;
             }
         }
+        keep_records(&tx, &w.records)?;
         tx.commit().map_err(err)
     }
 }
@@ -433,6 +508,97 @@ impl History for View {
         }
         Ok(())
     }
+
+    /// The rollups of `by` over `spans`, summed per key.
+    fn usage(&self, by: i32, spans: &[(i64, i64, i64)]) -> Result<Vec<(String, Sums)>, StoreError> {
+        let t = self.0.open_table(ROLLUPS).map_err(err)?;
+        let mut out: std::collections::BTreeMap<String, Sums> = Default::default();
+        for &(grain, from, to) in spans {
+            for row in t
+                .range((by, grain, from, "")..(by, grain, to, ""))
+                .map_err(err)?
+            {
+                let (k, v) = row.map_err(err)?;
+                let key = k.value().3;
+                let add = Sums::from_bytes(v.value());
+                match out.get_mut(key) {
+                    Some(s) => s.add(&add),
+                    None => {
+                        out.insert(key.to_owned(), add);
+                    }
+                }
+            }
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    /// The records of a history page, from the user's or the account's index when the filter
+    /// names one, else from the end times'.
+    fn records(
+        &self,
+        f: &RecordFilter<'_>,
+        after: (i64, u64),
+        want: usize,
+        budget: usize,
+    ) -> Result<RecordPage, StoreError> {
+        let mut page = RecordPage::default();
+        if want == 0 || f.until <= f.since {
+            return Ok(page);
+        }
+        // Past `after` and from `since`: the later of the two.
+        let from = if after.0 >= f.since {
+            (after.0, after.1.saturating_add(1))
+        } else {
+            (f.since, 0)
+        };
+        let keys: Box<dyn Iterator<Item = Result<(i64, u64), StoreError>> + '_> =
+            match (f.user, f.account) {
+                (Some(name), _) | (None, Some(name)) => {
+                    let table = if f.user.is_some() {
+                        REC_BY_USER
+                    } else {
+                        REC_BY_ACCOUNT
+                    };
+                    let t = self.0.open_table(table).map_err(err)?;
+                    let range = t
+                        .range((name, from.0, from.1)..(name, f.until, 0))
+                        .map_err(err)?;
+                    Box::new(range.map(|r| {
+                        r.map(|(k, _)| {
+                            let (_, end, id) = k.value();
+                            (end, id)
+                        })
+                        .map_err(err)
+                    }))
+                }
+                (None, None) => {
+                    let t = self.0.open_table(REC_BY_END).map_err(err)?;
+                    let range = t.range(from..(f.until, 0)).map_err(err)?;
+                    Box::new(range.map(|r| r.map(|(k, _)| k.value()).map_err(err)))
+                }
+            };
+        let records = self.0.open_table(RECORDS).map_err(err)?;
+        let mut last = None;
+        for (looked, key) in keys.enumerate() {
+            let (end, id) = key?;
+            if looked == budget {
+                page.looked_to = last;
+                break;
+            }
+            last = Some((end, id));
+            let Some(v) = records.get(id).map_err(err)? else {
+                continue;
+            };
+            let r = v1::UsageRecord::decode(v.value()).map_err(err)?;
+            if f.matches(&r) {
+                page.records.push(r);
+                if page.records.len() == want {
+                    break;
+                }
+            }
+        }
+        Ok(page)
+    }
 }
 
 #[cfg(test)]
@@ -501,6 +667,37 @@ mod tests {
         let tx = db.begin_read().unwrap();
         let counters = tx.open_table(COUNTERS).unwrap();
         counters.get("schema_version").unwrap().map(|v| v.value())
+    }
+
+    /// A store of version 2 (before accounting) opened by this build: every finished job it
+    /// holds gets its record and its rollups.
+    #[test]
+    fn a_version_2_store_gets_the_records_of_its_finished_jobs() {
+        use crate::store::tests::{every, finished_and_open};
+        let dir = tempfile::tempdir().unwrap();
+        let (done, open) = finished_and_open();
+        Embedded::open(dir.path(), &StoreConfig::default())
+            .unwrap()
+            .commit(&Write {
+                jobs: vec![&done, &open],
+                last_id: 2,
+                ..Default::default()
+            })
+            .unwrap();
+        // Written without its record, as a build before accounting wrote it.
+        set_version(dir.path(), Some(2));
+        let s = Embedded::open(dir.path(), &StoreConfig::default()).unwrap();
+        let r = s.reader().unwrap();
+        let page = r.records(&every(), (i64::MIN, 0), 10, 100).unwrap();
+        assert_eq!(
+            page.records.iter().map(|r| r.job).collect::<Vec<_>>(),
+            vec![1]
+        );
+        let usage = r
+            .usage(v1::UsageBy::User as i32, &[(3_600, 0, 7_200)])
+            .unwrap();
+        assert_eq!(usage.len(), 1);
+        assert_eq!((usage[0].0.as_str(), usage[0].1.proc_s), ("ann", 2 * 50));
     }
 
     fn set_version(dir: &Path, v: Option<u64>) {

@@ -18,8 +18,10 @@
 //! every later write of the replica it deposed fails.
 
 use super::{
-    Backend, FinishedPage, History, Loaded, Reader, StoreError, Write, decode_decision, err, newer,
+    Backend, FinishedPage, History, Loaded, Reader, RecordFilter, RecordPage, StoreError, Write,
+    decode_decision, err, newer,
 };
+use crate::accounting::{self, Accounts, Sums};
 use crate::explain::Decision;
 use crate::history::Filter;
 use gridsched_proto::v1;
@@ -34,7 +36,7 @@ use std::time::Duration;
 mod lease;
 
 /// The version of the layout this build writes.
-pub const VERSION: u64 = 3;
+pub const VERSION: u64 = 4;
 
 /// The layout of version 2, created in an empty database.
 const LAYOUT_2: &str = "
@@ -69,7 +71,118 @@ const MIGRATIONS: &[&str] = &[
         epoch BIGINT NOT NULL,
         expires TIMESTAMPTZ NOT NULL
     );",
+    // 3 → 4: the accounting records and their rollups (the finished jobs' records are written
+    // at open, see `account_history`).
+    "CREATE TABLE usage_records (
+        id BIGINT PRIMARY KEY,
+        end_time BIGINT NOT NULL,
+        owner TEXT NOT NULL,
+        account TEXT NOT NULL,
+        state INTEGER NOT NULL,
+        body BYTEA NOT NULL
+    );
+    CREATE INDEX usage_records_by_end ON usage_records (end_time, id);
+    CREATE INDEX usage_records_by_owner ON usage_records (owner, end_time, id);
+    CREATE INDEX usage_records_by_account ON usage_records (account, end_time, id);
+    CREATE TABLE usage_rollups (
+        by_what INTEGER NOT NULL,
+        grain BIGINT NOT NULL,
+        bucket BIGINT NOT NULL,
+        key TEXT NOT NULL,
+        jobs BIGINT NOT NULL,
+        proc_s BIGINT NOT NULL,
+        licence_s BIGINT NOT NULL,
+        wall_s BIGINT NOT NULL,
+        wait_s BIGINT NOT NULL,
+        PRIMARY KEY (by_what, grain, bucket, key)
+    );",
 ];
+
+/// Keeps the records not kept yet and adds those to the rollups, in `tx`.
+fn keep_records(
+    tx: &mut postgres::Transaction<'_>,
+    records: &[v1::UsageRecord],
+) -> Result<(), postgres::Error> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = records.iter().map(|r| r.job as i64).collect();
+    let ends: Vec<i64> = records.iter().map(|r| r.end_time).collect();
+    let owners: Vec<&str> = records.iter().map(|r| r.user.as_str()).collect();
+    let accounts: Vec<&str> = records.iter().map(|r| r.account.as_str()).collect();
+    let states: Vec<i32> = records.iter().map(|r| r.state).collect();
+    let bodies: Vec<Vec<u8>> = records.iter().map(Message::encode_to_vec).collect();
+    let kept: std::collections::HashSet<i64> = tx
+        .query(
+            "INSERT INTO usage_records (id, end_time, owner, account, state, body) \
+             SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], \
+             $5::INTEGER[], $6::BYTEA[]) ON CONFLICT (id) DO NOTHING RETURNING id",
+            &[&ids, &ends, &owners, &accounts, &states, &bodies],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let rollups = accounting::rollups(records.iter().filter(|r| kept.contains(&(r.job as i64))));
+    if rollups.is_empty() {
+        return Ok(());
+    }
+    let mut cols: (Vec<i32>, Vec<i64>, Vec<i64>, Vec<String>) = Default::default();
+    let mut sums: [Vec<i64>; 5] = Default::default();
+    for ((by, grain, bucket, key), s) in rollups {
+        cols.0.push(by);
+        cols.1.push(grain);
+        cols.2.push(bucket);
+        cols.3.push(key);
+        for (v, x) in sums
+            .iter_mut()
+            .zip([s.jobs, s.proc_s, s.licence_s, s.wall_s, s.wait_s])
+        {
+            v.push(x as i64);
+        }
+    }
+    tx.execute(
+        "INSERT INTO usage_rollups (by_what, grain, bucket, key, jobs, proc_s, licence_s, \
+         wall_s, wait_s) SELECT * FROM UNNEST($1::INTEGER[], $2::BIGINT[], $3::BIGINT[], \
+         $4::TEXT[], $5::BIGINT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[]) \
+         ON CONFLICT (by_what, grain, bucket, key) DO UPDATE SET \
+         jobs = usage_rollups.jobs + EXCLUDED.jobs, \
+         proc_s = usage_rollups.proc_s + EXCLUDED.proc_s, \
+         licence_s = usage_rollups.licence_s + EXCLUDED.licence_s, \
+         wall_s = usage_rollups.wall_s + EXCLUDED.wall_s, \
+         wait_s = usage_rollups.wait_s + EXCLUDED.wait_s",
+        &[
+            &cols.0, &cols.1, &cols.2, &cols.3, &sums[0], &sums[1], &sums[2], &sums[3], &sums[4],
+        ],
+    )?;
+    Ok(())
+}
+
+/// The accounting records of the finished jobs of a store written before version 4 (without
+/// accounts: the tree is not the store's), a thousand jobs at a time.
+fn account_history(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+    let none = Accounts::default();
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, Vec<u8>)> = tx
+            .query(
+                "SELECT id, body FROM jobs WHERE NOT open AND id > $1 ORDER BY id LIMIT 1000",
+                &[&after],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = last.0;
+        let records: Vec<v1::UsageRecord> = rows
+            .iter()
+            .filter_map(|(_, b)| v1::Job::decode(b.as_slice()).ok())
+            .filter_map(|j| accounting::record(&j, &none))
+            .collect();
+        keep_records(tx, &records)?;
+    }
+}
 
 /// Key of the advisory lock held while the layout is created or migrated.
 const LAYOUT_LOCK: i64 = 0x6772_6964_7363_6864;
@@ -258,6 +371,9 @@ impl Postgres {
                     "UPDATE gridsched_schema SET version = $1",
                     &[&(version as i64 + 1)],
                 )?;
+                if version == 3 {
+                    account_history(&mut tx)?;
+                }
             }
             tx.commit()?;
             Ok(None)
@@ -409,6 +525,7 @@ impl Backend for Postgres {
             .as_ref()
             .map(|m| m.iter().flat_map(|x| x.to_le_bytes()).collect());
         let usage = w.usage.clone();
+        let records = w.records.clone();
         let counters = [
             ("last_id".to_owned(), w.last_id as i64),
             ("last_sequence".to_owned(), w.last_sequence as i64),
@@ -478,6 +595,7 @@ impl Backend for Postgres {
                     )?;
                 }
             }
+            keep_records(&mut tx, &records)?;
             tx.commit()?;
             Ok(true)
         })?;
@@ -684,6 +802,103 @@ impl History for View {
             }
         }
     }
+
+    /// One query per span over the rollups' primary key, summed by the database.
+    fn usage(&self, by: i32, spans: &[(i64, i64, i64)]) -> Result<Vec<(String, Sums)>, StoreError> {
+        let spans = spans.to_vec();
+        let rows: Vec<(String, [i64; 5])> = self.link.call(move |c| {
+            let mut out = Vec::new();
+            for (grain, from, to) in spans {
+                for r in c.query(
+                    "SELECT key, SUM(jobs)::BIGINT, SUM(proc_s)::BIGINT, SUM(licence_s)::BIGINT, \
+                     SUM(wall_s)::BIGINT, SUM(wait_s)::BIGINT FROM usage_rollups \
+                     WHERE by_what = $1 AND grain = $2 AND bucket >= $3 AND bucket < $4 \
+                     GROUP BY key",
+                    &[&by, &grain, &from, &to],
+                )? {
+                    out.push((r.get(0), [r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)]));
+                }
+            }
+            Ok(out)
+        })?;
+        let mut out: std::collections::BTreeMap<String, Sums> = Default::default();
+        for (key, v) in rows {
+            out.entry(key).or_default().add(&Sums {
+                jobs: v[0] as u64,
+                proc_s: v[1] as u64,
+                licence_s: v[2] as u64,
+                wall_s: v[3] as u64,
+                wait_s: v[4] as u64,
+            });
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    /// One query over the user's, the account's or the end times' index, the states filtered
+    /// by the database too; with a site to filter on, at most `budget` candidates, the site
+    /// checked on them.
+    fn records(
+        &self,
+        f: &RecordFilter<'_>,
+        after: (i64, u64),
+        want: usize,
+        budget: usize,
+    ) -> Result<RecordPage, StoreError> {
+        let mut page = RecordPage::default();
+        if want == 0 || f.until <= f.since {
+            return Ok(page);
+        }
+        let from = if after.0 >= f.since {
+            (after.0, after.1.min(i64::MAX as u64) as i64)
+        } else {
+            (f.since, -1)
+        };
+        let budget = if f.site.is_some() { budget } else { want };
+        let mut sql = String::from(
+            "SELECT end_time, id, body FROM usage_records WHERE (end_time, id) > ($1, $2) \
+             AND end_time < $3",
+        );
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> =
+            vec![Box::new(from.0), Box::new(from.1), Box::new(f.until)];
+        for (column, value) in [("owner", f.user), ("account", f.account)] {
+            if let Some(v) = value {
+                params.push(Box::new(v.to_owned()));
+                sql += &format!(" AND {column} = ${}", params.len());
+            }
+        }
+        if !f.states.is_empty() {
+            params.push(Box::new(f.states.to_vec()));
+            sql += &format!(" AND state = ANY(${})", params.len());
+        }
+        params.push(Box::new(budget as i64));
+        sql += &format!(" ORDER BY end_time, id LIMIT ${}", params.len());
+        let rows: Vec<(i64, i64, Vec<u8>)> = self.link.call(move |c| {
+            let refs: Vec<&(dyn ToSql + Sync)> = params
+                .iter()
+                .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            Ok(c.query(&sql, &refs)?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2)))
+                .collect())
+        })?;
+        let full = rows.len() == budget;
+        let mut last = None;
+        for (end, id, body) in rows {
+            last = Some((end, id as u64));
+            let r = v1::UsageRecord::decode(body.as_slice()).map_err(err)?;
+            if f.matches(&r) {
+                page.records.push(r);
+                if page.records.len() == want {
+                    return Ok(page);
+                }
+            }
+        }
+        if full {
+            page.looked_to = last;
+        }
+        Ok(page)
+    }
 }
 
 /// The administrator's URL of the PostgreSQL server the tests use (`GRIDSCHED_TEST_POSTGRES`,
@@ -779,6 +994,7 @@ fn with_dbname(url: &str, db: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::tests::{every, finished_and_open};
 
     #[test]
     fn urls_are_shown_without_their_password_and_renamed() {
@@ -822,13 +1038,61 @@ mod tests {
         );
         drop(Postgres::open(&db.url).unwrap());
         let mut c = Client::connect(&db.url, NoTls).unwrap();
-        c.batch_execute("UPDATE gridsched_schema SET version = 4")
-            .unwrap();
+        c.batch_execute(&format!(
+            "UPDATE gridsched_schema SET version = {}",
+            VERSION + 1
+        ))
+        .unwrap();
         let e = Postgres::open(&db.url).unwrap_err().to_string();
         assert!(
-            e.contains("schema version 4, newer than this build's 3"),
+            e.contains(&format!(
+                "schema version {}, newer than this build's {VERSION}",
+                VERSION + 1
+            )),
             "{e}"
         );
+    }
+
+    /// A store of version 3 (before accounting) opened by this build: every finished job it
+    /// holds gets its record and its rollups.
+    #[test]
+    fn a_version_3_store_gets_the_records_of_its_finished_jobs() {
+        let Some(admin) = test_server() else {
+            return;
+        };
+        let db = ScratchDatabase::create(&admin).unwrap();
+        let (done, open) = finished_and_open();
+        Postgres::open(&db.url)
+            .unwrap()
+            .commit(&Write {
+                jobs: vec![&done, &open],
+                last_id: 2,
+                ..Default::default()
+            })
+            .unwrap();
+        let mut c = Client::connect(&db.url, NoTls).unwrap();
+        c.batch_execute(
+            "DROP TABLE usage_records; DROP TABLE usage_rollups; \
+             UPDATE gridsched_schema SET version = 3",
+        )
+        .unwrap();
+        let s = Postgres::open(&db.url).unwrap();
+        let page = s
+            .reader()
+            .unwrap()
+            .records(&every(), (i64::MIN, 0), 10, 100)
+            .unwrap();
+        assert_eq!(
+            page.records.iter().map(|r| r.job).collect::<Vec<_>>(),
+            vec![1]
+        );
+        let usage = s
+            .reader()
+            .unwrap()
+            .usage(v1::UsageBy::User as i32, &[(3_600, 0, 7_200)])
+            .unwrap();
+        assert_eq!(usage.len(), 1);
+        assert_eq!((usage[0].0.as_str(), usage[0].1.proc_s), ("ann", 2 * 50));
     }
 
     /// One replica leads at a time; the lease runs out by the database's clock; a takeover gives
