@@ -69,6 +69,17 @@ pub struct BenchArgs {
     /// `gridctl usage` and `gridctl history` over them (`--samples` calls of each kind).
     #[arg(long, default_value_t = 0)]
     pub accounting: usize,
+    /// Instead of the other measurements: one user floods the meta-scheduler with unary
+    /// submissions from `--clients` connections for this many seconds while another submits a
+    /// job every 50 ms; the second's submit latency, alone and beside the flood.
+    #[arg(long, default_value_t = 0)]
+    pub flood: u64,
+    /// The grid's `[submit_rate] per_user` (jobs per second a user may submit; 0: no limit).
+    #[arg(long, default_value_t = 0.0)]
+    pub submit_rate: f64,
+    /// The grid's `[submit_rate] burst`.
+    #[arg(long, default_value_t = 1_000)]
+    pub submit_burst: u32,
     /// With `--history`: at most this many jobs are submitted and not yet ended at a time (the
     /// history is submitted in waves of this size, each run to its end before the next).
     #[arg(long, default_value_t = 10_000)]
@@ -278,6 +289,12 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let mut g = grid();
     g.meta.start_claims = !a.no_start_claims;
     g.meta.postgres_url.clone_from(&a.postgres);
+    if a.submit_rate > 0.0 {
+        let mut t = toml::Table::new();
+        t.insert("per_user".into(), a.submit_rate.into());
+        t.insert("burst".into(), i64::from(a.submit_burst).into());
+        g.meta.submit_rate = Some(t);
+    }
     if a.accounting > 0 {
         crate::bench_accounting::fill(a.accounting, &dir, a.postgres.as_deref())?;
     }
@@ -308,6 +325,17 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     }
     if a.accounting > 0 {
         return crate::bench_accounting::measure(&mut c, a.samples).await;
+    }
+    if a.flood > 0 {
+        let rate = if a.submit_rate > 0.0 {
+            format!(
+                "[submit_rate] per_user = {}, burst = {}",
+                a.submit_rate, a.submit_burst
+            )
+        } else {
+            "no [submit_rate]".to_owned()
+        };
+        return crate::bench_flood::measure(&grid.meta, a.clients, a.flood, &rate).await;
     }
     if a.staging > 0 {
         return staging(&a, &grid.dir, channel, c).await;

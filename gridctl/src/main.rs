@@ -5,6 +5,7 @@
 mod accounting;
 mod bench;
 mod bench_accounting;
+mod bench_flood;
 mod bench_slurm;
 mod inputs;
 mod job_file;

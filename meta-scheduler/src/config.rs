@@ -89,6 +89,10 @@ pub struct MetaConfig {
     /// refused. Absent: nobody is charged.
     #[serde(default)]
     pub fairshare: Option<gridsched_core::fairshare::FairShareConfig>,
+    /// How fast each user may submit (`per_user` jobs per second, `burst` at once); a job beyond
+    /// is refused with RESOURCE_EXHAUSTED saying when to retry. Default: no limit.
+    #[serde(default)]
+    pub submit_rate: crate::rate::RateConfig,
 }
 
 /// The `[faults]` section: delays injected on purpose so that a test or a failure drill can hit
@@ -262,6 +266,7 @@ impl Default for MetaConfig {
             network: None,
             input_log: None,
             fairshare: None,
+            submit_rate: Default::default(),
         }
     }
 }
@@ -357,6 +362,9 @@ impl MetaConfig {
                 key: "fairshare".into(),
                 reason: e.to_string(),
             })?;
+        }
+        if let Err((key, reason)) = self.submit_rate.check() {
+            return Err(bad(key.into(), &reason));
         }
         if self.links.forward_concurrency == 0 {
             return Err(bad(

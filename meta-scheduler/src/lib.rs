@@ -21,6 +21,7 @@ pub mod inputs;
 pub mod links;
 pub mod metrics;
 pub mod output;
+pub mod rate;
 pub mod replica;
 pub mod reports;
 pub mod reservations;

@@ -68,6 +68,8 @@ pub(crate) struct Inner {
     pub(crate) uploads: crate::inputs::Uploads,
     /// The users' accounts, for the accounting records.
     accounts: crate::accounting::Accounts,
+    /// Each user's submission rate at the door.
+    rate: crate::rate::Buckets,
 }
 
 /// A unary submission and where its result goes.
@@ -195,6 +197,7 @@ impl MetaService {
             tokens: gridsched_security::Tokens::new(&cfg.auth.users)?,
             uploads: crate::inputs::Uploads::open(&cfg.inputs, &cfg.state_dir)?,
             accounts: crate::accounting::Accounts::new(cfg.fairshare.as_ref()),
+            rate: crate::rate::Buckets::new(cfg.submit_rate.clone()),
             cfg,
             submissions,
             origin: std::time::Instant::now(),
@@ -250,6 +253,20 @@ impl MetaService {
             .state
             .lock()
             .map_err(|_| internal("state lock poisoned"))
+    }
+
+    /// Takes one submission of `spec`'s owner from the door's rate, or the refusal.
+    fn within_rate(&self, spec: Option<&v1::JobSpec>) -> Result<(), v1::SubmitError> {
+        if !self.inner.rate.on() {
+            return Ok(());
+        }
+        let user = spec.map_or("", |s| s.user.as_str());
+        let ms = self.inner.origin.elapsed().as_millis() as u64;
+        self.inner.rate.take(user, ms).map_err(|t| v1::SubmitError {
+            code: tonic::Code::ResourceExhausted as i32,
+            field: Some("user".into()),
+            message: format!("field `user`: {}", self.inner.rate.refusal(user, t)),
+        })
     }
 
     /// Commits what `b` changed in `st`.
@@ -943,6 +960,9 @@ impl MetaScheduler for MetaService {
         let mut spec = request.into_inner().spec;
         access::own_spec(caller.as_ref(), &mut spec, "spec.user")?;
         self.may_wait_for(spec.as_ref(), caller.as_ref(), "spec.after")?;
+        if let Err(e) = self.within_rate(spec.as_ref()) {
+            return Err(Status::new(tonic::Code::from(e.code), e.message));
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.inner
             .submissions
@@ -975,7 +995,34 @@ impl MetaScheduler for MetaService {
             self.may_wait_for(spec.as_ref(), caller.as_ref(), &field)?;
             specs.push(spec);
         }
-        let results = self.accept(specs)?;
+        // The jobs over their owner's rate are refused here, the others accepted together.
+        let mut refused = Vec::new();
+        let mut taken = Vec::with_capacity(specs.len());
+        let mut index = Vec::with_capacity(specs.len());
+        for (i, spec) in specs.into_iter().enumerate() {
+            match self.within_rate(spec.as_ref()) {
+                Ok(()) => {
+                    index.push(i as u32);
+                    taken.push(spec);
+                }
+                Err(e) => refused.push(v1::SubmitResult {
+                    index: i as u32,
+                    outcome: Some(v1::submit_result::Outcome::Rejected(e)),
+                }),
+            }
+        }
+        let mut results = if taken.is_empty() {
+            Vec::new()
+        } else {
+            self.accept(taken)?
+        };
+        if !refused.is_empty() {
+            for r in &mut results {
+                r.index = index[r.index as usize];
+            }
+            results.extend(refused);
+            results.sort_by_key(|r| r.index);
+        }
         Ok(Response::new(v1::SubmitBatchResponse { results }))
     }
 

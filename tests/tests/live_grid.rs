@@ -1900,6 +1900,72 @@ async fn a_workflow_nodes_outputs_reach_its_children_site_to_site() {
     }
 }
 
+/// The door's rate per user (`[submit_rate] per_user = 0.2, burst = 3`): of a batch of 5 jobs of
+/// ann, the first 3 are accepted and the last 2 refused in their places (RESOURCE_EXHAUSTED,
+/// field `user`, saying when to retry); her next single submission is refused too, while bob's is
+/// accepted: one user's flood does not take the others' turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_door_holds_each_user_to_the_submission_rate() {
+    use gridsched_tests::live::sh_job;
+    let meta = "[submit_rate]\nper_user = 0.2\nburst = 3\n";
+    let g = LiveGrid::start(bins(), vec![SiteSpec::new("alpha", "easy", 1, 2)], meta);
+    g.ready().await;
+    let mut c = g.client().await;
+    let of = |user: &str| {
+        let mut s = sh_job(1, 60, "true");
+        s.user = user.into();
+        s
+    };
+    let batch: Vec<v1::SubmitRequest> = (0..5)
+        .map(|_| v1::SubmitRequest {
+            spec: Some(of("ann")),
+        })
+        .collect();
+    let results = c
+        .submit_batch(tokio_stream::iter(batch))
+        .await
+        .unwrap()
+        .into_inner()
+        .results;
+    let got: Vec<(u32, bool)> = results
+        .iter()
+        .map(|r| {
+            (
+                r.index,
+                matches!(r.outcome, Some(v1::submit_result::Outcome::Accepted(_))),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![(0, true), (1, true), (2, true), (3, false), (4, false)]
+    );
+    let Some(v1::submit_result::Outcome::Rejected(e)) = &results[3].outcome else {
+        unreachable!()
+    };
+    assert_eq!(e.code, Code::ResourceExhausted as i32);
+    assert_eq!(e.field.as_deref(), Some("user"));
+    assert!(
+        e.message
+            .contains("user `ann` submits faster than the grid's limit of 0.2 jobs per second (burst 3): retry in"),
+        "{e:?}"
+    );
+    let err = c
+        .submit(v1::SubmitRequest {
+            spec: Some(of("ann")),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(
+        c.submit(v1::SubmitRequest {
+            spec: Some(of("bob")),
+        })
+        .await
+        .is_ok()
+    );
+}
+
 /// Fair share, live: accounts A (3 shares, ann) and B (1, bob), no decay, the priority from the
 /// owner's factor alone (max 10). Before any run both have factor 1 (priority 10); once ann's
 /// runs are charged and bob has none, her factor is 2^(−1 / 0.75) = 0.397 (priority 4) while

@@ -48,6 +48,10 @@ pub struct MetaPart {
     /// meta-scheduler's `[network]` section (`submitters`, `between`, `[[links]]`, `data_blind`).
     #[serde(default)]
     pub network: Option<toml::Table>,
+    /// How fast each user may submit: the meta-scheduler's `[submit_rate]` section (`per_user`,
+    /// `burst`).
+    #[serde(default)]
+    pub submit_rate: Option<toml::Table>,
 }
 
 impl Default for MetaPart {
@@ -59,6 +63,7 @@ impl Default for MetaPart {
             postgres_url: None,
             urgent: None,
             network: None,
+            submit_rate: None,
         }
     }
 }
@@ -269,6 +274,9 @@ impl GridFile {
         }
         if let Some(n) = &self.meta.network {
             t.push_str(&section(&["network"], n));
+        }
+        if let Some(r) = &self.meta.submit_rate {
+            t.push_str(&section(&["submit_rate"], r));
         }
         if let Some(url) = &self.meta.postgres_url {
             // The grid's one meta-scheduler, named, takes its lease back at once when restarted.
