@@ -1976,7 +1976,9 @@ async fn the_door_holds_each_user_to_the_submission_rate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fair_share_charges_a_finished_run_and_keeps_the_usage_over_a_restart() {
     use gridsched_tests::live::sh_job;
-    let meta = r#"
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("grid.jsonl");
+    let meta = format!("input_log = {log:?}\n") + r#"
 [classifier.weights]
 deadline = 0.0
 licence = 0.0
@@ -2021,7 +2023,7 @@ shares = 1
 max_jobs = 1
 "#;
     let sites = vec![SiteSpec::new("alpha", "easy", 1, 4)];
-    let mut g = LiveGrid::start(bins(), sites, meta);
+    let mut g = LiveGrid::start(bins(), sites, &meta);
     g.ready().await;
     let addr = g.meta_addr.clone();
     let c = g.client().await;
@@ -2184,4 +2186,15 @@ max_jobs = 1
     // eve's second ran after her first.
     assert!(ours[2].start_time >= ours[1].end_time, "{ours:?}");
     assert!(submit(&c, of("dan", 1, "true")).await.is_ok());
+    // The meta-scheduler's input log over both starts, re-decided by the grid runner: every
+    // priority with its fair-share factor, the refusals and the limit's hold come out the same,
+    // the second start going on from the usage its header carries.
+    let lines: Vec<gridsched_core::grid::replay::Line> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let checked = gridsched_core::grid::replay::check(lines).unwrap();
+    assert_eq!(checked.runs, 2, "a header at each start");
+    assert!(checked.effects > 20, "{checked:?}");
 }
