@@ -3,10 +3,10 @@
 //! asked for), as tables, CSV or JSON; periods given as dates, times, Unix seconds or ages.
 
 use crate::out::outln;
+use crate::when::{elapsed, local, now, parse_when, rfc3339};
 use clap::{Args, ValueEnum};
 use comfy_table::Table;
 use gridsched_proto::v1;
-use jiff::{Timestamp, tz::TimeZone};
 use serde_json::{Value, json};
 
 /// The period of a report.
@@ -86,77 +86,6 @@ pub struct HistoryArgs {
     /// CSV instead of a table.
     #[arg(long)]
     csv: bool,
-}
-
-/// Unix seconds now.
-fn now() -> i64 {
-    Timestamp::now().as_second()
-}
-
-/// A time as the user types it: Unix seconds, `now`, an age (`2h`, `3 days`, `90s`: that long
-/// ago), an RFC 3339 time, or a local date or date and time.
-pub fn parse_when(s: &str) -> Result<i64, String> {
-    let s = s.trim();
-    if s == "now" {
-        return Ok(now());
-    }
-    if let Ok(t) = s.parse::<i64>() {
-        return Ok(t);
-    }
-    let age = s.trim_end_matches(" ago").trim_start_matches('-');
-    if let Ok(span) = age.parse::<jiff::Span>()
-        && let Ok(t) = Timestamp::now()
-            .to_zoned(TimeZone::system())
-            .checked_sub(span)
-    {
-        return Ok(t.timestamp().as_second());
-    }
-    if let Ok(t) = s.parse::<Timestamp>() {
-        return Ok(t.as_second());
-    }
-    if let Ok(dt) = s.parse::<jiff::civil::DateTime>()
-        && let Ok(z) = dt.to_zoned(TimeZone::system())
-    {
-        return Ok(z.timestamp().as_second());
-    }
-    Err(format!(
-        "`{s}` is not a time: give a date (2026-11-29), a local time (2026-11-29T08:00), an \
-         RFC 3339 time, Unix seconds, or an age (2h, 7d)"
-    ))
-}
-
-/// Unix seconds as local time: `2026-11-29 08:00:00`.
-pub fn local(t: i64) -> String {
-    Timestamp::from_second(t).map_or_else(
-        |_| t.to_string(),
-        |ts| {
-            ts.to_zoned(TimeZone::system())
-                .strftime("%Y-%m-%d %H:%M:%S")
-                .to_string()
-        },
-    )
-}
-
-/// Unix seconds as RFC 3339 with the local offset (for CSV).
-fn rfc3339(t: i64) -> String {
-    Timestamp::from_second(t).map_or_else(
-        |_| t.to_string(),
-        |ts| {
-            ts.to_zoned(TimeZone::system())
-                .strftime("%Y-%m-%dT%H:%M:%S%:z")
-                .to_string()
-        },
-    )
-}
-
-/// Seconds as sacct shows elapsed times: `[D-]HH:MM:SS`.
-pub fn elapsed(s: i64) -> String {
-    let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3_600, s % 3_600 / 60, s % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{sec:02}")
-    } else {
-        format!("{h:02}:{m:02}:{sec:02}")
-    }
 }
 
 /// Hours with two decimals (`<0.01` for a use too small to show so).
@@ -468,25 +397,6 @@ pub fn print_history(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_read_in_every_form_and_shown_as_elapsed() {
-        assert_eq!(parse_when("1795785480"), Ok(1_795_785_480));
-        assert_eq!(parse_when("2026-11-29T08:00:00Z"), Ok(1_795_939_200));
-        let n = now();
-        let two_hours = parse_when("2h").unwrap();
-        assert!(
-            (n - 7_200 - two_hours).abs() <= 2,
-            "{two_hours} against {n}"
-        );
-        assert!((n - 86_400 * 7 - parse_when("7d ago").unwrap()).abs() <= 3_700);
-        assert!(parse_when("2026-11-29").is_ok());
-        let e = parse_when("yesterday-ish").unwrap_err();
-        assert!(e.contains("`yesterday-ish` is not a time"), "{e}");
-        assert_eq!(elapsed(3_725), "01:02:05");
-        assert_eq!(elapsed(90_061), "1-01:01:01");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-    }
 
     #[test]
     fn a_record_shows_the_fields_asked_for() {

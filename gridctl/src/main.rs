@@ -13,6 +13,7 @@ mod out;
 mod replay;
 mod show;
 mod up;
+mod when;
 mod workflow;
 
 use clap::{Parser, Subcommand};
@@ -173,7 +174,8 @@ enum Cmd {
         /// Processors to hold.
         #[arg(long, short = 'n')]
         processors: u32,
-        /// Start: absolute Unix seconds, or `+N` seconds from now.
+        /// Start: `+N` seconds from now, a local time (`2026-11-29T08:00`), an RFC 3339 time, or
+        /// Unix seconds.
         #[arg(long)]
         start: String,
         /// Length in seconds.
@@ -234,6 +236,14 @@ enum Cmd {
     },
     /// Prints a new random token (for `[[auth.users]]` and the services' secrets).
     Token,
+    /// Prints the shell completion script for `gridctl` (e.g. `gridctl completions bash >
+    /// ~/.local/share/bash-completion/completions/gridctl`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Prints gridctl's man page (roff; e.g. `gridctl man > gridctl.1 && man ./gridctl.1`).
+    Man,
 }
 
 fn main() -> std::process::ExitCode {
@@ -434,20 +444,6 @@ pub(crate) fn reservation_id(s: &str) -> anyhow::Result<u64> {
 }
 
 /// Unix seconds from an absolute value or `+N` from now.
-fn time_arg(s: &str, flag: &str) -> anyhow::Result<i64> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let parse = |t: &str| {
-        t.parse::<i64>()
-            .map_err(|e| anyhow::anyhow!("{flag}: `{s}`: {e}"))
-    };
-    match s.strip_prefix('+') {
-        Some(rel) => Ok(now + parse(rel)?),
-        None => parse(s),
-    }
-}
-
 fn parse_state(s: &str) -> anyhow::Result<i32> {
     let name = format!("JOB_STATE_{}", s.to_ascii_uppercase());
     v1::JobState::from_str_name(&name)
@@ -494,6 +490,19 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         // Replays that need no grid at --endpoint (or refuse their options) run here.
         Cmd::Replay(a) if a.dry_run || a.up || !a.lose.is_empty() => {
             return replay::without_endpoint(*a, cli.json).await;
+        }
+        Cmd::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "gridctl", &mut out);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
+            return Ok(std::process::ExitCode::SUCCESS);
+        }
+        Cmd::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out)?;
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
+            return Ok(std::process::ExitCode::SUCCESS);
         }
         Cmd::Token => {
             let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
@@ -753,7 +762,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             machine,
             licences,
         } => {
-            let start = time_arg(&start, "--start")?;
+            let start = when::time_arg(&start, "--start")?;
             // The owner, like a job's: the token's user, else $USER.
             let user = if authenticated {
                 String::new()
@@ -796,7 +805,44 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             show::reservations(&r.reservation.into_iter().collect::<Vec<_>>(), json)?;
         }
         // Handled before connecting.
-        Cmd::Up(_) | Cmd::Bench(_) | Cmd::Certs { .. } | Cmd::Token | Cmd::Health { .. } => {}
+        Cmd::Up(_)
+        | Cmd::Bench(_)
+        | Cmd::Certs { .. }
+        | Cmd::Token
+        | Cmd::Health { .. }
+        | Cmd::Completions { .. }
+        | Cmd::Man => {}
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The command line is consistent (clap's own checks), and the completions and the man page
+    /// are generated from it, naming its subcommands.
+    #[test]
+    fn completions_and_the_man_page_come_from_the_command_line() {
+        Cli::command().debug_assert();
+        let mut bash = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut Cli::command(),
+            "gridctl",
+            &mut bash,
+        );
+        let bash = String::from_utf8(bash).unwrap();
+        for sub in ["submit", "usage", "history", "completions"] {
+            assert!(bash.contains(sub), "{sub} in the bash completions");
+        }
+        let mut man = Vec::new();
+        clap_mangen::Man::new(Cli::command())
+            .render(&mut man)
+            .unwrap();
+        let man = String::from_utf8(man).unwrap();
+        assert!(man.contains(".TH gridctl 1"), "{man}");
+        assert!(man.contains("history"), "{man}");
+    }
 }

@@ -118,7 +118,10 @@ pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
             reason_of(j),
         ];
         if planned {
-            row.insert(7, j.planned_start.map(relative).unwrap_or_default());
+            row.insert(
+                7,
+                j.planned_start.map(crate::when::when).unwrap_or_default(),
+            );
         }
         t.add_row(row);
     }
@@ -252,6 +255,17 @@ pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
     let jobs: Vec<v1::Job> = j.into_iter().collect();
     self::jobs(&jobs, json)?;
     if let Some(j) = jobs.first().filter(|_| !json) {
+        let times: Vec<String> = [
+            ("submitted", j.submit_time),
+            ("started", j.start_time),
+            ("ended", j.end_time),
+        ]
+        .into_iter()
+        .filter_map(|(what, t)| Some(format!("{what} {}", crate::when::when(t?))))
+        .collect();
+        if !times.is_empty() {
+            outln!("{}", times.join(", "));
+        }
         for line in data_lines(j) {
             outln!("{line}");
         }
@@ -281,7 +295,7 @@ pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
             format!("{} s (+{} %)", f.estimate_s, f.overhead_pct),
             state_name(f.state),
             f.machine.clone().unwrap_or_default(),
-            f.start_time.map(|t| t.to_string()).unwrap_or_default(),
+            f.start_time.map(crate::when::when).unwrap_or_default(),
             f.exit_code.map(|c| c.to_string()).unwrap_or_default(),
             f.reason.clone(),
         ]);
@@ -295,18 +309,6 @@ pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Unix seconds with how far ahead they are: `1764000000 (in 30 s)`.
-fn relative(t: i64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    if t > now {
-        format!("{t} (in {} s)", t - now)
-    } else {
-        format!("{t} (now)")
-    }
 }
 
 fn reservation_state(s: i32) -> String {
@@ -348,8 +350,8 @@ pub fn reservations(rs: &[v1::AdvanceReservation], json: bool) -> std::io::Resul
             reservation_state(r.state),
             r.processors.to_string(),
             r.licences.join(","),
-            r.start_time.to_string(),
-            r.end_time.to_string(),
+            crate::when::when(r.start_time),
+            crate::when::when(r.end_time),
             r.jobs
                 .iter()
                 .map(u64::to_string)

@@ -279,6 +279,36 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
     let skew_ms = (starts.iter().max().unwrap() - starts.iter().min().unwrap()) / 1_000_000;
     assert!(skew_ms < 1_000, "fragments started {skew_ms} ms apart");
 
+    // Accounting as the README's tour reads it: job 1 and the split job in the history (its
+    // fragments' sites in rank order, its 40 processors), the usage by site naming them, and
+    // `status` giving its times in local time.
+    let hist = ok(gridctl(
+        &endpoint,
+        &["history", "--csv", "-o", "job,state,sites,procs"],
+    ));
+    assert_eq!(hist.lines().next(), Some("job,state,sites,procs"), "{hist}");
+    assert!(
+        hist.lines().any(|l| l.starts_with("1,completed,")),
+        "{hist}"
+    );
+    assert!(
+        hist.lines()
+            .any(|l| l == format!("{id},completed,beta delta alpha,40")),
+        "{hist}"
+    );
+    let usage = ok(gridctl(&endpoint, &["usage", "--by", "site"]));
+    assert!(
+        usage.starts_with("Usage by site, ")
+            && usage.contains("| delta ")
+            && usage.contains("| total "),
+        "{usage}"
+    );
+    let status = ok(gridctl(&endpoint, &["status", &id.to_string()]));
+    assert!(
+        status.contains("submitted 20") && status.contains(", ended 20"),
+        "{status}"
+    );
+
     up.terminate();
     let t = Instant::now();
     while up.child.try_wait().unwrap().is_none() {

@@ -1978,7 +1978,8 @@ async fn fair_share_charges_a_finished_run_and_keeps_the_usage_over_a_restart() 
     use gridsched_tests::live::sh_job;
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("grid.jsonl");
-    let meta = format!("input_log = {log:?}\n") + r#"
+    let meta = format!("input_log = {log:?}\n")
+        + r#"
 [classifier.weights]
 deadline = 0.0
 licence = 0.0
