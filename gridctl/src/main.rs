@@ -104,6 +104,11 @@ enum Cmd {
         /// counted by state).
         #[arg(long, conflicts_with = "array")]
         tasks: bool,
+        /// The columns, comma-separated, in order (like `squeue -o`): id, state, prio, user,
+        /// procs, site, machine, planned, exit, reason, name, cluster, estimate, licences,
+        /// submit, start, end, wait, requeues. Default: id to reason.
+        #[arg(long, short = 'o', value_delimiter = ',')]
+        format: Vec<String>,
     },
     /// Cancels a job (an array: its tasks not ended, and those not yet released).
     Cancel {
@@ -609,7 +614,17 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             all,
             array,
             tasks,
+            format,
         } => {
+            if let Some(bad) = format
+                .iter()
+                .find(|f| !show::JOB_FIELDS.contains(&f.as_str()))
+            {
+                anyhow::bail!(
+                    "--format: `{bad}` is not a column; the columns are {}",
+                    show::JOB_FIELDS.join(", ")
+                );
+            }
             let states = state
                 .iter()
                 .map(|s| parse_state(s))
@@ -623,7 +638,8 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 ..Default::default()
             };
             let jobs = list_pages(&mut c, req, (!all).then_some(limit as usize)).await?;
-            show::jobs(&jobs, json)?;
+            let fields = (!format.is_empty()).then_some(format.as_slice());
+            show::jobs_as(&jobs, fields, json)?;
         }
         Cmd::Cancel { job_id, reason } => {
             let job_id = job_ref(&mut c, &job_id).await?;

@@ -80,50 +80,79 @@ pub fn submitted(r: &v1::SubmitResponse, json: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Prints jobs.
+/// The columns `gridctl list --format` knows, in the order `--help` lists them.
+pub const JOB_FIELDS: [&str; 19] = [
+    "id", "state", "prio", "user", "procs", "site", "machine", "planned", "exit", "reason", "name",
+    "cluster", "estimate", "licences", "submit", "start", "end", "wait", "requeues",
+];
+
+/// The columns of a job table by default (`planned` only when a job has a planned start).
+const DEFAULT_JOB_FIELDS: [&str; 10] = [
+    "id", "state", "prio", "user", "procs", "site", "machine", "planned", "exit", "reason",
+];
+
+/// Column `f` of job `j` as a table shows it (times in local time).
+fn job_field(j: &v1::Job, f: &str) -> String {
+    let s = j.spec.as_ref();
+    // A workflow has neither a priority nor processors (its nodes have).
+    let workflow = s.is_some_and(|s| s.workflow.is_some());
+    let local = |t: Option<i64>| t.map(crate::when::local).unwrap_or_default();
+    match f {
+        "id" => shown_id(j),
+        "state" => state_name(j.state),
+        "prio" if !workflow => j.priority.to_string(),
+        "user" => s.map(|s| s.user.clone()).unwrap_or_default(),
+        "procs" if !workflow => s.map(|s| s.processors.to_string()).unwrap_or_default(),
+        "site" => site_of(j),
+        "machine" => j.machine.clone().unwrap_or_default(),
+        "planned" => j.planned_start.map(crate::when::when).unwrap_or_default(),
+        "exit" => j.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+        "reason" => reason_of(j),
+        "name" => s.and_then(|s| s.name.clone()).unwrap_or_default(),
+        "cluster" => j.cluster.clone().unwrap_or_default(),
+        "estimate" if !workflow => s
+            .map(|s| crate::when::elapsed(s.estimate_s))
+            .unwrap_or_default(),
+        "licences" => s.map(|s| s.licences.join(" ")).unwrap_or_default(),
+        "submit" => local(j.submit_time),
+        "start" => local(j.start_time),
+        "end" => local(j.end_time),
+        "wait" => match (j.submit_time, j.start_time) {
+            (Some(a), Some(b)) => crate::when::elapsed((b - a).max(0)),
+            _ => String::new(),
+        },
+        "requeues" => j.requeues.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Prints jobs with the default columns.
 pub fn jobs(jobs: &[v1::Job], json: bool) -> std::io::Result<()> {
+    jobs_as(jobs, None, json)
+}
+
+/// Prints jobs with the columns `fields` (the default ones when `None`).
+pub fn jobs_as(jobs: &[v1::Job], fields: Option<&[String]>, json: bool) -> std::io::Result<()> {
     if json {
         let v: Vec<Value> = jobs.iter().map(job_json).collect();
         outln!("{}", Value::Array(v));
         return Ok(());
     }
-    let mut t = Table::new();
     let planned = jobs.iter().any(|j| j.planned_start.is_some());
-    let mut header = vec![
-        "id", "state", "prio", "user", "procs", "site", "machine", "exit", "reason",
-    ];
-    if planned {
+    let default: Vec<String> = DEFAULT_JOB_FIELDS
+        .iter()
+        .filter(|f| planned || **f != "planned")
+        .map(|f| (*f).to_owned())
+        .collect();
+    let fields = fields.unwrap_or(&default);
+    let mut t = Table::new();
+    t.set_header(fields.iter().map(|f| match f.as_str() {
         // Waiting jobs at planning sites: when they are planned to start.
-        header.insert(7, "planned start");
-    }
-    t.set_header(header);
+        "planned" => "planned start",
+        f => f,
+    }));
     for j in jobs {
-        let s = j.spec.clone().unwrap_or_default();
-        let mut row = vec![
-            shown_id(j),
-            state_name(j.state),
-            // A workflow has neither (its nodes have).
-            match s.workflow {
-                Some(_) => String::new(),
-                None => j.priority.to_string(),
-            },
-            s.user,
-            match s.workflow {
-                Some(_) => String::new(),
-                None => s.processors.to_string(),
-            },
-            site_of(j),
-            j.machine.clone().unwrap_or_default(),
-            j.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-            reason_of(j),
-        ];
-        if planned {
-            row.insert(
-                7,
-                j.planned_start.map(crate::when::when).unwrap_or_default(),
-            );
-        }
-        t.add_row(row);
+        t.add_row(fields.iter().map(|f| job_field(j, f)).collect::<Vec<_>>());
     }
     outln!("{t}");
     Ok(())
@@ -517,5 +546,56 @@ mod tests {
         assert_eq!(v["requeues"], 1);
         assert_eq!(v["fragments"][1]["site"], "beta");
         assert_eq!(v["fragments"][0]["reservation"], "r3");
+    }
+
+    /// The columns asked for, in order: a job's name, estimate, wait and licences; a workflow
+    /// has no priority nor processors; an unknown column is empty (gridctl refuses it first).
+    #[test]
+    fn a_job_shows_the_columns_asked_for() {
+        let j = v1::Job {
+            id: 7,
+            state: v1::JobState::Running.into(),
+            priority: 9,
+            spec: Some(v1::JobSpec {
+                user: "ann".into(),
+                name: Some("sweep".into()),
+                processors: 4,
+                estimate_s: 3_725,
+                licences: vec!["matlab".into(), "abaqus".into()],
+                ..Default::default()
+            }),
+            site: Some("beta".into()),
+            submit_time: Some(1_000),
+            start_time: Some(1_061),
+            ..Default::default()
+        };
+        let got: Vec<String> = [
+            "id", "name", "prio", "procs", "site", "estimate", "wait", "licences", "end",
+        ]
+        .iter()
+        .map(|f| job_field(&j, f))
+        .collect();
+        assert_eq!(
+            got,
+            [
+                "7",
+                "sweep",
+                "9",
+                "4",
+                "beta",
+                "01:02:05",
+                "00:01:01",
+                "matlab abaqus",
+                ""
+            ]
+        );
+        let mut w = j.clone();
+        w.spec.as_mut().unwrap().workflow = Some(v1::Workflow::default());
+        assert_eq!(
+            (job_field(&w, "prio"), job_field(&w, "procs")),
+            (String::new(), String::new())
+        );
+        assert!(JOB_FIELDS.iter().all(|f| !f.is_empty()));
+        assert!(DEFAULT_JOB_FIELDS.iter().all(|f| JOB_FIELDS.contains(f)));
     }
 }

@@ -303,6 +303,12 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
             && usage.contains("| total "),
         "{usage}"
     );
+    let listed = ok(gridctl(&endpoint, &["list", "-o", "id,procs,site,wait"]));
+    assert!(
+        listed.contains("| id ") && listed.contains("| wait ") && !listed.contains("| state "),
+        "{listed}"
+    );
+    assert!(listed.contains("beta:16+delta:16+alpha:8"), "{listed}");
     let status = ok(gridctl(&endpoint, &["status", &id.to_string()]));
     assert!(
         status.contains("submitted 20") && status.contains(", ended 20"),
