@@ -167,6 +167,10 @@ pub fn print_usage(
         local(r.since),
         local(r.until)
     );
+    if r.rows.is_empty() {
+        outln!("no use recorded in the period");
+        return Ok(());
+    }
     let total: u64 = r.rows.iter().map(|x| x.processor_seconds).sum();
     let mut t = Table::new();
     t.set_header(vec![
@@ -334,6 +338,20 @@ pub async fn history(c: &mut crate::Client, a: HistoryArgs, json: bool) -> anyho
     }
     if let Some(w) = want {
         records.truncate(w);
+    }
+    if records.is_empty() && !json && !a.csv {
+        let since = a.period.since.unwrap_or(until - 86_400);
+        outln!(
+            "no job ended between {} and {} (local time){}",
+            local(since),
+            local(until),
+            if a.period.since.is_none() {
+                "; --since reaches further back"
+            } else {
+                ""
+            }
+        );
+        return Ok(());
     }
     Ok(print_history(&records, &a.format, json, a.csv)?)
 }

@@ -150,10 +150,11 @@ impl FlexibleBackfilling {
         )
     }
 
-    /// EASY backfilling in arrival order adapted to machines and licences (the seed's BF_FCFS).
+    /// EASY backfilling in arrival order adapted to machines and licences (the seed's BF_FCFS),
+    /// named `easy` as in the policy registry.
     pub fn bf_fcfs(state: ClusterState) -> Self {
         Self::new(
-            "bf-fcfs",
+            "easy",
             state,
             ClusterOrder::Arrival,
             Blocked::Reserve(FbVariant::Unmod),
