@@ -2022,6 +2022,13 @@ kind = "user"
 parent = "B"
 shares = 1
 max_jobs = 1
+
+[[fairshare.accounts]]
+name = "fay"
+kind = "user"
+parent = "B"
+shares = 1
+max_proc_seconds = 100
 "#;
     let sites = vec![SiteSpec::new("alpha", "easy", 1, 4)];
     let mut g = LiveGrid::start(bins(), sites, &meta);
@@ -2187,6 +2194,31 @@ max_jobs = 1
     // eve's second ran after her first.
     assert!(ours[2].start_time >= ours[1].end_time, "{ours:?}");
     assert!(submit(&c, of("dan", 1, "true")).await.is_ok());
+    // fay's budget of 100 processor-seconds: a job of 1 × 60 s fits, a second waits (60 held by
+    // the first), and goes once the first has ended (its actual second or so charged).
+    let fay1 = submit(&c, of("fay", 1, "sleep 1")).await.unwrap();
+    let fay2 = submit(&c, of("fay", 1, "true")).await.unwrap();
+    let j = gridsched_tests::live::get_job(&mut c.clone(), fay2.job_id).await;
+    assert_eq!(j.state(), JobState::Accepted, "{j:?}");
+    assert!(
+        j.reason.starts_with("held by the limit max_proc_seconds of user `fay`: 0 processor-seconds used, 60 held by running jobs, 60 more asked, of 100"),
+        "{j:?}"
+    );
+    let ended = wait_ended(
+        &mut c.clone(),
+        &[fay1.job_id, fay2.job_id],
+        Duration::from_secs(30),
+    )
+    .await;
+    let fay: Vec<&v1::Job> = ended
+        .iter()
+        .filter(|j| [fay1.job_id, fay2.job_id].contains(&j.id))
+        .collect();
+    assert!(
+        fay.iter().all(|j| j.state() == JobState::Completed),
+        "{fay:?}"
+    );
+    assert!(fay[1].start_time >= fay[0].end_time, "{fay:?}");
     // The meta-scheduler's input log over both starts, re-decided by the grid runner: every
     // priority with its fair-share factor, the refusals and the limit's hold come out the same,
     // the second start going on from the usage its header carries.

@@ -109,7 +109,7 @@ pub struct ShareStanding {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("limit {limit} of {kind} `{assoc}`: {detail}")]
 pub struct LimitHit {
-    /// The key: `max_submit`, `max_jobs` or `max_procs`.
+    /// The key: `max_submit`, `max_jobs`, `max_procs` or `max_proc_seconds`.
     pub limit: String,
     /// `user` or `account`.
     pub kind: String,
@@ -128,6 +128,8 @@ struct InUse {
     out: Vec<u32>,
     /// Their processors.
     procs: Vec<u64>,
+    /// Their processors × estimates (what they may use at most).
+    committed: Vec<f64>,
 }
 
 /// User `user`'s association and its ancestors (a free function: the counters beside the tree
@@ -188,6 +190,7 @@ impl Shares {
                 jobs: vec![0; n],
                 out: vec![0; n],
                 procs: vec![0; n],
+                committed: vec![0.0; n],
             },
         })
     }
@@ -297,8 +300,15 @@ impl Shares {
         }
     }
 
-    /// Whether a job of `user` on `procs` processors may go out (`max_jobs`, `max_procs`).
-    pub fn may_run(&self, user: UserId, procs: u32) -> Result<(), LimitHit> {
+    /// Whether a job of `user` on `procs` processors for at most `estimate` seconds may go out
+    /// at `now` (`max_jobs`, `max_procs`, `max_proc_seconds`).
+    pub fn may_run(
+        &self,
+        user: UserId,
+        procs: u32,
+        estimate: Duration,
+        now: Time,
+    ) -> Result<(), LimitHit> {
         for i in self.path(user) {
             let a = &self.tree.assocs()[i];
             let (out, used) = (self.in_use.out[i], self.in_use.procs[i]);
@@ -316,26 +326,62 @@ impl Shares {
                     format!("{used} processors in use, {procs} more asked, of {max}"),
                 ));
             }
+            if let Some(max) = a.max_proc_seconds {
+                let (spent, committed) = (self.spent(i, now), self.in_use.committed[i]);
+                let ask = f64::from(procs) * estimate.max(0) as f64;
+                if spent + committed + ask > max as f64 {
+                    return Err(self.hit(
+                        i,
+                        "max_proc_seconds",
+                        format!(
+                            "{spent:.0} processor-seconds used, {committed:.0} held by running \
+                             jobs, {ask:.0} more asked, of {max}"
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
 
-    /// A job of `user` on `procs` processors went out (`1`) or ended (`-1`).
-    pub fn count_out(&mut self, user: UserId, procs: u32, by: i32) {
+    /// The decayed processor-seconds of association `i` (an account: of all its users) at
+    /// `now`.
+    fn spent(&self, i: usize, now: Time) -> f64 {
+        self.by_id
+            .values()
+            .filter(|&&u| std::iter::successors(Some(u), |&k| self.tree.parent[k]).any(|k| k == i))
+            .map(|&u| self.used.procs.of(self.tree.name(u), now))
+            .sum()
+    }
+
+    /// A job of `user` on `procs` processors for at most `estimate` seconds went out (`1`) or
+    /// ended (`-1`).
+    pub fn count_out(&mut self, user: UserId, procs: u32, estimate: Duration, by: i32) {
+        let committed = f64::from(procs) * estimate.max(0) as f64;
         for i in path(&self.tree, &self.by_id, user) {
             self.in_use.out[i] = self.in_use.out[i].saturating_add_signed(by);
             let p = &mut self.in_use.procs[i];
-            *p = if by > 0 {
-                *p + u64::from(procs)
+            let c = &mut self.in_use.committed[i];
+            if by > 0 {
+                *p += u64::from(procs);
+                *c += committed;
             } else {
-                p.saturating_sub(u64::from(procs))
-            };
+                *p = p.saturating_sub(u64::from(procs));
+                *c = (*c - committed).max(0.0);
+            }
         }
+    }
+
+    /// Whether a held job may go out without a job ending: some association's budget refills
+    /// as its usage decays.
+    pub fn refills(&self) -> bool {
+        self.cfg.half_life > 0 && (self.tree.assocs().iter()).any(|a| a.max_proc_seconds.is_some())
     }
 
     /// Whether any association limits its running jobs (else nothing is held).
     pub fn limits_running(&self) -> bool {
-        (self.tree.assocs().iter()).any(|a| a.max_jobs.is_some() || a.max_procs.is_some())
+        (self.tree.assocs().iter())
+            .any(|a| a.max_jobs.is_some() || a.max_procs.is_some() || a.max_proc_seconds.is_some())
     }
 
     /// What it has charged.

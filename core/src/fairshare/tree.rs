@@ -40,6 +40,12 @@ pub struct Assoc {
     /// beyond is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_submit: Option<u32>,
+    /// Processor-seconds of the association, at most: its decayed usage (so a quota refilled
+    /// at the half-life's pace; with `half_life = 0`, a hard budget) plus what its running jobs
+    /// may still use (processors × estimate) plus the job's own (Slurm's `GrpTRESMins=cpu`, in
+    /// seconds); a job beyond waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_proc_seconds: Option<u64>,
     /// A user's id, as its jobs carry it ([`crate::model::UserId`]): the driver gives it (the
     /// live grid interns the user's name, a trace replay takes the trace's user number).
     #[serde(default, skip_serializing_if = "Option::is_none")]

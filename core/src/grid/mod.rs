@@ -406,6 +406,8 @@ impl GridRunner {
                 self.restore_reservation(reservation);
             }
             Input::Tick { at_ms } => {
+                // A budget refilled by decay may let a held job go without any job ending.
+                self.limit_freed |= self.shares.as_ref().is_some_and(|s| s.refills());
                 self.tick(now, at_ms, out);
                 self.reservations_tick(now, at_ms, out);
             }
@@ -583,7 +585,7 @@ impl GridRunner {
         if let Some(s) = self.shares.as_mut() {
             s.count_in_grid(open.job.user, -1);
             if open.out {
-                s.count_out(open.job.user, open.job.procs, -1);
+                s.count_out(open.job.user, open.job.procs, open.job.estimate, -1);
                 self.limit_freed = true;
             }
         }

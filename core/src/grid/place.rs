@@ -417,7 +417,7 @@ impl GridRunner {
         if self.is_array(id) {
             return self.start_array(now, id, out);
         }
-        if let Err(why) = self.count_out(id) {
+        if let Err(why) = self.count_out(now, id) {
             self.set_at(id, At::Limited);
             self.limited.insert(id);
             out.push(Effect::Limited { job: id, why });
@@ -450,17 +450,18 @@ impl GridRunner {
 
     /// Counts job `id` against its owner's running limits, once (it stays counted until it
     /// leaves the grid); or the limit that holds it.
-    fn count_out(&mut self, id: JobId) -> Result<(), String> {
+    fn count_out(&mut self, now: Time, id: JobId) -> Result<(), String> {
         let (Some(shares), Some(o)) = (self.shares.as_mut(), self.jobs.get_mut(&id)) else {
             return Ok(());
         };
         if o.out || !shares.limits_running() {
             return Ok(());
         }
+        let j = &o.job;
         shares
-            .may_run(o.job.user, o.job.procs)
+            .may_run(j.user, j.procs, j.estimate, now)
             .map_err(|hit| format!("held by the {hit}"))?;
-        shares.count_out(o.job.user, o.job.procs, 1);
+        shares.count_out(j.user, j.procs, j.estimate, 1);
         o.out = true;
         Ok(())
     }
@@ -470,7 +471,9 @@ impl GridRunner {
         let held: Vec<JobId> = self.limited.iter().copied().collect();
         for id in held {
             let fits = match (self.shares.as_ref(), self.jobs.get(&id)) {
-                (Some(s), Some(o)) => s.may_run(o.job.user, o.job.procs).is_ok(),
+                (Some(s), Some(o)) => s
+                    .may_run(o.job.user, o.job.procs, o.job.estimate, now)
+                    .is_ok(),
                 _ => false,
             };
             if fits {

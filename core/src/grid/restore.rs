@@ -113,7 +113,7 @@ impl GridRunner {
             o.began = began;
             o.out = out;
             if out && let Some(s) = self.shares.as_mut() {
-                s.count_out(o.job.user, o.job.procs, 1);
+                s.count_out(o.job.user, o.job.procs, o.job.estimate, 1);
             }
         }
     }

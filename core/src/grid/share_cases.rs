@@ -314,3 +314,98 @@ fn a_restored_running_job_counts_against_the_limits_and_is_charged_from_its_star
     // 2 processors × 100 s since its start at 0, not since the restart at 50.
     assert_eq!(r.usage_state().unwrap().procs.of("ann", 100), 200.0);
 }
+
+/// Account A's processor-seconds (`max_proc_seconds`), with half-life `half_life`.
+fn budgeted(max: u64, half_life: i64) -> GridRunner {
+    let mut cfg = config(None);
+    let f = cfg.settings.fairshare.as_mut().unwrap();
+    f.accounts[0].max_proc_seconds = Some(max);
+    f.half_life = half_life;
+    cfg.sites = vec![site(0, 16)];
+    GridRunner::from_config(&cfg).unwrap()
+}
+
+fn submit_at(r: &mut GridRunner, now: Time, id: u64, procs: u32) -> Vec<Effect> {
+    let mut j = job_of(id, 1, procs);
+    j.submit = now;
+    on(
+        r,
+        now,
+        Input::Submit {
+            job: j,
+            priority: None,
+        },
+    )
+}
+
+/// A hard budget (no decay) of 5,000 processor-seconds for account A: two jobs of 2 × 1,000
+/// commit 4,000, a third waits (it would make 6,000); once the first ends after 500 s (1,000
+/// used, its other 1,000 given back), the third fits exactly.
+#[test]
+fn a_processor_seconds_budget_counts_use_and_what_running_jobs_may_still_use() {
+    let mut r = budgeted(5_000, 0);
+    assert_eq!(placed(&submit_at(&mut r, 0, 1, 2)), vec![1]);
+    on(
+        &mut r,
+        0,
+        Input::Claimed {
+            job: JobId(1),
+            site: 0,
+        },
+    );
+    assert_eq!(placed(&submit_at(&mut r, 0, 2, 2)), vec![2]);
+    let e = submit_at(&mut r, 0, 3, 2);
+    assert_eq!(
+        held(&e),
+        vec![(
+            3,
+            "held by the limit max_proc_seconds of account `A`: 0 processor-seconds used, 4000 \
+             held by running jobs, 2000 more asked, of 5000"
+                .into()
+        )]
+    );
+    assert_eq!(placed(&end(&mut r, 500, 1)), vec![3]);
+    // bob's account has no budget.
+    let mut bob = job_of(4, 2, 16);
+    bob.submit = 500;
+    let e = on(
+        &mut r,
+        500,
+        Input::Submit {
+            job: bob,
+            priority: None,
+        },
+    );
+    assert_eq!(placed(&e), vec![4]);
+}
+
+/// With a half-life the budget refills as the usage decays: 2,000 used at 1,000 s leave no
+/// room for 2,000 more under 3,000; half of it has decayed one half-life later, and the held
+/// job goes at that tick (not before).
+#[test]
+fn a_budget_refills_as_usage_decays_and_a_tick_lets_the_held_job_go() {
+    let mut r = budgeted(3_000, 1_000);
+    assert_eq!(placed(&submit_at(&mut r, 0, 1, 2)), vec![1]);
+    on(
+        &mut r,
+        0,
+        Input::Claimed {
+            job: JobId(1),
+            site: 0,
+        },
+    );
+    end(&mut r, 1_000, 1);
+    let e = submit_at(&mut r, 1_000, 2, 2);
+    assert_eq!(held(&e).len(), 1, "{e:?}");
+    let tick = |r: &mut GridRunner, t: Time| {
+        on(
+            r,
+            t,
+            Input::Tick {
+                at_ms: t as u64 * 1_000,
+            },
+        )
+    };
+    assert!(placed(&tick(&mut r, 1_500)).is_empty());
+    assert_eq!(placed(&tick(&mut r, 2_000)), vec![2]);
+}
