@@ -338,21 +338,26 @@ fn submit_at(r: &mut GridRunner, now: Time, id: u64, procs: u32) -> Vec<Effect> 
     )
 }
 
+/// Ann's job `id` on `procs` processors submitted and started at 0 (placed at once).
+fn started(r: &mut GridRunner, id: u64, procs: u32) {
+    assert_eq!(placed(&submit_at(r, 0, id, procs)), vec![id]);
+    on(
+        r,
+        0,
+        Input::Claimed {
+            job: JobId(id),
+            site: 0,
+        },
+    );
+}
+
 /// A hard budget (no decay) of 5,000 processor-seconds for account A: two jobs of 2 × 1,000
 /// commit 4,000, a third waits (it would make 6,000); once the first ends after 500 s (1,000
 /// used, its other 1,000 given back), the third fits exactly.
 #[test]
 fn a_processor_seconds_budget_counts_use_and_what_running_jobs_may_still_use() {
     let mut r = budgeted(5_000, 0);
-    assert_eq!(placed(&submit_at(&mut r, 0, 1, 2)), vec![1]);
-    on(
-        &mut r,
-        0,
-        Input::Claimed {
-            job: JobId(1),
-            site: 0,
-        },
-    );
+    started(&mut r, 1, 2);
     assert_eq!(placed(&submit_at(&mut r, 0, 2, 2)), vec![2]);
     let e = submit_at(&mut r, 0, 3, 2);
     assert_eq!(
@@ -385,15 +390,7 @@ fn a_processor_seconds_budget_counts_use_and_what_running_jobs_may_still_use() {
 #[test]
 fn a_budget_refills_as_usage_decays_and_a_tick_lets_the_held_job_go() {
     let mut r = budgeted(3_000, 1_000);
-    assert_eq!(placed(&submit_at(&mut r, 0, 1, 2)), vec![1]);
-    on(
-        &mut r,
-        0,
-        Input::Claimed {
-            job: JobId(1),
-            site: 0,
-        },
-    );
+    started(&mut r, 1, 2);
     end(&mut r, 1_000, 1);
     let e = submit_at(&mut r, 1_000, 2, 2);
     assert_eq!(held(&e).len(), 1, "{e:?}");
