@@ -61,12 +61,14 @@ pub fn build_gridsched_image(gridctl: &str, tag: &str) {
     );
 }
 
-/// A free TCP port on the loopback interface.
+/// A free TCP port on the loopback interface, below the ephemeral range (see
+/// [`crate::live::free_addr`]).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
+    let addr = crate::live::free_addr();
+    addr.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port")
 }
 
 /// A compose project of the repository's files, taken down (with its volumes) when dropped.

@@ -206,10 +206,31 @@ pub struct LiveGrid {
     pub security: Option<Security>,
 }
 
-/// A free loopback address (bound, then released).
+/// A free loopback address for a service to bind later: a port below the system's ephemeral
+/// range (32768 and up on Linux), found bindable now. A port the system hands out (`:0`) can be
+/// taken, before the service binds it, as the source port of any outgoing connection of the
+/// many grids a test binary runs at once: the service then fails to start and its grid is never
+/// ready. Successive calls in a process take successive ports, from a start that depends on the
+/// process id.
 pub fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7_919) % SPAN,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..SPAN {
+        let port = LOW + NEXT.fetch_add(1, Ordering::SeqCst) % SPAN;
+        let addr = format!("127.0.0.1:{port}");
+        if std::net::TcpListener::bind(&addr).is_ok() {
+            return addr;
+        }
+    }
+    panic!("no free port in {LOW}..{}", LOW + SPAN)
 }
 
 /// The text of `GET http://ADDR/metrics`.
