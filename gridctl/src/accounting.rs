@@ -144,23 +144,27 @@ pub fn print_usage(
         return Ok(());
     }
     if csv {
-        outln!(
-            "{what},since,until,jobs,processor_seconds,licence_seconds,wall_seconds,wait_seconds"
-        );
-        for x in &r.rows {
-            outln!(
-                "{},{},{},{},{},{},{},{}",
-                csv_field(&x.key),
-                rfc3339(r.since),
-                rfc3339(r.until),
-                x.jobs,
-                x.processor_seconds,
-                x.licence_seconds,
-                x.wall_seconds,
-                x.wait_seconds
-            );
-        }
-        return Ok(());
+        let header = [
+            what,
+            "since",
+            "until",
+            "jobs",
+            "processor_seconds",
+            "licence_seconds",
+        ];
+        let header = header.into_iter().chain(["wall_seconds", "wait_seconds"]);
+        let rows = r.rows.iter().map(|x| {
+            [x.key.clone(), rfc3339(r.since), rfc3339(r.until)]
+                .into_iter()
+                .chain(
+                    [x.jobs, x.processor_seconds, x.licence_seconds]
+                        .into_iter()
+                        .chain([x.wall_seconds, x.wait_seconds])
+                        .map(|n| n.to_string()),
+                )
+                .collect::<Vec<_>>()
+        });
+        return print_csv(header.map(str::to_owned).collect(), rows);
     }
     outln!(
         "Usage by {what}, {} to {} (local time; processor-hours used in the period, jobs that ended in it)",
@@ -258,12 +262,7 @@ fn field(r: &v1::UsageRecord, f: &str, csv: bool) -> String {
         "name" => r.name.clone(),
         "user" => r.user.clone(),
         "account" => r.account.clone(),
-        "class" => match r.user_class() {
-            v1::UserClass::Gold => "gold",
-            v1::UserClass::Silver => "silver",
-            _ => "regular",
-        }
-        .to_owned(),
+        "class" => meta_scheduler::accounting::class_name(r.user_class()).to_owned(),
         "priority" => r.priority.to_string(),
         "state" => crate::show::state_name(r.state),
         "procs" => r.processors.to_string(),
@@ -287,13 +286,16 @@ fn field(r: &v1::UsageRecord, f: &str, csv: bool) -> String {
     }
 }
 
-/// A CSV field, quoted when it needs to be.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
+/// Prints `header` and `rows` as CSV (the csv crate quotes what needs it).
+fn print_csv(header: Vec<String>, rows: impl Iterator<Item = Vec<String>>) -> std::io::Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for row in std::iter::once(header).chain(rows) {
+        w.write_record(&row)?;
     }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    let text = String::from_utf8_lossy(&bytes);
+    outln!("{}", text.trim_end_matches('\n'));
+    Ok(())
 }
 
 /// `gridctl history`.
@@ -388,15 +390,10 @@ pub fn print_history(
         return Ok(());
     }
     if csv {
-        outln!("{}", fields.join(","));
-        for r in records {
-            let row: Vec<String> = fields
-                .iter()
-                .map(|f| csv_field(&field(r, f, true)))
-                .collect();
-            outln!("{}", row.join(","));
-        }
-        return Ok(());
+        let rows = records
+            .iter()
+            .map(|r| fields.iter().map(|f| field(r, f, true)).collect());
+        return print_csv(fields.to_vec(), rows);
     }
     let mut t = Table::new();
     t.set_header(fields.to_vec());

@@ -32,7 +32,8 @@ pub struct SubmitArgs {
     /// Estimated run time in seconds.
     #[arg(long)]
     pub estimate: Option<i64>,
-    /// Absolute deadline (Unix seconds), or `+N` seconds from now.
+    /// Deadline: `+N` seconds from now, a local time (`2026-11-29T18:00`), an RFC 3339 time, or
+    /// Unix seconds.
     #[arg(long)]
     pub deadline: Option<String>,
     /// Licences needed (repeatable).
@@ -134,22 +135,9 @@ impl SubmitArgs {
             Some("silver") => v1::UserClass::Silver,
             Some(c) => anyhow::bail!("--class: unknown class `{c}` (gold, silver or regular)"),
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        let deadline = match a.deadline.as_deref() {
-            None => None,
-            Some(d) => Some(match d.strip_prefix('+') {
-                Some(rel) => {
-                    now + rel
-                        .parse::<i64>()
-                        .map_err(|e| anyhow::anyhow!("--deadline: {e}"))?
-                }
-                None => d
-                    .parse::<i64>()
-                    .map_err(|e| anyhow::anyhow!("--deadline: {e}"))?,
-            }),
-        };
+        let deadline = (a.deadline.as_deref())
+            .map(|d| crate::when::time_arg(d, "--deadline"))
+            .transpose()?;
         let urgency = match a.urgent.as_deref() {
             None => v1::Urgency::Unspecified,
             Some(u) => match u.parse::<gridsched_core::model::Urgency>() {

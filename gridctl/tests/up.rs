@@ -296,6 +296,19 @@ fn up_runs_a_submitted_command_and_stops_on_sigterm() {
             .any(|l| l == format!("{id},completed,beta delta alpha,40")),
         "{hist}"
     );
+    let none = ok(gridctl(
+        &endpoint,
+        &["history", "--since", "2001-01-01", "--until", "2001-01-02"],
+    ));
+    assert!(
+        none.starts_with("no job ended between 2001-01-01"),
+        "{none}"
+    );
+    let none = ok(gridctl(
+        &endpoint,
+        &["usage", "--since", "2001-01-01", "--until", "2001-01-02"],
+    ));
+    assert!(none.contains("no use recorded in the period"), "{none}");
     let usage = ok(gridctl(&endpoint, &["usage", "--by", "site"]));
     assert!(
         usage.starts_with("Usage by site, ")

@@ -118,8 +118,8 @@ impl Accounts {
     }
 }
 
-/// The class's name in the rollups.
-fn class_name(c: v1::UserClass) -> &'static str {
+/// The class's name in the rollups and reports.
+pub fn class_name(c: v1::UserClass) -> &'static str {
     match c {
         v1::UserClass::Gold => "gold",
         v1::UserClass::Silver => "silver",
@@ -207,75 +207,60 @@ pub fn rollups<'a>(
 /// Adds one record's use to `out`, under both grains.
 fn charge(r: &v1::UsageRecord, out: &mut BTreeMap<RollKey, Sums>) {
     use v1::UsageBy as By;
-    let class = class_name(r.user_class()).to_owned();
-    let mut add = |by: By, key: &str, at: i64, s: Sums| {
-        for grain in [HOUR, DAY] {
-            out.entry((
-                by as i32,
-                grain,
-                at.div_euclid(grain) * grain,
-                key.to_owned(),
-            ))
-            .or_default()
-            .add(&s);
-        }
+    // Adds `s` to the bucket of `grain` holding time `at`, under `key`.
+    let mut put = |by: By, grain: i64, at: i64, key: &str, s: &Sums| {
+        let bucket = at.div_euclid(grain) * grain;
+        (out.entry((by as i32, grain, bucket, key.to_owned()))
+            .or_default())
+        .add(s);
     };
-    if !r.parts.is_empty() {
-        let ended = Sums {
-            jobs: 1,
-            wall_s: r.wall_s as u64,
-            wait_s: r.wait_s as u64,
-            ..Sums::default()
-        };
-        for key in [
-            (By::User, &r.user),
-            (By::Account, &r.account),
-            (By::Class, &class),
-        ] {
-            add(key.0, key.1, r.end_time, ended);
-        }
-        let mut sites: Vec<&str> = r.parts.iter().map(|p| p.site.as_str()).collect();
-        sites.sort_unstable();
-        sites.dedup();
-        for site in sites {
-            add(By::Site, site, r.end_time, ended);
-        }
-        for p in &r.parts {
-            add(
-                By::Machine,
-                &format!("{}/{}", p.site, p.machine),
-                r.end_time,
-                ended,
-            );
+    let class = class_name(r.user_class());
+    let owner = [
+        (By::User, r.user.as_str()),
+        (By::Account, r.account.as_str()),
+        (By::Class, class),
+    ];
+    let machines: Vec<String> = (r.parts.iter())
+        .map(|p| format!("{}/{}", p.site, p.machine))
+        .collect();
+    let mut sites: Vec<&str> = r.parts.iter().map(|p| p.site.as_str()).collect();
+    sites.sort_unstable();
+    sites.dedup();
+    // The job, its wall time and wait: once per owner key and site, once per part's machine, in
+    // the bucket it ended in.
+    let ended = Sums {
+        jobs: 1,
+        wall_s: r.wall_s as u64,
+        wait_s: r.wait_s as u64,
+        ..Sums::default()
+    };
+    let sites = sites.into_iter().map(|s| (By::Site, s));
+    let ended_keys =
+        (owner.into_iter().chain(sites)).chain(machines.iter().map(|m| (By::Machine, m.as_str())));
+    for (by, key) in ended_keys.filter(|_| !r.parts.is_empty()) {
+        for grain in [HOUR, DAY] {
+            put(by, grain, r.end_time, key, &ended);
         }
     }
-    let licences = r.licences.len() as u64;
-    for (i, p) in r.parts.iter().enumerate() {
-        let machine = format!("{}/{}", p.site, p.machine);
-        // A job's licences are counted once, with its first part.
-        let licences = if i == 0 { licences } else { 0 };
-        // Hour by hour: each grain's bucket gets the seconds of the run inside it.
+    // The run, bucket by bucket: each gets the seconds of the run inside it; a job's licences
+    // are counted once, with its first part.
+    for (i, (p, machine)) in r.parts.iter().zip(&machines).enumerate() {
+        let licences = if i == 0 { r.licences.len() as u64 } else { 0 };
+        let keys = owner
+            .into_iter()
+            .chain([(By::Site, p.site.as_str()), (By::Machine, machine.as_str())]);
         for grain in [HOUR, DAY] {
             let mut t = p.start_time;
             while t < p.end_time {
-                let bucket = t.div_euclid(grain) * grain;
-                let upto = (bucket + grain).min(p.end_time);
+                let upto = ((t.div_euclid(grain) + 1) * grain).min(p.end_time);
                 let secs = (upto - t) as u64;
                 let s = Sums {
                     proc_s: u64::from(p.processors) * secs,
                     licence_s: licences * secs,
                     ..Sums::default()
                 };
-                for (by, key) in [
-                    (By::User, r.user.as_str()),
-                    (By::Account, r.account.as_str()),
-                    (By::Class, class.as_str()),
-                    (By::Site, p.site.as_str()),
-                    (By::Machine, machine.as_str()),
-                ] {
-                    out.entry((by as i32, grain, bucket, key.to_owned()))
-                        .or_default()
-                        .add(&s);
+                for (by, key) in keys.clone() {
+                    put(by, grain, t, key, &s);
                 }
                 t = upto;
             }

@@ -665,6 +665,10 @@ mod tests {
         assert!(e.to_string().contains("retention.events"), "{e}");
         let e = MetaConfig::from_toml("[retention]\nfinished = 3\n").unwrap_err();
         assert!(e.to_string().contains("finished"), "{e}");
+        let e = MetaConfig::from_toml("[submit_rate]\nper_user = 5\n").unwrap_err();
+        assert!(e.to_string().contains("submit_rate.burst"), "{e}");
+        let e = MetaConfig::from_toml("[submit_rate]\nper_user = -1\nburst = 3\n").unwrap_err();
+        assert!(e.to_string().contains("submit_rate.per_user"), "{e}");
     }
 
     #[test]

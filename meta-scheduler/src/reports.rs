@@ -236,4 +236,28 @@ mod tests {
             e.message()
         );
     }
+
+    /// A history of one record a page: the first page's token leads to the second, whose
+    /// token is empty.
+    #[test]
+    fn a_history_goes_on_from_its_page_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        let page = |token: String| {
+            let req = v1::HistoryRequest {
+                since: Some(0),
+                limit: 1,
+                page_token: token,
+                ..Default::default()
+            };
+            let r = history(&s, None, req, 1_000).unwrap();
+            (
+                r.records.iter().map(|r| r.job).collect::<Vec<_>>(),
+                r.next_page_token,
+            )
+        };
+        let (first, token) = page(String::new());
+        assert_eq!((first, token.as_str()), (vec![1], "200.1"));
+        assert_eq!(page(token), (vec![2], String::new()));
+    }
 }

@@ -192,6 +192,16 @@ impl RecordFilter<'_> {
                 .is_none_or(|s| r.parts.iter().any(|p| p.site == s))
             && (self.states.is_empty() || self.states.contains(&r.state))
     }
+
+    /// The first (end, id) a page past `after` looks at: just past `after`, or the period's
+    /// start when `after` lies before it.
+    pub fn first_key(&self, after: (i64, u64)) -> (i64, u64) {
+        if after.0 >= self.since {
+            (after.0, after.1.saturating_add(1))
+        } else {
+            (self.since, 0)
+        }
+    }
 }
 
 /// Records of one page of a history.
@@ -202,6 +212,38 @@ pub struct RecordPage {
     /// Set when the look stopped at its budget: every record up to this (end, id) was looked
     /// at, none beyond.
     pub looked_to: Option<(i64, u64)>,
+}
+
+impl RecordPage {
+    /// The page of the `candidates` (each key, with its record where there is one) in key
+    /// order: the first `want` that `f` lets through, looking at no more than `budget`.
+    pub fn of(
+        candidates: impl Iterator<Item = Result<((i64, u64), Option<v1::UsageRecord>), StoreError>>,
+        f: &RecordFilter<'_>,
+        want: usize,
+        budget: usize,
+    ) -> Result<RecordPage, StoreError> {
+        let mut page = RecordPage::default();
+        let (mut looked, mut last) = (0, None);
+        for c in candidates {
+            if looked == budget {
+                break;
+            }
+            let (key, record) = c?;
+            looked += 1;
+            last = Some(key);
+            if let Some(r) = record.filter(|r| f.matches(r)) {
+                page.records.push(r);
+                if page.records.len() == want {
+                    return Ok(page);
+                }
+            }
+        }
+        if looked == budget {
+            page.looked_to = last;
+        }
+        Ok(page)
+    }
 }
 
 /// Finished jobs of one page of a list.

@@ -1901,8 +1901,8 @@ async fn a_workflow_nodes_outputs_reach_its_children_site_to_site() {
 }
 
 /// The door's rate per user (`[submit_rate] per_user = 0.2, burst = 3`): of a batch of 5 jobs of
-/// ann, the first 3 are accepted and the last 2 refused in their places (RESOURCE_EXHAUSTED,
-/// field `user`, saying when to retry); her next single submission is refused too, while bob's is
+/// ann and one of bob, ann's first 3 are accepted, her last 2 refused in their places
+/// (RESOURCE_EXHAUSTED, field `user`, saying when to retry) and bob's accepted in his; her next single submission is refused too, while bob's is
 /// accepted: one user's flood does not take the others' turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_door_holds_each_user_to_the_submission_rate() {
@@ -1916,11 +1916,10 @@ async fn the_door_holds_each_user_to_the_submission_rate() {
         s.user = user.into();
         s
     };
-    let batch: Vec<v1::SubmitRequest> = (0..5)
-        .map(|_| v1::SubmitRequest {
-            spec: Some(of("ann")),
-        })
-        .collect();
+    // Five of ann's, then one of bob's: his result keeps its place after her refused two.
+    let batch: Vec<v1::SubmitRequest> = ["ann", "ann", "ann", "ann", "ann", "bob"]
+        .map(|u| v1::SubmitRequest { spec: Some(of(u)) })
+        .to_vec();
     let results = c
         .submit_batch(tokio_stream::iter(batch))
         .await
@@ -1938,7 +1937,14 @@ async fn the_door_holds_each_user_to_the_submission_rate() {
         .collect();
     assert_eq!(
         got,
-        vec![(0, true), (1, true), (2, true), (3, false), (4, false)]
+        vec![
+            (0, true),
+            (1, true),
+            (2, true),
+            (3, false),
+            (4, false),
+            (5, true)
+        ]
     );
     let Some(v1::submit_result::Outcome::Rejected(e)) = &results[3].outcome else {
         unreachable!()

@@ -347,10 +347,9 @@ impl Shares {
     /// The decayed processor-seconds of association `i` (an account: of all its users) at
     /// `now`.
     fn spent(&self, i: usize, now: Time) -> f64 {
-        self.by_id
-            .values()
-            .filter(|&&u| std::iter::successors(Some(u), |&k| self.tree.parent[k]).any(|k| k == i))
-            .map(|&u| self.used.procs.of(self.tree.name(u), now))
+        (self.by_id.iter())
+            .filter(|&(&id, _)| self.path(UserId(id)).any(|k| k == i))
+            .map(|(_, &u)| self.used.procs.of(self.tree.name(u), now))
             .sum()
     }
 

@@ -541,16 +541,10 @@ impl History for View {
         want: usize,
         budget: usize,
     ) -> Result<RecordPage, StoreError> {
-        let mut page = RecordPage::default();
         if want == 0 || f.until <= f.since {
-            return Ok(page);
+            return Ok(RecordPage::default());
         }
-        // Past `after` and from `since`: the later of the two.
-        let from = if after.0 >= f.since {
-            (after.0, after.1.saturating_add(1))
-        } else {
-            (f.since, 0)
-        };
+        let from = f.first_key(after);
         let keys: Box<dyn Iterator<Item = Result<(i64, u64), StoreError>> + '_> =
             match (f.user, f.account) {
                 (Some(name), _) | (None, Some(name)) => {
@@ -578,26 +572,16 @@ impl History for View {
                 }
             };
         let records = self.0.open_table(RECORDS).map_err(err)?;
-        let mut last = None;
-        for (looked, key) in keys.enumerate() {
-            let (end, id) = key?;
-            if looked == budget {
-                page.looked_to = last;
-                break;
-            }
-            last = Some((end, id));
-            let Some(v) = records.get(id).map_err(err)? else {
-                continue;
-            };
-            let r = v1::UsageRecord::decode(v.value()).map_err(err)?;
-            if f.matches(&r) {
-                page.records.push(r);
-                if page.records.len() == want {
-                    break;
-                }
-            }
-        }
-        Ok(page)
+        let candidates = keys.map(|key| {
+            let key = key?;
+            let record = records
+                .get(key.1)
+                .map_err(err)?
+                .map(|v| v1::UsageRecord::decode(v.value()).map_err(err))
+                .transpose()?;
+            Ok((key, record))
+        });
+        RecordPage::of(candidates, f, want, budget)
     }
 }
 

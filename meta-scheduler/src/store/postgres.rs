@@ -844,18 +844,14 @@ impl History for View {
         want: usize,
         budget: usize,
     ) -> Result<RecordPage, StoreError> {
-        let mut page = RecordPage::default();
         if want == 0 || f.until <= f.since {
-            return Ok(page);
+            return Ok(RecordPage::default());
         }
-        let from = if after.0 >= f.since {
-            (after.0, after.1.min(i64::MAX as u64) as i64)
-        } else {
-            (f.since, -1)
-        };
+        let from = f.first_key(after);
+        let from = (from.0, from.1.min(i64::MAX as u64) as i64);
         let budget = if f.site.is_some() { budget } else { want };
         let mut sql = String::from(
-            "SELECT end_time, id, body FROM usage_records WHERE (end_time, id) > ($1, $2) \
+            "SELECT end_time, id, body FROM usage_records WHERE (end_time, id) >= ($1, $2) \
              AND end_time < $3",
         );
         let mut params: Vec<Box<dyn ToSql + Sync + Send>> =
@@ -882,22 +878,11 @@ impl History for View {
                 .map(|r| (r.get(0), r.get(1), r.get(2)))
                 .collect())
         })?;
-        let full = rows.len() == budget;
-        let mut last = None;
-        for (end, id, body) in rows {
-            last = Some((end, id as u64));
+        let candidates = rows.into_iter().map(|(end, id, body)| {
             let r = v1::UsageRecord::decode(body.as_slice()).map_err(err)?;
-            if f.matches(&r) {
-                page.records.push(r);
-                if page.records.len() == want {
-                    return Ok(page);
-                }
-            }
-        }
-        if full {
-            page.looked_to = last;
-        }
-        Ok(page)
+            Ok(((end, id as u64), Some(r)))
+        });
+        RecordPage::of(candidates, f, want, budget)
     }
 }
 
