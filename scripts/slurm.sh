@@ -44,6 +44,20 @@
 #   GRIDSCHED_SLURM_USER       the user jobs are submitted as over REST   (root)
 #   GRIDSCHED_SLURM_REST_USER  the unprivileged user running slurmrestd   (slurmrest)
 #   GRIDSCHED_SLURM_LIFESPAN   lifetime of a `token`, seconds             (86400)
+#   GRIDSCHED_SLURM_ACCOUNTING 1: with accounting and multifactor priority (0)
+#
+# With GRIDSCHED_SLURM_ACCOUNTING=1, `start` also installs mariadb-server and slurmdbd, runs
+# MariaDB on 127.0.0.1:3306 with its data in DIR/mysql (database slurm_acct_db, user slurm) and
+# slurmdbd on port 6819 (DIR/slurmdbd.conf, beside slurm.conf where slurmdbd looks for it),
+# registers the cluster, and gives slurm.conf AccountingStorageType=accounting_storage/slurmdbd
+# with AccountingStorageEnforce=associations and PriorityType=priority/multifactor: the classic
+# fair-share factor alone (PriorityFlags=NO_FAIR_TREE, PriorityWeightFairshare, the other weights
+# 0), its half-life and period from these (all optional):
+#   GRIDSCHED_SLURM_WEIGHT     PriorityWeightFairshare                    (100)
+#   GRIDSCHED_SLURM_HALF_LIFE  PriorityDecayHalfLife, minutes             (60)
+#   GRIDSCHED_SLURM_CALC       PriorityCalcPeriod, minutes                (1)
+# `stop` then ends slurmdbd and MariaDB too. `gridctl bench --against slurm-fairshare` runs a
+# stream through it and through gridsched's classic fair share, side by side.
 #
 # Exit status: 0 done; 1 a daemon did not come up (the tail of its log is on stderr) or a step
 # failed; 2 bad usage. One instance per host: slurmctld and slurmd use the fixed ports 6817 and
@@ -73,6 +87,11 @@ CPUS=${GRIDSCHED_SLURM_CPUS:-16}
 SUBMIT_USER=${GRIDSCHED_SLURM_USER:-root}
 REST_USER=${GRIDSCHED_SLURM_REST_USER:-slurmrest}
 LIFESPAN=${GRIDSCHED_SLURM_LIFESPAN:-86400}
+ACCOUNTING=${GRIDSCHED_SLURM_ACCOUNTING:-0}
+FS_WEIGHT=${GRIDSCHED_SLURM_WEIGHT:-100}
+HALF_LIFE=${GRIDSCHED_SLURM_HALF_LIFE:-60}
+CALC=${GRIDSCHED_SLURM_CALC:-1}
+DB_PASS=gridsched-slurmdbd
 CONF=$DIR/slurm.conf
 REST_URL=http://127.0.0.1:$PORT
 API=v0.0.38
@@ -154,8 +173,9 @@ token_for() {
 }
 
 install_packages() {
-    local missing=() pkg
-    for pkg in munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin; do
+    local missing=() pkg wanted=(munge slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin)
+    [ "$ACCOUNTING" = 1 ] && wanted+=(mariadb-server mariadb-client slurmdbd)
+    for pkg in "${wanted[@]}"; do
         if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
             missing+=("$pkg")
         fi
@@ -258,6 +278,27 @@ SlurmdParameters=config_overrides
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$mem_mb State=UNKNOWN
 PartitionName=main Nodes=localhost Default=YES MaxTime=1-00:00:00 State=UP
 EOF
+    if [ "$ACCOUNTING" = 1 ]; then
+        cat >>"$tmp" <<EOF
+
+# Accounting in slurmdbd; jobs need an association; the fair-share factor alone orders them.
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=6819
+AccountingStorageEnforce=associations
+PriorityType=priority/multifactor
+PriorityFlags=NO_FAIR_TREE
+PriorityDecayHalfLife=$HALF_LIFE
+PriorityCalcPeriod=$CALC
+PriorityWeightFairshare=$FS_WEIGHT
+PriorityWeightAge=0
+PriorityWeightJobSize=0
+PriorityWeightPartition=0
+PriorityWeightQOS=0
+PriorityWeightAssoc=0
+PriorityFavorSmall=NO
+EOF
+    fi
     chmod 0644 "$tmp"
     if [ -f "$CONF" ] && cmp -s "$tmp" "$CONF"; then
         rm -f "$tmp"
@@ -291,6 +332,65 @@ node_ready() {
     case "$state" in idle | mixed | allocated | completing) return 0 ;; *) return 1 ;; esac
 }
 
+mysql_ok() { mariadb --protocol=socket --socket="$DIR/mysql/mysqld.sock" -e 'select 1' >/dev/null 2>&1; }
+
+# MariaDB with its data in DIR/mysql, the database and user slurmdbd uses.
+start_mariadb() {
+    if ! running_pid mariadbd >/dev/null; then
+        mkdir -p "$DIR/mysql"
+        chown mysql:mysql "$DIR/mysql"
+        if [ ! -d "$DIR/mysql/mysql" ]; then
+            say "initialising MariaDB in $DIR/mysql"
+            mariadb-install-db --user=mysql --datadir="$DIR/mysql" --skip-test-db >&2
+        fi
+        port_free mariadbd 3306
+        say "starting MariaDB"
+        spawn mariadbd /usr/sbin/mariadbd --user=mysql --datadir="$DIR/mysql" \
+            --socket="$DIR/mysql/mysqld.sock" --pid-file="$DIR/mysql/mariadbd.pid" \
+            --bind-address=127.0.0.1 --port=3306 --log-error="$DIR/mysql/mariadbd.err"
+    fi
+    wait_until mariadbd 60 mysql_ok
+    mariadb --protocol=socket --socket="$DIR/mysql/mysqld.sock" >&2 <<EOF
+CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+EOF
+}
+
+# slurmdbd over that database; the cluster registered in it.
+start_slurmdbd() {
+    local tmp
+    tmp=$(mktemp "$DIR/.slurmdbd.conf.XXXXXX")
+    cat >"$tmp" <<EOF
+# Written by gridsched's scripts/slurm.sh (GRIDSCHED_SLURM_ACCOUNTING=1).
+AuthType=auth/munge
+DbdHost=localhost
+DbdPort=6819
+SlurmUser=root
+PidFile=$DIR/run/slurmdbd.pid
+LogFile=$DIR/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=3306
+StorageUser=slurm
+StoragePass=$DB_PASS
+StorageLoc=slurm_acct_db
+EOF
+    chmod 0600 "$tmp"
+    mv -f "$tmp" "$DIR/slurmdbd.conf"
+    if ! running_pid slurmdbd >/dev/null; then
+        port_free slurmdbd 6819
+        say "starting slurmdbd"
+        spawn slurmdbd /usr/sbin/slurmdbd -D
+    fi
+    wait_until slurmdbd 60 sacctmgr -n list cluster
+    if ! sacctmgr -n -P list cluster format=cluster | grep -qx gridsched; then
+        sacctmgr -i add cluster gridsched >&2
+    fi
+}
+
 do_start() {
     [ "$(id -u)" -eq 0 ] || die "start must run as root (slurmd starts jobs as their users)"
     install_packages
@@ -307,6 +407,10 @@ do_start() {
 
     local changed=0
     if write_conf; then changed=1; fi
+    if [ "$ACCOUNTING" = 1 ]; then
+        start_mariadb
+        start_slurmdbd
+    fi
 
     id "$SUBMIT_USER" >/dev/null 2>&1 || die "the submitter user $SUBMIT_USER does not exist"
     if ! id "$REST_USER" >/dev/null 2>&1; then
@@ -375,6 +479,8 @@ do_stop() {
     stop_one slurmrestd
     stop_one slurmd
     stop_one slurmctld
+    stop_one slurmdbd
+    stop_one mariadbd
     say "stopped (munged left running)"
 }
 

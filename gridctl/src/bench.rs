@@ -118,6 +118,9 @@ pub struct BenchArgs {
     /// With `--against slurm`: the Slurm-backed site's `slurm.poll_ms`.
     #[arg(long, default_value_t = 500)]
     pub slurm_poll_ms: u64,
+    /// With `--against slurm-fairshare`: jobs of the stream.
+    #[arg(long, default_value_t = 60)]
+    pub fs_jobs: usize,
 }
 
 /// A peer to measure beside the native grid.
@@ -125,6 +128,10 @@ pub struct BenchArgs {
 pub enum Against {
     /// The host's Slurm: through a Slurm-backed site and through plain `sbatch`.
     Slurm,
+    /// The host's Slurm with accounting (`GRIDSCHED_SLURM_ACCOUNTING=1 scripts/slurm.sh
+    /// start`): one stream of jobs from several accounts through its classic fair share and
+    /// through gridsched's, the start order and the usage per account side by side.
+    SlurmFairshare,
 }
 
 fn grid() -> GridFile {

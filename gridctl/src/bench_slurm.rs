@@ -38,7 +38,7 @@ fn slurm(conf: &Path, program: &str) -> Command {
     c
 }
 
-fn output(mut c: Command) -> anyhow::Result<String> {
+pub(crate) fn output(mut c: Command) -> anyhow::Result<String> {
     let out = c.output()?;
     anyhow::ensure!(
         out.status.success(),

@@ -5,6 +5,7 @@
 mod accounting;
 mod bench;
 mod bench_accounting;
+mod bench_fairshare;
 mod bench_flood;
 mod bench_slurm;
 mod inputs;
@@ -466,6 +467,11 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     };
     let cmd = match cli.cmd {
         Cmd::Up(a) => return up::up(a).await.map(|()| std::process::ExitCode::SUCCESS),
+        Cmd::Bench(a) if a.against == Some(bench::Against::SlurmFairshare) => {
+            return bench_fairshare::against_slurm_fairshare(&a)
+                .await
+                .map(|()| std::process::ExitCode::SUCCESS);
+        }
         Cmd::Bench(a) if a.against == Some(bench::Against::Slurm) => {
             return bench_slurm::against_slurm(&a)
                 .await

@@ -1027,8 +1027,8 @@ fn fairshare_quick_serves_light_users_first_deterministically() {
     run(b.path(), &["--threads", "1"]);
     let rows = deterministic_csv(a.path());
     assert_eq!(rows, deterministic_csv(b.path()));
-    // Two traces × six algorithms at one speed-up.
-    assert_eq!(rows.len() - 1, 12);
+    // Two traces × eight algorithms at one speed-up.
+    assert_eq!(rows.len() - 1, 16);
     let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
     let get = |alg: &str, trace: &str, m: &str| -> f64 {
         let r = (rows.iter())
@@ -1037,7 +1037,7 @@ fn fairshare_quick_serves_light_users_first_deterministically() {
         r[col(m)].parse().unwrap()
     };
     for t in ["KTH-SP2", "HPC2N"] {
-        for alg in ["fcfs", "easy", "seeds", "classic", "fair-tree", "dominant"] {
+        for alg in gridsim::experiment::fairshare::ALGORITHMS {
             assert_eq!(get(alg, t, "finished"), 1000.0, "{alg} {t}");
         }
         for alg in ["classic", "fair-tree", "dominant"] {

@@ -297,6 +297,17 @@ impl LocalScheduler for Service {
             .map(Response::new)
     }
 
+    async fn reprioritize(
+        &self,
+        r: Request<v1::ReprioritizeRequest>,
+    ) -> Result<Response<v1::ReprioritizeResponse>, Status> {
+        self.meta_call(r.metadata())?;
+        let r = r.into_inner();
+        self.ask(|tx| Msg::Reprioritize(r, tx))
+            .await
+            .map(Response::new)
+    }
+
     async fn push_output(
         &self,
         r: Request<v1::OutputChunk>,

@@ -323,6 +323,19 @@ impl MetaService {
         for (id, site) in b.take_back {
             tokio::spawn(self.clone().take_back(id, site));
         }
+        for (site, jobs) in b.reprioritize {
+            tokio::spawn(self.clone().reprioritize(site, jobs));
+        }
+    }
+
+    /// Gives site `i` the priorities of its queued jobs after a fair-share recalculation. Not
+    /// retried: the next recalculation sends every one again.
+    async fn reprioritize(self, i: usize, jobs: Vec<v1::JobPriority>) {
+        let Ok(mut c) = self.client(i) else { return };
+        let req = v1::ReprioritizeRequest { jobs };
+        if let Err(e) = self.call(c.reprioritize(req)).await {
+            tracing::warn!(site = i, "new priorities not given: {e}");
+        }
     }
 
     /// Runs `f` on the state and commits what it changed in one transaction, then publishes.

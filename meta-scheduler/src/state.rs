@@ -69,6 +69,8 @@ pub struct Batch {
     pub classified: bool,
     /// A run may have been charged to its owner's fair share: the usage is written with it.
     pub charged: bool,
+    /// New priorities of jobs queued at each site (the fair share's recalculation).
+    pub reprioritize: BTreeMap<usize, Vec<v1::JobPriority>>,
 }
 
 /// A split job's fragment to kill at its site.

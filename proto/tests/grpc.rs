@@ -256,6 +256,13 @@ impl v1::local_scheduler_server::LocalScheduler for NoLocal {
         Err(Status::unimplemented("commit_reservation"))
     }
 
+    async fn reprioritize(
+        &self,
+        _: Request<v1::ReprioritizeRequest>,
+    ) -> Result<Response<v1::ReprioritizeResponse>, Status> {
+        Err(Status::unimplemented("reprioritize"))
+    }
+
     async fn push_output(
         &self,
         _: Request<v1::OutputChunk>,

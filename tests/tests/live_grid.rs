@@ -2237,3 +2237,126 @@ max_proc_seconds = 100
     assert_eq!(checked.runs, 2, "a header at each start");
     assert!(checked.effects > 20, "{checked:?}");
 }
+
+/// Fair share over a saturating stream, live: accounts A (3 shares, ann) and B (1, bob), no
+/// decay, the priority from the owner's factor alone (max 255, the finest), recalculated every
+/// second (Slurm's `PriorityCalcPeriod`): the running jobs charged so far and the queued jobs
+/// weighed again at their site, an `fb-meta` queue of 16 processors in real seconds. Both users
+/// keep far more jobs of 2–4 s waiting than the site can run; over the 180 s from the first
+/// start, the processor-seconds they receive stand within 5 % of 3:1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fair_share_gives_two_accounts_their_three_to_one_over_a_saturating_stream() {
+    use gridsched_tests::live::sh_job;
+    let meta = r#"
+[classifier]
+max = 255
+
+[classifier.weights]
+deadline = 0.0
+licence = 0.0
+user = 0.0
+fairshare = 1.0
+
+[fairshare]
+half_life = 0
+recalc_period = 1
+
+[[fairshare.accounts]]
+name = "A"
+shares = 3
+
+[[fairshare.accounts]]
+name = "B"
+shares = 1
+
+[[fairshare.accounts]]
+name = "ann"
+kind = "user"
+parent = "A"
+shares = 1
+
+[[fairshare.accounts]]
+name = "bob"
+kind = "user"
+parent = "B"
+shares = 1
+"#;
+    let mut site = SiteSpec::new("alpha", "fb-meta", 1, 16);
+    // Real seconds: the jobs' limits are not scaled down.
+    site.time_scale = 1.0;
+    let g = LiveGrid::start(bins(), vec![site], meta);
+    g.ready().await;
+    let mut c = g.client().await;
+    // 500 jobs each, one after the other: 2,000 processor-seconds of each user's work waits.
+    // 800 jobs each, alternating, of 2, 3 and 4 s (the starts do not fall in step): more work
+    // than the site can run in the window for either user.
+    let batch: Vec<v1::SubmitRequest> = (0..1600)
+        .map(|i| {
+            let mut s = sh_job(1, 30, &format!("sleep {}", 2 + i % 3));
+            s.user = if i % 2 == 0 { "ann" } else { "bob" }.into();
+            v1::SubmitRequest { spec: Some(s) }
+        })
+        .collect();
+    let results = c
+        .submit_batch(tokio_stream::iter(batch))
+        .await
+        .unwrap()
+        .into_inner()
+        .results;
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r.outcome, Some(v1::submit_result::Outcome::Accepted(_)))),
+        "{results:?}"
+    );
+    let window = 180;
+    tokio::time::sleep(Duration::from_secs(window as u64 + 3)).await;
+    let (mut jobs, mut page) = (Vec::new(), String::new());
+    loop {
+        let r = c
+            .list_jobs(v1::ListJobsRequest {
+                limit: 500,
+                page_token: page.clone(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        jobs.extend(r.jobs);
+        if r.next_page_token.is_empty() {
+            break;
+        }
+        page = r.next_page_token;
+    }
+    // The window: from the first start on.
+    let from = jobs.iter().filter_map(|j| j.start_time).min().unwrap();
+    let until = from + window;
+    let mut used = std::collections::BTreeMap::<String, i64>::new();
+    for j in &jobs {
+        let Some(start) = j.start_time else { continue };
+        let end = j.end_time.unwrap_or(until).min(until);
+        let spec = j.spec.as_ref().unwrap();
+        *used.entry(spec.user.clone()).or_default() +=
+            i64::from(spec.processors) * (end - start).max(0);
+    }
+    let waiting = |u: &str| {
+        (jobs.iter())
+            .filter(|j| j.start_time.is_none_or(|s| s >= until))
+            .filter(|j| j.spec.as_ref().is_some_and(|s| s.user == u))
+            .count()
+    };
+    assert!(
+        waiting("ann") > 0 && waiting("bob") > 0,
+        "both kept jobs waiting"
+    );
+    let (ann, bob) = (used["ann"], used["bob"]);
+    let ratio = ann as f64 / bob as f64;
+    eprintln!("processor-seconds over {window} s: ann {ann}, bob {bob}, ratio {ratio:.3}");
+    // The site was kept busy (16 processors × 180 s, less the starts' latency) ...
+    assert!(ann + bob > 2600, "ann {ann}, bob {bob}");
+    // ... and its time went 3:1.
+    assert!(
+        (ratio - 3.0).abs() <= 0.15,
+        "ann {ann}, bob {bob}: {ratio:.3}"
+    );
+}

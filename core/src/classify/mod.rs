@@ -199,6 +199,22 @@ impl Classifier {
         let deadline = self.deadline.evaluate(job);
         let licence = licence_priority(job.licences.len(), self.cfg.licence_types, max);
         let user = user_priority(job, &self.cfg.user_values).min(max);
+        let c = Classification {
+            priority: 1,
+            deadline,
+            licence,
+            user,
+            fairshare: None,
+        };
+        self.reweigh(&c, fairshare)
+    }
+
+    /// `c` with its owner's fair-share factor now `fairshare` (the three heuristics as they
+    /// were at submission): the priority recomputed the way [`classify_with`](Self::classify_with)
+    /// computes it. Nothing in the classifier's state changes: the grid runner re-reads a waiting
+    /// job's factor every recalculation period (Slurm's `PriorityCalcPeriod`).
+    pub fn reweigh(&self, c: &Classification, fairshare: Option<f64>) -> Classification {
+        let max = self.cfg.max;
         let w = &self.cfg.weights;
         let fs = fairshare
             .filter(|_| w.fairshare > 0.0)
@@ -208,9 +224,9 @@ impl Classifier {
         });
         let weights = w.deadline + w.licence + w.user + fs_w;
         let mean = if weights > 0.0 {
-            (w.deadline * f64::from(deadline.value)
-                + w.licence * f64::from(licence)
-                + w.user * f64::from(user)
+            (w.deadline * f64::from(c.deadline.value)
+                + w.licence * f64::from(c.licence)
+                + w.user * f64::from(c.user)
                 + fs_sum)
                 / weights
         } else {
@@ -220,11 +236,32 @@ impl Classifier {
         let priority = ((mean + 0.5).floor() as i64).clamp(1, i64::from(max)) as Priority;
         Classification {
             priority,
-            deadline,
-            licence,
-            user,
             fairshare: fs,
+            ..*c
         }
+    }
+
+    /// The heuristics of `job` that depend on it alone (Licence, User), the Deadline
+    /// heuristic's contribution 0, for a job classified before a restart or a requeue: `None`
+    /// when the Deadline heuristic is weighed (its value came from the window of that time).
+    pub fn without_deadline(&self, job: &Job) -> Option<Classification> {
+        if self.cfg.weights.deadline > 0.0 {
+            return None;
+        }
+        let max = self.cfg.max;
+        Some(Classification {
+            priority: 1,
+            deadline: DeadlineDetail {
+                margin: None,
+                mean_margin: None,
+                interval: 0,
+                value: 0,
+                base: 2.0,
+            },
+            licence: licence_priority(job.licences.len(), self.cfg.licence_types, max),
+            user: user_priority(job, &self.cfg.user_values).min(max),
+            fairshare: None,
+        })
     }
 
     /// Classifies the next submitted job.

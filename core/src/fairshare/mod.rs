@@ -34,7 +34,8 @@ pub use classic_fs::classic;
 pub use dominant_fs::dominant;
 pub use fair_tree_fs::fair_tree;
 pub use shares::{
-    Algorithm, FairShareConfig, LimitHit, ShareError, ShareStanding, Shares, UsageState, WEEK,
+    Algorithm, CALC_PERIOD, FairShareConfig, LimitHit, ResetPeriod, ShareError, ShareStanding,
+    Shares, UsageState, WEEK,
 };
 pub use tree::{Assoc, Kind, Tree, TreeError};
 pub use usage::Usage;

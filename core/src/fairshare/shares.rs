@@ -1,9 +1,11 @@
 //! The grid's fair-share book: the account tree of the grid description, each user's decayed
 //! usage of processors and licences, charged when a job's run ends, and the factor of the chosen
 //! algorithm for a job's owner at its classification. Spec readings: a run is charged
-//! `procs × seconds` (and `seconds` per licence) once, when it ends (Slurm charges running jobs
-//! every `PriorityCalcPeriod` as well); the factor is read when the job is classified, once, as
-//! the two-level design classifies once (Pasquali, thesis §3.1.1) where Slurm recomputes it.
+//! `procs × seconds` (and `seconds` per licence); with a recalculation period
+//! ([`FairShareConfig::recalc_period`], Slurm's `PriorityCalcPeriod`) the grid runner charges the
+//! running jobs what they used so far and re-reads every waiting job's factor once a period,
+//! without one (`0`) a run is charged when it ends and the factor is read once, at
+//! classification, as the two-level design classifies once (Pasquali, thesis §3.1.1).
 
 use super::tree::{Assoc, Kind, Tree, TreeError};
 use super::{Usage, classic, dominant, fair_tree};
@@ -47,6 +49,59 @@ fn one() -> f64 {
     1.0
 }
 
+/// When every association's usage is cleared (Slurm's `PriorityUsageResetPeriod`): at 00:00
+/// UTC on the first day of the period (a week begins on Sunday, as Slurm's). Spec reading: UTC,
+/// where Slurm takes the controller's local time. With `half_life = 0` this is what turns
+/// `max_proc_seconds` into a budget per period.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResetPeriod {
+    /// Never (the default).
+    #[default]
+    None,
+    /// Every day.
+    Daily,
+    /// Every week, on Sunday.
+    Weekly,
+    /// On the first of every month.
+    Monthly,
+    /// On the first of January, April, July and October.
+    Quarterly,
+    /// On the first of January.
+    Yearly,
+}
+
+impl ResetPeriod {
+    /// The number of the period `now` (Unix seconds) falls in; `None` when usage is never reset.
+    pub fn index(self, now: Time) -> Option<i64> {
+        let day = now.div_euclid(86_400);
+        let date = || {
+            let t = jiff::Timestamp::from_second(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+            t.to_zoned(jiff::tz::TimeZone::UTC).date()
+        };
+        let month = || {
+            let d = date();
+            i64::from(d.year()) * 12 + i64::from(d.month()) - 1
+        };
+        match self {
+            ResetPeriod::None => None,
+            ResetPeriod::Daily => Some(day),
+            // 1970-01-01 was a Thursday: day 3 is the first Sunday.
+            ResetPeriod::Weekly => Some((day + 4).div_euclid(7)),
+            ResetPeriod::Monthly => Some(month()),
+            ResetPeriod::Quarterly => Some(month().div_euclid(3)),
+            ResetPeriod::Yearly => Some(i64::from(date().year())),
+        }
+    }
+}
+
+/// Slurm's default `PriorityCalcPeriod`: 5 minutes.
+pub const CALC_PERIOD: Duration = 300;
+
+fn calc_period() -> Duration {
+    CALC_PERIOD
+}
+
 /// The fair share of a grid description.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +115,15 @@ pub struct FairShareConfig {
     /// Slurm's `FairShareDampeningFactor` of the classic factor (default 1).
     #[serde(default = "one")]
     pub dampening: f64,
+    /// Seconds between two recalculations (Slurm's `PriorityCalcPeriod`, default 5 minutes):
+    /// the running jobs are charged what they used so far and every waiting job's priority is
+    /// computed again from its owner's factor. 0: a run is charged when it ends and a job's
+    /// factor is read once, when it is classified.
+    #[serde(default = "calc_period")]
+    pub recalc_period: Duration,
+    /// When the usage is cleared (Slurm's `PriorityUsageResetPeriod`; default never).
+    #[serde(default)]
+    pub reset_period: ResetPeriod,
     /// The accounts and users with their shares.
     pub accounts: Vec<Assoc>,
 }
@@ -70,6 +134,9 @@ pub enum ShareError {
     /// The tree is wrong.
     #[error("accounts: {0}")]
     Tree(#[from] TreeError),
+    /// The recalculation period is negative.
+    #[error("fairshare key `recalc_period`: must be 0 (read once) or a number of seconds")]
+    RecalcPeriod,
     /// The dampening factor is not a number of at least 1.
     #[error("fairshare key `dampening`: must be a number of at least 1")]
     Dampening,
@@ -92,6 +159,13 @@ pub struct UsageState {
     /// Seconds per licence type used.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub licences: BTreeMap<u16, Usage>,
+    /// The last recalculation, up to which the jobs then running were charged (a job restored
+    /// running is charged from then on, not again from its start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charged_to: Option<Time>,
+    /// The reset period ([`ResetPeriod::index`]) the usage belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<i64>,
 }
 
 /// A user's standing: its factor, its normalized share and its part of the grid's usage.
@@ -163,6 +237,9 @@ impl Shares {
         if cfg.half_life < 0 {
             return Err(ShareError::HalfLife);
         }
+        if cfg.recalc_period < 0 {
+            return Err(ShareError::RecalcPeriod);
+        }
         let tree = Tree::new(cfg.accounts.clone())?;
         let mut by_id = FxHashMap::default();
         for (i, a) in tree.assocs().iter().enumerate() {
@@ -178,6 +255,8 @@ impl Shares {
         let used = UsageState {
             procs: Usage::new(cfg.half_life),
             licences: BTreeMap::new(),
+            charged_to: None,
+            period: None,
         };
         let n = tree.assocs().len();
         Ok(Shares {
@@ -344,6 +423,44 @@ impl Shares {
         Ok(())
     }
 
+    /// Whether a job of `user` on `procs` processors for at most `estimate` seconds could ever
+    /// go out, its association and every ancestor idle and unused: wider than a `max_procs`, or
+    /// asking more than a whole `max_proc_seconds`, it never could (refused at the door, where
+    /// Slurm would leave it pending for good).
+    pub fn may_ever_run(
+        &self,
+        user: UserId,
+        procs: u32,
+        estimate: Duration,
+    ) -> Result<(), LimitHit> {
+        for i in self.path(user) {
+            let a = &self.tree.assocs()[i];
+            if let Some(max) = a.max_procs
+                && procs > max
+            {
+                return Err(self.hit(
+                    i,
+                    "max_procs",
+                    format!("{procs} processors asked, more than the {max} it may ever have out"),
+                ));
+            }
+            let ask = u64::from(procs).saturating_mul(estimate.max(0) as u64);
+            if let Some(max) = a.max_proc_seconds
+                && ask > max
+            {
+                return Err(self.hit(
+                    i,
+                    "max_proc_seconds",
+                    format!(
+                        "{procs} processors × {estimate} s = {ask} processor-seconds asked, more \
+                         than the whole budget of {max}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The decayed processor-seconds of association `i` (an account: of all its users) at
     /// `now`.
     fn spent(&self, i: usize, now: Time) -> f64 {
@@ -381,6 +498,32 @@ impl Shares {
     pub fn limits_running(&self) -> bool {
         (self.tree.assocs().iter())
             .any(|a| a.max_jobs.is_some() || a.max_procs.is_some() || a.max_proc_seconds.is_some())
+    }
+
+    /// Clears every association's usage when `now` falls in a later reset period than the usage
+    /// does ([`ResetPeriod`]); whether it did.
+    pub fn reset_if_due(&mut self, now: Time) -> bool {
+        let Some(p) = self.cfg.reset_period.index(now) else {
+            return false;
+        };
+        let due = self.used.period.is_some_and(|old| p > old);
+        if due {
+            self.used.procs = Usage::new(self.cfg.half_life);
+            self.used.licences.clear();
+            self.factors = None;
+        }
+        self.used.period = Some(p);
+        due
+    }
+
+    /// The recalculation period (0: none).
+    pub fn recalc_period(&self) -> Duration {
+        self.cfg.recalc_period
+    }
+
+    /// Notes a recalculation at `now`: the running jobs are charged up to it.
+    pub fn charged_to(&mut self, now: Time) {
+        self.used.charged_to = Some(now);
     }
 
     /// What it has charged.

@@ -232,6 +232,8 @@ fn with_ids(mut a: Vec<Assoc>) -> FairShareConfig {
         algorithm: Algorithm::Dominant,
         half_life: 100,
         dampening: 1.0,
+        recalc_period: 0,
+        reset_period: ResetPeriod::None,
         accounts: a,
     }
 }
@@ -274,6 +276,9 @@ fn the_book_charges_runs_and_refuses_a_wrong_description() {
     let mut c = cfg.clone();
     c.dampening = f64::NAN;
     assert!(err(c).contains("`dampening`"));
+    let mut c = cfg.clone();
+    c.recalc_period = -1;
+    assert!(err(c).contains("`recalc_period`"));
     let mut c = cfg;
     c.accounts[2].parent = Some("Z".into());
     assert_eq!(err(c), "accounts: `ann`: its parent `Z` is not an account");
@@ -281,9 +286,53 @@ fn the_book_charges_runs_and_refuses_a_wrong_description() {
         r#"{"algorithm": "fair-tree", "accounts": [{"name": "A", "kind": "account", "shares": 1}]}"#,
     )
     .unwrap();
-    assert_eq!((parsed.half_life, parsed.dampening), (WEEK, 1.0));
+    assert_eq!(
+        (parsed.half_life, parsed.dampening, parsed.recalc_period),
+        (WEEK, 1.0, CALC_PERIOD)
+    );
     let e = serde_json::from_str::<FairShareConfig>(r#"{"half_lfe": 5, "accounts": []}"#)
         .unwrap_err()
         .to_string();
     assert!(e.contains("half_lfe"), "{e}");
+}
+
+/// Slurm's `PriorityUsageResetPeriod`, at 00:00 UTC: the week turns on Sunday, the month on the
+/// first, the quarter in January, April, July and October.
+#[test]
+fn reset_periods_turn_at_midnight_utc() {
+    // 2026-11-28 23:59:59 (a Saturday), the next second, 2026-11-30 23:59:59, 2026-12-01 00:00.
+    let (sat, sun, mon, dec) = (1_795_910_399, 1_795_910_400, 1_796_083_199, 1_796_083_200);
+    let w = |t| ResetPeriod::Weekly.index(t).unwrap();
+    assert_eq!(w(sun) - w(sat), 1);
+    assert_eq!(w(mon), w(sun));
+    let m = |t| ResetPeriod::Monthly.index(t).unwrap();
+    assert_eq!((m(mon), m(dec)), (2026 * 12 + 10, 2026 * 12 + 11));
+    let q = |t| ResetPeriod::Quarterly.index(t).unwrap();
+    assert_eq!(q(dec), q(mon));
+    assert_eq!(q(1_798_761_600) - q(1_798_761_599), 1, "2027-01-01");
+    assert_eq!(ResetPeriod::Yearly.index(1_798_761_600), Some(2027));
+    assert_eq!(ResetPeriod::Daily.index(sun), Some(20_786));
+    assert_eq!(ResetPeriod::None.index(sun), None);
+}
+
+/// The usage is cleared once its period is over, for every association, and only then.
+#[test]
+fn usage_is_cleared_when_its_reset_period_ends() {
+    use crate::model::UserId;
+    let mut cfg = with_ids(vec![account("A", None, 1), user("ann", "A", 1)]);
+    cfg.half_life = 0;
+    cfg.reset_period = ResetPeriod::Monthly;
+    let mut s = Shares::new(cfg).unwrap();
+    let nov = 1_796_083_199;
+    assert!(
+        !s.reset_if_due(nov),
+        "a fresh book takes the period it starts in"
+    );
+    s.charge(UserId(1), 4, &[], 100, nov);
+    assert!(!s.reset_if_due(nov - 3_600));
+    assert_eq!(s.state().procs.of("ann", nov), 400.0);
+    assert!(s.reset_if_due(nov + 1));
+    assert_eq!(s.state().procs.of("ann", nov + 1), 0.0);
+    assert_eq!(s.state().period, Some(2026 * 12 + 11));
+    assert!(!s.reset_if_due(nov + 2));
 }

@@ -136,6 +136,15 @@ impl GridRunner {
         {
             return Err(Refusal::new(Field::User, Kind::Exhausted, hit.to_string()));
         }
+        if let Some(shares) = &self.shares
+            && let Err(hit) = shares.may_ever_run(job.user, job.procs, job.estimate)
+        {
+            let field = match hit.limit.as_str() {
+                "max_procs" => Field::Procs,
+                _ => Field::Estimate,
+            };
+            return Err(Refusal::new(field, Kind::Exhausted, hit.to_string()));
+        }
         if let Some(d) = job.deadline
             && d < now
         {

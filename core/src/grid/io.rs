@@ -290,7 +290,8 @@ pub enum Input {
     /// submissions while [`GridRunner::held`] is not zero).
     Release,
     /// The time passes (monotonic milliseconds): sites whose link stayed down long enough go
-    /// down, and the jobs waiting for a site are dispatched again.
+    /// down, the jobs waiting for a site are dispatched again, and the fair share is
+    /// recalculated when its period has passed ([`Effect::Recalculated`]).
     Tick {
         /// Monotonic milliseconds.
         at_ms: u64,
@@ -603,6 +604,15 @@ pub enum Effect {
     SiteUp {
         /// The site.
         site: usize,
+    },
+    /// The fair share was recalculated (its period passed): the running jobs were charged what
+    /// they used so far (the usage is to be written), and every job that has not started was
+    /// weighed again: its priority now, changed or not (a site that missed an earlier change
+    /// catches up). A job queued at a site (`Some(site)`) is to be reordered there; one at the
+    /// meta level carries its priority when it goes out.
+    Recalculated {
+        /// Job, its site when queued at one, its new priority (in id order).
+        jobs: Vec<(JobId, Option<usize>, Priority)>,
     },
 }
 

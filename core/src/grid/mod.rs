@@ -72,7 +72,7 @@ pub use reservations::{
 };
 pub use workflows::{NodeState, WorkflowStatus};
 
-use crate::classify::Classifier;
+use crate::classify::{Classification, Classifier};
 use crate::dispatch::{Dispatcher, Priority, Transfers};
 use crate::fairshare::{ShareStanding, Shares, UsageState};
 use crate::model::{ClusterId, Job, JobId, Outcome, ReservationId, Time};
@@ -139,6 +139,11 @@ struct Open {
     began: Option<Time>,
     /// Counted against its owner's running limits (past them at a dispatch, until it leaves).
     out: bool,
+    /// Its heuristics, to weigh again with its owner's factor at each fair-share
+    /// recalculation while it waits (`None`: its priority stays).
+    classified: Option<Classification>,
+    /// The last recalculation that charged its run so far (its end charges the rest).
+    charged_to: Option<Time>,
 }
 
 /// The grid runner.
@@ -170,6 +175,8 @@ pub struct GridRunner {
     limited: std::collections::BTreeSet<JobId>,
     /// A job counted against a running limit left since the held ones were last looked at.
     limit_freed: bool,
+    /// The next fair-share recalculation ([`crate::fairshare::FairShareConfig::recalc_period`]).
+    next_recalc: Option<Time>,
 }
 
 impl GridRunner {
@@ -203,6 +210,7 @@ impl GridRunner {
             shares,
             limited: std::collections::BTreeSet::new(),
             limit_freed: false,
+            next_recalc: None,
         }
     }
 
@@ -232,6 +240,16 @@ impl GridRunner {
 
     /// Handles `input` at `now`, appending what to do to `out`.
     pub fn on(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) -> Result<(), GridError> {
+        // A budget cleared by the reset period may let held jobs go.
+        if self.shares.as_mut().is_some_and(|s| s.reset_if_due(now)) {
+            self.limit_freed = true;
+        }
+        if self.next_recalc.is_none() {
+            self.next_recalc = (self.shares.as_ref())
+                .map(Shares::recalc_period)
+                .filter(|&p| p > 0)
+                .map(|p| now + p);
+        }
         self.handle(now, input, out)?;
         self.settle(now, out);
         Ok(())
@@ -410,6 +428,7 @@ impl GridRunner {
                 self.limit_freed |= self.shares.as_ref().is_some_and(|s| s.refills());
                 self.tick(now, at_ms, out);
                 self.reservations_tick(now, at_ms, out);
+                self.recalc(now, out);
             }
         }
         Ok(())
@@ -435,6 +454,7 @@ impl GridRunner {
             }
         };
         let id = job.id;
+        let mut classified = None;
         let priority = match priority {
             Some(p) => p,
             None => {
@@ -447,6 +467,7 @@ impl GridRunner {
                             .and_then(|s| s.standing(job.user, now))
                             .map(|s| s.factor);
                         let e = c.classify_with(&job, fairshare);
+                        classified = Some(e);
                         (e.priority, self.settings.explain.then_some(e))
                     }
                 };
@@ -466,6 +487,11 @@ impl GridRunner {
             None => Vec::new(),
         };
         self.enter(job, priority, only, At::Unplaced);
+        if self.recalculates()
+            && let Some(o) = self.jobs.get_mut(&id)
+        {
+            o.classified = classified;
+        }
         if let Some(spec) = array {
             self.enter_array(id, *spec, corr);
         }
@@ -547,6 +573,8 @@ impl GridRunner {
             at,
             began: None,
             out: false,
+            classified: None,
+            charged_to: None,
         };
         if let Some(s) = self.shares.as_mut() {
             s.count_in_grid(open.job.user, 1);
@@ -609,9 +637,88 @@ impl GridRunner {
         let o = self.remove(id, outcome)?;
         if let (Some(shares), Some(began)) = (self.shares.as_mut(), o.began) {
             let j = &o.job;
-            shares.charge(j.user, j.procs, &j.licences, now - began, now);
+            let from = o.charged_to.map_or(began, |c| c.max(began));
+            shares.charge(j.user, j.procs, &j.licences, now - from, now);
         }
         Some(o)
+    }
+
+    /// Whether waiting jobs' priorities are weighed again with their owners' fair-share factors
+    /// every recalculation period.
+    fn recalculates(&self) -> bool {
+        let weighed = self
+            .classifier()
+            .is_some_and(|c| c.config().weights.fairshare > 0.0);
+        weighed && (self.shares.as_ref()).is_some_and(|s| s.recalc_period() > 0)
+    }
+
+    /// The heuristics of a job classified before a restart or a requeue, when they can be had
+    /// again ([`Classifier::without_deadline`]).
+    fn classified_again(&mut self, id: JobId) {
+        if !self.recalculates() {
+            return;
+        }
+        let Some(c) = self.classifier() else { return };
+        let again = self.jobs.get(&id).and_then(|o| c.without_deadline(&o.job));
+        if let Some(o) = self.jobs.get_mut(&id) {
+            o.classified = again;
+        }
+    }
+
+    /// The fair-share recalculation, once a period (Slurm's `PriorityCalcPeriod`): every running
+    /// job is charged what it used since the last one, then every job that has not started (at
+    /// the meta level or queued at its site) has its priority weighed again with its owner's
+    /// factor now. Jobs are visited in id order (the charges are sums of floating-point numbers).
+    fn recalc(&mut self, now: Time, out: &mut Vec<Effect>) {
+        if self.next_recalc.is_none_or(|t| now < t) {
+            return;
+        }
+        let Some(shares) = self.shares.as_mut() else {
+            return;
+        };
+        self.next_recalc = Some(now + shares.recalc_period());
+        let mut ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        ids.sort_unstable();
+        for id in &ids {
+            let Some(o) = self.jobs.get_mut(id) else {
+                continue;
+            };
+            let Some(began) = o.began else { continue };
+            let from = o.charged_to.map_or(began, |c| c.max(began));
+            let j = &o.job;
+            shares.charge(j.user, j.procs, &j.licences, now - from, now);
+            o.charged_to = Some(now);
+        }
+        shares.charged_to(now);
+        let mut weighed = Vec::new();
+        if let Classify::By(c) = &self.classify {
+            for id in ids {
+                let Some(o) = self.jobs.get_mut(&id) else {
+                    continue;
+                };
+                let site = match o.at {
+                    At::Site {
+                        site,
+                        claimed: false,
+                    } => Some(site),
+                    ref at if at.waits() => None,
+                    _ => continue,
+                };
+                let Some(before) = o.classified else { continue };
+                let factor = shares.standing(o.job.user, now).map(|s| s.factor);
+                let after = c.reweigh(&before, factor);
+                o.classified = Some(after);
+                o.priority = after.priority;
+                weighed.push((id, site, after.priority));
+            }
+        }
+        out.push(Effect::Recalculated { jobs: weighed });
+    }
+
+    /// When the next fair-share recalculation is due, while jobs are in the grid (a driver in
+    /// virtual time gives the runner an [`Input::Tick`] then).
+    pub fn next_recalc(&self) -> Option<Time> {
+        self.next_recalc.filter(|_| !self.jobs.is_empty())
     }
 
     /// Whether job `id` is in the grid (waiting at the meta level, co-allocating, or at a site

@@ -49,6 +49,7 @@ impl GridRunner {
         if matches!(at, Restored::Waiting | Restored::Array { .. }) && job.after.is_some() {
             let id = job.id;
             self.enter(job, priority, only, At::Unplaced);
+            self.classified_again(id);
             return self.enter_dependency(now, id, Cause::Restored, out);
         }
         let began = match &at {
@@ -109,8 +110,12 @@ impl GridRunner {
         // Past its running limits before the restart: counted again.
         let out = matches!(at, At::Site { .. } | At::Split(_) | At::Held);
         self.enter(job, priority, only, at);
+        self.classified_again(id);
+        let charged_to = self.shares.as_ref().and_then(|s| s.state().charged_to);
         if let Some(o) = self.jobs.get_mut(&id) {
             o.began = began;
+            // Its run up to the last recalculation was charged before the restart.
+            o.charged_to = charged_to;
             o.out = out;
             if out && let Some(s) = self.shares.as_mut() {
                 s.count_out(o.job.user, o.job.procs, o.job.estimate, 1);
@@ -129,6 +134,7 @@ impl GridRunner {
     ) {
         let id = job.id;
         self.enter(job, priority, only, At::Unplaced);
+        self.classified_again(id);
         self.dispatch(now, id, Cause::Requeued, out);
     }
 }

@@ -37,6 +37,8 @@ fn config(usage: Option<UsageState>) -> GridConfig {
                 algorithm: Algorithm::Classic,
                 half_life: 0,
                 dampening: 1.0,
+                recalc_period: 0,
+                reset_period: crate::fairshare::ResetPeriod::None,
                 accounts: vec![
                     assoc("A", None, 3, None),
                     assoc("B", None, 1, None),
@@ -405,4 +407,159 @@ fn a_budget_refills_as_usage_decays_and_a_tick_lets_the_held_job_go() {
     };
     assert!(placed(&tick(&mut r, 1_500)).is_empty());
     assert_eq!(placed(&tick(&mut r, 2_000)), vec![2]);
+}
+
+/// [`config`] recalculating every 60 s.
+fn recalculating(usage: Option<UsageState>) -> GridRunner {
+    let mut cfg = config(usage);
+    cfg.settings.fairshare.as_mut().unwrap().recalc_period = 60;
+    GridRunner::from_config(&cfg).unwrap()
+}
+
+fn recalculated(e: &[Effect]) -> Option<Vec<(u64, Option<usize>, Priority)>> {
+    e.iter().find_map(|e| match e {
+        Effect::Recalculated { jobs } => Some(jobs.iter().map(|j| (j.0.0, j.1, j.2)).collect()),
+        _ => None,
+    })
+}
+
+fn tick(r: &mut GridRunner, now: Time) -> Vec<Effect> {
+    let at_ms = u64::try_from(now).unwrap() * 1000;
+    on(r, now, Input::Tick { at_ms })
+}
+
+/// Slurm's `PriorityCalcPeriod`: once a period the running jobs are charged what they used so
+/// far and the jobs that have not started are weighed again with their owners' factors; a run
+/// is charged once in all (the periods, then the rest at its end); a running job restored after
+/// a restart is charged from the last recalculation, not again from its start.
+#[test]
+fn each_period_charges_the_running_jobs_and_weighs_the_waiting_ones_again() {
+    let mut r = recalculating(None);
+    // ann runs 4 processors from 0; bob's job and a second of ann's wait at the site, both
+    // classified at 10 (nothing used yet).
+    assert_eq!(submitted(&mut r, 0, job_of(1, 1, 4)).0, 10);
+    on(
+        &mut r,
+        0,
+        Input::Claimed {
+            job: JobId(1),
+            site: 0,
+        },
+    );
+    assert_eq!(submitted(&mut r, 0, job_of(2, 2, 1)).0, 10);
+    assert_eq!(submitted(&mut r, 0, job_of(3, 1, 1)).0, 10);
+    assert_eq!(recalculated(&tick(&mut r, 30)), None, "not due before 60");
+    // At 60 ann has used 240 processor-seconds, all of the grid's: F = 2^(−1/0.75), priority 4.
+    let e = tick(&mut r, 60);
+    assert_eq!(
+        recalculated(&e),
+        Some(vec![(2, Some(0), 10), (3, Some(0), 4)])
+    );
+    assert_eq!(r.usage_state().unwrap().procs.of("ann", 60), 240.0);
+    assert_eq!(r.job(JobId(3)).unwrap().1, 4);
+    assert_eq!(r.usage_state().unwrap().charged_to, Some(60));
+    // Restarted at 60: the running job is restored from 0 and ends at 100 in both.
+    let mut back = recalculating(r.usage_state().cloned());
+    let restore = Input::Restore {
+        job: job_of(1, 1, 4),
+        priority: 10,
+        at: Restored::Site {
+            site: 0,
+            claimed: true,
+            since: 0,
+        },
+    };
+    on(&mut back, 60, restore);
+    for g in [&mut r, &mut back] {
+        end(g, 100, 1);
+        // 240 at 60, then 4 × 40 at its end: 400, not 240 + 400.
+        assert_eq!(g.usage_state().unwrap().procs.of("ann", 100), 400.0);
+    }
+    // bob's job runs 100..200: charged 20 at 120, 60 at 180, 20 at its end.
+    on(
+        &mut r,
+        100,
+        Input::Claimed {
+            job: JobId(2),
+            site: 0,
+        },
+    );
+    let e = tick(&mut r, 120);
+    assert_eq!(recalculated(&e), Some(vec![(3, Some(0), 4)]), "job 2 runs");
+    assert_eq!(r.usage_state().unwrap().procs.of("bob", 120), 20.0);
+    assert_eq!(recalculated(&tick(&mut r, 150)), None);
+    tick(&mut r, 180);
+    end(&mut r, 200, 2);
+    assert_eq!(r.usage_state().unwrap().procs.of("bob", 200), 100.0);
+    // The period restarts from the tick that recalculated (180), not from the end.
+    assert_eq!(r.next_recalc(), Some(240));
+    // Without a period the factor is read once: nothing is recalculated.
+    let mut once = GridRunner::from_config(&config(None)).unwrap();
+    submitted(&mut once, 0, job_of(1, 1, 4));
+    assert_eq!(recalculated(&tick(&mut once, 600)), None);
+    assert_eq!(once.next_recalc(), None);
+}
+
+/// A budget per month (`reset_period = "monthly"`, no decay: Slurm's `PriorityUsageResetPeriod`
+/// with `GrpTRESMins`): 2,000 of 3,000 processor-seconds used on 30 November leave no room for
+/// 2,000 more; the tick at midnight UTC on 1 December clears the usage and the held job goes.
+#[test]
+fn a_monthly_reset_clears_the_budget_at_midnight_and_the_held_job_goes() {
+    let mut cfg = config(None);
+    let f = cfg.settings.fairshare.as_mut().unwrap();
+    f.accounts[0].max_proc_seconds = Some(3_000);
+    f.reset_period = crate::fairshare::ResetPeriod::Monthly;
+    cfg.sites = vec![site(0, 16)];
+    let mut r = GridRunner::from_config(&cfg).unwrap();
+    // 2026-11-30 22:00:00 UTC.
+    let t0 = 1_796_076_000;
+    assert_eq!(placed(&submit_at(&mut r, t0, 1, 2)), vec![1]);
+    on(
+        &mut r,
+        t0,
+        Input::Claimed {
+            job: JobId(1),
+            site: 0,
+        },
+    );
+    end(&mut r, t0 + 1_000, 1);
+    let e = submit_at(&mut r, t0 + 1_000, 2, 2);
+    assert_eq!(held(&e).len(), 1, "{e:?}");
+    let tick = |r: &mut GridRunner, t: Time| {
+        let at_ms = u64::try_from(t).unwrap() * 1_000;
+        on(r, t, Input::Tick { at_ms })
+    };
+    assert!(placed(&tick(&mut r, t0 + 7_199)).is_empty(), "23:59:59");
+    assert_eq!(placed(&tick(&mut r, t0 + 7_200)), vec![2], "00:00:00");
+    assert_eq!(r.usage_state().unwrap().procs.of("ann", t0 + 7_200), 0.0);
+}
+
+/// A job its association could never have out (wider than `max_procs`, or asking more than the
+/// whole `max_proc_seconds`) is refused at the door naming the limit, not held for good.
+#[test]
+fn a_job_over_what_its_association_may_ever_have_is_refused_at_the_door() {
+    let refusal = |e: &[Effect]| match e {
+        [
+            Effect::Refuse {
+                refusal: Some(r), ..
+            },
+        ] => r.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mut r = GridRunner::from_config(&limited()).unwrap();
+    let r4 = refusal(&submit_at(&mut r, 0, 1, 4));
+    assert_eq!((r4.field, r4.kind), (Field::Procs, Kind::Exhausted));
+    assert_eq!(
+        r4.why,
+        "limit max_procs of user `ann`: 4 processors asked, more than the 3 it may ever have out"
+    );
+    assert_eq!(placed(&submit_at(&mut r, 0, 2, 3)), vec![2]);
+    let mut b = budgeted(3_000, 0);
+    let r2 = refusal(&submit_at(&mut b, 0, 1, 4));
+    assert_eq!((r2.field, r2.kind), (Field::Estimate, Kind::Exhausted));
+    assert!(
+        r2.why
+            .contains("4000 processor-seconds asked, more than the whole budget of 3000")
+    );
+    assert_eq!(placed(&submit_at(&mut b, 0, 2, 3)), vec![2]);
 }

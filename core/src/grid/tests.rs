@@ -733,6 +733,7 @@ fn random_drives_keep_the_grid_invariants() {
                     }
                     Effect::Classified { .. }
                     | Effect::Coallocating { .. }
+                    | Effect::Recalculated { .. }
                     | Effect::Kill { .. } => {}
                     Effect::ReservationRefused { .. }
                     | Effect::AskReservation { .. }

@@ -293,6 +293,16 @@ pub trait Policy: Send + fmt::Debug {
     /// are ignored. The default: a policy that orders its queue by its own rules.
     fn meta_priority(&mut self, _job: JobId, _priority: u8) {}
 
+    /// New meta-scheduler priorities of waiting jobs (its fair-share recalculation weighed them
+    /// again). Unknown ids and running jobs are ignored. The default gives each to
+    /// [`Policy::meta_priority`]; a policy whose lookup is not constant overrides it with one
+    /// walk of its queue.
+    fn meta_priorities(&mut self, jobs: &[(JobId, u8)]) {
+        for &(job, p) in jobs {
+            self.meta_priority(job, p);
+        }
+    }
+
     /// The one machine and its processors of a classic policy (it schedules processors on one
     /// space-shared machine); `None` for the policies that place jobs on the machines of a
     /// cluster. A runner over a partition of alike nodes whose policy sees one machine of their

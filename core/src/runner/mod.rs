@@ -154,6 +154,12 @@ pub enum Input {
         /// Its identifier.
         id: ReservationId,
     },
+    /// The meta-scheduler weighed waiting jobs again (its fair-share recalculation): their new
+    /// priorities, in force from the next pass. A job not here or running keeps what it had.
+    Reprioritize {
+        /// Each job and its new priority.
+        jobs: Vec<(JobId, Priority)>,
+    },
     /// A scheduling pass.
     Pass,
     /// Overrun check: every running job at or past its predicted end gets a new one.
@@ -510,6 +516,11 @@ impl ClusterRunner {
         self.jobs.get(&job).map(|t| &t.job)
     }
 
+    /// The meta-scheduler's priority of a job here, if it gave one.
+    pub fn job_priority(&self, job: JobId) -> Option<Priority> {
+        self.jobs.get(&job).and_then(|t| t.priority)
+    }
+
     /// Where and since when a job runs.
     pub fn running_on(&self, job: JobId) -> Option<(MachineId, Time)> {
         let r = self.jobs.get(&job)?.running.as_ref()?;
@@ -604,6 +615,19 @@ impl ClusterRunner {
                 } else {
                     Err(RunnerError::UnknownReservation(id))
                 }
+            }
+            Input::Reprioritize { jobs } => {
+                let waiting: Vec<(JobId, Priority)> = (jobs.into_iter())
+                    .filter(|(id, p)| match self.jobs.get_mut(id) {
+                        Some(t) if t.running.is_none() => {
+                            t.priority = Some(*p);
+                            true
+                        }
+                        _ => false,
+                    })
+                    .collect();
+                self.policy.meta_priorities(&waiting);
+                Ok(())
             }
             Input::Pass => self.pass(now, out),
             Input::Tick => {

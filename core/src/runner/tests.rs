@@ -80,6 +80,32 @@ fn the_meta_priority_orders_an_fb_meta_queue() {
     assert_eq!(started(&on(&mut r, 100, Input::Pass))[0].0, 3);
 }
 
+/// The meta-scheduler weighs waiting jobs again (its fair-share recalculation): the queue
+/// follows the new priorities from the next pass; the running job keeps its own.
+#[test]
+fn new_meta_priorities_reorder_the_waiting_jobs() {
+    let p = platform(&[(4, 100)]);
+    let mut r = runner(&p, PolicyKind::FbMeta, RunnerConfig::default());
+    submit(&mut r, 0, Job::new(1, 0, 4, 100, 100), Some(5));
+    assert_eq!(started(&on(&mut r, 0, Input::Pass)).len(), 1);
+    for (id, prio) in [(2, 9), (3, 5), (4, 1)] {
+        submit(&mut r, 1, Job::new(id, 1, 4, 10, 10), Some(prio));
+    }
+    let jobs = vec![(JobId(1), 0), (JobId(2), 1), (JobId(4), 9), (JobId(99), 3)];
+    assert!(on(&mut r, 2, Input::Reprioritize { jobs }).is_empty());
+    on(&mut r, 2, Input::Pass);
+    let queue: Vec<u64> = r.policy().queue().iter().map(|j| j.0).collect();
+    assert_eq!(queue, vec![4, 3, 2]);
+    assert_eq!(
+        r.job_priority(JobId(1)),
+        Some(5),
+        "a running job keeps its own"
+    );
+    assert_eq!(r.job_priority(JobId(4)), Some(9));
+    on(&mut r, 100, Input::Ended { job: JobId(1) });
+    assert_eq!(started(&on(&mut r, 100, Input::Pass))[0].0, 4);
+}
+
 /// Runs job 1 on machine 0 from 0, suspends it at 100 and starts job 2 there (the `Preemptor`
 /// below), then lets job 1 start again at 130 on `resume_on`.
 fn suspend_and_resume(migration: Migration, resume_on: u32) -> (Vec<Effect>, ClusterRunner) {

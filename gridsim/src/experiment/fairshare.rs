@@ -18,22 +18,29 @@
 //! meta-scheduler's priority (`fb-meta`, D9.3); `classic`, `fair-tree` and `dominant`, the same
 //! `fb-meta` with the priority from the owner's factor alone (weight 1, the three heuristics 0,
 //! max 100: a spec reading for a finer order than the seeds' ten levels). The factor is read at
-//! submission, once (the two-level design classifies once; Slurm recomputes it every
-//! `PriorityCalcPeriod`), and a run is charged when it ends.
+//! submission, once (the two-level design classifies once), and a run is charged when it ends;
+//! `classic-5min` recalculates as Slurm does every `PriorityCalcPeriod` (its default, 300 s: the
+//! running jobs charged so far, the waiting jobs weighed again and reordered at the site);
+//! `classic-capped` is `classic` with a limit per user of [`CAP_JOBS`] jobs out at once
+//! (`max_jobs`, Slurm's `MaxJobs`; a limit on processors would refuse the trace's widest jobs).
 //!
 //! **Metrics** per run: `wait` (mean, s); `bsld`, the mean bounded slowdown
 //! `max(1, (wait + run) / max(run, 10 s))`; `light_wait` and `heavy_wait`, the mean wait of the
 //! jobs of the light and heavy users (heavy: the fewest users, largest first, who together used
 //! half of the window's processor-seconds); `jain_bsld` and `jain_wait`, Jain's fairness index
 //! `(Σx)² / (n Σx²)` over the users' mean bounded slowdown and mean wait (1: every user served
-//! alike). A replay has no randomness: one run per cell.
+//! alike); `top_share` and `top_usage_25` … `top_usage_100`, the share promised to the account
+//! with the most processor-seconds in the window (its normalized share) and its part of the
+//! grid's decayed usage (half-life 7 days, runs charged at their ends: what `sshare` shows as
+//! effective usage) at a quarter, half, three quarters and the end of the run's span. A replay
+//! has no randomness: one run per cell.
 
 use super::{Experiment, Figure, Metrics, Options, RunKey, Series, Summary};
 use crate::platform::{Grid, PlatformHooks, PlatformRecord, caps_of, simulate_platform};
 use anyhow::{Context, Result, anyhow, bail};
 use gridsched_core::classify::{ClassifierConfig, Weights};
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind};
-use gridsched_core::fairshare::{Algorithm, Assoc, FairShareConfig, Kind, WEEK};
+use gridsched_core::fairshare::{Algorithm, Assoc, FairShareConfig, Kind, ResetPeriod, WEEK};
 use gridsched_core::grid::{GridConfig, GridSettings, SiteSpec};
 use gridsched_core::model::{ClusterId, Job, JobId, Platform, UserId};
 use gridsched_core::policy::{PolicyConfig, PolicyKind};
@@ -45,7 +52,27 @@ use std::fmt::Write as _;
 /// The traces, by the prefix of their file names.
 pub const TRACES: [&str; 2] = ["KTH-SP2", "HPC2N"];
 /// The algorithms, in report order.
-pub const ALGORITHMS: [&str; 6] = ["fcfs", "easy", "seeds", "classic", "fair-tree", "dominant"];
+pub const ALGORITHMS: [&str; 8] = [
+    "fcfs",
+    "easy",
+    "seeds",
+    "classic",
+    "classic-5min",
+    "classic-capped",
+    "fair-tree",
+    "dominant",
+];
+/// The recalculation period of `classic-5min` (Slurm's default `PriorityCalcPeriod`).
+pub const RECALC: i64 = gridsched_core::fairshare::CALC_PERIOD;
+/// `classic-capped`'s jobs out at once per user.
+pub const CAP_JOBS: u32 = 16;
+/// When the top account's usage share is read, as fractions of the run's span.
+pub const CHECKPOINTS: [(&str, f64); 4] = [
+    ("top_usage_25", 0.25),
+    ("top_usage_50", 0.5),
+    ("top_usage_75", 0.75),
+    ("top_usage_100", 1.0),
+];
 /// The arrival speed-ups.
 pub const SPEEDUPS: [f64; 2] = [1.0, 1.5];
 /// Jobs per window.
@@ -141,6 +168,8 @@ pub fn tree(w: &Window, algorithm: Algorithm) -> FairShareConfig {
         algorithm,
         half_life: WEEK,
         dampening: 1.0,
+        recalc_period: 0,
+        reset_period: ResetPeriod::None,
         accounts,
     }
 }
@@ -157,7 +186,6 @@ pub fn jain(x: &[f64]) -> f64 {
 
 /// Runs window `w` with arrivals sped up `speedup` times under `algorithm`.
 pub fn run_window(w: &Window, algorithm: &str, speedup: f64) -> Result<Metrics> {
-    let platform = Platform::single_machine_sites([("site", w.procs)]);
     let fair = |a: Algorithm| {
         let cfg = ClassifierConfig {
             max: 100,
@@ -171,10 +199,92 @@ pub fn run_window(w: &Window, algorithm: &str, speedup: f64) -> Result<Metrics> 
         "easy" => (PolicyKind::Easy, None, None),
         "seeds" => (PolicyKind::FbMeta, Some(ClassifierConfig::default()), None),
         "classic" => fair(Algorithm::Classic),
+        "classic-5min" => {
+            let (p, c, mut f) = fair(Algorithm::Classic);
+            if let Some(f) = f.as_mut() {
+                f.recalc_period = RECALC;
+            }
+            (p, c, f)
+        }
+        "classic-capped" => {
+            let (p, c, mut f) = fair(Algorithm::Classic);
+            for a in f.iter_mut().flat_map(|f| f.accounts.iter_mut()) {
+                if a.kind == Kind::User {
+                    a.max_jobs = Some(CAP_JOBS);
+                }
+            }
+            (p, c, f)
+        }
         "fair-tree" => fair(Algorithm::FairTree),
         "dominant" => fair(Algorithm::Dominant),
         other => bail!("unknown fair-share algorithm `{other}`"),
     };
+    let jobs: Vec<Job> = (w.jobs.iter().cloned())
+        .map(|mut j| {
+            j.submit = (j.submit as f64 / speedup).round() as i64;
+            j
+        })
+        .collect();
+    let user: BTreeMap<JobId, u32> = jobs.iter().map(|j| (j.id, j.user.0)).collect();
+    let records = replay(w.procs, policy, classifier, fairshare, &jobs)
+        .map_err(|e| anyhow!("{algorithm}: {e}"))?;
+    let mut m = measure(&jobs, &user, &records);
+    m.extend(top_account(w, &jobs, &records));
+    Ok(m)
+}
+
+/// The account with the most processor-seconds in the window (ties: the first name), its
+/// normalized share, and its part of the grid's decayed usage at the [`CHECKPOINTS`] of the
+/// run's span.
+fn top_account(w: &Window, jobs: &[Job], records: &[PlatformRecord]) -> Metrics {
+    let account = |u: u32| w.accounts.get(&u).map_or("", String::as_str);
+    let mut demand: BTreeMap<&str, f64> = BTreeMap::new();
+    for j in jobs {
+        *demand.entry(account(j.user.0)).or_default() +=
+            f64::from(j.procs) * j.runtime.unwrap_or(0) as f64;
+    }
+    let top = (demand.iter())
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+        .map_or("", |(a, _)| *a);
+    let accounts: BTreeSet<&str> = w.accounts.values().map(String::as_str).collect();
+    let by_id: BTreeMap<JobId, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
+    let mut ends: Vec<(i64, &str, f64)> = (records.iter())
+        .filter_map(|r| {
+            let j = by_id.get(&r.id)?;
+            let used = f64::from(j.procs) * r.exec.max(0) as f64;
+            Some((r.end, account(j.user.0), used))
+        })
+        .collect();
+    ends.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)));
+    let span = ends.last().map_or(0, |e| e.0);
+    let mut usage = gridsched_core::fairshare::Usage::new(WEEK);
+    let mut next = ends.iter().peekable();
+    let mut m: Metrics = vec![("top_share", 1.0 / accounts.len().max(1) as f64)];
+    for (name, at) in CHECKPOINTS {
+        let t = (span as f64 * at).round() as i64;
+        while let Some(&&(end, a, used)) = next.peek() {
+            if end > t {
+                break;
+            }
+            usage.charge(a, used, end);
+            next.next();
+        }
+        m.push((name, usage.normalized(top, t)));
+    }
+    m
+}
+
+/// Replays `jobs` on one site of `procs` processors under `policy`, classified by `classifier`
+/// with the fair share `fairshare` (`None`: none), through the grid runner and the cluster
+/// runner: every job's record.
+pub fn replay(
+    procs: u32,
+    policy: PolicyKind,
+    classifier: Option<ClassifierConfig>,
+    fairshare: Option<FairShareConfig>,
+    jobs: &[Job],
+) -> Result<Vec<PlatformRecord>> {
+    let platform = Platform::single_machine_sites([("site", procs)]);
     let sites = caps_of(&platform)
         .into_iter()
         .map(|caps| SiteSpec {
@@ -199,13 +309,6 @@ pub fn run_window(w: &Window, algorithm: &str, speedup: f64) -> Result<Metrics> 
         usage_state: None,
     }));
     let policies = vec![PolicyConfig::new(policy).build(&platform, ClusterId(0))?];
-    let jobs: Vec<Job> = (w.jobs.iter().cloned())
-        .map(|mut j| {
-            j.submit = (j.submit as f64 / speedup).round() as i64;
-            j
-        })
-        .collect();
-    let user: BTreeMap<JobId, u32> = jobs.iter().map(|j| (j.id, j.user.0)).collect();
     let mut records: Vec<PlatformRecord> = Vec::new();
     let mut keep = |r: &PlatformRecord| records.push(r.clone());
     let hooks = PlatformHooks {
@@ -216,9 +319,8 @@ pub fn run_window(w: &Window, algorithm: &str, speedup: f64) -> Result<Metrics> 
         .iter()
         .cloned()
         .map(Ok::<Job, std::convert::Infallible>);
-    simulate_platform(&platform, policies, grid, stream, hooks)
-        .map_err(|e| anyhow!("{algorithm}: {e}"))?;
-    Ok(measure(&jobs, &user, &records))
+    simulate_platform(&platform, policies, grid, stream, hooks).map_err(|e| anyhow!("{e}"))?;
+    Ok(records)
 }
 
 /// The metrics of a run's records.
@@ -419,6 +521,25 @@ fn report(e: &FairShareExperiment, s: &Summary) -> String {
                     g("jain_wait"),
                     g("finished"),
                     g("jobs"),
+                );
+            }
+            r.push('\n');
+            let promised = s.get("fcfs", t, x, "top_share").unwrap_or(f64::NAN);
+            let _ = writeln!(
+                r,
+                "The account with the most processor-seconds in the window, its share promised \
+                 ({promised:.3}) against its part of the grid's decayed usage over the run:\n\n\
+                 | algorithm | at 25 % | at 50 % | at 75 % | at the end |\n|---|---|---|---|---|"
+            );
+            for a in s.algorithms() {
+                let g = |m: &str| s.get(&a, t, x, m).unwrap_or(f64::NAN);
+                let _ = writeln!(
+                    r,
+                    "| {a} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    g("top_usage_25"),
+                    g("top_usage_50"),
+                    g("top_usage_75"),
+                    g("top_usage_100"),
                 );
             }
             r.push('\n');

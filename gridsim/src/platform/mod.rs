@@ -383,6 +383,8 @@ struct Sim<'p, 'h> {
     events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
     seq: u64,
     wakes: BTreeSet<(Time, ClusterId)>,
+    /// The fair-share recalculation a tick is pushed for.
+    recalc_tick: Option<Time>,
     levels: Vec<Level>,
     integrals: Vec<UsageIntegral>,
     platform_integral: UsageIntegral,
@@ -521,6 +523,7 @@ where
         events: BinaryHeap::new(),
         seq: 0,
         wakes: BTreeSet::new(),
+        recalc_tick: None,
         levels,
         integrals: vec![UsageIntegral::default(); n],
         platform_integral: UsageIntegral::default(),
@@ -668,6 +671,13 @@ where
             sim.feed(t, GridInput::Release, &mut dirty)?;
         }
         sim.pass_dirty(t, &mut dirty)?;
+        // The grid runner recalculates the fair share at the tick of its period.
+        if let Some(at) = sim.grid.next_recalc()
+            && sim.recalc_tick != Some(at)
+        {
+            sim.recalc_tick = Some(at);
+            sim.push(at.max(t), Ev::Tick);
+        }
     }
     sim.stats.lost_jobs = sim.lost_jobs();
     let waiting = (sim.runners.iter().enumerate())

@@ -11,6 +11,7 @@ use gridsched_core::model::{ClusterId, Ended, Job, JobId, Outcome, Time};
 use gridsched_core::policy::AdvanceReservation;
 use gridsched_core::runner::{Effect, Input, RunnerError};
 use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 impl Sim<'_, '_> {
@@ -302,6 +303,20 @@ impl Sim<'_, '_> {
                 cause: Cause::Withdrawn { from },
                 ..
             } => self.withdraw(t, job, from),
+            GridEffect::Recalculated { jobs } => {
+                let mut by_site: BTreeMap<usize, Vec<(JobId, Priority)>> = BTreeMap::new();
+                for (job, site, p) in jobs {
+                    if let Some(site) = site.filter(|&s| !self.lost[s]) {
+                        by_site.entry(site).or_default().push((job, p));
+                    }
+                }
+                for (site, jobs) in by_site {
+                    dirty[site] = true;
+                    let input = Input::Reprioritize { jobs };
+                    (self.runners[site].on(t, input, &mut self.effects))
+                        .map_err(|e| PlatformError::Grid(e.to_string()))?;
+                }
+            }
             GridEffect::Classified { .. }
             | GridEffect::Blocked { .. }
             | GridEffect::Coallocating { .. }

@@ -97,6 +97,8 @@ pub enum Msg {
         v1::CommitReservationRequest,
         Reply<v1::CommitReservationResponse>,
     ),
+    /// Reprioritize.
+    Reprioritize(v1::ReprioritizeRequest, Reply<v1::ReprioritizeResponse>),
     /// What Slurm answered to a call of a Slurm-backed site (never sent to a native driver).
     Slurm(crate::slurm::call::Done),
     /// A job held here that has not ended (its output may still grow): its owner.
@@ -394,6 +396,10 @@ impl Driver {
                 let res = self.commit_reservation(r, now);
                 let _ = tx.send(res);
             }
+            Msg::Reprioritize(r, tx) => {
+                let res = self.reprioritize(r, now.secs);
+                let _ = tx.send(res);
+            }
             Msg::Staged(id, res) => self.staged(id, res, now.secs),
             Msg::Slurm(d) => tracing::warn!("a native site got a Slurm answer: {d:?}"),
         }
@@ -651,6 +657,39 @@ impl Driver {
     fn undo_admit(&mut self, id: u64, now: Time) {
         self.note(now, Input::Cancel { job: JobId(id) });
         self.jobs.remove(&id);
+    }
+
+    /// The meta-scheduler's new priorities of waiting jobs: written with their records, then
+    /// given to the runner (in force from the next pass, which follows at once).
+    fn reprioritize(
+        &mut self,
+        r: v1::ReprioritizeRequest,
+        now: Time,
+    ) -> Result<v1::ReprioritizeResponse, Status> {
+        let mut jobs = Vec::new();
+        for p in r.jobs {
+            let Some(rec) = self.jobs.get_mut(&p.job_id) else {
+                continue;
+            };
+            if rec.state != JobState::Queued || rec.req.priority == p.priority {
+                continue;
+            }
+            rec.req.priority = p.priority;
+            let stored = Self::stored(rec);
+            self.journal.save(p.job_id, Some(stored));
+            if !rec.staging {
+                let priority = p.priority.min(u32::from(u8::MAX)) as u8;
+                jobs.push((JobId(p.job_id), priority));
+            }
+        }
+        if jobs.is_empty() {
+            return Ok(v1::ReprioritizeResponse { applied: 0 });
+        }
+        self.flush()?;
+        let applied = jobs.len() as u32;
+        self.note(now, Input::Reprioritize { jobs });
+        self.pass(now);
+        Ok(v1::ReprioritizeResponse { applied })
     }
 
     fn cancel(&mut self, r: v1::CancelRequest, now: Time) -> Result<v1::CancelResponse, Status> {

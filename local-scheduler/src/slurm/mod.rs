@@ -275,6 +275,10 @@ impl SlurmSite {
             Msg::CommitReservation(_, tx) => {
                 let _ = tx.send(Err(no_reservations()));
             }
+            // Slurm orders its queue by its own priority: the meta-scheduler's is not passed on.
+            Msg::Reprioritize(_, tx) => {
+                let _ = tx.send(Ok(v1::ReprioritizeResponse { applied: 0 }));
+            }
             Msg::Slurm(d) => self.done(d, now),
             Msg::Staged(id, _) => {
                 tracing::warn!(job = id, "a Slurm-backed site got a staging outcome")

@@ -48,6 +48,8 @@ fn accounts() -> Accounts {
         algorithm: Default::default(),
         half_life: 0,
         dampening: 1.0,
+        recalc_period: 0,
+        reset_period: gridsched_core::fairshare::ResetPeriod::None,
     }))
 }
 

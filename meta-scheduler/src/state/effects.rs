@@ -237,6 +237,26 @@ impl State {
                 });
             }
             Effect::TakeBack { reservation, site } => b.take_back.push((reservation.0, site)),
+            Effect::Recalculated { jobs } => {
+                // The running jobs were charged so far: the usage is written with the batch.
+                b.charged = true;
+                for (job, site, p) in jobs {
+                    let Some(j) = self.jobs.get_mut(&job.0) else {
+                        continue;
+                    };
+                    if j.priority != u32::from(p) {
+                        j.priority = u32::from(p);
+                        b.jobs.insert(job.0);
+                    }
+                    // One still in the site's outbox goes with its new priority.
+                    if let Some(i) = site.filter(|&i| !self.outbox[i].contains(&job.0)) {
+                        b.reprioritize.entry(i).or_default().push(v1::JobPriority {
+                            job_id: job.0,
+                            priority: u32::from(p),
+                        });
+                    }
+                }
+            }
             Effect::ReservationDropped { reservation, why } => {
                 if self.reservations.remove(&reservation.0).is_some() {
                     tracing::info!(

@@ -421,6 +421,15 @@ impl Policy for FlexibleBackfilling {
         }
     }
 
+    fn meta_priorities(&mut self, jobs: &[(JobId, u8)]) {
+        let new: rustc_hash::FxHashMap<JobId, u8> = jobs.iter().copied().collect();
+        for w in &mut self.queue {
+            if let Some(&p) = new.get(&w.job.id) {
+                w.ms = p;
+            }
+        }
+    }
+
     fn terminate(&mut self, _now: Time, job: JobId) {
         self.state.finish(job);
         self.book.note_end(job);
