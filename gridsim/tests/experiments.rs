@@ -1047,6 +1047,13 @@ fn fairshare_quick_serves_light_users_first_deterministically() {
             );
         }
         assert_eq!(get("seeds", t, "bsld"), get("easy", t, "bsld"), "{t}");
+        // The simulator ticks the grid runner at each recalculation period: the factors read
+        // again change the schedule.
+        assert_ne!(
+            get("classic-5min", t, "wait"),
+            get("classic", t, "wait"),
+            "{t}"
+        );
     }
     let report = std::fs::read_to_string(a.path().join("report.md")).unwrap();
     assert!(

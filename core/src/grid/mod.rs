@@ -146,6 +146,14 @@ struct Open {
     charged_to: Option<Time>,
 }
 
+impl Open {
+    /// Where the part of its run, begun at `began`, not yet charged starts (the last
+    /// recalculation, or its beginning).
+    fn uncharged_from(&self, began: Time) -> Time {
+        self.charged_to.map_or(began, |c| c.max(began))
+    }
+}
+
 /// The grid runner.
 #[derive(Debug)]
 pub struct GridRunner {
@@ -637,8 +645,13 @@ impl GridRunner {
         let o = self.remove(id, outcome)?;
         if let (Some(shares), Some(began)) = (self.shares.as_mut(), o.began) {
             let j = &o.job;
-            let from = o.charged_to.map_or(began, |c| c.max(began));
-            shares.charge(j.user, j.procs, &j.licences, now - from, now);
+            shares.charge(
+                j.user,
+                j.procs,
+                &j.licences,
+                now - o.uncharged_from(began),
+                now,
+            );
         }
         Some(o)
     }
@@ -684,7 +697,7 @@ impl GridRunner {
                 continue;
             };
             let Some(began) = o.began else { continue };
-            let from = o.charged_to.map_or(began, |c| c.max(began));
+            let from = o.uncharged_from(began);
             let j = &o.job;
             shares.charge(j.user, j.procs, &j.licences, now - from, now);
             o.charged_to = Some(now);
