@@ -306,7 +306,7 @@ pub async fn against_slurm_fairshare(a: &BenchArgs) -> anyhow::Result<()> {
         "-n",
         "-P",
         "-o",
-        "JobID,Start,End",
+        "JobID,Submit,Start,End",
         "-j",
         &ids.join(","),
     ]);
@@ -318,20 +318,23 @@ pub async fn against_slurm_fairshare(a: &BenchArgs) -> anyhow::Result<()> {
             .timestamp()
             .as_second())
     };
-    let mut times: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let mut times: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
     for l in text.lines() {
         let f: Vec<&str> = l.split('|').collect();
-        if let [id, start, end] = f[..] {
-            times.insert(id.to_owned(), (parse(start)?, parse(end)?));
+        if let [id, submit, start, end] = f[..] {
+            times.insert(id.to_owned(), (parse(submit)?, parse(start)?, parse(end)?));
         }
     }
-    let first = times.values().map(|t| t.0).min().unwrap_or(0);
+    let first = times.values().map(|t| t.1).min().unwrap_or(0);
+    let mut slurm_waits = [0i64; 4];
     let slurm_runs: Vec<(usize, u32, i64, i64)> = (ids.iter().zip(&jobs))
         .map(|(id, j)| {
-            let (s, e) = times.get(id).copied().unwrap_or((first, first));
+            let (q, s, e) = times.get(id).copied().unwrap_or((first, first, first));
+            slurm_waits[j.leaf] += s - q;
             (j.leaf, j.procs, s - first, e - first)
         })
         .collect();
+    let charged = raw_usage(conf)?;
 
     // gridsched: the same stream in virtual time.
     let cpus = a.slurm_cpus;
@@ -355,9 +358,11 @@ pub async fn against_slurm_fairshare(a: &BenchArgs) -> anyhow::Result<()> {
         &sim_jobs,
     )?;
     let mut ours: Vec<(usize, u32, i64, i64)> = vec![(0, 0, 0, 0); jobs.len()];
+    let mut our_waits = [0i64; 4];
     for r in &records {
         let k = r.id.0 as usize - 1;
         ours[k] = (jobs[k].leaf, jobs[k].procs, r.start, r.end);
+        our_waits[jobs[k].leaf] += r.start;
     }
     let tau = kendall_tau_b(
         &slurm_runs.iter().map(|r| r.2).collect::<Vec<_>>(),
@@ -383,20 +388,53 @@ pub async fn against_slurm_fairshare(a: &BenchArgs) -> anyhow::Result<()> {
         span(&ours),
         wall.as_secs_f64()
     );
-    outln!("processor-seconds over the first {half} s:");
-    outln!("| account | jobs | Slurm | share | gridsched | share |");
-    outln!("|---|---|---|---|---|---|");
+    outln!(
+        "per account: mean wait (s), processor-seconds over the first {half} s (share), and \
+         what Slurm charged of the processor-seconds its jobs ran (RawUsage after the run)"
+    );
+    outln!(
+        "| account | jobs | wait Slurm | wait gridsched | first half Slurm | first half \
+         gridsched | ran in Slurm | Slurm's RawUsage |"
+    );
+    outln!("|---|---|---|---|---|---|---|---|");
+    let ran = used_until(&slurm_runs, i64::MAX);
     for (i, (leaf, _)) in LEAVES.iter().enumerate() {
         let n = jobs.iter().filter(|j| j.leaf == i).count();
+        let mean = |w: i64| w as f64 / n.max(1) as f64;
         outln!(
-            "| {leaf} | {n} | {} | {:.3} | {} | {:.3} |",
+            "| {leaf} | {n} | {:.0} | {:.0} | {} ({:.3}) | {} ({:.3}) | {} | {} |",
+            mean(slurm_waits[i]),
+            mean(our_waits[i]),
             su[i],
             su[i] as f64 / st as f64,
             gu[i],
-            gu[i] as f64 / gt as f64
+            gu[i] as f64 / gt as f64,
+            ran[i],
+            charged
+                .get(&leaf.to_lowercase())
+                .map_or("-".into(), |u| u.to_string()),
         );
     }
     Ok(())
+}
+
+/// Each leaf account's `RawUsage` as Slurm's `sshare` reports it (lowercase account names).
+fn raw_usage(conf: &Path) -> anyhow::Result<BTreeMap<String, u64>> {
+    let mut c = slurm(conf, "sshare");
+    c.args(["-n", "-P", "-a", "-o", "Account,User,RawUsage"]);
+    let text = output(c)?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            match f[..] {
+                [acct, user, raw] if !user.trim().is_empty() => {
+                    Some((acct.trim().to_lowercase(), raw.trim().parse().ok()?))
+                }
+                _ => None,
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -36,6 +36,11 @@ pub struct SubmitArgs {
     /// Unix seconds.
     #[arg(long)]
     pub deadline: Option<String>,
+    /// Memory the job needs on its machine, as Slurm's `--mem`: a number of MiB, or with a
+    /// unit `K`, `M`, `G` or `T` (`512M`, `4G`). A job asking for more than any machine of the
+    /// grid has is refused at submission.
+    #[arg(long)]
+    pub mem: Option<String>,
     /// Licences needed (repeatable).
     #[arg(long = "licence")]
     #[serde(default)]
@@ -110,6 +115,7 @@ impl SubmitArgs {
             a.estimate = a.estimate.or(f.estimate);
             a.deadline = a.deadline.or(f.deadline);
             a.emulate = a.emulate.or(f.emulate);
+            a.mem = a.mem.or(f.mem);
             a.token = a.token.or(f.token);
             a.reservation = a.reservation.or(f.reservation);
             a.urgent = a.urgent.or(f.urgent);
@@ -162,6 +168,7 @@ impl SubmitArgs {
             user_class: user_class.into(),
             owner_priority: a.owner_priority.unwrap_or(0),
             processors: a.processors.unwrap_or(1),
+            memory_kb: a.mem.as_deref().map(memory_kb).transpose()?,
             estimate_s: a.estimate.unwrap_or(60),
             deadline,
             licences: a.licences,
@@ -187,5 +194,43 @@ impl SubmitArgs {
                 .collect::<anyhow::Result<_>>()?,
             ..Default::default()
         })
+    }
+}
+
+/// A `--mem` value in KiB: MiB without a unit, or `K`, `M`, `G`, `T` (powers of 1024).
+fn memory_kb(text: &str) -> anyhow::Result<u64> {
+    let t = text.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "K" | "KB" | "KIB" => 0,
+        "" | "M" | "MB" | "MIB" => 10,
+        "G" | "GB" | "GIB" => 20,
+        "T" | "TB" | "TIB" => 30,
+        _ => anyhow::bail!("--mem: `{text}`: a number of MiB, or with K, M, G or T (`4G`)"),
+    };
+    let n: u64 = digits.parse().map_err(|_| {
+        anyhow::anyhow!("--mem: `{text}`: a number of MiB, or with K, M, G or T (`4G`)")
+    })?;
+    if n == 0 {
+        anyhow::bail!("--mem: must be more than 0");
+    }
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| anyhow::anyhow!("--mem: `{text}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mem_reads_like_slurms() {
+        use super::memory_kb;
+        assert_eq!(memory_kb("512").unwrap(), 512 * 1024);
+        assert_eq!(memory_kb("512M").unwrap(), 512 * 1024);
+        assert_eq!(memory_kb("4G").unwrap(), 4 << 20);
+        assert_eq!(memory_kb("64k").unwrap(), 64);
+        assert_eq!(memory_kb("1T").unwrap(), 1 << 30);
+        for bad in ["", "G", "4X", "-1", "0"] {
+            assert!(memory_kb(bad).is_err(), "{bad}");
+        }
+        assert!(memory_kb("99999999999999999999T").is_err());
     }
 }

@@ -46,6 +46,10 @@ pub struct MachineConfig {
     /// Benchmark score (default 1).
     #[serde(default = "one")]
     pub benchmark: u32,
+    /// Memory in KiB; absent = not known. A job asking for more than the largest machine's is
+    /// refused.
+    #[serde(default)]
+    pub memory_kb: Option<u64>,
     /// Node-locked licences.
     #[serde(default)]
     pub node_locked: Vec<String>,
@@ -443,7 +447,11 @@ impl Config {
             if m.benchmark == 0 {
                 bail!("machines[{i}].benchmark: must be at least 1");
             }
+            if m.memory_kb == Some(0) {
+                bail!("machines[{i}].memory_kb: must be at least 1 (or absent: not known)");
+            }
             let mut mm = Machine::new(MachineId(i as u32), &m.name, m.processors, m.benchmark);
+            mm.memory_kb = m.memory_kb;
             mm.cluster = ClusterId(0);
             mm.node_locked = m.node_locked.iter().map(|n| lic(n)).collect();
             machines.push(mm);
@@ -526,6 +534,19 @@ copies = 2
         assert_eq!(p.machines.len(), 2);
         assert_eq!(p.clusters[0].pools[0].copies, 2);
         assert_eq!(p.clusters[0].pools[0].machines.len(), 2);
+        assert_eq!(p.machines[0].memory_kb, None, "not known");
+        let with =
+            |kb: &str| OK.replace("benchmark = 2", &format!("benchmark = 2\nmemory_kb = {kb}"));
+        let p = Config::from_toml(&with("1048576"))
+            .unwrap()
+            .platform()
+            .unwrap();
+        assert_eq!(p.machines[1].memory_kb, Some(1 << 20));
+        let e = Config::from_toml(&with("0")).and_then(|c| c.platform().map(|_| c));
+        assert!(
+            format!("{:#}", e.unwrap_err()).contains("machines[1].memory_kb"),
+            "names the key"
+        );
     }
 
     /// Planning rules are read from `[policy.planning.rules]`, and refused for a policy that

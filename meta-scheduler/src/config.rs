@@ -234,6 +234,19 @@ pub struct MachineConfig {
     pub name: String,
     /// Its processors.
     pub processors: u32,
+    /// Its benchmark score (default 1): the same as its local scheduler's. A job's estimate
+    /// scaled by its own score over the fastest machine's must fit a site's limit.
+    #[serde(default = "one")]
+    pub benchmark: u32,
+    /// Its memory in KiB, the same as its local scheduler's; absent = not known (a job's
+    /// `memory_kb` is then not checked against it). A job asking for more memory than any
+    /// machine of the grid has is refused at submission.
+    #[serde(default)]
+    pub memory_kb: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn default_listen() -> String {
@@ -410,6 +423,14 @@ impl MetaConfig {
         self.limits
             .validate()
             .map_err(|key| bad(format!("limits.{key}"), "must be at least 1"))?;
+        for (i, u) in self.auth.users.iter().enumerate() {
+            gridsched_core::model::check_name(&u.user).map_err(|why| {
+                bad(
+                    format!("auth.users[{i}].user"),
+                    &format!("`{}` is not a valid name: {why}", u.user.escape_default()),
+                )
+            })?;
+        }
         gridsched_security::Tokens::new(&self.auth.users).map_err(|e| ConfigError::Invalid {
             key: "auth".into(),
             reason: e.to_string(),
@@ -464,6 +485,18 @@ impl MetaConfig {
                     return Err(bad(
                         format!("sites[{i}].machines[{j}].processors"),
                         "must be at least 1",
+                    ));
+                }
+                if m.benchmark == 0 {
+                    return Err(bad(
+                        format!("sites[{i}].machines[{j}].benchmark"),
+                        "must be at least 1",
+                    ));
+                }
+                if m.memory_kb == Some(0) {
+                    return Err(bad(
+                        format!("sites[{i}].machines[{j}].memory_kb"),
+                        "must be at least 1 (or absent: not known)",
                     ));
                 }
                 if s.multi_node && m.processors != s.machines[0].processors {

@@ -62,8 +62,8 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
                 total_procs: s.machines.iter().map(|m| u64::from(m.processors)).sum(),
                 max_machine_procs: s.widest_job(),
                 licences,
-                // The grid file gives no machine speeds.
-                benchmark: None,
+                benchmark: s.machines.iter().map(|m| m.benchmark).max(),
+                max_memory_kb: ClusterCaps::memory_of(s.machines.iter().map(|m| m.memory_kb)),
             },
             max_estimate: Some(s.max_estimate(cfg.limits.max_estimate_s)),
             machines: Some(machines),
@@ -406,6 +406,7 @@ fn field_name(field: Field) -> String {
         Field::Inputs => "inputs".into(),
         Field::StageIn => "stage_in".into(),
         Field::Benchmark => "benchmark".into(),
+        Field::Memory => "memory_kb".into(),
         Field::After => "after".into(),
         Field::User => "user".into(),
         Field::Array => "array".into(),

@@ -41,6 +41,23 @@ pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refu
     limits
         .check(spec)
         .map_err(|e| Refusal::new(e.field(), e.reason()))?;
+    gridsched_core::model::check_name(&spec.user).map_err(|why| {
+        Refusal::new(
+            "user",
+            format!(
+                "`{}` is not a valid name: {why}",
+                spec.user.escape_default()
+            ),
+        )
+    })?;
+    if let Some(d) = spec.deadline
+        && !(0..=LATEST).contains(&d)
+    {
+        return Err(Refusal::new(
+            "deadline",
+            format!("{d} is not a time between 1970 and the end of 9999 (Unix seconds)"),
+        ));
+    }
     if spec.owner_priority > 3 {
         return Err(Refusal::new("owner_priority", "must be 0 to 3"));
     }
@@ -81,6 +98,9 @@ pub fn check(spec: Option<&v1::JobSpec>, limits: &SpecLimits) -> Result<(), Refu
     }
     Ok(())
 }
+
+/// The latest time a submission may name: 9999-12-31 23:59:59 UTC.
+const LATEST: i64 = 253_402_300_799;
 
 /// Most staged inputs of one job.
 pub const MAX_STAGE_IN: usize = 256;
@@ -296,6 +316,69 @@ machines = [{ name = "m", processors = 8 }]
             .unwrap_err()
             .field
             .expect("a field")
+    }
+
+    /// The three jobs a random-input run got accepted: a benchmark score that stretches the job
+    /// past every limit, more memory than any machine has, a user named like a path; and the
+    /// bounds beside them.
+    #[test]
+    fn edge_values_are_refused_at_the_door_naming_the_field() {
+        let with_memory = GRID.replace(
+            "processors = 8 }",
+            "processors = 8, benchmark = 2, memory_kb = 1048576 }",
+        );
+        let refused = |grid: &str, spec: v1::JobSpec| {
+            let e = admit(grid, Some(&spec), 1000).unwrap_err();
+            (e.field.unwrap_or_default(), e.message)
+        };
+        let (f, m) = refused(
+            GRID,
+            v1::JobSpec {
+                benchmark: Some(u32::MAX),
+                ..ok_spec()
+            },
+        );
+        assert_eq!(f, "benchmark");
+        assert!(
+            m.contains("takes 42949672950 s on the fastest machine") && m.contains("3600 s"),
+            "{m}"
+        );
+        // At score 720 on a machine of score 2 its 10 s take 3,600 s: within the limit.
+        let scaled = |bm| v1::JobSpec {
+            benchmark: Some(bm),
+            ..ok_spec()
+        };
+        assert!(admit(&with_memory, Some(&scaled(720)), 1000).is_ok());
+        assert_eq!(refused(&with_memory, scaled(721)).0, "benchmark");
+        let memory = |kb| v1::JobSpec {
+            memory_kb: Some(kb),
+            ..ok_spec()
+        };
+        let (f, m) = refused(&with_memory, memory(u64::MAX));
+        assert_eq!(f, "memory_kb");
+        assert!(m.contains("largest: 1048576 KiB"), "{m}");
+        assert!(admit(&with_memory, Some(&memory(1 << 20)), 1000).is_ok());
+        assert!(
+            admit(GRID, Some(&memory(u64::MAX)), 1000).is_ok(),
+            "no machine declares its memory: not checked"
+        );
+        let (f, m) = refused(
+            GRID,
+            v1::JobSpec {
+                user: "../../etc/passwd".into(),
+                ..ok_spec()
+            },
+        );
+        assert_eq!(f, "user");
+        assert!(m.contains("begins with `.`"), "{m}");
+        let (f, _) = refused(
+            GRID,
+            v1::JobSpec {
+                deadline: Some(i64::MAX),
+                ..ok_spec()
+            },
+        );
+        assert_eq!(f, "deadline");
     }
 
     #[test]

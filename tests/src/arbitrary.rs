@@ -81,7 +81,7 @@ pub fn job_spec(
         prop_oneof![20 => 0u32..4, 1 => any::<u32>()],
         prop_oneof![20 => 0i32..4, 1 => any::<i32>()],
         proptest::option::of(prop_oneof![8 => 1u32..3, 1 => Just(0u32), 1 => any::<u32>()]),
-        proptest::option::of(any::<u64>()),
+        proptest::option::of(prop_oneof![4 => 1u64..4_000_000, 1 => any::<u64>()]),
         proptest::option::of(text()),
         proptest::option::of(any::<u32>()),
     );

@@ -24,10 +24,13 @@ max_estimate_s = 30
 name = "alpha"
 licences = ["matlab"]
 max_estimate_s = 20
-machines = [{ name = "alpha-m1", processors = 4 }, { name = "alpha-m2", processors = 4 }]
+machines = [
+  { name = "alpha-m1", processors = 4, memory_kb = 1048576 },
+  { name = "alpha-m2", processors = 4, memory_kb = 2097152 },
+]
 [[sites]]
 name = "beta"
-machines = [{ name = "beta-m1", processors = 2 }]
+machines = [{ name = "beta-m1", processors = 2, memory_kb = 524288 }]
 "#;
 
 const NOW: i64 = 1_800_000_000;
@@ -112,6 +115,12 @@ fn every_accepted_spec_is_a_job_some_site_can_run() {
         }
         proptest::prop_assert!(texts.iter().all(|t| !t.contains('\0')), "{:?}", spec);
         proptest::prop_assert!(spec.user.len() <= cfg.limits.max_name_bytes);
+        proptest::prop_assert!(
+            gridsched_core::model::check_name(&spec.user).is_ok(),
+            "{:?}",
+            spec.user
+        );
+        proptest::prop_assert!(job.memory_kb.is_none_or(|kb| kb <= 2_097_152), "{job:?}");
         let submit = gridsched_core::grid::Input::Submit {
             job: job.clone(),
             priority: None,
@@ -125,12 +134,10 @@ fn every_accepted_spec_is_a_job_some_site_can_run() {
         };
         proptest::prop_assert!(d.can_ever_run(site, &job));
         let limit = cfg.sites[site].max_estimate(cfg.limits.max_estimate_s);
-        proptest::prop_assert!(
-            job.estimate <= limit,
-            "{} s sent to a {} s site",
-            job.estimate,
-            limit
-        );
+        // Every machine has score 1: the job takes its estimate times its own score.
+        let takes =
+            gridsched_core::model::scale_duration(job.estimate, job.benchmark.unwrap_or(1), 1);
+        proptest::prop_assert!(takes <= limit, "{} s sent to a {} s site", takes, limit);
         Ok(())
     };
     runner(400).run(&strategy(NOW), check).unwrap();

@@ -68,14 +68,35 @@ pub struct ClusterCaps {
     /// expected times to compute scale by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub benchmark: Option<u32>,
+    /// The memory of its largest machine (KiB), when every machine declares its memory; `None`
+    /// when some machine does not (a job's memory is then not limited here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_kb: Option<u64>,
 }
 
 impl ClusterCaps {
-    /// Whether the cluster can ever run `job` on one machine (processors and licences).
+    /// Whether the cluster can ever run `job` on one machine (processors, memory and licences).
     pub fn can_run(&self, job: &Job) -> bool {
         self.up
             && job.procs <= self.max_machine_procs
+            && self.has_memory_for(job)
             && job.licences.iter().all(|l| self.licences.contains(l))
+    }
+
+    /// Whether some machine has the memory `job` asks for (or the memory is not known).
+    pub fn has_memory_for(&self, job: &Job) -> bool {
+        match (job.memory_kb, self.max_memory_kb) {
+            (Some(need), Some(have)) => need <= have,
+            _ => true,
+        }
+    }
+
+    /// The [`max_memory_kb`](Self::max_memory_kb) of machines of these memories: the largest, or
+    /// `None` when one is unknown.
+    pub fn memory_of(machines: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
+        machines
+            .into_iter()
+            .try_fold(0, |max, m| m.map(|kb| kb.max(max)))
     }
 }
 
@@ -133,6 +154,7 @@ impl GridState {
                     max_machine_procs: n,
                     licences: Vec::new(),
                     benchmark: None,
+                    max_memory_kb: None,
                 })
                 .collect(),
             load: None,

@@ -55,6 +55,7 @@ mod tests {
             max_machine_procs: procs,
             licences: lic.iter().map(|&l| LicenceId(l)).collect(),
             benchmark: None,
+            max_memory_kb: None,
         }
     }
 

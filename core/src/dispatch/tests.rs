@@ -14,6 +14,7 @@ fn caps(n: usize) -> Vec<ClusterCaps> {
             max_machine_procs: 8,
             licences: vec![LicenceId(0)],
             benchmark: None,
+            max_memory_kb: None,
         })
         .collect()
 }

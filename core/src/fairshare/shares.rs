@@ -93,6 +93,29 @@ impl ResetPeriod {
             ResetPeriod::Yearly => Some(i64::from(date().year())),
         }
     }
+
+    /// When period `index` begins (Unix seconds, 00:00 UTC); `None` when usage is never reset or
+    /// the period lies beyond the calendar.
+    pub fn start(self, index: i64) -> Option<Time> {
+        let first_of = |year: i64, month: i64| {
+            let year = i16::try_from(year).ok()?;
+            let month = i8::try_from(month + 1).ok()?;
+            let d = jiff::civil::Date::new(year, month, 1).ok()?;
+            let z = d.to_zoned(jiff::tz::TimeZone::UTC).ok()?;
+            Some(z.timestamp().as_second())
+        };
+        match self {
+            ResetPeriod::None => None,
+            ResetPeriod::Daily => index.checked_mul(86_400),
+            ResetPeriod::Weekly => index.checked_mul(7)?.checked_sub(4)?.checked_mul(86_400),
+            ResetPeriod::Monthly => first_of(index.div_euclid(12), index.rem_euclid(12)),
+            ResetPeriod::Quarterly => {
+                let m = index.checked_mul(3)?;
+                first_of(m.div_euclid(12), m.rem_euclid(12))
+            }
+            ResetPeriod::Yearly => first_of(index, 0),
+        }
+    }
 }
 
 /// Slurm's default `PriorityCalcPeriod`: 5 minutes.
@@ -226,6 +249,8 @@ pub struct Shares {
     /// The factors by association, as of a time, until the next charge.
     factors: Option<(Time, Vec<Option<f64>>)>,
     in_use: InUse,
+    /// When the current reset period ends, once known: until then no input needs a calendar.
+    next_reset: Option<Time>,
 }
 
 impl Shares {
@@ -265,6 +290,7 @@ impl Shares {
             by_id,
             used,
             factors: None,
+            next_reset: None,
             in_use: InUse {
                 jobs: vec![0; n],
                 out: vec![0; n],
@@ -503,9 +529,15 @@ impl Shares {
     /// Clears every association's usage when `now` falls in a later reset period than the usage
     /// does ([`ResetPeriod`]); whether it did.
     pub fn reset_if_due(&mut self, now: Time) -> bool {
+        if self.next_reset.is_some_and(|end| now < end) {
+            return false;
+        }
         let Some(p) = self.cfg.reset_period.index(now) else {
             return false;
         };
+        self.next_reset = p
+            .checked_add(1)
+            .and_then(|n| self.cfg.reset_period.start(n));
         let due = self.used.period.is_some_and(|old| p > old);
         if due {
             self.used.procs = Usage::new(self.cfg.half_life);
@@ -535,5 +567,6 @@ impl Shares {
     pub fn restore(&mut self, state: UsageState) {
         self.used = state;
         self.factors = None;
+        self.next_reset = None;
     }
 }

@@ -313,6 +313,20 @@ fn reset_periods_turn_at_midnight_utc() {
     assert_eq!(ResetPeriod::Yearly.index(1_798_761_600), Some(2027));
     assert_eq!(ResetPeriod::Daily.index(sun), Some(20_786));
     assert_eq!(ResetPeriod::None.index(sun), None);
+    // Each period begins where its index says, and the next one where the index turns.
+    use ResetPeriod::{Daily, Monthly, Quarterly, Weekly, Yearly};
+    for p in [Daily, Weekly, Monthly, Quarterly, Yearly] {
+        for t in [0, sat, sun, mon, dec, 1_798_761_599, 1_798_761_600, -86_401] {
+            let i = p.index(t).unwrap();
+            let (begin, end) = (p.start(i).unwrap(), p.start(i + 1).unwrap());
+            assert!(begin <= t && t < end, "{p:?} at {t}: [{begin}, {end})");
+            assert_eq!(p.index(begin), Some(i), "{p:?} {i} begins at {begin}");
+            assert_eq!(p.index(end - 1), Some(i));
+        }
+    }
+    assert_eq!(Weekly.start(Weekly.index(mon).unwrap()), Some(sun));
+    assert_eq!(Monthly.start(Monthly.index(dec).unwrap()), Some(dec));
+    assert_eq!(ResetPeriod::None.start(0), None);
 }
 
 /// The usage is cleared once its period is over, for every association, and only then.

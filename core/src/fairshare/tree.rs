@@ -55,6 +55,9 @@ pub struct Assoc {
 /// Why a tree is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TreeError {
+    /// A name outside the character set of [`crate::model::check_name`].
+    #[error("`{0}` is not a valid name: {1}")]
+    Name(String, String),
     /// Two accounts, or two users, of one name.
     #[error("`{0}` is named twice")]
     Twice(String),
@@ -90,6 +93,8 @@ impl Tree {
         let mut accounts: HashMap<&str, usize> = HashMap::new();
         let mut users = HashMap::new();
         for (i, a) in assocs.iter().enumerate() {
+            crate::model::check_name(&a.name)
+                .map_err(|why| TreeError::Name(a.name.clone(), why))?;
             let fresh = match a.kind {
                 Kind::Account => accounts.insert(a.name.as_str(), i).is_none(),
                 Kind::User => users.insert(a.name.clone(), i).is_none(),

@@ -1,7 +1,8 @@
 //! Admission at the grid's door (Pasquali, thesis D3: the Meta-Scheduler filters out the clusters
 //! that can never run a job from their static capabilities): what the grid's state decides about
 //! a submitted job before it is classified. A job no site can ever run (wider than every site, or
-//! than all of them together where jobs are split; longer than every site's limit; needing a
+//! than all of them together where jobs are split; longer than every site's limit, on its own or
+//! scaled by its benchmark score; asking more memory than any machine has; needing a
 //! licence no site has; reading inputs held by no site that could run it), a deadline already
 //! past, a job waiting for a job the grid does not know, or a job into an advance reservation it
 //! may not use, is refused with a [`Refusal`]
@@ -37,6 +38,8 @@ pub enum Field {
     StageIn,
     /// Its benchmark score.
     Benchmark,
+    /// The memory it asks for.
+    Memory,
     /// The advance reservation it runs in.
     Reservation,
     /// Its dependencies.
@@ -198,6 +201,42 @@ impl GridRunner {
                 ),
             ));
         }
+        if let Some(bm) = job.benchmark {
+            // Its time on a site's fastest machine: the estimate scaled by its reference score
+            // over the machine's (a site of unknown speed counts as score 1, the default).
+            if !sites.iter().any(|s| s.within_limit(job)) {
+                let best = sites.iter().map(|s| s.time_on(job)).min().unwrap_or(0);
+                return Err(Refusal::new(
+                    Field::Benchmark,
+                    Kind::Invalid,
+                    format!(
+                        "at a reference score of {bm} its estimate of {} s takes {best} s on the \
+                         fastest machine, more than every site's limit (largest: {longest} s)",
+                        job.estimate
+                    ),
+                ));
+            }
+        }
+        if let Some(need) = job.memory_kb
+            && !sites.iter().any(|s| s.caps.has_memory_for(job))
+        {
+            let most = sites
+                .iter()
+                .filter_map(|s| s.caps.max_memory_kb)
+                .max()
+                .unwrap_or(0);
+            let gib = |kb: u64| kb as f64 / f64::from(1u32 << 20);
+            return Err(Refusal::new(
+                Field::Memory,
+                Kind::Invalid,
+                format!(
+                    "{need} KiB ({:.1} GiB) is more than any machine of the grid has (largest: \
+                     {most} KiB, {:.1} GiB)",
+                    gib(need),
+                    gib(most)
+                ),
+            ));
+        }
         for (i, l) in job.licences.iter().enumerate() {
             if !sites.iter().any(|s| s.caps.licences.contains(l)) {
                 return Err(Refusal::new(
@@ -211,7 +250,7 @@ impl GridRunner {
         // estimate, which the strategy checks as it splits.
         let wide = splits && job.procs > one_site;
         let fits = |i: usize| self.placer.fits(i, job);
-        let limit = |i: usize| sites[i].max_estimate.is_none_or(|m| job.estimate <= m);
+        let limit = |i: usize| sites[i].within_limit(job);
         if !wide && !(0..sites.len()).any(|i| fits(i) && limit(i)) {
             return Err(Refusal::new(
                 Field::Licences,

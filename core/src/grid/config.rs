@@ -30,6 +30,25 @@ pub struct SiteSpec {
     pub stages: bool,
 }
 
+impl SiteSpec {
+    /// What `job` takes on the site's fastest machine: its estimate, scaled by its benchmark
+    /// score over the machine's when it gives one (a site of unknown speed counts as score 1,
+    /// the default).
+    pub fn time_on(&self, job: &Job) -> Duration {
+        match job.benchmark {
+            Some(bm) => {
+                crate::model::scale_duration(job.estimate, bm, self.caps.benchmark.unwrap_or(1))
+            }
+            None => job.estimate,
+        }
+    }
+
+    /// Whether `job` keeps within the site's longest estimate there ([`time_on`](Self::time_on)).
+    pub fn within_limit(&self, job: &Job) -> bool {
+        self.max_estimate.is_none_or(|m| self.time_on(job) <= m)
+    }
+}
+
 fn yes() -> bool {
     true
 }

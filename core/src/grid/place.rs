@@ -163,13 +163,13 @@ impl Placer {
         self.dispatcher.splits()
     }
 
-    /// Whether `site` takes `job` on what the strategies do not know: its estimate is within the
-    /// site's limit, its inputs are on the site's machines, and the site stages the data it
+    /// Whether `site` takes `job` on what the strategies do not know: its estimate (scaled by its
+    /// benchmark score) is within the site's limit, its inputs are on the site's machines, and the site stages the data it
     /// reads.
     pub fn takes(&self, site: usize, job: &Job) -> bool {
         let s = &self.sites[site];
         (s.stages || job.stage_in.is_empty())
-            && s.max_estimate.is_none_or(|m| job.estimate <= m)
+            && s.within_limit(job)
             && s.machines.as_ref().is_none_or(|ms| {
                 job.inputs
                     .iter()
@@ -279,7 +279,9 @@ impl Placer {
                     )
                 });
                 let elsewhere = only.is_some_and(|o| o != i);
-                let limit = self.sites[i].max_estimate.filter(|&m| job.estimate > m);
+                let limit = self.sites[i]
+                    .max_estimate
+                    .filter(|_| !self.sites[i].within_limit(job));
                 let takes = self.takes(i, job);
                 let fits = caps.can_run(job) && takes;
                 let note = if elsewhere {

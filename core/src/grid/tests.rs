@@ -19,6 +19,7 @@ pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
             max_machine_procs: procs,
             licences: Vec::new(),
             benchmark: None,
+            max_memory_kb: None,
         },
         max_estimate: None,
         machines: None,

@@ -9,6 +9,7 @@ mod dependency;
 mod ids;
 mod job;
 mod machine;
+mod name;
 mod platform;
 mod urgency;
 pub(crate) mod workflow;
@@ -19,6 +20,7 @@ pub use dependency::{Condition, Dependency, DependencyError, Ended, Outcome, Ter
 pub use ids::{ClusterId, JobId, LicenceId, MachineId, ReservationId, SiteId, UserId};
 pub use job::{InputRef, Job, JobError, UserClass, scale_duration};
 pub use machine::Machine;
+pub use name::{MAX_NAME, check_name};
 pub use platform::{Cluster, LicencePool, LicenceType, Platform, PlatformError, Site};
 pub use urgency::Urgency;
 pub use workflow::{MAX_NODES, MAX_RETRIES, Node, Workflow, WorkflowError, WorkflowText};

@@ -132,10 +132,22 @@ pub struct MachinePart {
     /// Benchmark score.
     #[serde(default = "one")]
     pub benchmark: u32,
+    /// Memory in KiB; absent, `gridctl up` gives it this host's (its agents run here). A job
+    /// asking for more than any machine has is refused at submission.
+    #[serde(default)]
+    pub memory_kb: Option<u64>,
 }
 
 fn one() -> u32 {
     1
+}
+
+/// This host's memory in KiB (`MemTotal` of `/proc/meminfo`), where it can be read.
+pub fn host_memory_kb() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// One floating licence pool.
@@ -164,6 +176,18 @@ impl GridFile {
     /// The sites' names, in file order.
     pub fn site_names(&self) -> Vec<&str> {
         self.sites.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Gives each machine whose memory the file leaves out this host's memory (`MemTotal` of
+    /// `/proc/meminfo`), where it can be read: `gridctl up` runs every agent on this host.
+    pub fn with_host_memory(mut self) -> GridFile {
+        let Some(kb) = host_memory_kb() else {
+            return self;
+        };
+        for m in self.sites.iter_mut().flat_map(|s| s.machines.iter_mut()) {
+            m.memory_kb.get_or_insert(kb);
+        }
+        self
     }
 
     /// Parses a grid description.
@@ -231,6 +255,9 @@ impl GridFile {
                 "[[machines]]\nname = {:?}\nprocessors = {}\nbenchmark = {}\n",
                 m.name, m.processors, m.benchmark
             );
+            if let Some(kb) = m.memory_kb {
+                let _ = writeln!(t, "memory_kb = {kb}");
+            }
         }
         for l in &s.licences {
             let _ = write!(
@@ -289,7 +316,15 @@ impl GridFile {
             let machines = s
                 .machines
                 .iter()
-                .map(|m| format!("{{ name = {:?}, processors = {} }}", m.name, m.processors))
+                .map(|m| {
+                    let memory = m
+                        .memory_kb
+                        .map_or(String::new(), |kb| format!(", memory_kb = {kb}"));
+                    format!(
+                        "{{ name = {:?}, processors = {}, benchmark = {}{memory} }}",
+                        m.name, m.processors, m.benchmark
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(", ");
             let _ = write!(

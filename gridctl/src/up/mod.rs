@@ -304,7 +304,7 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
         outln!("{}", text.trim_end_matches('\n'));
         return Ok(());
     }
-    let grid = GridFile::parse(&text)?;
+    let grid = GridFile::parse(&text)?.with_host_memory();
     let http = (a.http != "none").then_some(a.http.as_str());
     let mut g = launch(&grid, &a.dir, &a.listen, http, a.time_scale)?;
     let (meta, dir) = (g.meta.clone(), g.dir.clone());

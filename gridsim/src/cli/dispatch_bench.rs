@@ -61,6 +61,7 @@ fn grid(clusters: u32) -> GridState {
             max_machine_procs: 64,
             licences: Vec::new(),
             benchmark: None,
+            max_memory_kb: None,
         })
         .collect();
     GridState {

@@ -130,6 +130,7 @@ mod tests {
                 max_machine_procs: 4,
                 licences: Vec::new(),
                 benchmark: None,
+                max_memory_kb: None,
             },
             max_estimate: None,
             machines: None,

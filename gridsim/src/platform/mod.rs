@@ -774,6 +774,11 @@ pub fn caps_of(platform: &Platform) -> Vec<ClusterCaps> {
                     .iter()
                     .map(|m| platform.machines[m.index()].benchmark)
                     .max(),
+                max_memory_kb: ClusterCaps::memory_of(
+                    c.machines
+                        .iter()
+                        .map(|m| platform.machines[m.index()].memory_kb),
+                ),
             }
         })
         .collect()

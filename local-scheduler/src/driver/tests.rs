@@ -588,3 +588,71 @@ fn an_earliest_tentative_reservation_is_held_until_committed_or_its_lease_lapses
         tonic::Code::NotFound
     );
 }
+
+/// The meta-scheduler's new priorities (its fair share weighed again) reorder the waiting jobs of
+/// a site that takes them (`fb-meta`), are written with the jobs' records, and leave running and
+/// unknown jobs alone. The job holding the reservation keeps it (Flexible Backfilling's unmodified
+/// variant: a reservation once made is kept).
+#[test]
+fn new_priorities_reorder_the_waiting_jobs_and_survive_a_restart() {
+    use v1::AgentJobState as A;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let new = || {
+        let cfg = Config::from_toml(&format!(
+            "cluster = \"c1\"\nstate_dir = {state:?}\n[policy]\npolicy = \"fb-meta\"\n\
+             [[machines]]\nname = \"m1\"\nprocessors = 2\n"
+        ))
+        .unwrap();
+        Driver::new(cfg, at(0)).unwrap()
+    };
+    let mut d = new();
+    let whole = |id: u64| {
+        let mut r = request(id, 0);
+        r.spec.as_mut().unwrap().processors = 2;
+        r
+    };
+    for id in 1..=4 {
+        d.admit(whole(id), at(0).secs).unwrap();
+    }
+    d.flush().unwrap();
+    let agent = register_m1(&mut d);
+    d.tick(at(0));
+    assert_eq!(
+        orders(&mut d),
+        ["start 1"],
+        "the machine is whole for one job"
+    );
+    let to = |job_id, priority| v1::JobPriority { job_id, priority };
+    let res = d
+        .reprioritize(
+            v1::ReprioritizeRequest {
+                jobs: vec![to(1, 9), to(2, 1), to(4, 9), to(99, 9)],
+            },
+            at(1).secs,
+        )
+        .unwrap();
+    assert_eq!(
+        res.applied, 1,
+        "job 4 only: 1 runs, 2 is unchanged, 99 unknown"
+    );
+    assert_eq!(
+        d.jobs[&1].req.priority, 1,
+        "a running job keeps its priority"
+    );
+    let mut ended = |id, s| {
+        let beat = v1::HeartbeatRequest {
+            agent_id: agent.clone(),
+            jobs: vec![report(id, A::Exited, Some(0))],
+            time: at(s).secs,
+        };
+        named(d.heartbeat(beat, at(s)).unwrap().commands)
+    };
+    assert_eq!(ended(1, 10), ["start 2"], "job 2 holds the reservation");
+    assert_eq!(ended(2, 20), ["start 4"], "job 4 overtakes job 3");
+    d.flush().unwrap();
+    drop(d);
+    let d = new();
+    assert_eq!(d.jobs[&4].req.priority, 9, "written with the record");
+    assert_eq!(d.jobs[&3].req.priority, 1);
+}

@@ -320,6 +320,7 @@ fn runner(sites: usize) -> GridRunner {
                 max_machine_procs: 1,
                 licences: Vec::new(),
                 benchmark: None,
+                max_memory_kb: None,
             },
             max_estimate: None,
             machines: None,
