@@ -13,6 +13,7 @@
 //! (`ran_ms`, read from the job's [`runner::RunClock`] when the report is sent).
 
 pub mod fetch;
+pub mod memory;
 pub mod runner;
 pub mod ship;
 
@@ -356,7 +357,7 @@ async fn session(
             processors: a.cli.processors,
             benchmark: a.cli.benchmark,
             node_locked_licences: a.cli.licences.clone(),
-            memory_kb: None,
+            memory_kb: crate::memory::total_kb(),
             hostname: String::new(),
             agent_version: env!("CARGO_PKG_VERSION").into(),
             jobs: a.reports(),

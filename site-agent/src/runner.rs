@@ -19,6 +19,10 @@
 //!   period is over. When the process the agent started exits within the grace period, the report
 //!   is sent at once and whatever remains of its group gets SIGKILL at the end of the period.
 //!
+//! A job with a memory limit (`memory_kb`) has its process group's resident memory measured
+//! every [`crate::memory::SAMPLE`]; over the limit, it is killed like on a kill order and its
+//! report says how much it held.
+//!
 //! The job's [`RunClock`] counts the time it has run, suspended time excluded. The wall-time limit
 //! (the estimate on this machine, × the time scale) is measured on that clock, so it does not run
 //! out while the job is stopped; once reached, the job is killed like on a kill order.
@@ -167,6 +171,7 @@ pub async fn run_job(
         id,
         started,
         limit,
+        memory_kb: start.memory_kb,
         clock: &clock,
         out: &out,
     };
@@ -343,6 +348,8 @@ struct Job<'a> {
     id: u64,
     started: i64,
     limit: Option<Duration>,
+    /// The most resident memory its processes may hold, KiB.
+    memory_kb: Option<u64>,
     clock: &'a RunClock,
     out: &'a mpsc::UnboundedSender<v1::JobReport>,
 }
@@ -370,6 +377,13 @@ impl Job<'_> {
         self.clock.start();
         let _ = self.out.send(self.live(AgentJobState::Running, &body));
         let mut orders_open = true;
+        // A process whose memory is limited is measured every sample.
+        let watched = match &body {
+            Body::Process(p) => self.memory_kb.map(|kb| (p.group.as_raw(), kb)),
+            Body::Emulated(_) => None,
+        };
+        let mut sample = tokio::time::interval(crate::memory::SAMPLE);
+        sample.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let end = loop {
             let limit_at = self.limit.and_then(|l| self.clock.reaches(l));
             tokio::select! {
@@ -386,6 +400,15 @@ impl Job<'_> {
                 },
                 () = sleep_until(limit_at) => {
                     break End::Kill(AgentJobState::KilledTimeLimit, String::new());
+                }
+                _ = sample.tick(), if watched.is_some() => {
+                    let (group, limit) = watched.expect("guarded");
+                    if let Some(rss) = crate::memory::group_rss_kb(group)
+                        && rss > limit
+                    {
+                        let why = format!("{rss} KiB resident, over its limit of {limit} KiB");
+                        break End::Kill(AgentJobState::KilledMemory, why);
+                    }
                 }
             }
         };

@@ -344,6 +344,41 @@ async fn wall_time_limit_kills_the_job() {
     assert_eq!(last[&1].state(), v1::JobState::Killed);
 }
 
+/// A job whose processes hold more resident memory than its `memory_kb` is killed by its agent
+/// with a reason that says so; one within its memory completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_over_its_memory_is_killed_saying_so() {
+    let g = Grid::new(&[("m1", 2)], "");
+    g.online(1).await;
+    let mut c = g.client().await;
+    let limited = |script: &str| v1::JobSpec {
+        memory_kb: Some(100 * 1024),
+        ..shell(1, 600, script)
+    };
+    // `tail` keeps the last line whole: 300 MB of zeros without a newline, held until the pipe
+    // closes 30 s later.
+    enqueue(
+        &mut c,
+        1,
+        limited("{ head -c 300000000 /dev/zero; sleep 30; } | tail"),
+    )
+    .await;
+    enqueue(
+        &mut c,
+        2,
+        limited("head -c 1000000 /dev/zero | tail >/dev/null"),
+    )
+    .await;
+    let (_, last) = local_events_until_ended(&mut c, &[1, 2], 20).await;
+    assert_eq!(last[&1].state(), v1::JobState::Killed, "{:?}", last[&1]);
+    let why = &last[&1].detail;
+    assert!(
+        why.starts_with("exceeded its memory: ") && why.ends_with("over its limit of 102400 KiB"),
+        "{why}"
+    );
+    assert_eq!(last[&2].state(), v1::JobState::Completed, "{:?}", last[&2]);
+}
+
 async fn lost_agent(mode: &str) -> HashMap<u64, v1::JobEvent> {
     let mut g = Grid::new(&[("m1", 2), ("m2", 2)], &format!("lost_agent = \"{mode}\""));
     g.online(2).await;

@@ -42,6 +42,15 @@ impl Driver {
                 r.processors, conf.procs
             )));
         }
+        if let (Some(has), Some(configured)) = (r.memory_kb, conf.memory_kb)
+            && has < configured
+        {
+            tracing::warn!(
+                "{}: the agent's machine has {has} KiB of memory, less than the configured \
+                 {configured} KiB (the configuration is used)",
+                r.machine
+            );
+        }
         if r.benchmark != 0 && r.benchmark != conf.benchmark {
             tracing::warn!(
                 "{}: agent benchmark {} differs from the configured {}",
@@ -282,6 +291,10 @@ impl Driver {
             AgentJobState::KilledTimeLimit => {
                 (JobState::Killed, "exceeded its wall-time limit".into())
             }
+            AgentJobState::KilledMemory => (
+                JobState::Killed,
+                format!("exceeded its memory: {}", rep.detail),
+            ),
             AgentJobState::KilledByOrder if cancel => (JobState::Cancelled, "cancelled".into()),
             AgentJobState::KilledByOrder => (JobState::Failed, "killed".into()),
             _ => (

@@ -869,6 +869,7 @@ impl Driver {
         let sp = spec.unwrap_or(&empty);
         let (user, outputs, inputs) = (sp.user.clone(), sp.outputs.clone(), sp.stage_in.clone());
         let order = v1::StartJob {
+            memory_kb: sp.memory_kb,
             inputs,
             job_id: s.job.0,
             execution: Some(execution),
