@@ -522,13 +522,9 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
 
 /// The resident memory of process `pid`, MiB (Linux).
 fn rss_mib(pid: u32) -> anyhow::Result<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    let kb = site_agent::memory::process_rss_kb(pid)
         .ok_or_else(|| anyhow::anyhow!("no VmRSS for process {pid}"))?;
-    Ok(kb / 1024.0)
+    Ok(kb as f64 / 1024.0)
 }
 
 /// Submits `n` emulated jobs of `run` seconds in batches of `batch`: the last id.

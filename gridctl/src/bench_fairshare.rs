@@ -422,9 +422,12 @@ pub async fn against_slurm_fairshare(a: &BenchArgs) -> anyhow::Result<()> {
 fn raw_usage(conf: &Path) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut c = slurm(conf, "sshare");
     c.args(["-n", "-P", "-a", "-o", "Account,User,RawUsage"]);
-    let text = output(c)?;
-    Ok(text
-        .lines()
+    Ok(raw_usage_of(&output(c)?))
+}
+
+/// The user associations' `RawUsage` of `sshare -n -P -a -o Account,User,RawUsage` by account.
+fn raw_usage_of(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split('|').collect();
             match f[..] {
@@ -434,7 +437,7 @@ fn raw_usage(conf: &Path) -> anyhow::Result<BTreeMap<String, u64>> {
                 _ => None,
             }
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
@@ -450,6 +453,20 @@ mod tests {
         // Ties in y: tau-b = (1 − 0) / sqrt(3 · 1)... pairs (1,2) tie in y, (1,3) and (2,3)
         // concordant: (2 − 0) / sqrt(3 · 2).
         assert!((kendall_tau_b(&[1, 2, 3], &[1, 1, 2]) - 2.0 / 6f64.sqrt()).abs() < 1e-12);
+    }
+
+    /// Only the user associations count, by their account in lowercase.
+    #[test]
+    fn raw_usage_is_read_from_the_user_rows() {
+        let text = "root||4300\n a||1804\n  a1||1750\n   a1|root|1750\n c||2069\n  c|root|2069\n";
+        let u = raw_usage_of(text);
+        assert_eq!(u.get("a1"), Some(&1750));
+        assert_eq!(u.get("c"), Some(&2069));
+        assert_eq!(
+            (u.get("a"), u.get("root")),
+            (None, None),
+            "accounts without a user"
+        );
     }
 
     #[test]

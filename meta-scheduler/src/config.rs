@@ -628,6 +628,22 @@ mod tests {
         assert_eq!(ok.fairshare.unwrap().half_life, 7 * 24 * 3600);
     }
 
+    /// A token's user follows the names' character set, and the key is named.
+    #[test]
+    fn a_tokens_user_is_a_valid_name() {
+        let with = |user: &str| {
+            MetaConfig::from_toml(&format!(
+                "[[auth.users]]\nuser = {user:?}\ntoken = \"0123456789abcdef0123\"\n"
+            ))
+        };
+        let e = with("ann lee").unwrap_err().to_string();
+        assert!(
+            e.contains("auth.users[0].user") && e.contains("`ann lee` is not a valid name"),
+            "{e}"
+        );
+        with("ann").unwrap();
+    }
+
     #[test]
     fn parses_sites_and_defaults() {
         let cfg = MetaConfig::from_toml(

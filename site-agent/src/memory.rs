@@ -24,11 +24,17 @@ pub fn group_rss_kb(pgrp: i32) -> Option<u64> {
         if stat_pgrp(&stat) != Some(pgrp) {
             continue;
         }
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            total += field_kb(&status, "VmRSS:").unwrap_or(0);
-        }
+        total += process_rss_kb(pid).unwrap_or(0);
     }
     Some(total)
+}
+
+/// The resident memory (KiB) of process `pid` (`VmRSS` of `/proc/<pid>/status`).
+pub fn process_rss_kb(pid: u32) -> Option<u64> {
+    field_kb(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        "VmRSS:",
+    )
 }
 
 /// This machine's memory in KiB (`MemTotal` of `/proc/meminfo`).

@@ -195,6 +195,10 @@ fn a_wrong_tree_is_refused_naming_what_is_wrong() {
         err(vec![account("A", Some("B"), 1), account("B", Some("A"), 1)]),
         "`A` is its own ancestor"
     );
+    assert_eq!(
+        err(vec![account("A", None, 1), user("../ann", "A", 1)]),
+        "`../ann` is not a valid name: begins with `.`: a name begins with a letter, a digit or `_`"
+    );
     // A user may share a name with an account (Slurm's associations are separate).
     assert!(Tree::new(vec![account("x", None, 1), user("x", "x", 1)]).is_ok());
 }

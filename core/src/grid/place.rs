@@ -279,9 +279,9 @@ impl Placer {
                     )
                 });
                 let elsewhere = only.is_some_and(|o| o != i);
-                let limit = self.sites[i]
-                    .max_estimate
-                    .filter(|_| !self.sites[i].within_limit(job));
+                let limit = (self.sites[i].max_estimate)
+                    .filter(|_| !self.sites[i].within_limit(job))
+                    .map(|m| (self.sites[i].time_on(job), m));
                 let takes = self.takes(i, job);
                 let fits = caps.can_run(job) && takes;
                 let note = if elsewhere {
@@ -290,8 +290,8 @@ impl Placer {
                     "refused the job or went down".into()
                 } else if !caps.up {
                     "site down".into()
-                } else if let Some(m) = limit {
-                    format!("estimate above the site's limit of {m} s")
+                } else if let Some((takes, m)) = limit {
+                    format!("takes {takes} s there, above the site's limit of {m} s")
                 } else if !self.sites[i].stages && !job.stage_in.is_empty() {
                     "does not stage inputs in (the job has some)".into()
                 } else if !takes {

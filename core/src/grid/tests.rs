@@ -28,12 +28,18 @@ pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
 }
 
 pub(super) fn runner(kind: DispatchKind, sizes: &[u32], settings: GridSettings) -> GridRunner {
+    let sites = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| site(i as u32, p))
+        .collect();
+    runner_of(kind, sites, settings)
+}
+
+/// A runner over these sites.
+fn runner_of(kind: DispatchKind, sites: Vec<SiteSpec>, settings: GridSettings) -> GridRunner {
     let cfg = GridConfig {
-        sites: sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| site(i as u32, p))
-            .collect(),
+        sites,
         dispatch: DispatchConfig {
             split_wide: true,
             ..DispatchConfig::new(kind)
@@ -1366,5 +1372,54 @@ fn a_header_with_the_classifiers_state_classifies_on_from_it() {
         priority(&submit(&mut fresh, 0, next)),
         p_first,
         "the state matters here"
+    );
+}
+
+/// A job asking for more memory than a site's largest machine goes to a site that has it; one
+/// asking for more than any has is refused naming its memory; a site whose memory is not known
+/// counts as having enough.
+#[test]
+fn memory_decides_where_a_job_may_go() {
+    let with = |s0: Option<u64>| {
+        let mut sites = vec![site(0, 8), site(1, 8)];
+        sites[0].caps.max_memory_kb = s0;
+        sites[1].caps.max_memory_kb = Some(4 << 20);
+        runner_of(DispatchKind::RoundRobin, sites, GridSettings::default())
+    };
+    let mut r = with(Some(1 << 20));
+    let mut big = job(1, 1, 10);
+    big.memory_kb = Some(2 << 20);
+    for id in 1..=3 {
+        let j = Job {
+            id: JobId(id),
+            ..big.clone()
+        };
+        assert_eq!(
+            placed(&submit(&mut r, 0, j)),
+            [(id, 1)],
+            "only s1 has 2 GiB"
+        );
+    }
+    let mut huge = job(4, 1, 10);
+    huge.memory_kb = Some(8 << 20);
+    let e = submit(&mut r, 0, huge.clone());
+    assert!(
+        matches!(
+            &e[..],
+            [Effect::Refuse {
+                refusal: Some(Refusal {
+                    field: Field::Memory,
+                    ..
+                }),
+                ..
+            }]
+        ),
+        "{e:?}"
+    );
+    let mut r = with(None);
+    assert_eq!(
+        placed(&submit(&mut r, 0, huge)),
+        [(4, 0)],
+        "s0's memory is not known"
     );
 }

@@ -142,14 +142,6 @@ fn one() -> u32 {
     1
 }
 
-/// This host's memory in KiB (`MemTotal` of `/proc/meminfo`), where it can be read.
-pub fn host_memory_kb() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 /// One floating licence pool.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -180,10 +172,15 @@ impl GridFile {
 
     /// Gives each machine whose memory the file leaves out this host's memory (`MemTotal` of
     /// `/proc/meminfo`), where it can be read: `gridctl up` runs every agent on this host.
-    pub fn with_host_memory(mut self) -> GridFile {
-        let Some(kb) = host_memory_kb() else {
-            return self;
-        };
+    pub fn with_host_memory(self) -> GridFile {
+        match site_agent::memory::total_kb() {
+            Some(kb) => self.with_memory(kb),
+            None => self,
+        }
+    }
+
+    /// Gives each machine whose memory the file leaves out `kb` KiB.
+    fn with_memory(mut self, kb: u64) -> GridFile {
         for m in self.sites.iter_mut().flat_map(|s| s.machines.iter_mut()) {
             m.memory_kb.get_or_insert(kb);
         }
@@ -402,6 +399,33 @@ mod tests {
             assert_eq!(m.sites[0].multi_node, multi, "{policy}");
             assert_eq!(m.sites[0].widest_job(), if multi { 8 } else { 4 });
         }
+    }
+
+    /// A machine's memory left out is given the host's; one given is kept; both reach the
+    /// meta-scheduler's and the local scheduler's configurations.
+    #[test]
+    fn machines_without_memory_get_the_hosts() {
+        let g = GridFile::parse(
+            "[[sites]]\nname = \"a\"\nmachines = [{ name = \"m1\", processors = 2 }, \
+             { name = \"m2\", processors = 2, memory_kb = 1024 }]\n",
+        )
+        .unwrap()
+        .with_memory(4096);
+        let eps = ["127.0.0.1:6000".to_string()];
+        let m = meta_scheduler::MetaConfig::from_toml(&g.meta_toml(
+            "127.0.0.1:0",
+            None,
+            Path::new("/tmp/x"),
+            &eps,
+        ))
+        .unwrap();
+        let kb: Vec<_> = m.sites[0].machines.iter().map(|m| m.memory_kb).collect();
+        assert_eq!(kb, [Some(4096), Some(1024)]);
+        let local = local_scheduler::Config::from_toml(&g.local_toml(0, Path::new("/tmp/x")))
+            .unwrap()
+            .platform()
+            .unwrap();
+        assert_eq!(local.machines[0].memory_kb, Some(4096));
     }
 
     #[test]
