@@ -30,6 +30,8 @@ pub mod cluster;
 pub mod convergent;
 pub mod dispatch;
 pub mod fairshare;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod grid;
 pub mod heuristics;
 pub mod metrics;

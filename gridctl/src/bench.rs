@@ -661,6 +661,23 @@ async fn history(
         a.history,
         a.backlog.max(1)
     );
+    // Memory is to follow the live work: sampled for a minute after the last job's end.
+    let ended = Instant::now();
+    let mut after = Vec::new();
+    for at in [10, 30, 60] {
+        tokio::time::sleep(Duration::from_secs(at).saturating_sub(ended.elapsed())).await;
+        after.push(format!("{:.0} MiB at +{at} s", rss_mib(pid)?));
+    }
+    outln!(
+        "meta-scheduler after the last job's end: {}",
+        after.join(", ")
+    );
+    let mut sites = Vec::new();
+    for (name, site) in grid.pids("local-scheduler ") {
+        let name = name.trim_start_matches("local-scheduler ");
+        sites.push(format!("{name} {:.0} MiB", rss_mib(site)?));
+    }
+    outln!("local schedulers then: {}", sites.join(", "));
     let (mut get, mut list) = read_latencies(&mut c, last, a.samples).await?;
     outln!(
         "over that history, {} samples each: get p50 {:.2} ms, p99 {:.2} ms; list (100 completed jobs a page) p50 {:.2} ms, p99 {:.2} ms",

@@ -94,6 +94,14 @@ pub struct SubmitArgs {
 }
 
 impl SubmitArgs {
+    /// The values of a job file's text, TOML or (`json`) JSON.
+    pub fn from_file_text(text: &str, json: bool) -> anyhow::Result<SubmitArgs> {
+        Ok(match json {
+            true => serde_json::from_str(text)?,
+            false => toml::from_str(text)?,
+        })
+    }
+
     /// The job spec: the file's values overridden by the flags given.
     /// The job to submit. Without `user` (flag or file) the owner is `$USER`, or, when
     /// `authenticated`, left empty for the meta-scheduler to fill in from the token.
@@ -102,12 +110,9 @@ impl SubmitArgs {
         if let Some(path) = &self.file {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-            let f: SubmitArgs = if path.extension().is_some_and(|e| e == "json") {
-                serde_json::from_str(&text)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
-            } else {
-                toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
-            };
+            let json = path.extension().is_some_and(|e| e == "json");
+            let f = SubmitArgs::from_file_text(&text, json)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             a.user = a.user.or(f.user);
             a.class = a.class.or(f.class);
             a.owner_priority = a.owner_priority.or(f.owner_priority);
@@ -232,5 +237,23 @@ mod tests {
             assert!(memory_kb(bad).is_err(), "{bad}");
         }
         assert!(memory_kb("99999999999999999999T").is_err());
+    }
+
+    /// Found by fuzzing the job file: `deadline = "+9223372036854775807"` overflowed `now + N`
+    /// (a panic in a debug build, a deadline in the past in a release one). It is refused naming
+    /// the flag; a deadline far ahead but in range is kept.
+    #[test]
+    fn a_deadline_too_far_ahead_is_refused() {
+        let spec = |text: &str| super::SubmitArgs::from_file_text(text, false)?.spec(false);
+        let e = spec("deadline = \"+9223372036854775807\"\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--deadline: `+9223372036854775807` is too far from now"
+        );
+        assert!(!crate::fuzz::job_file(
+            b"deadline = \"+9223372036854775807\"\n"
+        ));
+        let far = spec("deadline = \"+9000000000000000000\"\n").unwrap();
+        assert!(far.deadline.unwrap() > 9_000_000_000_000_000_000);
     }
 }

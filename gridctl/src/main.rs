@@ -2,12 +2,20 @@
 //! reservations and replay against a meta-scheduler; tables by default, `--json` everywhere; errors print the
 //! gRPC status code and message. `gridctl up` starts a whole grid on localhost ([`up`]).
 
+/// The allocator of gridctl and of every service `gridctl up` starts (they are this binary):
+/// jemalloc's background threads give the memory of a burst of jobs back to the system once the
+/// jobs have gone, where glibc's keeps it (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod accounting;
 mod bench;
 mod bench_accounting;
 mod bench_fairshare;
 mod bench_flood;
 mod bench_slurm;
+#[cfg(test)]
+mod fuzz;
 mod inputs;
 mod job_file;
 mod out;

@@ -98,10 +98,14 @@ pub fn from_now(t: i64, now: i64) -> String {
 /// A time of a flag: `+N` seconds from now, or any form of [`parse_when`].
 pub fn time_arg(s: &str, flag: &str) -> anyhow::Result<i64> {
     match s.strip_prefix('+') {
-        Some(rel) => Ok(now()
-            + rel
+        Some(rel) => {
+            let ahead = rel
                 .parse::<i64>()
-                .map_err(|e| anyhow::anyhow!("{flag}: `{s}`: {e}"))?),
+                .map_err(|e| anyhow::anyhow!("{flag}: `{s}`: {e}"))?;
+            now()
+                .checked_add(ahead)
+                .ok_or_else(|| anyhow::anyhow!("{flag}: `{s}` is too far from now"))
+        }
         None => parse_when(s).map_err(|e| anyhow::anyhow!("{flag}: {e}")),
     }
 }

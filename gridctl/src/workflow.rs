@@ -70,7 +70,11 @@ pub fn read(path: &Path, vars: &[String], authenticated: bool) -> anyhow::Result
 }
 
 /// A workflow file's contents as a spec.
-fn parse(value: Value, vars: &[String], authenticated: bool) -> anyhow::Result<v1::JobSpec> {
+pub(crate) fn parse(
+    value: Value,
+    vars: &[String],
+    authenticated: bool,
+) -> anyhow::Result<v1::JobSpec> {
     let Value::Table(mut top) = value else {
         anyhow::bail!("a workflow file is a table");
     };

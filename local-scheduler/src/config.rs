@@ -119,6 +119,13 @@ pub struct Config {
     /// Directory of the durable state; absent = in memory only (lost at exit).
     #[serde(default)]
     pub state_dir: Option<PathBuf>,
+    /// With a `state_dir`: how many of the newest job events, and of the newest ended jobs, are
+    /// kept in memory (default 10000); older ones are read from the state store when asked for
+    /// (a meta-scheduler resuming from an old sequence, an Enqueue of a job that ended long
+    /// ago), so memory stays bounded however many jobs the site has run. Without a state
+    /// directory every event is kept in memory.
+    #[serde(default = "default_events_in_memory")]
+    pub events_in_memory: usize,
     /// Where the jobs' standard output and error are kept once the agents hand them over
     /// (`<dir>/<job>/stdout|stderr`); absent = `<state_dir>/outputs`, or a directory of the
     /// system's temporary directory without a state directory.
@@ -211,6 +218,10 @@ pub struct Faults {
     /// An agent's read of an input (`ReadBlob`) waits this long (milliseconds) after each chunk:
     /// the window where the agent may die in the middle of a transfer. 0: no wait.
     pub read_blob_pause_ms: u64,
+}
+
+fn default_events_in_memory() -> usize {
+    10_000
 }
 
 fn default_url_cache() -> u64 {
@@ -427,6 +438,9 @@ impl Config {
         }
         if self.max_estimate_s < 1 {
             bail!("max_estimate_s: must be at least 1");
+        }
+        if self.events_in_memory < 1 {
+            bail!("events_in_memory: must be at least 1");
         }
         if self.heartbeat_interval_ms == 0 || self.lost_after_ms <= self.heartbeat_interval_ms {
             bail!("lost_after_ms: must exceed heartbeat_interval_ms (> 0)");

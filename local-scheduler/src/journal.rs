@@ -1,13 +1,15 @@
 //! A local scheduler's job journal, whoever runs its jobs (its own policy and agents, or a batch
 //! system such as Slurm): the event log with its sequence numbers, the live feed that follows it
 //! (the JobEvents stream of the MS–LS protocol, spec `two-level-grid-scheduler.md` D3), the jobs
-//! that ended here (a run is never taken twice), and the changes not committed yet. Every change
-//! reaches the durable store in one commit before what depends on it is acknowledged or sent.
+//! that ended here (a run is never taken twice), the meta-scheduler's newest lease epoch, and the
+//! changes not committed yet. Every change reaches the durable store in one commit before what
+//! depends on it is acknowledged or sent. With a store, memory holds only the newest events and
+//! ends (`events_in_memory`); older ones are read from the store when asked for.
 
-use crate::store::{Store, StoreError, StoredJob};
+use crate::store::{End, Store, StoreError, StoredJob};
 use gridsched_core::Time;
 use gridsched_proto::v1::{self, JobState};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 use tokio::sync::{broadcast, oneshot};
 use tonic::Status;
@@ -81,21 +83,34 @@ pub type EventFeed = (Vec<v1::JobEvent>, broadcast::Receiver<v1::JobEvent>);
 pub struct Journal {
     cluster: String,
     store: Option<Store>,
-    events: Vec<v1::JobEvent>,
+    /// The newest events in sequence order: every one without a store; with one, at most
+    /// `window` committed ones and those not committed yet (older ones are read from the store).
+    events: VecDeque<v1::JobEvent>,
+    last_sequence: u64,
+    window: usize,
     live: broadcast::Sender<v1::JobEvent>,
     unsaved: Vec<v1::JobEvent>,
     /// Job records for the next commit (`None`: the job ended, its record goes).
     dirty: BTreeMap<u64, Option<StoredJob>>,
-    /// Jobs that ended here: how, and which run.
-    ended: HashMap<u64, (JobState, u32)>,
+    /// Ends known in memory, by job: how and which run (`None`: known not to have ended, its end
+    /// withdrawn or forgotten). Without a store, every end; with one, the newest `window` and
+    /// those not committed yet; the store knows the others.
+    ended: HashMap<u64, Option<(JobState, u32)>>,
+    /// The jobs of `ended` in the order they came, to forget the oldest.
+    ended_order: VecDeque<u64>,
+    /// Changes to the ended jobs not committed yet, in order.
+    unsaved_ends: Vec<(u64, Option<End>)>,
+    /// The newest lease epoch of the meta-scheduler that has called (0: none).
+    epoch: u64,
 }
 
 impl Journal {
-    /// The journal of `cluster`, durable in `state_dir` when given: the event log and ended jobs
-    /// recovered, and the stored records of the jobs that had not ended.
+    /// The journal of `cluster`, durable in `state_dir` when given: the newest `window` events
+    /// and their jobs' ends recovered, and the stored records of the jobs that had not ended.
     pub fn open(
         cluster: &str,
         state_dir: Option<&Path>,
+        window: usize,
     ) -> anyhow::Result<(Journal, Vec<StoredJob>)> {
         let store = match state_dir {
             Some(d) => Some(Store::open(d).map_err(|e| anyhow::anyhow!("state store: {e}"))?),
@@ -104,28 +119,31 @@ impl Journal {
         let mut j = Journal {
             cluster: cluster.to_string(),
             store,
-            events: Vec::new(),
+            events: VecDeque::new(),
+            last_sequence: 0,
+            window: window.max(1),
             live: broadcast::channel(1 << 16).0,
             unsaved: Vec::new(),
             dirty: BTreeMap::new(),
             ended: HashMap::new(),
+            ended_order: VecDeque::new(),
+            unsaved_ends: Vec::new(),
+            epoch: 0,
         };
         let Some(store) = &j.store else {
             return Ok((j, Vec::new()));
         };
-        let (mut jobs, events) = store.load().map_err(|e| anyhow::anyhow!("{e}"))?;
-        for e in &events {
-            let st = JobState::try_from(e.state).unwrap_or(JobState::Unspecified);
-            if e.withdrawn {
-                // Dropped unstarted: the meta-scheduler may send it here again.
-                j.ended.remove(&e.job_id);
-            } else if st.is_terminal() {
-                j.ended.insert(e.job_id, (st, e.run));
-            }
+        let mut loaded = store.load(j.window).map_err(|e| anyhow::anyhow!("{e}"))?;
+        for (id, (st, run)) in loaded.ended {
+            let st = JobState::try_from(st).unwrap_or(JobState::Unspecified);
+            j.ended.insert(id, Some((st, run)));
+            j.ended_order.push_back(id);
         }
-        j.events = events;
-        jobs.sort_by_key(|j| j.request.as_ref().map_or(0, |r| r.job_id));
-        Ok((j, jobs))
+        j.events = loaded.events.into();
+        j.last_sequence = loaded.last_sequence;
+        j.epoch = loaded.epoch;
+        (loaded.jobs).sort_by_key(|j| j.request.as_ref().map_or(0, |r| r.job_id));
+        Ok((j, loaded.jobs))
     }
 
     /// The durable store, if any.
@@ -133,30 +151,61 @@ impl Journal {
         self.store.as_ref()
     }
 
-    /// The event log, in sequence order.
-    pub fn events(&self) -> &[v1::JobEvent] {
-        &self.events
+    /// The events kept in memory, in sequence order.
+    pub fn events(&self) -> impl Iterator<Item = &v1::JobEvent> {
+        self.events.iter()
     }
 
     /// The sequence number of the newest event (0: none yet).
     pub fn last_sequence(&self) -> u64 {
-        self.events.last().map_or(0, |e| e.sequence)
+        self.last_sequence
     }
 
     /// Appends `ev` (its sequence and cluster filled in here) to the log and the live feed, with
     /// its job's record to commit (`None` when the job has ended). A terminal event counts the
     /// run as ended here, unless the job was withdrawn (`ev.withdrawn`).
     pub fn append(&mut self, mut ev: v1::JobEvent, record: Option<StoredJob>) {
-        ev.sequence = self.last_sequence() + 1;
+        self.last_sequence += 1;
+        ev.sequence = self.last_sequence;
         ev.cluster = Some(self.cluster.clone());
-        let state = ev.state();
-        if state.is_terminal() && !ev.withdrawn {
-            self.ended.insert(ev.job_id, (state, ev.run));
+        if let Some(end) = crate::store::end_of(&ev) {
+            self.set_end(ev.job_id, end);
         }
         self.dirty.insert(ev.job_id, record);
-        self.events.push(ev.clone());
+        self.events.push_back(ev.clone());
         self.unsaved.push(ev.clone());
         let _ = self.live.send(ev);
+    }
+
+    /// Records job `id`'s end (`None`: it no longer counts), to be committed.
+    fn set_end(&mut self, id: u64, end: Option<End>) {
+        let known = end.map(|(st, run)| {
+            let st = JobState::try_from(st).unwrap_or(JobState::Unspecified);
+            (st, run)
+        });
+        if self.store.is_none() && known.is_none() {
+            self.ended.remove(&id);
+            return;
+        }
+        self.ended.insert(id, known);
+        self.ended_order.push_back(id);
+        if self.store.is_some() {
+            self.unsaved_ends.push((id, end));
+        }
+    }
+
+    /// How job `id`'s run ended here, if it did.
+    fn end_of(&self, id: u64) -> Result<Option<(JobState, u32)>, Status> {
+        if let Some(&known) = self.ended.get(&id) {
+            return Ok(known);
+        }
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let end = store
+            .ended(id)
+            .map_err(|e| Status::internal(format!("state store: {e}")))?;
+        Ok(end.map(|(st, run)| (JobState::try_from(st).unwrap_or(JobState::Unspecified), run)))
     }
 
     /// Job `id`'s record changed without an event.
@@ -164,28 +213,78 @@ impl Journal {
         self.dirty.insert(id, record);
     }
 
-    /// Commits the events and job records since the last commit, in one transaction. On failure
-    /// they are not committed: the caller marks again what must still be written.
+    /// Commits the events, job records and ends since the last commit, in one transaction, then
+    /// forgets from memory the events and ends beyond the window (the store has them). On
+    /// failure nothing is committed and everything stays to be written with the next commit.
     pub fn commit(&mut self) -> Result<(), StoreError> {
-        let events = std::mem::take(&mut self.unsaved);
-        let jobs: Vec<_> = std::mem::take(&mut self.dirty).into_iter().collect();
-        match &self.store {
-            Some(s) if !events.is_empty() || !jobs.is_empty() => s.commit(&events, &jobs),
-            _ => Ok(()),
+        let Some(store) = &self.store else {
+            self.unsaved.clear();
+            self.dirty.clear();
+            return Ok(());
+        };
+        if self.unsaved.is_empty() && self.dirty.is_empty() && self.unsaved_ends.is_empty() {
+            return Ok(());
         }
+        let jobs: Vec<_> = std::mem::take(&mut self.dirty).into_iter().collect();
+        if let Err(e) = store.commit(&self.unsaved, &jobs, &self.unsaved_ends) {
+            for (id, record) in jobs {
+                self.dirty.entry(id).or_insert(record);
+            }
+            return Err(e);
+        }
+        self.unsaved.clear();
+        self.unsaved_ends.clear();
+        while self.events.len() > self.window {
+            self.events.pop_front();
+        }
+        while self.ended.len() > self.window || self.ended_order.len() > 2 * self.window {
+            let Some(id) = self.ended_order.pop_front() else {
+                break;
+            };
+            self.ended.remove(&id);
+        }
+        Ok(())
     }
 
-    /// The events from sequence `from` on (none when `None`) and the live feed after them.
-    pub fn feed(&self, from: Option<u64>) -> EventFeed {
+    /// The newest lease epoch of the meta-scheduler that has called (0: none), as stored.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Records that a meta-scheduler of lease epoch `epoch` has called: durable before the call
+    /// is served, so that a deposed leader stays deposed over a restart.
+    pub fn save_epoch(&mut self, epoch: u64) -> Result<(), StoreError> {
+        if epoch <= self.epoch {
+            return Ok(());
+        }
+        if let Some(store) = &self.store {
+            store.save_epoch(epoch)?;
+        }
+        self.epoch = epoch;
+        Ok(())
+    }
+
+    /// The events from sequence `from` on (none when `None`) and the live feed after them: the
+    /// older ones read from the store.
+    pub fn feed(&self, from: Option<u64>) -> Result<EventFeed, Status> {
         let rx = self.live.subscribe();
-        let backlog = match from {
-            None => Vec::new(),
-            Some(s) => {
-                let i = self.events.partition_point(|e| e.sequence < s);
-                self.events[i..].to_vec()
-            }
+        let Some(from) = from else {
+            return Ok((Vec::new(), rx));
         };
-        (backlog, rx)
+        let first = self
+            .events
+            .front()
+            .map_or(self.last_sequence + 1, |e| e.sequence);
+        let mut backlog = Vec::new();
+        if from < first
+            && let Some(store) = &self.store
+        {
+            backlog = (store.events(from, first))
+                .map_err(|e| Status::internal(format!("state store: {e}")))?;
+        }
+        let i = self.events.partition_point(|e| e.sequence < from);
+        backlog.extend(self.events.range(i..).cloned());
+        Ok((backlog, rx))
     }
 
     /// Ends every live feed (their streams close; a new subscriber gets a new feed).
@@ -213,7 +312,7 @@ impl Journal {
                 spec.estimate_s
             )));
         }
-        let ended_run = self.ended.get(&r.job_id).map(|&(_, run)| run);
+        let ended_run = self.end_of(r.job_id)?.map(|(_, run)| run);
         if open || ended_run.is_some_and(|run| run >= r.run) {
             return Err(Status::already_exists(format!(
                 "job {} already enqueued (run {})",
@@ -225,7 +324,7 @@ impl Journal {
 
     /// A later run of job `id` is here: its earlier end no longer counts.
     pub fn forget_end(&mut self, id: u64) {
-        self.ended.remove(&id);
+        self.set_end(id, None);
     }
 
     /// NOT_FOUND for a cancellation naming another run than the `held` one.
@@ -239,12 +338,147 @@ impl Journal {
 
     /// The answer to a cancellation of a job that is not open here: its end, or NOT_FOUND.
     pub fn cancel_ended(&self, r: &v1::CancelRequest) -> Result<v1::CancelResponse, Status> {
-        match self.ended.get(&r.job_id) {
-            Some((_, run)) if r.run.is_some_and(|asked| asked != *run) => {
-                Err(Journal::other_run(r, *run))
+        match self.end_of(r.job_id)? {
+            Some((_, run)) if r.run.is_some_and(|asked| asked != run) => {
+                Err(Journal::other_run(r, run))
             }
-            Some((st, _)) => Ok(v1::CancelResponse { state: *st as i32 }),
+            Some((st, _)) => Ok(v1::CancelResponse { state: st as i32 }),
             None => Err(Status::not_found(format!("job {} not found", r.job_id))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(job_id: u64, run: u32) -> v1::JobEvent {
+        v1::JobEvent {
+            job_id,
+            run,
+            state: JobState::Completed as i32,
+            ..Default::default()
+        }
+    }
+
+    fn enqueue(job_id: u64, run: u32) -> v1::EnqueueRequest {
+        v1::EnqueueRequest {
+            job_id,
+            run,
+            spec: Some(v1::JobSpec::default()),
+            ..Default::default()
+        }
+    }
+
+    fn sequences(events: &[v1::JobEvent]) -> Vec<u64> {
+        events.iter().map(|e| e.sequence).collect()
+    }
+
+    /// With a store, memory keeps the newest events and ends only; a feed from an older sequence
+    /// and the door's check of an old job read the store, before and after a restart.
+    #[test]
+    fn a_bounded_journal_reads_older_events_and_ends_from_its_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 3).unwrap();
+        for id in 1..=10 {
+            j.append(ended(id, 0), None);
+        }
+        j.commit().unwrap();
+        assert_eq!(j.events().count(), 3);
+        assert!(j.ended.len() <= 3, "{} ends in memory", j.ended.len());
+        assert_eq!(
+            sequences(&j.feed(Some(2)).unwrap().0),
+            (2..=10).collect::<Vec<_>>()
+        );
+        assert_eq!(sequences(&j.feed(Some(9)).unwrap().0), [9, 10]);
+        let old = j.check_enqueue(&enqueue(1, 0), false, 100).unwrap_err();
+        assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
+        j.check_enqueue(&enqueue(1, 1), false, 100).unwrap();
+        let cancel = v1::CancelRequest {
+            job_id: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            j.cancel_ended(&cancel).unwrap().state,
+            JobState::Completed as i32
+        );
+        // A later run of job 1 is here: its old end no longer counts, before the commit too.
+        j.forget_end(1);
+        j.check_enqueue(&enqueue(1, 0), false, 100).unwrap();
+        j.commit().unwrap();
+        drop(j);
+
+        let (j, _) = Journal::open("c", Some(dir.path()), 3).unwrap();
+        assert_eq!(j.last_sequence(), 10);
+        assert_eq!(
+            sequences(&j.events().cloned().collect::<Vec<_>>()),
+            [8, 9, 10]
+        );
+        assert_eq!(
+            sequences(&j.feed(Some(1)).unwrap().0),
+            (1..=10).collect::<Vec<_>>()
+        );
+        j.check_enqueue(&enqueue(1, 0), false, 100).unwrap();
+        let old = j.check_enqueue(&enqueue(2, 0), false, 100).unwrap_err();
+        assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
+    }
+
+    /// Without a store nothing is forgotten: memory is all there is.
+    #[test]
+    fn a_journal_without_a_store_keeps_every_event() {
+        let (mut j, _) = Journal::open("c", None, 3).unwrap();
+        for id in 1..=10 {
+            j.append(ended(id, 0), None);
+        }
+        j.commit().unwrap();
+        assert_eq!(j.events().count(), 10);
+        let old = j.check_enqueue(&enqueue(1, 0), false, 100).unwrap_err();
+        assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
+        j.forget_end(1);
+        j.check_enqueue(&enqueue(1, 0), false, 100).unwrap();
+    }
+
+    /// A commit that fails keeps its events, records and ends for the next one.
+    #[test]
+    fn a_failed_commit_is_written_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        let fail = |j: &Journal, on: bool| {
+            let s = j.store().unwrap();
+            s.fail_commits
+                .store(on, std::sync::atomic::Ordering::Relaxed);
+        };
+        fail(&j, true);
+        for id in 1..=4 {
+            j.append(ended(id, 0), None);
+        }
+        assert!(j.commit().is_err());
+        assert_eq!(
+            j.events().count(),
+            4,
+            "nothing forgotten before it is stored"
+        );
+        fail(&j, false);
+        j.append(ended(5, 0), None);
+        j.commit().unwrap();
+        drop(j);
+        let (j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        assert_eq!(sequences(&j.feed(Some(1)).unwrap().0), [1, 2, 3, 4, 5]);
+        let old = j.check_enqueue(&enqueue(3, 0), false, 100).unwrap_err();
+        assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
+    }
+
+    /// The newest lease epoch is kept over a restart; an older one never replaces it.
+    #[test]
+    fn the_newest_epoch_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        assert_eq!(j.epoch(), 0);
+        j.save_epoch(5).unwrap();
+        j.save_epoch(3).unwrap();
+        assert_eq!(j.epoch(), 5);
+        drop(j);
+        let (j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        assert_eq!(j.epoch(), 5);
     }
 }

@@ -122,9 +122,11 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
     let cache = gridsched_proto::blobs::Blobs::open(cfg.cache_dir())?;
     let url_cache_s = cfg.url_cache_s;
     let faults = cfg.faults.clone();
+    let epoch;
     match cfg.backend {
         config::Backend::Native => {
             let mut driver = edge::driver(cfg)?;
+            epoch = driver.stored_epoch();
             driver.set_metrics(gauges, edge::stopwatch);
             driver.set_stager(
                 staging::Stager::new(cache.clone(), tx.clone(), url_cache_s)?,
@@ -138,6 +140,7 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
                 section.ok_or_else(|| anyhow::anyhow!("slurm: the section is required"))?;
             let rest = slurm::rest::Rest::new(section)?;
             let mut site = slurm::SlurmSite::new(cfg)?;
+            epoch = site.stored_epoch();
             site.set_metrics(gauges);
             let shell = slurm::edge::SlurmShell::start(site, rest, tx.clone());
             tokio::spawn(edge::run(shell, rx));
@@ -158,6 +161,7 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
         server = server.tls_config(tls)?;
     }
     let service = service::Service::with_secrets(tx, meta_secret, agent_secret)
+        .with_epoch(epoch)
         .with_outputs(outputs.0, outputs.1)
         .with_cache(cache, &faults);
     let standard = gridsched_proto::standard::standard_services(

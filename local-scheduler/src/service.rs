@@ -60,6 +60,13 @@ impl Service {
         }
     }
 
+    /// The service fenced from the newest lease epoch the site has stored: an older leader is
+    /// refused from the first call on.
+    pub fn with_epoch(mut self, epoch: u64) -> Service {
+        self.fence = Fence::starting_at(epoch);
+        self
+    }
+
     /// The service keeping the jobs' output in `outputs`, pushed by the agents when `pushes`.
     pub fn with_outputs(mut self, outputs: Arc<Outputs>, pushes: bool) -> Service {
         self.outputs = Some((outputs, pushes));
@@ -124,12 +131,15 @@ impl Service {
     }
 
     /// Checks a call of the meta-scheduler: its secret, then its epoch; the epoch it called with.
-    fn meta_call(&self, md: &tonic::metadata::MetadataMap) -> Result<Option<u64>, Status> {
+    /// A new epoch is made durable before its call is served: a deposed leader stays deposed
+    /// over a restart of this site.
+    async fn meta_call(&self, md: &tonic::metadata::MetadataMap) -> Result<Option<u64>, Status> {
         self.meta.check(md, "meta-scheduler")?;
         let newest = self.fence.newest();
         let epoch = self.fence.admit(md)?;
         if let Some(e) = epoch.filter(|&e| e > newest) {
             tracing::info!(epoch = e, "the meta-scheduler calls with a new lease epoch");
+            self.ask(|tx| Msg::Epoch(e, tx)).await?;
         }
         Ok(epoch)
     }
@@ -154,7 +164,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::EnqueueRequest>,
     ) -> Result<Response<v1::EnqueueResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Enqueue(Box::new(r), tx))
             .await
@@ -165,7 +175,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::CancelRequest>,
     ) -> Result<Response<v1::CancelResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Cancel(r, tx)).await.map(Response::new)
     }
@@ -174,7 +184,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::StatusRequest>,
     ) -> Result<Response<v1::StatusResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         self.ask(Msg::Status).await.map(Response::new)
     }
 
@@ -184,7 +194,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::JobEventsRequest>,
     ) -> Result<Response<Self::JobEventsStream>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let from = r.into_inner().from_sequence;
         let (backlog, mut live) = self.ask(|tx| Msg::Events(from, tx)).await?;
         let last = backlog.last().map(|e| e.sequence);
@@ -253,7 +263,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<tonic::Streaming<v1::ClaimAnswer>>,
     ) -> Result<Response<Self::StartClaimsStream>, Status> {
-        let epoch = self.meta_call(r.metadata())?;
+        let epoch = self.meta_call(r.metadata()).await?;
         let rx = self.ask(Msg::Claims).await?;
         let fence = self.fence.clone();
         tokio::spawn(forward_answers(
@@ -270,7 +280,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::ReserveRequest>,
     ) -> Result<Response<v1::ReserveResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Reserve(r, tx)).await.map(Response::new)
     }
@@ -279,7 +289,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::CancelReservationRequest>,
     ) -> Result<Response<v1::CancelReservationResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let r = r.into_inner();
         self.ask(|tx| Msg::CancelReservation(r, tx))
             .await
@@ -290,7 +300,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::CommitReservationRequest>,
     ) -> Result<Response<v1::CommitReservationResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let r = r.into_inner();
         self.ask(|tx| Msg::CommitReservation(r, tx))
             .await
@@ -301,7 +311,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::ReprioritizeRequest>,
     ) -> Result<Response<v1::ReprioritizeResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let r = r.into_inner();
         self.ask(|tx| Msg::Reprioritize(r, tx))
             .await
@@ -350,7 +360,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::OutputRequest>,
     ) -> Result<Response<Self::OutputStream>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let (outputs, _) = self.outputs()?.clone();
         let req = r.into_inner();
         let (job, stream) = (req.job_id, req.stream());
@@ -417,7 +427,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::ListOutputFilesRequest>,
     ) -> Result<Response<v1::ListOutputFilesResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let (outputs, _) = self.outputs()?.clone();
         let job = r.into_inner().job_id;
         let active = self.ask(|tx| Msg::Active(job, tx)).await?.is_some();
@@ -433,7 +443,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<v1::BlobStatusRequest>,
     ) -> Result<Response<v1::BlobStatusResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let held = self
             .cache()?
             .held(&r.into_inner().sha256)
@@ -448,7 +458,7 @@ impl LocalScheduler for Service {
         &self,
         r: Request<tonic::Streaming<v1::BlobChunk>>,
     ) -> Result<Response<v1::BlobStatusResponse>, Status> {
-        self.meta_call(r.metadata())?;
+        self.meta_call(r.metadata()).await?;
         let cache = self.cache()?;
         let mut chunks = r.into_inner();
         let h = match chunks.message().await? {

@@ -170,6 +170,11 @@ impl Decider {
         &self.runner
     }
 
+    /// Gives back the room a burst left in the runner's maps ([`GridRunner::compact`]).
+    pub fn compact(&mut self) {
+        self.runner.compact();
+    }
+
     /// The strategy's description, e.g. `load-ordering`.
     pub fn describe(&self) -> &str {
         self.runner.placer().describe()

@@ -14,6 +14,8 @@ pub mod config;
 pub mod dashboard;
 pub mod decide;
 pub mod explain;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod gate;
 pub mod gridlog;
 pub mod history;

@@ -250,6 +250,21 @@ impl State {
         {
             self.events.pop_front();
         }
+        self.compact();
+    }
+
+    /// Gives back the room a burst of jobs left in the maps once they have gone (Rust's
+    /// collections keep their capacity): memory follows the live work.
+    fn compact(&mut self) {
+        use gridsched_core::structures::Shrink;
+        self.tokens.shrink_if_sparse();
+        self.events.shrink_if_sparse();
+        self.decisions.shrink_if_sparse();
+        self.finished.shrink_if_sparse();
+        for p in &mut self.planned {
+            p.shrink_if_sparse();
+        }
+        self.decider.compact();
     }
 
     /// Lets finished job `id` go from memory.

@@ -53,6 +53,11 @@ impl tonic::service::Interceptor for Fenced {
 pub struct Fence(Arc<AtomicU64>);
 
 impl Fence {
+    /// A fence that has already seen `epoch` (0: none), as a restarted site stored it.
+    pub fn starting_at(epoch: u64) -> Fence {
+        Fence(Arc::new(AtomicU64::new(epoch)))
+    }
+
     /// Admits a call: its epoch (`None`: it sent none), or UNAVAILABLE when a newer epoch has
     /// called (the caller was deposed), or INVALID_ARGUMENT for an epoch that is not a number.
     pub fn admit(&self, md: &MetadataMap) -> Result<Option<u64>, Status> {

@@ -36,6 +36,8 @@
 
 pub mod data_heavy;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hyper_erlang;
 pub mod input;
 pub mod jsonl;

@@ -63,6 +63,12 @@ impl PriorityArrays {
         }
     }
 
+    /// Gives back the room a burst of jobs left ([`crate::structures::Shrink`]).
+    pub fn compact(&mut self) {
+        use crate::structures::Shrink;
+        self.jobs.shrink_if_sparse();
+    }
+
     fn ensure(&mut self, n: usize) {
         while self.clusters.len() < n {
             let id = ClusterId(self.clusters.len() as u32);

@@ -481,6 +481,11 @@ impl GridScheduler {
 }
 
 impl Dispatcher for GridScheduler {
+    fn compact(&mut self) {
+        use crate::structures::Shrink;
+        self.running.shrink_if_sparse();
+    }
+
     fn splits(&self) -> bool {
         self.split
     }

@@ -240,6 +240,12 @@ impl Heft {
 }
 
 impl Dispatcher for Heft {
+    fn compact(&mut self) {
+        use crate::structures::Shrink;
+        self.ranks.shrink_if_sparse();
+        self.flows.shrink_if_sparse();
+    }
+
     fn describe(&self) -> String {
         "heft".into()
     }

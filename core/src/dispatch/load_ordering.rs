@@ -80,6 +80,10 @@ impl LoadOrdering {
 }
 
 impl Dispatcher for LoadOrdering {
+    fn compact(&mut self) {
+        self.arrays.compact();
+    }
+
     fn describe(&self) -> String {
         let mut d = match self.function {
             Function::Load => "load".to_string(),

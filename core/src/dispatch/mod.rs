@@ -249,6 +249,10 @@ pub trait Dispatcher: Send + fmt::Debug {
     /// bookkeeping).
     fn restore(&mut self, _job: &Job, _priority: Priority, _placement: &Placement, _since: Time) {}
 
+    /// Gives back the room a burst of jobs left in the strategy's bookkeeping once they have
+    /// ended ([`crate::structures::Shrink`]); decides nothing. The default does nothing.
+    fn compact(&mut self) {}
+
     /// Whether the strategy splits a job wider than every site over several sites (the widest
     /// job the grid takes is then all its sites together). The default: never.
     fn splits(&self) -> bool {

@@ -22,6 +22,7 @@ use crate::dispatch::Priority;
 use crate::model::{
     ArraySpec, Condition, Dependency, Ended, Job, JobId, Outcome, Task, Term, Time,
 };
+use crate::structures::Shrink;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -168,6 +169,12 @@ pub(super) struct Book {
 }
 
 impl Book {
+    /// Gives back the room a burst left ([`Shrink`]).
+    pub(super) fn shrink(&mut self) {
+        self.changes.shrink_if_sparse();
+        self.kept.shrink_if_sparse();
+    }
+
     /// The array task `id` would belong to, and its position.
     fn owner(&self, id: JobId) -> Option<(JobId, usize)> {
         let (&a, array) = self.arrays.range(..id).next_back()?;

@@ -11,6 +11,7 @@
 
 use super::{At, Cause, Effect, GridRunner};
 use crate::model::{Condition, Dependency, Ended, JobId, Outcome, Time, UserId};
+use crate::structures::Shrink;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -77,6 +78,15 @@ impl Book {
     /// Whether nothing waits and no singleton is in the grid (then nothing needs noting).
     fn idle(&self) -> bool {
         self.watchers.is_empty() && self.single.is_empty()
+    }
+
+    /// Gives back the room a burst left ([`Shrink`]).
+    pub(super) fn shrink(&mut self) {
+        self.waiting.shrink_if_sparse();
+        self.watchers.shrink_if_sparse();
+        self.singletons.shrink_if_sparse();
+        self.single.shrink_if_sparse();
+        self.changes.shrink_if_sparse();
     }
 
     /// Notes that job `id` began running.

@@ -728,6 +728,20 @@ impl GridRunner {
         out.push(Effect::Recalculated { jobs: weighed });
     }
 
+    /// Gives back the room a burst of jobs left in the runner's maps once they have left
+    /// ([`crate::structures::Shrink`]); decides nothing. The services call it after their
+    /// sweeps, so that memory follows the live work.
+    pub fn compact(&mut self) {
+        use crate::structures::Shrink;
+        self.jobs.shrink_if_sparse();
+        self.refused_in_a_row.shrink_if_sparse();
+        self.failed_fragments.shrink_if_sparse();
+        self.deps.shrink();
+        self.arrays.shrink();
+        self.workflows.shrink();
+        self.placer.dispatcher.compact();
+    }
+
     /// When the next fair-share recalculation is due, while jobs are in the grid (a driver in
     /// virtual time gives the runner an [`Input::Tick`] then).
     pub fn next_recalc(&self) -> Option<Time> {

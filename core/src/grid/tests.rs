@@ -1423,3 +1423,47 @@ fn memory_decides_where_a_job_may_go() {
         "s0's memory is not known"
     );
 }
+
+/// After a burst of 5,000 jobs has left, compaction gives the room of the runner's job map back
+/// and changes no decision: a twin never compacted decides the same from then on.
+#[test]
+fn compaction_after_a_burst_gives_room_back_and_decides_nothing() {
+    let drive = |compact: bool| {
+        let mut r = runner(
+            DispatchKind::LoadOrdering,
+            &[8, 16],
+            GridSettings::default(),
+        );
+        let mut seen = Vec::new();
+        for id in 1..=5_000 {
+            seen.extend(placed(&submit(&mut r, 0, job(id, 4, 100))));
+        }
+        let grown = r.jobs.capacity();
+        for &(id, site) in &seen[..4_990] {
+            let ended = Input::Ended {
+                job: JobId(id),
+                site,
+                outcome: Outcome::Completed,
+                exit: None,
+            };
+            on(&mut r, 10, ended);
+        }
+        if compact {
+            r.compact();
+            assert!(
+                r.jobs.capacity() * 4 < grown,
+                "{} of {grown} after the burst",
+                r.jobs.capacity()
+            );
+        }
+        for id in 5_001..5_100 {
+            seen.extend(placed(&submit(
+                &mut r,
+                20,
+                job(id, 4 + (id % 5) as u32, 100),
+            )));
+        }
+        (seen, r.waiting())
+    };
+    assert_eq!(drive(true), drive(false));
+}

@@ -16,6 +16,7 @@
 
 use super::{Effect, GridRunner, cluster};
 use crate::model::{ClusterId, DataIn, DataOut, JobId, Outcome, Time, Workflow};
+use crate::structures::Shrink;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -194,6 +195,14 @@ pub(super) struct Book {
 }
 
 impl Book {
+    /// Gives back the room a burst left ([`Shrink`]).
+    pub(super) fn shrink(&mut self) {
+        self.changes.shrink_if_sparse();
+        self.exits.shrink_if_sparse();
+        self.sites.shrink_if_sparse();
+        self.wrote.shrink_if_sparse();
+    }
+
     /// The workflow whose ids hold `id`, and the node and run `id` is (if it is one).
     fn owner(&self, id: JobId) -> Option<(JobId, Option<(usize, u32)>)> {
         let (&w, f) = self.flows.range(..id).next_back()?;

@@ -390,6 +390,13 @@ pub struct ClusterRunner {
 }
 
 impl ClusterRunner {
+    /// Gives back the room a burst of jobs left in the runner's job map once they have ended
+    /// ([`crate::structures::Shrink`]); decides nothing. The services call it at their ticks.
+    pub fn compact(&mut self) {
+        use crate::structures::Shrink;
+        self.jobs.shrink_if_sparse();
+    }
+
     /// A runner of `policy` over cluster `cluster` of `platform`, every machine up and idle.
     pub fn new(
         platform: &Platform,

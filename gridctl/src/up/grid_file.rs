@@ -152,11 +152,19 @@ pub struct LicencePart {
     pub copies: u32,
 }
 
+/// `s` as a TOML string. (Rust's `{:?}` is not TOML: it writes `\u{1b}` where TOML wants
+/// `\u001B`, and the services would refuse the file.)
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// A path as a TOML string (lossily, where it is not UTF-8).
+fn toml_path(p: &Path) -> String {
+    toml_str(&p.display().to_string())
+}
+
 fn quoted(items: impl Iterator<Item = String>) -> String {
-    items
-        .map(|s| format!("{s:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    items.map(|s| toml_str(&s)).collect::<Vec<_>>().join(", ")
 }
 
 impl GridFile {
@@ -198,27 +206,60 @@ impl GridFile {
             .parse::<gridsched_core::dispatch::DispatchKind>()
             .map_err(|e| anyhow::anyhow!("grid file: `meta.dispatch`: {e}"))?;
         for (i, s) in g.sites.iter().enumerate() {
-            if s.slurm.is_some() || s.urgent.is_some() {
-                local_scheduler::Config::from_toml(&g.local_toml(i, Path::new(".")))
-                    .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}]`: {e:#}"))?;
+            if s.slurm.is_none() {
+                gridsched_core::policy::PolicyKind::parse_cluster(&s.policy)
+                    .or_else(|e| {
+                        // A site of one machine, or of alike machines seen as one pool, may also
+                        // run a single-machine policy.
+                        match s.machines.len() == 1 || g.pools_machines(i) {
+                            true => gridsched_core::policy::PolicyKind::parse_single(&s.policy),
+                            false => Err(e),
+                        }
+                    })
+                    .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}].policy`: {e}"))?;
             }
-            if s.slurm.is_some() {
-                local_scheduler::Config::from_toml(&g.local_toml(i, Path::new(".")))
-                    .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}]`: {e:#}"))?;
-                continue;
-            }
-            gridsched_core::policy::PolicyKind::parse_cluster(&s.policy)
-                .or_else(|e| {
-                    // A site of one machine, or of alike machines seen as one pool, may also run
-                    // a single-machine policy.
-                    match s.machines.len() == 1 || g.pools_machines(i) {
-                        true => gridsched_core::policy::PolicyKind::parse_single(&s.policy),
-                        false => Err(e),
-                    }
-                })
-                .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}].policy`: {e}"))?;
+            // The whole site as its local scheduler will read it (machines, licences, limits,
+            // its `slurm` and `urgent` sections), so that `gridctl up` does not start a grid one
+            // of whose services then refuses its configuration.
+            local_scheduler::Config::from_toml(&g.local_toml(i, Path::new(".")))
+                .map_err(|e| anyhow::anyhow!("grid file: `sites[{i}]`: {e:#}"))?;
         }
+        // Likewise the meta-scheduler's (site names, `meta.network`, `meta.urgent`, ...).
+        let endpoints = vec!["127.0.0.1:1".to_string(); g.sites.len()];
+        let meta = g.meta_toml("127.0.0.1:0", None, Path::new("."), &endpoints);
+        meta_scheduler::MetaConfig::from_toml(&meta)
+            .map_err(|e| anyhow::anyhow!("grid file: for the meta-scheduler: {e}"))?;
         Ok(g)
+    }
+
+    /// Fuzz entry (the unit tests' bounded runs and `fuzz/`'s `cargo fuzz` target): `data` as a
+    /// grid file must be refused or accepted without a panic, and the configurations `gridctl up`
+    /// writes for an accepted one must be accepted by the services. Returns whether it was.
+    #[cfg(any(test, fuzzing))]
+    #[doc(hidden)]
+    pub fn fuzz(data: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(data) else {
+            return false;
+        };
+        let Ok(g) = GridFile::parse(text) else {
+            return false;
+        };
+        let g = g.with_memory(1 << 20);
+        let dir = Path::new("/nonexistent/grid");
+        for i in 0..g.sites.len() {
+            let local = g.local_toml(i, dir);
+            if let Err(e) = local_scheduler::Config::from_toml(&local) {
+                panic!("accepted, but site {i}'s configuration is refused: {e:#}\n{local}");
+            }
+        }
+        let endpoints: Vec<String> = (0..g.sites.len())
+            .map(|i| format!("127.0.0.1:{}", 6000 + i))
+            .collect();
+        let meta = g.meta_toml("127.0.0.1:50051", Some("127.0.0.1:8080"), dir, &endpoints);
+        if let Err(e) = meta_scheduler::MetaConfig::from_toml(&meta) {
+            panic!("accepted, but the meta-scheduler's configuration is refused: {e}\n{meta}");
+        }
+        true
     }
 
     /// Whether site `i`'s local scheduler sees its machines as one pool and runs jobs over
@@ -232,12 +273,12 @@ impl GridFile {
     pub fn local_toml(&self, i: usize, dir: &Path) -> String {
         let s = &self.sites[i];
         let mut t = format!(
-            "listen = \"127.0.0.1:0\"\ncluster = {:?}\nsite = {:?}\nstate_dir = {:?}\n\
-             [policy]\npolicy = {:?}\n",
-            s.name,
-            s.name,
-            dir.join(&s.name).join("state"),
-            s.policy
+            "listen = \"127.0.0.1:0\"\ncluster = {}\nsite = {}\nstate_dir = {}\n\
+             [policy]\npolicy = {}\n",
+            toml_str(&s.name),
+            toml_str(&s.name),
+            toml_path(&dir.join(&s.name).join("state")),
+            toml_str(&s.policy)
         );
         if let Some(m) = s.max_estimate_s {
             // A top-level key: it must come before the first table.
@@ -249,8 +290,10 @@ impl GridFile {
         for m in &s.machines {
             let _ = write!(
                 t,
-                "[[machines]]\nname = {:?}\nprocessors = {}\nbenchmark = {}\n",
-                m.name, m.processors, m.benchmark
+                "[[machines]]\nname = {}\nprocessors = {}\nbenchmark = {}\n",
+                toml_str(&m.name),
+                m.processors,
+                m.benchmark
             );
             if let Some(kb) = m.memory_kb {
                 let _ = writeln!(t, "memory_kb = {kb}");
@@ -259,8 +302,9 @@ impl GridFile {
         for l in &s.licences {
             let _ = write!(
                 t,
-                "[[licences]]\nname = {:?}\ncopies = {}\n",
-                l.name, l.copies
+                "[[licences]]\nname = {}\ncopies = {}\n",
+                toml_str(&l.name),
+                l.copies
             );
         }
         if let Some(section) = &s.slurm {
@@ -282,15 +326,18 @@ impl GridFile {
         dir: &Path,
         endpoints: &[String],
     ) -> String {
-        let http = http.map_or(String::new(), |h| format!("metrics_listen = {h:?}\n"));
+        let http = http.map_or(String::new(), |h| {
+            format!("metrics_listen = {}\n", toml_str(h))
+        });
         let wan = self.meta.wan_overhead_pct.map_or(String::new(), |p| {
             format!("split_wide = true\n[dispatch.multi_site]\noverhead_pct = {p}\n")
         });
         let mut t = format!(
-            "listen = {listen:?}\n{http}state_dir = {:?}\n[dispatch]\nstrategy = {:?}\n{wan}\
+            "listen = {}\n{http}state_dir = {}\n[dispatch]\nstrategy = {}\n{wan}\
              [links]\nstart_claims = {}\n",
-            dir.join("meta-state"),
-            self.meta.dispatch,
+            toml_str(listen),
+            toml_path(&dir.join("meta-state")),
+            toml_str(&self.meta.dispatch),
             self.meta.start_claims
         );
         if let Some(u) = &self.meta.urgent {
@@ -306,7 +353,8 @@ impl GridFile {
             // The grid's one meta-scheduler, named, takes its lease back at once when restarted.
             let _ = write!(
                 t,
-                "[store]\nbackend = \"postgres\"\nurl = {url:?}\n[replica]\nname = \"meta\"\n"
+                "[store]\nbackend = \"postgres\"\nurl = {}\n[replica]\nname = \"meta\"\n",
+                toml_str(url)
             );
         }
         for (i, (s, ep)) in self.sites.iter().zip(endpoints).enumerate() {
@@ -318,16 +366,18 @@ impl GridFile {
                         .memory_kb
                         .map_or(String::new(), |kb| format!(", memory_kb = {kb}"));
                     format!(
-                        "{{ name = {:?}, processors = {}, benchmark = {}{memory} }}",
-                        m.name, m.processors, m.benchmark
+                        "{{ name = {}, processors = {}, benchmark = {}{memory} }}",
+                        toml_str(&m.name),
+                        m.processors,
+                        m.benchmark
                     )
                 })
                 .collect::<Vec<_>>()
                 .join(", ");
             let _ = write!(
                 t,
-                "[[sites]]\nname = {:?}\nendpoint = \"http://{ep}\"\nlicences = [{}]\nmachines = [{machines}]\n",
-                s.name,
+                "[[sites]]\nname = {}\nendpoint = \"http://{ep}\"\nlicences = [{}]\nmachines = [{machines}]\n",
+                toml_str(&s.name),
                 quoted(s.licences.iter().map(|l| l.name.clone())),
             );
             if let Some(m) = s.max_estimate_s {
@@ -539,6 +589,78 @@ mod tests {
         let e = meta_scheduler::MetaConfig::from_toml(&meta.replace("to = \"b\"", "to = \"c\""))
             .unwrap_err();
         assert!(e.to_string().contains("network.links[0].to"), "{e}");
+    }
+
+    /// Found by fuzzing (`GridFile::fuzz`): a machine named `delta-\u{10ffff}` was accepted, then
+    /// written into the local scheduler's file as Rust's `"delta-\u{10ffff}"`, which is not TOML,
+    /// so the site would not have started. Names are written as TOML strings and reach both
+    /// services as given.
+    #[test]
+    fn names_of_any_characters_reach_the_services_as_given() {
+        let odd = "delta-\u{10ffff}\u{1b}\u{85}\"\\'";
+        let text = r#"
+[[sites]]
+name = "s-\u001B"
+machines = [{ name = "delta-\U0010FFFF\u001B\u0085\"\\'", processors = 2 }]
+licences = [{ name = "delta-\U0010FFFF\u001B\u0085\"\\'", copies = 1 }]
+"#;
+        let g = GridFile::parse(text).unwrap();
+        assert_eq!(g.sites[0].machines[0].name, odd);
+        assert!(GridFile::fuzz(text.as_bytes()));
+        let dir = Path::new("/tmp/x\u{1b}");
+        let local = local_scheduler::Config::from_toml(&g.local_toml(0, dir)).unwrap();
+        assert_eq!(local.cluster, "s-\u{1b}");
+        assert_eq!(
+            local.state_dir.as_deref(),
+            Some(Path::new("/tmp/x\u{1b}/s-\u{1b}/state"))
+        );
+        let platform = local.platform().unwrap();
+        assert_eq!(platform.machines[0].name, odd);
+        let eps = ["127.0.0.1:6000".to_string()];
+        let m = meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:1", None, dir, &eps))
+            .unwrap();
+        assert_eq!(m.sites[0].name, "s-\u{1b}");
+        assert_eq!(m.sites[0].machines[0].name, odd);
+        assert_eq!(m.sites[0].licences, [odd]);
+    }
+
+    /// Found by fuzzing (`GridFile::fuzz`): a grid the services would refuse (a machine of 0
+    /// processors, two sites of one name, a link to no site) was accepted, and `gridctl up` would
+    /// have started it only for a service to fail in its log. It is refused, naming the key.
+    #[test]
+    fn what_a_service_would_refuse_is_refused_by_the_grid_file() {
+        let site = |name: &str, procs: i64| {
+            format!(
+                "[[sites]]\nname = \"{name}\"\nmachines = [{{ name = \"{name}-1\", processors = {procs} }}]\n"
+            )
+        };
+        let e = GridFile::parse(&format!("{}{}", site("a", 2), site("delta", -0)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("grid file: `sites[1]`: ")
+                && e.contains("processors: must be at least 1"),
+            "{e}"
+        );
+        let e = GridFile::parse(&format!("{}{}", site("a", 2), site("a", 2)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`sites[1].name`: duplicate site name"), "{e}");
+        let e = GridFile::parse(&format!(
+            "[meta]\ndispatch = \"min-completion\"\n[meta.network]\nsubmitters = {{ bandwidth = \
+             \"1 GB/s\" }}\nbetween = {{ bandwidth = \"1 GB/s\" }}\n[[meta.network.links]]\nfrom = \"a\"\nto = \"z\"\nbandwidth = \"1 MB/s\"\n{}",
+            site("a", 2)
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("grid file: for the meta-scheduler: ") && e.contains("links[0].to"),
+            "{e}"
+        );
+        assert!(
+            !GridFile::fuzz(site("a", 0).as_bytes()),
+            "refused, no panic"
+        );
     }
 
     #[test]

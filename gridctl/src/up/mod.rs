@@ -142,6 +142,14 @@ impl Launched {
             .map(|(_, c)| c.id())
     }
 
+    /// The processes of the grid whose names start with `prefix`: name and process id.
+    pub fn pids(&self, prefix: &str) -> Vec<(String, u32)> {
+        (self.children.0.iter())
+            .filter(|(n, _)| n.starts_with(prefix))
+            .map(|(n, c)| (n.clone(), c.id()))
+            .collect()
+    }
+
     /// Kills the meta-scheduler (SIGKILL) and starts it again on the same address, from its
     /// store: returns once it listens.
     pub fn restart_meta(&mut self) -> anyhow::Result<()> {

@@ -365,6 +365,9 @@ impl Driver {
     /// due, then a pass when the policy's wake-up is due or something changed; always a commit.
     pub(crate) fn tick(&mut self, now: Now) {
         self.refresh_metrics();
+        // Memory follows the live work: the room a burst of jobs left goes back.
+        self.runner.compact();
+        gridsched_core::structures::Shrink::shrink_if_sparse(&mut self.jobs);
         self.expire_reservations(now.secs);
         self.lapse_leases(now);
         let mono = now.mono_ms;

@@ -105,6 +105,8 @@ pub enum Msg {
     Active(u64, Reply<Option<String>>),
     /// The stager's outcome for a job whose inputs were being staged in.
     Staged(u64, crate::staging::Staged),
+    /// A meta-scheduler of a newer lease epoch calls: made durable before its call is served.
+    Epoch(u64, Reply<()>),
 }
 
 /// The user who owns an enqueued job.
@@ -299,7 +301,8 @@ impl Driver {
             }
             None => None,
         };
-        let (journal, stored) = Journal::open(&cfg.cluster, cfg.state_dir.as_deref())?;
+        let (journal, stored) =
+            Journal::open(&cfg.cluster, cfg.state_dir.as_deref(), cfg.events_in_memory)?;
         let n = platform.machines.len();
         let machines: Vec<MachineId> = platform.machines.iter().map(|m| m.id).collect();
         let mut d = Driver {
@@ -327,6 +330,11 @@ impl Driver {
         }
         d.recover(now, stored)?;
         Ok(d)
+    }
+
+    /// The newest lease epoch of the meta-scheduler that had called before a restart (0: none).
+    pub fn stored_epoch(&self) -> u64 {
+        self.journal.epoch()
     }
 
     /// Hands `input` to the runner at `now` (logged with its decisions when a log is open) and
@@ -366,7 +374,10 @@ impl Driver {
                 let _ = tx.send(Ok(self.jobs.get(&id).map(|r| crate::driver::owner(&r.req))));
             }
             Msg::Events(from, tx) => {
-                let _ = tx.send(Ok(self.journal.feed(from)));
+                let _ = tx.send(self.journal.feed(from));
+            }
+            Msg::Epoch(e, tx) => {
+                let _ = tx.send(self.journal.save_epoch(e).map_err(internal));
             }
             Msg::Register(r, tx) => {
                 let res = self.register(r, now);

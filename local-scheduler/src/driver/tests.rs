@@ -90,7 +90,7 @@ fn a_start_order_waits_for_the_commit_of_its_start() {
     fail_commits(&d, false);
     d.tick(at(1));
     assert_eq!(start_orders(&d), [1]);
-    let (jobs, _) = d.journal.store().unwrap().load().unwrap();
+    let jobs = d.journal.store().unwrap().load(usize::MAX).unwrap().jobs;
     let stored = jobs
         .iter()
         .find(|j| j.request.as_ref().unwrap().job_id == 1);
@@ -276,7 +276,6 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     let details: Vec<String> = d
         .journal
         .events()
-        .iter()
         .filter(|e| e.job_id == 1)
         .map(|e| e.detail.clone())
         .collect();
@@ -292,7 +291,6 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     let states: Vec<JobState> = d
         .journal
         .events()
-        .iter()
         .filter(|e| e.job_id == 1)
         .map(|e| e.state())
         .collect();
@@ -655,4 +653,35 @@ fn new_priorities_reorder_the_waiting_jobs_and_survive_a_restart() {
     let d = new();
     assert_eq!(d.jobs[&4].req.priority, 9, "written with the record");
     assert_eq!(d.jobs[&3].req.priority, 1);
+}
+
+/// A newer lease epoch is written before its call is served and read back at a restart, so the
+/// service refuses a deposed leader from its first call on; an older epoch changes nothing.
+#[test]
+fn the_newest_lease_epoch_is_stored_before_its_call_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = driver(dir.path());
+    assert_eq!(d.stored_epoch(), 0);
+    for e in [7, 3] {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        d.handle(Msg::Epoch(e, tx), at(1));
+        rx.try_recv().unwrap().unwrap();
+    }
+    drop(d);
+    let d = driver(dir.path());
+    assert_eq!(d.stored_epoch(), 7);
+    let fence = gridsched_security::Fence::starting_at(d.stored_epoch());
+    let mut md = tonic::metadata::MetadataMap::new();
+    md.insert(gridsched_security::fence::EPOCH_KEY, 6.into());
+    let deposed = fence.admit(&md).unwrap_err();
+    assert_eq!(deposed.code(), tonic::Code::Unavailable, "{deposed:?}");
+
+    // A store that cannot write refuses the call instead of serving it unfenced.
+    let mut d = d;
+    fail_commits(&d, true);
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    d.handle(Msg::Epoch(9, tx), at(2));
+    let e = rx.try_recv().unwrap().unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Internal, "{e:?}");
+    assert_eq!(d.stored_epoch(), 7);
 }

@@ -179,7 +179,8 @@ impl SlurmSite {
             .slurm
             .clone()
             .ok_or_else(|| anyhow::anyhow!("slurm: the section is required"))?;
-        let (journal, stored) = Journal::open(&cfg.cluster, cfg.state_dir.as_deref())?;
+        let (journal, stored) =
+            Journal::open(&cfg.cluster, cfg.state_dir.as_deref(), cfg.events_in_memory)?;
         let tag = format!("{}.{}", cfg.cluster, incarnation(cfg.state_dir.as_deref())?);
         let mut s = SlurmSite {
             tag,
@@ -250,7 +251,10 @@ impl SlurmSite {
                 let _ = tx.send(self.ready().map(|()| self.status(now.secs)));
             }
             Msg::Events(from, tx) => {
-                let _ = tx.send(self.ready().map(|()| self.feed(from)));
+                let _ = tx.send(self.ready().and_then(|()| self.feed(from)));
+            }
+            Msg::Epoch(e, tx) => {
+                let _ = tx.send(self.journal.save_epoch(e).map_err(internal));
             }
             Msg::Register(_, tx) => {
                 let _ = tx.send(Err(no_agents()));
@@ -304,7 +308,12 @@ impl SlurmSite {
         )))
     }
 
-    fn feed(&self, from: Option<u64>) -> EventFeed {
+    /// The newest lease epoch of the meta-scheduler that had called before a restart (0: none).
+    pub fn stored_epoch(&self) -> u64 {
+        self.journal.epoch()
+    }
+
+    fn feed(&self, from: Option<u64>) -> Result<EventFeed, Status> {
         self.journal.feed(from)
     }
 

@@ -111,6 +111,7 @@ fn enqueue(s: &mut SlurmSite, id: u64, procs: u32, claim: bool, now: Now) -> Res
 
 fn events(s: &mut SlurmSite) -> Vec<(u64, JobState, Time, String)> {
     s.feed(Some(0))
+        .unwrap()
         .0
         .into_iter()
         .map(|e| (e.job_id, e.state(), e.time, e.detail))
@@ -296,7 +297,7 @@ fn a_withdrawn_job_is_cancelled_in_slurm_and_may_come_back() {
         at(1001, 20),
     );
     assert_eq!(s.take_calls(), [Call::Cancel { slurm: 101 }]);
-    let ev = s.feed(Some(0)).0;
+    let ev = s.feed(Some(0)).unwrap().0;
     assert!(ev.last().unwrap().withdrawn);
     enqueue(&mut s, 7, 4, true, at(1002, 30)).unwrap();
 }
@@ -307,7 +308,7 @@ fn a_withdrawn_job_is_cancelled_in_slurm_and_may_come_back() {
 fn slurm_down_takes_the_site_down() {
     let mut s = site_in(None);
     answer_poll(&mut s, at(1000, 0), Some(Vec::new()));
-    let (_, mut live) = s.feed(None);
+    let (_, mut live) = s.feed(None).unwrap();
     let fail = |s: &mut SlurmSite, ms| {
         s.tick(at(1000, ms));
         assert!(!s.take_calls().is_empty());
@@ -379,6 +380,7 @@ fn wall_time_exit_codes_and_cancellation() {
     answer_poll(&mut s, at(1016, 1700), Some(ended));
     let last: BTreeMap<u64, (JobState, String, Option<i32>)> = s
         .feed(Some(0))
+        .unwrap()
         .0
         .into_iter()
         .map(|e| (e.job_id, (e.state(), e.detail, e.exit_code)))
@@ -411,7 +413,7 @@ fn orphans_are_cancelled_and_vanished_jobs_are_lost() {
         !s.take_calls().contains(&Call::Cancel { slurm: 90 }),
         "cancelled once"
     );
-    let last = s.feed(Some(0)).0.pop().unwrap();
+    let last = s.feed(Some(0)).unwrap().0.pop().unwrap();
     assert_eq!((last.job_id, last.state()), (7, JobState::Lost));
 
     enqueue(&mut s, 8, 1, true, at(1003, 1300)).unwrap();
@@ -449,7 +451,7 @@ fn a_read_that_crossed_a_submission_does_not_lose_the_job() {
     assert!(s.take_calls().is_empty());
     answer_poll(&mut s, at(1002, 1200), Some(Vec::new()));
     assert_eq!(
-        s.feed(Some(0)).0.pop().map(|e| e.state()),
+        s.feed(Some(0)).unwrap().0.pop().map(|e| e.state()),
         Some(JobState::Lost),
         "a read sent after its id was recorded must list it"
     );

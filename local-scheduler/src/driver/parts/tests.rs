@@ -75,7 +75,6 @@ fn beat(d: &mut Driver, agents: &[String], i: usize, rep: v1::JobReport, now: No
 fn events(d: &Driver, id: u64) -> Vec<(JobState, String, Option<i32>)> {
     d.journal
         .events()
-        .iter()
         .filter(|e| e.job_id == id)
         .map(|e| (e.state(), e.detail.clone(), e.exit_code))
         .collect()
