@@ -247,6 +247,14 @@ pub struct Stats {
     pub accepted: u64,
 }
 
+impl Stats {
+    /// Asserts that at least one mutant in twenty was accepted: the run got past the entry's
+    /// first syntax check, so it fuzzed more than the error path.
+    pub fn assert_reaches_past_the_syntax(&self) {
+        assert!(self.accepted > self.runs / 20, "too few accepted: {self:?}");
+    }
+}
+
 /// The seed of every run: a run is the same on every machine and every time.
 pub const SEED: u64 = 0x5eed;
 

@@ -95,9 +95,15 @@ pub struct Journal {
     /// Ends known in memory, by job: how and which run (`None`: known not to have ended, its end
     /// withdrawn or forgotten). Without a store, every end; with one, the newest `window` and
     /// those not committed yet; the store knows the others.
-    ended: HashMap<u64, Option<(JobState, u32)>>,
-    /// The jobs of `ended` in the order they came, to forget the oldest.
+    ended: HashMap<u64, Option<End>>,
+    /// With a store: the jobs of `ended` in the order they came, to forget the oldest.
     ended_order: VecDeque<u64>,
+    /// The highest job id that has ended here: a job above it never has, and the door does not
+    /// ask the store about it (every new job is such a job).
+    max_ended: u64,
+    /// Tests: how many times the store was asked for an end.
+    #[cfg(test)]
+    store_reads: std::cell::Cell<u32>,
     /// Changes to the ended jobs not committed yet, in order.
     unsaved_ends: Vec<(u64, Option<End>)>,
     /// The newest lease epoch of the meta-scheduler that has called (0: none).
@@ -127,6 +133,9 @@ impl Journal {
             dirty: BTreeMap::new(),
             ended: HashMap::new(),
             ended_order: VecDeque::new(),
+            max_ended: 0,
+            #[cfg(test)]
+            store_reads: Default::default(),
             unsaved_ends: Vec::new(),
             epoch: 0,
         };
@@ -134,11 +143,11 @@ impl Journal {
             return Ok((j, Vec::new()));
         };
         let mut loaded = store.load(j.window).map_err(|e| anyhow::anyhow!("{e}"))?;
-        for (id, (st, run)) in loaded.ended {
-            let st = JobState::try_from(st).unwrap_or(JobState::Unspecified);
-            j.ended.insert(id, Some((st, run)));
+        for (id, end) in loaded.ended {
+            j.ended.insert(id, Some(end));
             j.ended_order.push_back(id);
         }
+        j.max_ended = loaded.max_ended;
         j.events = loaded.events.into();
         j.last_sequence = loaded.last_sequence;
         j.epoch = loaded.epoch;
@@ -179,32 +188,32 @@ impl Journal {
 
     /// Records job `id`'s end (`None`: it no longer counts), to be committed.
     fn set_end(&mut self, id: u64, end: Option<End>) {
-        let known = end.map(|(st, run)| {
-            let st = JobState::try_from(st).unwrap_or(JobState::Unspecified);
-            (st, run)
-        });
-        if self.store.is_none() && known.is_none() {
-            self.ended.remove(&id);
+        if end.is_some() {
+            self.max_ended = self.max_ended.max(id);
+        }
+        if self.store.is_none() {
+            match end {
+                Some(end) => self.ended.insert(id, Some(end)),
+                None => self.ended.remove(&id),
+            };
             return;
         }
-        self.ended.insert(id, known);
+        self.ended.insert(id, end);
         self.ended_order.push_back(id);
-        if self.store.is_some() {
-            self.unsaved_ends.push((id, end));
-        }
+        self.unsaved_ends.push((id, end));
     }
 
     /// How job `id`'s run ended here, if it did.
     fn end_of(&self, id: u64) -> Result<Option<(JobState, u32)>, Status> {
-        if let Some(&known) = self.ended.get(&id) {
-            return Ok(known);
-        }
-        let Some(store) = &self.store else {
-            return Ok(None);
+        let end = match (self.ended.get(&id), &self.store) {
+            (Some(&known), _) => known,
+            (None, Some(store)) if id <= self.max_ended => {
+                #[cfg(test)]
+                self.store_reads.set(self.store_reads.get() + 1);
+                (store.ended(id)).map_err(|e| Status::internal(format!("state store: {e}")))?
+            }
+            _ => None,
         };
-        let end = store
-            .ended(id)
-            .map_err(|e| Status::internal(format!("state store: {e}")))?;
         Ok(end.map(|(st, run)| (JobState::try_from(st).unwrap_or(JobState::Unspecified), run)))
     }
 
@@ -436,6 +445,34 @@ mod tests {
         assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
         j.forget_end(1);
         j.check_enqueue(&enqueue(1, 0), false, 100).unwrap();
+    }
+
+    /// The door asks the store only about a job that may have ended here: never for a new job
+    /// (above every id that ended), whose Enqueue is the common case; and without a store the
+    /// ends keep no order to trim.
+    #[test]
+    fn a_new_job_is_checked_without_reading_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        for id in 1..=10 {
+            j.append(ended(id, 0), None);
+        }
+        j.commit().unwrap();
+        drop(j);
+        let (j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        j.check_enqueue(&enqueue(11, 0), false, 100).unwrap();
+        assert_eq!(j.store_reads.get(), 0);
+        let old = j.check_enqueue(&enqueue(3, 0), false, 100).unwrap_err();
+        assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
+        assert_eq!(j.store_reads.get(), 1);
+
+        let (mut j, _) = Journal::open("c", None, 2).unwrap();
+        for id in 1..=10 {
+            j.append(ended(id, 0), None);
+        }
+        j.commit().unwrap();
+        assert!(j.ended_order.is_empty());
+        assert_eq!(j.ended.len(), 10);
     }
 
     /// A commit that fails keeps its events, records and ends for the next one.

@@ -43,6 +43,8 @@ pub struct Loaded {
     pub last_sequence: u64,
     /// The ends of the jobs of those events, by job.
     pub ended: Vec<(u64, End)>,
+    /// The highest job id that has ended here (0: none).
+    pub max_ended: u64,
     /// The newest lease epoch that has called (0: none).
     pub epoch: u64,
 }
@@ -304,6 +306,7 @@ impl Store {
         out.events.reverse();
         out.last_sequence = out.events.last().map_or(0, |e| e.sequence);
         let ended = r.open_table(ENDED)?;
+        out.max_ended = ended.last()?.map_or(0, |(k, _)| k.value());
         let mut seen = std::collections::HashSet::new();
         for e in &out.events {
             if seen.insert(e.job_id)

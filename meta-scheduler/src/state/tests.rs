@@ -388,6 +388,22 @@ fn finished_jobs_and_events_leave_memory_after_their_retention() {
     );
 }
 
+/// A sweep gives back the room a burst left in the maps once its jobs have gone.
+#[test]
+fn a_sweep_after_a_burst_gives_the_maps_room_back() {
+    let mut st = grid(false);
+    st.tokens = (0..5_000).map(|i| (format!("u\0t{i}"), i)).collect();
+    let grown = st.tokens.capacity();
+    st.tokens.retain(|_, &mut id| id < 10);
+    st.retire(&[], 10);
+    assert!(
+        st.tokens.capacity() * 4 < grown,
+        "{} of {grown}",
+        st.tokens.capacity()
+    );
+    assert_eq!(st.tokens.len(), 10);
+}
+
 #[test]
 fn a_suspended_job_keeps_its_first_start_and_its_machine_until_it_resumes() {
     let mut st = grid(false);
