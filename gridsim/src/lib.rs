@@ -8,6 +8,7 @@
 //! * [`platform`]: the platform engine for heterogeneous clusters with licences, one local policy
 //!   per cluster and a meta-scheduler (the seed's experiments).
 
+pub mod chaos;
 pub mod engine;
 pub mod events;
 pub mod experiment;

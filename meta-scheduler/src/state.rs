@@ -580,17 +580,28 @@ impl State {
     }
 
     /// Applies one event of site `i`'s local scheduler.
-    /// The site's drop of a job withdrawn from it (`withdrawn`) changes nothing: the job is
-    /// elsewhere.
+    /// The site's drop of a job withdrawn from it (`withdrawn`) changes nothing when the job is
+    /// elsewhere; when the job was placed at that same site again meanwhile (a claim answer
+    /// overtaken by its new Enqueue dropped it there), it is sent again.
     pub fn apply_local(&mut self, b: &mut Batch, i: usize, ev: &v1::JobEvent) {
         if ev.sequence > self.site_seq[i] {
             self.site_seq[i] = ev.sequence;
             b.site_seqs.insert(i);
         }
+        let name = self.sites[i].name.clone();
         if ev.withdrawn {
+            let here_again = self.jobs.get(&ev.job_id).is_some_and(|j| {
+                j.site.as_deref() == Some(name.as_str())
+                    && j.claimed_by.is_none()
+                    && j.fragments.is_empty()
+                    && matches!(j.state(), JobState::Dispatched | JobState::Queued)
+            });
+            if here_again {
+                self.in_flight[i].remove(&ev.job_id);
+                self.outbox[i].insert(ev.job_id);
+            }
             return;
         }
-        let name = self.sites[i].name.clone();
         let Some(job) = self.jobs.get(&ev.job_id) else {
             return;
         };

@@ -31,6 +31,18 @@ pub struct SiteSpec {
 }
 
 impl SiteSpec {
+    /// A site named `name` of these capabilities, as the simulator's grids have them: no
+    /// estimate limit, machines not named, inputs staged.
+    pub fn plain(name: impl Into<String>, caps: ClusterCaps) -> SiteSpec {
+        SiteSpec {
+            name: name.into(),
+            caps,
+            max_estimate: None,
+            machines: None,
+            stages: true,
+        }
+    }
+
     /// What `job` takes on the site's fastest machine: its estimate, scaled by its benchmark
     /// score over the machine's when it gives one (a site of unknown speed counts as score 1,
     /// the default).

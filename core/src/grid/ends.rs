@@ -72,21 +72,10 @@ impl GridRunner {
                     refusal: None,
                 });
             }
-            At::Split(fragments) => {
-                for f in fragments.iter_mut().filter(|f| f.0 == site) {
-                    f.2 = true;
-                }
-                if fragments.iter().all(|f| f.2) {
-                    let first = fragments.first().map_or(0, |f| f.0);
-                    self.remove(id, Some(Outcome::Refused));
-                    self.placer.dispatcher.job_returned(now, id, cluster(first));
-                    out.push(Effect::Refuse {
-                        job: id,
-                        why,
-                        refusal: None,
-                    });
-                }
-            }
+            // A fragment its site refused cannot start with the others: the job fails as if it
+            // had failed there (the others are killed), instead of ending as completed by
+            // the fragments that ran alone.
+            At::Split(_) => self.fragment_ended(now, id, site, false, false, out),
             _ => {}
         }
     }

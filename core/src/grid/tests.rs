@@ -1109,6 +1109,35 @@ fn an_input_log_re_decides_identically_and_names_the_first_difference() {
 /// Cancellations at each place a job can be, and a split job's fragment that fails: the
 /// strategy forgets the job, a co-allocation's holds and a split job's reservations are let go,
 /// and a failed fragment has the others killed.
+/// Answers every hold of `pending` (and of what follows) with a start at `start`, and every
+/// commit with success, at `now`.
+fn hold_and_commit_all(r: &mut GridRunner, now: Time, mut pending: Vec<Effect>, start: Time) {
+    while let Some(e) = pending.pop() {
+        let input = match e {
+            Effect::Hold {
+                job,
+                fragment,
+                site,
+                reservation,
+                ..
+            } => Input::Held {
+                job,
+                fragment,
+                site,
+                reservation,
+                answer: Ok(start),
+            },
+            Effect::Commit { job, fragment, .. } => Input::Committed {
+                job,
+                fragment,
+                answer: Ok(()),
+            },
+            _ => continue,
+        };
+        pending.extend(on(r, now, input));
+    }
+}
+
 #[test]
 fn cancellations_and_failed_fragments_release_what_the_job_held() {
     let mut r = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
@@ -1138,31 +1167,8 @@ fn cancellations_and_failed_fragments_release_what_the_job_held() {
     assert!(!r.contains(JobId(2)));
     // Co-allocated: a fragment that fails has the other killed, and the job is over with it.
     submit(&mut r, 3, job(3, 10, 100));
-    let mut pending = on(&mut r, 3, Input::Release);
-    while let Some(e) = pending.pop() {
-        let input = match e {
-            Effect::Hold {
-                job,
-                fragment,
-                site,
-                reservation,
-                ..
-            } => Input::Held {
-                job,
-                fragment,
-                site,
-                reservation,
-                answer: Ok(3),
-            },
-            Effect::Commit { job, fragment, .. } => Input::Committed {
-                job,
-                fragment,
-                answer: Ok(()),
-            },
-            _ => continue,
-        };
-        pending.extend(on(&mut r, 3, input));
-    }
+    let pending = on(&mut r, 3, Input::Release);
+    hold_and_commit_all(&mut r, 3, pending, 3);
     let failed = Input::FragmentEnded {
         job: JobId(3),
         site: 1,
@@ -1191,6 +1197,48 @@ fn cancellations_and_failed_fragments_release_what_the_job_held() {
     assert_eq!(r.placer().arrays()[0].count[1], 1);
     on(&mut r, 12, Input::Cancel { job: JobId(4) });
     assert_eq!(r.placer().arrays()[0].count[1], 0);
+}
+
+/// A fragment its site refuses (sent too late for its reservation, say) cannot start with the
+/// others: the other fragment is killed, and the job fails even if that one completes, so that
+/// a job that depends on its success never runs.
+#[test]
+fn a_refused_fragment_fails_the_split_job() {
+    let mut r = runner(DispatchKind::LoadOrdering, &[8, 4], splitting());
+    submit(&mut r, 0, job(1, 10, 100));
+    let pending = on(&mut r, 0, Input::Release);
+    hold_and_commit_all(&mut r, 0, pending, 3);
+    let mut after = job(2, 1, 10);
+    after.after = Some(Box::new(
+        crate::model::Dependency::parse("afterok:1", None).unwrap(),
+    ));
+    submit(&mut r, 1, after);
+    let refused = Input::Refused {
+        job: JobId(1),
+        site: 1,
+        why: "too late for its reservation".into(),
+    };
+    let e = on(&mut r, 4, refused);
+    assert!(matches!(e[0], Effect::LetGo { site: 1, .. }), "{e:?}");
+    assert!(matches!(e[1], Effect::Kill { site: 0, .. }), "{e:?}");
+    assert_eq!(e.len(), 2, "{e:?}");
+    // The fragment that ran alone completes before its kill: the job is over, failed.
+    let ended = Input::FragmentEnded {
+        job: JobId(1),
+        site: 0,
+        ok: true,
+        again: false,
+    };
+    let e = on(&mut r, 5, ended);
+    assert!(e.contains(&Effect::Over {
+        job: JobId(1),
+        site: 0
+    }));
+    assert!(
+        e.iter()
+            .any(|e| matches!(e, Effect::Unmet { job: JobId(2), .. })),
+        "{e:?}"
+    );
 }
 
 /// A runner restarted from where its jobs stood counts them as the one that decided them, and

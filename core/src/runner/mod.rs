@@ -232,6 +232,10 @@ pub struct Finished {
     pub restarts: u32,
 }
 
+/// Why an [`Effect::Dropped`] job left, in words.
+pub const DROPPED: &str = "it could not start inside its advance reservation in time: a job \
+                           before it ran past its predicted end";
+
 /// What the driver must do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "kebab-case")]
@@ -255,6 +259,13 @@ pub enum Effect {
     },
     /// A job ended ([`Input::Ended`]).
     Finished(Finished),
+    /// A waiting job can no longer run here and leaves the cluster (a job of an advance
+    /// reservation that a job running past its predicted end kept from starting until the rest
+    /// of the reservation is too short for it).
+    Dropped {
+        /// The job.
+        job: JobId,
+    },
     /// A running job reached its predicted end and runs on; the policy now plans with this end.
     Overrun {
         /// The job.
@@ -312,6 +323,8 @@ struct Running {
     predicted_end: Time,
     /// Seconds at the start of this run without progress ([`Start::setup`]).
     setup: Duration,
+    /// It has run past a predicted end ([`OverrunRule`]).
+    overran: bool,
 }
 
 /// A partition of alike nodes whose policy sees one machine (`head`, the first node) of their
@@ -851,6 +864,7 @@ impl ClusterRunner {
             others: holds,
             predicted_end,
             setup: 0,
+            overran: false,
         });
         self.running += 1;
         self.ends.insert((predicted_end, t.job.id));
@@ -940,13 +954,21 @@ impl ClusterRunner {
             if s.setup < 0 {
                 return Err(bad(s.job, format!("negative setup of {} s", s.setup)));
             }
+            if self.past_its_reservation(now, t, s.machine) {
+                self.policy.terminate(now, s.job);
+                self.jobs.remove(&s.job);
+                out.push(Effect::Dropped { job: s.job });
+                continue;
+            }
             let (held, others) = match &mut self.partition {
-                None => (
-                    self.ledger
-                        .acquire(&t.job, s.machine, s.procs)
-                        .map_err(|why| bad(s.job, why))?,
-                    Vec::new(),
-                ),
+                None => match self.ledger.acquire(&t.job, s.machine, s.procs) {
+                    Ok(held) => (held, Vec::new()),
+                    Err(_) if t.job.reservation.is_some() || self.overrun_on(s.machine) => {
+                        self.put_back(now, s.job, out);
+                        continue;
+                    }
+                    Err(why) => return Err(bad(s.job, why)),
+                },
                 Some(p) => {
                     if s.machine != p.head {
                         return Err(bad(
@@ -996,6 +1018,7 @@ impl ClusterRunner {
                 others,
                 predicted_end: now + limit,
                 setup: s.setup,
+                overran: false,
             });
             self.ends.insert((now + limit, s.job));
             t.first_start.get_or_insert(now);
@@ -1014,6 +1037,54 @@ impl ClusterRunner {
         Ok(())
     }
 
+    /// Whether job `t` of an advance reservation, started now on `machine`, would run past the
+    /// reservation's end: started late (its processors were still busy), it no longer starts
+    /// with the jobs of the reservations made with it (a co-allocation's other fragments), and
+    /// is dropped instead (Streit, thesis §6.3: the fragments start together or not at all).
+    fn past_its_reservation(&self, now: Time, t: &Tracked, machine: MachineId) -> bool {
+        let (Some(id), Some(m)) = (t.job.reservation, self.ledger.machine(machine)) else {
+            return false;
+        };
+        let end = now + t.job.duration_on(t.estimate_left, m);
+        (self.policy.advance_reservations().iter()).any(|a| a.id == id && end > a.end)
+    }
+
+    /// Whether a job running on `machine` has run past its predicted end: a live job's end comes
+    /// after its whole-second predicted end (its process started within a second, its end
+    /// reported over a link), so a policy that planned the machine free from then on, for an
+    /// advance reservation say, may start a job there a second too early.
+    fn overrun_on(&self, machine: MachineId) -> bool {
+        self.jobs.values().any(|t| {
+            t.running
+                .as_ref()
+                .is_some_and(|r| r.overran && r.held.machine == machine)
+        })
+    }
+
+    /// A start the cluster cannot take yet goes back to the policy's queue, when a job on its
+    /// machine runs past its predicted end or when it is a job of an advance reservation (a
+    /// promise made against predicted ends: a live job held for its start claim runs its whole
+    /// time from its grant, later than the runner's start, and a restarted local scheduler admits
+    /// its reservations again before it restores its running jobs): it starts at a later pass,
+    /// once the processors are free. One the policy no longer takes (a job whose advance
+    /// reservation would end before it) leaves the cluster ([`Effect::Dropped`]).
+    fn put_back(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
+        self.policy.terminate(now, id);
+        let t = self.jobs.get(&id).expect("checked");
+        let (job, priority) = (self.as_seen(&t.job), t.priority);
+        match self.policy.submit(now, &job) {
+            Ok(()) => {
+                if let Some(p) = priority {
+                    self.policy.meta_priority(id, p);
+                }
+            }
+            Err(_) => {
+                self.jobs.remove(&id);
+                out.push(Effect::Dropped { job: id });
+            }
+        }
+    }
+
     fn tick(&mut self, now: Time, out: &mut Vec<Effect>) {
         let mut over: Vec<JobId> = Vec::new();
         while let Some(&(t, id)) = self.ends.first().filter(|&&(t, _)| t <= now) {
@@ -1024,7 +1095,9 @@ impl ClusterRunner {
         for id in over {
             let t = self.jobs.get_mut(&id).expect("running jobs are tracked");
             let end = self.config.overrun.next_end(now, t.job.estimate);
-            t.running.as_mut().expect("listed").predicted_end = end;
+            let r = t.running.as_mut().expect("listed");
+            r.predicted_end = end;
+            r.overran = true;
             self.ends.insert((end, id));
             self.policy.overrun(now, id, end);
             out.push(Effect::Overrun {

@@ -1013,3 +1013,42 @@ fn a_job_held_back_is_checked_for_what_it_asks_as_its_submission_would_be() {
     assert!(r.admissible(&ok).is_ok());
     submit(&mut r, 0, ok, None);
 }
+
+/// A live job's end can come after the end its reservation was planned on (a start claim's round
+/// trip, a whole-second clock): the reservation's job waits for the processors instead of being
+/// refused mid-pass, and is dropped once it would run past its reservation.
+#[test]
+fn a_reservation_job_waits_for_a_late_end_and_is_dropped_once_it_no_longer_fits() {
+    use crate::policy::AdvanceReservation;
+    let p = platform(&[(8, 1)]);
+    for (late_end, starts_at) in [(11, Some(11)), (13, None)] {
+        let mut r = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+        submit(&mut r, 0, Job::new(1, 0, 8, 10, 10), None);
+        assert_eq!(started(&on(&mut r, 0, Input::Pass)).len(), 1);
+        // 8 processors over [10, 17): the 5-second job of reservation 1 fits from 10 to 12.
+        let reservation = AdvanceReservation::new(1, 10, 17, 8);
+        on(&mut r, 1, Input::Reserve { reservation });
+        let mut inside = Job::new(2, 1, 8, 5, 5);
+        inside.reservation = Some(ReservationId(1));
+        submit(&mut r, 1, inside, None);
+        // Job 1 runs on past its predicted end: nothing starts, and nothing is refused.
+        for t in 10..late_end {
+            let fx = on(&mut r, t, Input::Pass);
+            assert!(started(&fx).is_empty(), "{t}: {fx:?}");
+            assert!(!fx.iter().any(|e| matches!(e, Effect::Dropped { .. })));
+        }
+        on(&mut r, late_end, Input::Ended { job: JobId(1) });
+        let fx = on(&mut r, late_end, Input::Pass);
+        match starts_at {
+            Some(t) => {
+                assert_eq!(started(&fx), [(2, 0, 5, Launch::First)]);
+                assert_eq!(r.running_on(JobId(2)), Some((MachineId(0), t)));
+            }
+            None => {
+                assert_eq!(fx, [Effect::Dropped { job: JobId(2) }]);
+                assert!(!r.contains(JobId(2)));
+            }
+        }
+        r.ledger().check().unwrap();
+    }
+}

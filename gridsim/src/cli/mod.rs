@@ -3,6 +3,7 @@
 mod bench;
 mod bench_cs;
 mod bench_fb;
+mod chaos;
 mod cluster;
 mod dispatch_bench;
 mod experiment;
@@ -73,6 +74,9 @@ enum Command {
     /// decisions: a local scheduler's through the cluster runner, the meta-scheduler's through
     /// the grid runner.
     Rerun(rerun::RerunArgs),
+    /// Run the whole grid (meta-scheduler, sites, network) under deterministic fault simulation
+    /// over a range of seeds and check its invariants after every step.
+    Chaos(chaos::ChaosArgs),
 }
 
 /// Runs the command line; errors are printed on stderr with exit code 1.
@@ -86,6 +90,7 @@ pub fn main() -> ExitCode {
         Command::Experiment(args) => experiment::experiment(&args),
         Command::Trace(args) => trace::trace(&args),
         Command::Rerun(args) => rerun::rerun(&args),
+        Command::Chaos(args) => chaos::chaos(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

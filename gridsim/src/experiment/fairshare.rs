@@ -287,13 +287,7 @@ pub fn replay(
     let platform = Platform::single_machine_sites([("site", procs)]);
     let sites = caps_of(&platform)
         .into_iter()
-        .map(|caps| SiteSpec {
-            name: "site".into(),
-            caps,
-            max_estimate: None,
-            machines: None,
-            stages: true,
-        })
+        .map(|caps| SiteSpec::plain("site", caps))
         .collect();
     let mut dispatch = DispatchConfig::new(DispatchKind::LoadOrdering);
     dispatch.max_priority = classifier.map_or(10, |c| c.max);

@@ -149,13 +149,7 @@ fn run_central(sizes: &[u32], cfg: &GridConfig, work: &[SplitJob]) -> (Vec<GridR
         .caps
         .into_iter()
         .enumerate()
-        .map(|(i, caps)| SiteSpec {
-            name: format!("m{i}"),
-            caps,
-            max_estimate: None,
-            machines: None,
-            stages: true,
-        })
+        .map(|(i, caps)| SiteSpec::plain(format!("m{i}"), caps))
         .collect();
     let grid = RunnerConfig {
         sites,

@@ -481,13 +481,7 @@ where
             let sites = caps
                 .into_iter()
                 .zip(&platform.clusters)
-                .map(|(caps, c)| SiteSpec {
-                    name: c.name.clone(),
-                    caps,
-                    max_estimate: None,
-                    machines: None,
-                    stages: true,
-                })
+                .map(|(caps, c)| SiteSpec::plain(c.name.clone(), caps))
                 .collect();
             if let Some(l) = &meta.links {
                 l.network.check(n).map_err(PlatformError::Grid)?;

@@ -239,13 +239,7 @@ impl Sim<'_, '_> {
                 procs,
             } => {
                 let ask = Input::ReserveEarliest {
-                    reservation: AdvanceReservation {
-                        id: reservation,
-                        start: from,
-                        end: from + length,
-                        procs,
-                        ..AdvanceReservation::default()
-                    },
+                    reservation: AdvanceReservation::new(reservation.0, from, from + length, procs),
                 };
                 dirty[site] = true;
                 let runner = &mut self.runners[site];
@@ -533,6 +527,15 @@ impl Sim<'_, '_> {
                             generation,
                         },
                     );
+                }
+                // Ends come at their predicted end in virtual time: no job runs past it.
+                Effect::Dropped { job } => {
+                    return Err(PlatformError::BadDecision {
+                        time: t,
+                        cluster,
+                        job,
+                        why: gridsched_core::runner::DROPPED.to_owned(),
+                    });
                 }
                 Effect::Finished(_) | Effect::Overrun { .. } => {}
             }

@@ -788,6 +788,11 @@ impl Driver {
                 Effect::Suspend { job, machine } => self.suspend(now, job.0, machine),
                 Effect::Kill { job, machine } => self.kill_requeued(now, job.0, machine),
                 Effect::Start(s) => self.start(now, s),
+                Effect::Dropped { job } => {
+                    let why = gridsched_core::runner::DROPPED;
+                    tracing::warn!(job = job.0, "{why}");
+                    self.emit(job.0, JobState::Failed, now, why, None);
+                }
                 Effect::Finished(_) | Effect::Overrun { .. } => {}
             }
         }

@@ -205,6 +205,32 @@ fn a_down_site_gives_up_exactly_its_jobs_that_have_not_started() {
     );
 }
 
+/// Found by the deterministic simulation of the grid: a site's claim answer computed while the
+/// job was elsewhere reaches the site after the job's new Enqueue there, and the site drops it;
+/// its drop, reported in the event stream, has the job sent again.
+#[test]
+fn a_job_dropped_where_it_was_placed_again_is_sent_again() {
+    let mut st = grid(true);
+    at_a(&mut st, 1, &[]);
+    send(&mut st, 0, 1);
+    // Dropped at a while it is a's (the answer overtaken): back in a's outbox.
+    event(&mut st, 0, 1, 1, JobState::Cancelled, true);
+    assert_eq!(site(&st, 1), ("a", JobState::Queued));
+    assert!(st.outbox[0].contains(&1));
+    send(&mut st, 0, 1);
+    // Claimed there: a late drop no longer sends it (the site cannot have dropped it since).
+    assert_eq!(claim(&mut st, 0, &[1], &[]), (vec![1], vec![]));
+    event(&mut st, 0, 2, 1, JobState::Cancelled, true);
+    assert!(!st.outbox[0].contains(&1));
+    // Withdrawn to b: a's drop changes nothing.
+    at_a(&mut st, 2, &[]);
+    send(&mut st, 0, 2);
+    down(&mut st, 0, 3);
+    assert_eq!(site(&st, 2), ("b", JobState::Accepted));
+    event(&mut st, 0, 3, 2, JobState::Cancelled, true);
+    assert!(!st.outbox[0].contains(&2) && st.outbox[1].contains(&2));
+}
+
 #[test]
 fn without_start_claims_a_sent_job_stays_with_its_down_site() {
     let mut st = grid(false);

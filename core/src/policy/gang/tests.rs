@@ -317,6 +317,7 @@ fn simulate(
                 Effect::Finished(f) => out.push((f.job.0, f.start, f.end)),
                 Effect::Overrun { .. } => panic!("no job overruns"),
                 Effect::Kill { .. } => panic!("gang scheduling kills nothing"),
+                Effect::Dropped { .. } => panic!("no job is in a reservation"),
             }
         }
         wake = r.next_wakeup().filter(|&w| w > t);

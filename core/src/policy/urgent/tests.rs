@@ -339,6 +339,7 @@ fn random_streams_keep_the_invariants() {
                     }
                     Effect::Finished(f) => assert!(finished.insert(f.job.0)),
                     Effect::Overrun { .. } => {}
+                    Effect::Dropped { job } => panic!("seed {seed}: {job} dropped"),
                 }
             }
         }

@@ -69,6 +69,9 @@ impl Kappa {
                         "job {job} was killed: gang scheduling kills nothing"
                     ));
                 }
+                Effect::Dropped { job } => {
+                    self.error = Some(format!("job {job} was dropped: nothing overruns here"));
+                }
                 Effect::Suspend { .. } | Effect::Finished(_) => {}
             }
         }
