@@ -53,7 +53,7 @@ pub(super) fn allowed(from: &MState, to: &MState) -> bool {
     match (from, to) {
         (a, b) if a == b => true,
         (Ended(_) | Refused, _) => false,
-        (Waiting, Ended(_)) => false,
+        (Waiting, Ended(o)) => *o == Outcome::Cancelled { started: false },
         (Waiting, _) => true,
         (
             Site {
@@ -99,6 +99,10 @@ impl Check {
 
     pub(super) fn acked(&mut self, id: JobId) {
         self.acked.insert(id);
+    }
+
+    pub(super) fn is_acked(&self, id: JobId) -> bool {
+        self.acked.contains(&id)
     }
 
     pub(super) fn acked_count(&self) -> u32 {
@@ -246,9 +250,12 @@ impl Check {
         for id in &self.acked {
             let j = &w.meta.store.jobs[id];
             let at = |site: usize| w.sites[site].store.jobs.get(id).map(|s| &s.state);
+            // The sites where it ran (a copy withdrawn, or cancelled before it started, did not).
             let ended_at: Vec<(usize, &SState)> = (0..w.sites.len())
                 .filter_map(|s| at(s).map(|st| (s, st)))
-                .filter(|(_, st)| matches!(st, SState::Ended(_)))
+                .filter(|(_, st)| {
+                    matches!(st, SState::Ended(o) if *o != Outcome::Cancelled { started: false })
+                })
                 .collect();
             let bad = match &j.state {
                 MState::Ended(o) => match self.split_sites.get(id) {
@@ -258,6 +265,8 @@ impl Check {
                             .all(|&s| at(s) == Some(&SState::Ended(Outcome::Completed)));
                         all != (*o == Outcome::Completed)
                     }
+                    // Cancelled before it started: no site ran it.
+                    None if *o == (Outcome::Cancelled { started: false }) => !ended_at.is_empty(),
                     None => {
                         let site = self.site_of.get(id).copied();
                         !(ended_at.len() == 1

@@ -6,7 +6,7 @@
 //! the runner by restoring every open job where the store has it.
 
 use super::Mutation;
-use super::net::{Msg, SiteEvent, To};
+use super::net::{Msg, SiteCancel, SiteEvent, To};
 use super::world::Out;
 use gridsched_core::dispatch::{DispatchConfig, DispatchKind, MultiSiteConfig, Part, Priority};
 use gridsched_core::grid::{
@@ -63,6 +63,8 @@ pub(super) struct MJob {
     pub job: Job,
     pub priority: Priority,
     pub state: MState,
+    /// Its user asked to cancel it: it is never sent to a site again.
+    pub cancel: bool,
 }
 
 /// What the meta-scheduler has made durable.
@@ -85,6 +87,11 @@ enum Call {
     Commit {
         job: JobId,
         fragment: usize,
+        start: Time,
+    },
+    Cancel {
+        job: JobId,
+        site: usize,
     },
 }
 
@@ -102,6 +109,8 @@ pub(super) struct MetaLive {
     retries: Vec<(u64, JobId)>,
     /// Submissions acknowledged but not yet stored ([`Mutation::AckBeforeStore`]).
     unstored: Vec<Job>,
+    /// Cancellations asked of a site, not answered yet.
+    cancelling: BTreeSet<JobId>,
 }
 
 /// The meta-scheduler.
@@ -169,6 +178,7 @@ impl Meta {
             heard: vec![now_ms; n],
             retries: Vec::new(),
             unstored: Vec::new(),
+            cancelling: BTreeSet::new(),
         }
     }
 
@@ -260,6 +270,12 @@ impl Meta {
                 let Some(j) = store.jobs.get_mut(&job) else {
                     return;
                 };
+                // Withdrawn from the site its cancellation was asked of (unanswered): it goes
+                // nowhere else.
+                if j.cancel {
+                    self.cancelled(now_ms, job, out);
+                    return;
+                }
                 j.state = MState::Site {
                     site,
                     claimed: false,
@@ -324,11 +340,16 @@ impl Meta {
                 fragment,
                 site,
                 reservation,
+                start,
                 ..
             } => {
                 let call = out.token();
-                live.calls
-                    .insert(call, (Call::Commit { job, fragment }, now_ms + CALL_MS));
+                let c = Call::Commit {
+                    job,
+                    fragment,
+                    start,
+                };
+                live.calls.insert(call, (c, now_ms + CALL_MS));
                 out.note(|| format!("meta: j{} commit r{} at site {site}", job.0, reservation.0));
                 out.send(To::Meta, To::Site(site), Msg::Commit { call, reservation });
             }
@@ -445,6 +466,13 @@ impl Meta {
                 }
                 out.send(To::Meta, To::Client, Msg::Ack(id));
             }
+            Msg::Cancel(job) => self.cancel(now_ms, job, out),
+            Msg::CancelAnswer { call, answer } => {
+                if let Some((Call::Cancel { job, site }, _)) = live.calls.remove(&call) {
+                    self.heard(now_ms, site, out);
+                    self.cancel_answered(now_ms, job, site, answer, out);
+                }
+            }
             Msg::Enqueued { site, job, events } => {
                 // An answer older than the job's withdrawal there does not count.
                 let stale = (live.withdrawn.get(&(site, job))).is_some_and(|&seq| seq > events);
@@ -519,7 +547,21 @@ impl Meta {
                 }
             }
             Msg::CommitAnswer { call, answer } => {
-                if let Some((Call::Commit { job, fragment }, _)) = live.calls.remove(&call) {
+                if let Some((
+                    Call::Commit {
+                        job,
+                        fragment,
+                        start,
+                    },
+                    _,
+                )) = live.calls.remove(&call)
+                {
+                    // Held from another start than agreed (made again after a restart): no.
+                    let answer = answer.and_then(|from| {
+                        (from == start).then_some(()).ok_or_else(|| {
+                            format!("held from {from}, not from the agreed start {start}")
+                        })
+                    });
                     let input = Input::Committed {
                         job,
                         fragment,
@@ -544,6 +586,92 @@ impl Meta {
             }
             _ => {}
         }
+    }
+
+    /// The user cancels `job`: at the meta level it leaves at once; at a site the site is asked
+    /// to cancel it, and it ends as it answers (a running one with the site's event); when the
+    /// site cannot be reached, the user asks again (the live meta-scheduler says UNAVAILABLE).
+    fn cancel(&mut self, now_ms: u64, job: JobId, out: &mut Out) {
+        let Some(j) = self.store.jobs.get(&job) else {
+            out.send(To::Meta, To::Client, Msg::Cancelled { job, done: false });
+            return;
+        };
+        let site = match &j.state {
+            MState::Ended(_) | MState::Refused => {
+                out.send(To::Meta, To::Client, Msg::Cancelled { job, done: true });
+                return;
+            }
+            MState::Waiting => {
+                out.note(|| format!("meta: j{} cancelled at the meta level", job.0));
+                self.cancelled(now_ms, job, out);
+                out.send(To::Meta, To::Client, Msg::Cancelled { job, done: true });
+                return;
+            }
+            MState::Site { site, .. } => *site,
+            // Not modelled yet (docs/reliability.md): the client cancels whole jobs only.
+            MState::Split { .. } => {
+                out.send(To::Meta, To::Client, Msg::Cancelled { job, done: false });
+                return;
+            }
+        };
+        if let Some(j) = self.store.jobs.get_mut(&job) {
+            j.cancel = true;
+        }
+        let live = self.live.as_mut().expect("up");
+        if live.cancelling.insert(job) {
+            let call = out.token();
+            live.calls
+                .insert(call, (Call::Cancel { job, site }, now_ms + CALL_MS));
+            out.note(|| format!("meta: j{} cancel asked of site {site}", job.0));
+            out.send(To::Meta, To::Site(site), Msg::CancelJob { call, job });
+        }
+    }
+
+    /// The runner forgets `job` (cancelled before it started), and so does the store.
+    fn cancelled(&mut self, now_ms: u64, job: JobId, out: &mut Out) {
+        self.feed(now_ms, Input::Cancel { job }, out);
+        if let Some(j) = self.store.jobs.get_mut(&job) {
+            j.state = MState::Ended(Outcome::Cancelled { started: false });
+        }
+    }
+
+    /// A site answered the cancellation of `job`.
+    fn cancel_answered(
+        &mut self,
+        now_ms: u64,
+        job: JobId,
+        site: usize,
+        answer: SiteCancel,
+        out: &mut Out,
+    ) {
+        out.note(|| format!("meta: j{} cancel at site {site}: {answer:?}", job.0));
+        if !self.live.as_mut().expect("up").cancelling.remove(&job) {
+            return;
+        }
+        let Some(j) = self.store.jobs.get(&job) else {
+            return;
+        };
+        match (&j.state, answer) {
+            // Dequeued, or not there (withdrawn, or its Enqueue not arrived: the site will ask
+            // its claim and be told it is withdrawn), unclaimed: it never started.
+            (
+                MState::Site {
+                    site: s,
+                    claimed: false,
+                    ..
+                },
+                SiteCancel::Dequeued | SiteCancel::NotHere,
+            ) if *s == site => self.cancelled(now_ms, job, out),
+            (MState::Site { site: s, .. }, SiteCancel::Dequeued) if *s == site => {
+                self.cancelled(now_ms, job, out);
+            }
+            // Killed, or ended already: its end comes with the site's events.
+            (MState::Site { site: s, .. }, SiteCancel::Killed | SiteCancel::Ended)
+                if *s == site => {}
+            // Moved meanwhile, or ended: the user asks again.
+            _ => return,
+        }
+        out.send(To::Meta, To::Client, Msg::Cancelled { job, done: true });
     }
 
     /// A site answered: its link is up (the runner hears of it at once when it was down).
@@ -571,6 +699,7 @@ impl Meta {
                 job: job.clone(),
                 priority: 0,
                 state: MState::Waiting,
+                cancel: false,
             },
         );
         let input = Input::Submit {
@@ -691,11 +820,16 @@ impl Meta {
                     reservation,
                     answer: Err(why),
                 },
-                Call::Commit { job, fragment } => Input::Committed {
+                Call::Commit { job, fragment, .. } => Input::Committed {
                     job,
                     fragment,
                     answer: Err(why),
                 },
+                // The user asks again.
+                Call::Cancel { job, .. } => {
+                    self.live.as_mut().expect("up").cancelling.remove(&job);
+                    continue;
+                }
             };
             self.feed(now_ms, input, out);
         }

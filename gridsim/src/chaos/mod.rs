@@ -242,6 +242,8 @@ pub struct Outcome {
     pub failed: u32,
     /// Jobs refused after acknowledgement.
     pub refused: u32,
+    /// Jobs their user cancelled (before or while they ran).
+    pub cancelled: u32,
     /// Faults injected.
     pub faults: u32,
     /// Messages lost, and delivered twice.
@@ -309,27 +311,21 @@ pub fn explain(failure: &Failure, mutation: Option<Mutation>) -> Failure {
     let mut w = world::World::new(failure.seed, failure.plan.clone(), mutation, true);
     let again = w.run().err();
     // "j12" and "job 12" name job 12, "r3" reservation 3; the trace's lines name them so,
-    // followed by a non-digit.
-    let detail = failure.detail.replace("job ", "j");
-    let names: Vec<String> = detail
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| {
-            w.len() > 1
-                && (w.starts_with('j') || w.starts_with('r'))
-                && w[1..].bytes().all(|b| b.is_ascii_digit())
-        })
-        .map(str::to_owned)
-        .collect();
-    let names_job = |l: &str| {
-        names.iter().any(|n| {
-            l.match_indices(n.as_str())
-                .any(|(i, _)| !l[i + n.len()..].starts_with(|c: char| c.is_ascii_digit()))
-        })
-    };
+    // followed by a non-digit. The reservations of the jobs named, and the calls about either
+    // (whose answers name only the call), are followed too.
     let all = w.take_trace();
-    // The answers to the calls about them name only the call.
+    let mut names: Vec<String> = ids_in(&failure.detail.replace("job ", "j"));
+    for l in &all {
+        if mentions(l, &names) && !l.contains("FAULT") {
+            for r in ids_in(l).into_iter().filter(|n| n.starts_with('r')) {
+                if !names.contains(&r) {
+                    names.push(r);
+                }
+            }
+        }
+    }
     let calls: Vec<String> = (all.iter())
-        .filter(|l| names_job(l))
+        .filter(|l| mentions(l, &names))
         .filter_map(|l| {
             let at = l.find("call: ")?;
             let digits: String = l[at + 6..]
@@ -341,11 +337,36 @@ pub fn explain(failure: &Failure, mutation: Option<Mutation>) -> Failure {
         .collect();
     let trace = (all.into_iter())
         .filter(|l| {
-            l.contains("FAULT") || names_job(l) || calls.iter().any(|c| l.contains(c.as_str()))
+            l.contains("FAULT")
+                || mentions(l, &names)
+                || calls.iter().any(|c| l.contains(c.as_str()))
         })
         .collect();
     let f = again.map_or_else(|| failure.clone(), |f| *f);
     Failure { trace, ..f }
+}
+
+/// The job and reservation names ("j12", "r3") in `text`.
+fn ids_in(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| {
+            w.len() > 1
+                && (w.starts_with('j') || w.starts_with('r'))
+                && w[1..].bytes().all(|b| b.is_ascii_digit())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether `line` names one of `names` (not followed by a digit: "j1" is not "j12").
+fn mentions(line: &str, names: &[String]) -> bool {
+    names.iter().any(|n| {
+        line.match_indices(n.as_str()).any(|(i, _)| {
+            let before = line[..i].chars().next_back();
+            !line[i + n.len()..].starts_with(|c: char| c.is_ascii_digit())
+                && !before.is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+    })
 }
 
 /// Totals over many seeds.
@@ -373,6 +394,7 @@ pub fn sweep(from: u64, count: u64, mutation: Option<Mutation>) -> Sweep {
                 t.split += o.split;
                 t.failed += o.failed;
                 t.refused += o.refused;
+                t.cancelled += o.cancelled;
                 t.faults += o.faults;
                 t.lost += o.lost;
                 t.duplicated += o.duplicated;

@@ -33,6 +33,19 @@ impl SiteEvent {
     }
 }
 
+/// What a site did with a cancellation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SiteCancel {
+    /// It was running: killed, it ends cancelled (its event follows).
+    Killed,
+    /// It was queued: it leaves.
+    Dequeued,
+    /// It had ended already.
+    Ended,
+    /// The site does not have it (withdrawn, or its Enqueue not there yet).
+    NotHere,
+}
+
 /// A message.
 #[derive(Clone, Debug)]
 pub(super) enum Msg {
@@ -40,6 +53,22 @@ pub(super) enum Msg {
     Submit(Job),
     /// Meta → client.
     Ack(JobId),
+    /// Client → meta: cancel the job, sent until answered done.
+    Cancel(JobId),
+    /// Meta → client: cancelled (or ended already), or not now (its site cannot be reached).
+    Cancelled {
+        job: JobId,
+        done: bool,
+    },
+    /// Meta → site: cancel the job (answered with `CancelAnswer`).
+    CancelJob {
+        call: u64,
+        job: JobId,
+    },
+    CancelAnswer {
+        call: u64,
+        answer: SiteCancel,
+    },
     /// Meta → site: queue this job (a fragment carries its reservation); sent until
     /// acknowledged.
     Enqueue {
@@ -82,16 +111,19 @@ pub(super) enum Msg {
         call: u64,
         reservation: ReservationId,
     },
+    /// Site → meta: committed, held from this start; or why not.
     CommitAnswer {
         call: u64,
-        answer: Result<(), String>,
+        answer: Result<Time, String>,
     },
     /// Meta → site, once.
     LetGo(ReservationId),
     /// Meta → site, once: kill a fragment.
     Kill(JobId),
     /// Meta → site: the events from sequence `from` on.
-    Pull { from: u64 },
+    Pull {
+        from: u64,
+    },
     /// Site → meta: events, the first with sequence `first`.
     Events {
         site: usize,

@@ -4,7 +4,7 @@
 //! whose processes outlive the local scheduler and die with the agent.
 
 use super::Mutation;
-use super::net::{Msg, SiteEvent, To};
+use super::net::{Msg, SiteCancel, SiteEvent, To};
 use super::world::{Ev, Out};
 use gridsched_core::dispatch::Priority;
 use gridsched_core::model::{Job, JobId, MachineId, Outcome, Platform, ReservationId, Time};
@@ -524,10 +524,11 @@ impl Site {
                     let r = (live.runner.advance_reservations().into_iter())
                         .find(|a| a.id == reservation)
                         .expect("a tentative hold is held");
+                    let start = r.start;
                     self.store.committed.insert(reservation, r);
-                    Ok(())
-                } else if self.store.committed.contains_key(&reservation) {
-                    Ok(())
+                    Ok(start)
+                } else if let Some(r) = self.store.committed.get(&reservation) {
+                    Ok(r.start)
                 } else {
                     Err(format!("reservation r{} is not held here", reservation.0))
                 };
@@ -559,6 +560,28 @@ impl Site {
                     out.note(|| format!("site {site}: j{} killed", id.0));
                     self.end(id, Outcome::Failed);
                 }
+                self.pass(now_ms, out);
+            }
+            Msg::CancelJob { call, job } => {
+                let state = self.store.jobs.get(&job).map(|j| j.state.clone());
+                let answer = match state {
+                    Some(SState::Running { .. }) | Some(SState::Queued) => {
+                        let running = matches!(state, Some(SState::Running { .. }));
+                        self.procs.remove(&job);
+                        live.held.remove(&job);
+                        let _ = live.runner.on(now, Input::Cancel { job }, &mut fx);
+                        self.end(job, Outcome::Cancelled { started: running });
+                        if running {
+                            SiteCancel::Killed
+                        } else {
+                            SiteCancel::Dequeued
+                        }
+                    }
+                    Some(SState::Ended(_) | SState::Refused) => SiteCancel::Ended,
+                    Some(SState::Withdrawn) | None => SiteCancel::NotHere,
+                };
+                out.note(|| format!("site {site}: cancel j{} → {answer:?}", job.0));
+                out.send(To::Site(site), To::Meta, Msg::CancelAnswer { call, answer });
                 self.pass(now_ms, out);
             }
             Msg::Pull { from } => {

@@ -39,6 +39,14 @@ const REGRESSIONS: &[(u64, &str)] = &[
         4768,
         "a fragment kept from its reservation's start by a late end started three seconds after the others",
     ),
+    (
+        17194,
+        "a cancellation that reached a site unanswered: the job, withdrawn from there, was placed at that site again, which had it cancelled, and never ran",
+    ),
+    (
+        36284,
+        "a hold lost with a site's restart and made again by a duplicate request held from another start than the one committed: a fragment started 11 s early",
+    ),
 ];
 
 #[test]
@@ -111,6 +119,8 @@ fn the_state_machine_of_a_job_at_the_meta_scheduler() {
     let cases = [
         (Waiting, at(0, false), true),
         (Waiting, Ended(O::Completed), false),
+        (Waiting, Ended(O::Cancelled { started: false }), true),
+        (Waiting, Ended(O::Cancelled { started: true }), false),
         (at(0, false), at(1, false), true),
         (at(0, false), Waiting, true),
         (at(0, true), at(1, false), false),

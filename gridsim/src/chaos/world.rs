@@ -11,7 +11,7 @@ use super::{Failure, Fault, Mutation, Outcome, Plan};
 use gridsched_core::model::{Job, JobId, Platform, Time};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Virtual ms the run may take after the faults end before the grid must have settled.
 const SETTLE_MS: u64 = 900_000;
@@ -100,6 +100,9 @@ struct Client {
     jobs: Vec<(u64, Job)>,
     next: usize,
     pending: BTreeMap<JobId, Job>,
+    /// Cancellations: when each is due (ms), then sent until answered done.
+    cancels: Vec<(u64, JobId)>,
+    cancelling: BTreeSet<JobId>,
 }
 
 pub(super) struct World {
@@ -148,6 +151,12 @@ impl World {
                 estimate,
                 runtime,
             );
+            // One job in seven is cancelled by its user, from a second after its submission on
+            // (not a split job: see docs/reliability.md, "what it does not model").
+            if rng.random_range(0..7) == 0 && !wide {
+                let when = at + rng.random_range(1_000..45_000);
+                client.cancels.push((when, job.id));
+            }
             client.jobs.push((at, job));
         }
         client.jobs.sort_by_key(|(at, j)| (*at, j.id));
@@ -289,6 +298,8 @@ impl World {
     fn settled(&self) -> bool {
         self.client.next == self.client.jobs.len()
             && self.client.pending.is_empty()
+            && self.client.cancelling.is_empty()
+            && self.client.cancels.is_empty()
             && self.meta.live.is_some()
             && self.sites.iter().all(|s| s.live.is_some())
             && self.meta.store.jobs.values().all(|j| j.state.terminal())
@@ -325,6 +336,11 @@ impl World {
                     if j.job.procs > self.plan.procs {
                         o.split += 1;
                     }
+                }
+                super::meta::MState::Ended(gridsched_core::model::Outcome::Cancelled {
+                    ..
+                }) => {
+                    o.cancelled += 1;
                 }
                 super::meta::MState::Ended(_) => o.failed += 1,
                 super::meta::MState::Refused => o.refused += 1,
@@ -366,12 +382,16 @@ impl World {
                     return;
                 }
                 match to {
-                    To::Client => {
-                        if let Msg::Ack(id) = *msg {
+                    To::Client => match *msg {
+                        Msg::Ack(id) => {
                             self.client.pending.remove(&id);
                             self.check.acked(id);
                         }
-                    }
+                        Msg::Cancelled { job, done: true } => {
+                            self.client.cancelling.remove(&job);
+                        }
+                        _ => {}
+                    },
                     To::Meta => self.meta.on(now, *msg, out),
                     To::Site(s) => self.sites[s].on(now, *msg, out),
                 }
@@ -395,6 +415,18 @@ impl World {
                 let pending: Vec<Job> = self.client.pending.values().cloned().collect();
                 for job in pending {
                     self.out.send(To::Client, To::Meta, Msg::Submit(job));
+                }
+                // A cancellation is asked once its job was acknowledged.
+                let acked = |id: &JobId| self.check.is_acked(*id);
+                let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.client.cancels)
+                    .into_iter()
+                    .partition(|(at, id)| *at <= now && acked(id));
+                self.client.cancels = later;
+                self.client
+                    .cancelling
+                    .extend(due.into_iter().map(|(_, id)| id));
+                for &id in &self.client.cancelling {
+                    self.out.send(To::Client, To::Meta, Msg::Cancel(id));
                 }
                 self.at(now + 1000, Ev::ClientTick);
             }

@@ -42,16 +42,15 @@ pub fn chaos(args: &ChaosArgs) -> Result<()> {
         clock.elapsed().as_secs_f64(),
         s.failures.len()
     );
-    if s.failures.len() as u64 == s.seeds {
-        // Nothing passed: only the failures to show.
-    } else {
+    if (s.failures.len() as u64) < s.seeds {
         say!(
-            "passed seeds: {} steps, {} jobs acknowledged: {} completed ({} split over sites), {} failed, {} refused; {} faults injected, {} messages lost, {} duplicated",
+            "passed seeds: {} steps, {} jobs acknowledged: {} completed ({} split over sites), {} failed, {} cancelled, {} refused; {} faults injected, {} messages lost, {} duplicated",
             t.steps,
             t.jobs,
             t.completed,
             t.split,
             t.failed,
+            t.cancelled,
             t.refused,
             t.faults,
             t.lost,
