@@ -1,7 +1,6 @@
 //! The invariants of the grid's deterministic simulation, checked after every step (and, once the
 //! faults have stopped and the grid has settled, the agreement of the grid and its sites).
 
-use super::Mutation;
 use super::meta::MState;
 use super::site::{LEASE_MS, SState};
 use super::world::World;
@@ -75,7 +74,6 @@ pub(super) fn allowed(from: &MState, to: &MState) -> bool {
 /// What the checker has seen so far.
 #[derive(Debug, Default)]
 pub(super) struct Check {
-    mutation: Option<Mutation>,
     acked: BTreeSet<JobId>,
     /// Process starts: site, second, a fragment.
     starts: BTreeMap<JobId, Vec<(usize, Time, bool)>>,
@@ -90,13 +88,6 @@ pub(super) struct Check {
 }
 
 impl Check {
-    pub(super) fn new(mutation: Option<Mutation>) -> Check {
-        Check {
-            mutation,
-            ..Check::default()
-        }
-    }
-
     pub(super) fn acked(&mut self, id: JobId) {
         self.acked.insert(id);
     }
@@ -129,7 +120,6 @@ impl Check {
         w: &World,
         settled: bool,
     ) -> Result<(), (Invariant, String)> {
-        let _ = self.mutation;
         if let Some(b) = self.broken.take() {
             return Err(b);
         }

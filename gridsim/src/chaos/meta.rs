@@ -188,7 +188,6 @@ impl Meta {
 
     /// Restarts from the store: every open job restored where it stood.
     pub(super) fn restart(&mut self, now_ms: u64, out: &mut Out) {
-        let now = (now_ms / 1000) as Time;
         self.live = Some(self.fresh(now_ms));
         let last = self.store.last_reservation;
         self.feed(now_ms, Input::Reservations { last }, out);
@@ -235,7 +234,6 @@ impl Meta {
             };
             self.feed(now_ms, input, out);
         }
-        let _ = now;
         self.feed(now_ms, Input::Tick { at_ms: now_ms }, out);
     }
 

@@ -165,7 +165,7 @@ impl World {
             meta: Meta::new(&platform, 0, mutation),
             sites,
             client,
-            check: Check::new(mutation),
+            check: Check::default(),
             out: Out {
                 notes: trace.then(Vec::new),
                 ..Out::default()
