@@ -323,8 +323,6 @@ struct Running {
     predicted_end: Time,
     /// Seconds at the start of this run without progress ([`Start::setup`]).
     setup: Duration,
-    /// It has run past a predicted end ([`OverrunRule`]).
-    overran: bool,
 }
 
 /// A partition of alike nodes whose policy sees one machine (`head`, the first node) of their
@@ -864,7 +862,6 @@ impl ClusterRunner {
             others: holds,
             predicted_end,
             setup: 0,
-            overran: false,
         });
         self.running += 1;
         self.ends.insert((predicted_end, t.job.id));
@@ -963,7 +960,7 @@ impl ClusterRunner {
             let (held, others) = match &mut self.partition {
                 None => match self.ledger.acquire(&t.job, s.machine, s.procs) {
                     Ok(held) => (held, Vec::new()),
-                    Err(_) if t.job.reservation.is_some() || self.overrun_on(s.machine) => {
+                    Err(_) if t.job.reservation.is_some() => {
                         self.put_back(now, s.job, out);
                         continue;
                     }
@@ -1018,7 +1015,6 @@ impl ClusterRunner {
                 others,
                 predicted_end: now + limit,
                 setup: s.setup,
-                overran: false,
             });
             self.ends.insert((now + limit, s.job));
             t.first_start.get_or_insert(now);
@@ -1049,24 +1045,11 @@ impl ClusterRunner {
         (self.policy.advance_reservations().iter()).any(|a| a.id == id && end > a.end)
     }
 
-    /// Whether a job running on `machine` has run past its predicted end: a live job's end comes
-    /// after its whole-second predicted end (its process started within a second, its end
-    /// reported over a link), so a policy that planned the machine free from then on, for an
-    /// advance reservation say, may start a job there a second too early.
-    fn overrun_on(&self, machine: MachineId) -> bool {
-        self.jobs.values().any(|t| {
-            t.running
-                .as_ref()
-                .is_some_and(|r| r.overran && r.held.machine == machine)
-        })
-    }
-
-    /// A start the cluster cannot take yet goes back to the policy's queue, when a job on its
-    /// machine runs past its predicted end or when it is a job of an advance reservation (a
-    /// promise made against predicted ends: a live job held for its start claim runs its whole
-    /// time from its grant, later than the runner's start, and a restarted local scheduler admits
-    /// its reservations again before it restores its running jobs): it starts at a later pass,
-    /// once the processors are free. One the policy no longer takes (a job whose advance
+    /// A start of a job of an advance reservation that the cluster cannot take yet goes back to
+    /// the policy's queue (a reservation is a promise made against predicted ends, and a live
+    /// job ends after its whole-second predicted end, runs its whole time from its start claim's
+    /// grant, and is restored after the reservations when the local scheduler restarts): it
+    /// starts at a later pass, once the processors are free. One the policy no longer takes (a job whose advance
     /// reservation would end before it) leaves the cluster ([`Effect::Dropped`]).
     fn put_back(&mut self, now: Time, id: JobId, out: &mut Vec<Effect>) {
         self.policy.terminate(now, id);
@@ -1095,9 +1078,7 @@ impl ClusterRunner {
         for id in over {
             let t = self.jobs.get_mut(&id).expect("running jobs are tracked");
             let end = self.config.overrun.next_end(now, t.job.estimate);
-            let r = t.running.as_mut().expect("listed");
-            r.predicted_end = end;
-            r.overran = true;
+            t.running.as_mut().expect("listed").predicted_end = end;
             self.ends.insert((end, id));
             self.policy.overrun(now, id, end);
             out.push(Effect::Overrun {
