@@ -425,7 +425,7 @@ pub fn sites(r: &v1::ListSitesResponse, json: bool) -> std::io::Result<()> {
             .map(|c| {
                 json!({"site": c.site, "cluster": c.name, "endpoint": c.endpoint,
                 "reachable": c.reachable, "load": c.load, "count": c.count,
-                "policy": c.local_policy,
+                "policy": c.local_policy, "users": c.users,
                 "machines_online": c.machines.iter().filter(|m| m.online).count(),
                 "machines": c.machines.len(),
                 "busy_processors": c.machines.iter().map(|m| m.busy_processors).sum::<u32>(),
@@ -446,6 +446,7 @@ pub fn sites(r: &v1::ListSitesResponse, json: bool) -> std::io::Result<()> {
         "busy procs",
         "load (p=1..)",
         "count (p=1..)",
+        "users",
     ]);
     for c in r.sites.iter().flat_map(|s| s.clusters.iter()) {
         let online = c.machines.iter().filter(|m| m.online).count();
@@ -459,6 +460,7 @@ pub fn sites(r: &v1::ListSitesResponse, json: bool) -> std::io::Result<()> {
             format!("{busy}/{procs}"),
             format!("{:?}", c.load),
             format!("{:?}", c.count),
+            c.users.clone(),
         ]);
     }
     outln!("dispatch policy: {}\n{t}", r.dispatch_policy);

@@ -179,6 +179,13 @@ pub struct Config {
     /// The Slurm cluster of a `backend = "slurm"` site.
     #[serde(default)]
     pub slurm: Option<SlurmConfig>,
+    /// Grid users mapped to local accounts (`alice = "gs-alice"`, `bob = "gs-bob:proj"`,
+    /// `"*" = "pool"` for every other user): each job runs as its owner's account, which needs
+    /// agents running as root; a job whose owner has no entry is refused at Enqueue. Absent = every
+    /// job runs as its agent's own account (docs/security.md). Give the meta-scheduler's
+    /// `[[sites]]` entry the named users as `users` (unless `"*"` is mapped).
+    #[serde(default)]
+    pub users: crate::accounts::UserMap,
 }
 
 /// Who runs a site's jobs.
@@ -370,6 +377,10 @@ impl Config {
         c.tls.validate()?;
         c.auth.secrets()?;
         c.check_backend()?;
+        c.users.check().map_err(|e| anyhow::anyhow!("{e}"))?;
+        if c.users.maps() && c.backend == Backend::Slurm {
+            bail!("users: not supported with backend = \"slurm\" (its jobs run as slurm.user)");
+        }
         Ok(c)
     }
 

@@ -11,6 +11,7 @@
 //! (`lost_agent = "requeue"`); the RUNNING event is emitted when the agent reports the process
 //! started, not when the order is sent.
 
+pub mod accounts;
 pub mod claim_link;
 pub mod config;
 pub mod driver;

@@ -220,6 +220,12 @@ pub struct SiteConfig {
     /// refused at submission when none can run it.
     #[serde(default = "default_true")]
     pub stages_inputs: bool,
+    /// The grid users whose jobs the site runs, when its local scheduler maps each to a local
+    /// account (its `[users]` table) and has no catch-all `"*"` entry: the same names. Absent =
+    /// every user's. A job is dispatched only to the sites that run its owner's jobs, and
+    /// refused at submission when none does.
+    #[serde(default)]
+    pub users: Option<Vec<String>>,
 }
 
 fn default_true() -> bool {
@@ -467,6 +473,18 @@ impl MetaConfig {
                     "a site needs a machine",
                 ));
             }
+            if let Some(users) = &s.users {
+                if users.is_empty() {
+                    return Err(bad(
+                        format!("sites[{i}].users"),
+                        "an empty list runs nobody's jobs (leave the key out for every user's)",
+                    ));
+                }
+                for (j, u) in users.iter().enumerate() {
+                    gridsched_core::model::check_name(u)
+                        .map_err(|e| bad(format!("sites[{i}].users[{j}]"), &e))?;
+                }
+            }
             if s.max_estimate_s.is_some_and(|m| m < 1) {
                 return Err(bad(
                     format!("sites[{i}].max_estimate_s"),
@@ -706,6 +724,22 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("sites[0].max_estimate_s"), "{e}");
+        let site = |users: &str| {
+            MetaConfig::from_toml(&format!(
+                "[[sites]]\nname = \"a\"\nusers = {users}\nmachines = [{{ name = \"m\", processors = 1 }}]\n"
+            ))
+        };
+        let e = site("[]").unwrap_err().to_string();
+        assert!(
+            e.contains("sites[0].users") && e.contains("runs nobody's jobs"),
+            "{e}"
+        );
+        let e = site("[\"alice\", \"../x\"]").unwrap_err().to_string();
+        assert!(e.contains("sites[0].users[1]"), "{e}");
+        assert_eq!(
+            site("[\"alice\"]").unwrap().sites[0].users,
+            Some(vec!["alice".to_string()])
+        );
         let e = MetaConfig::from_toml("[store]\nbackend = \"postgres\"\n").unwrap_err();
         assert!(e.to_string().contains("store.url"), "{e}");
         let e = MetaConfig::from_toml("[store]\nbackend = \"mysql\"\n").unwrap_err();

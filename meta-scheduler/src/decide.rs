@@ -68,6 +68,7 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
             max_estimate: Some(s.max_estimate(cfg.limits.max_estimate_s)),
             machines: Some(machines),
             stages: s.stages_inputs,
+            users: None,
         });
     }
     let mut dispatch = cfg.dispatch.clone();
@@ -108,6 +109,11 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
         classifier_state: None,
         usage_state: None,
     };
+    // The users the sites run, interned after the fair-share accounts (whose ids are the first).
+    let mut config = config;
+    for (site, s) in config.sites.iter_mut().zip(&cfg.sites) {
+        site.users = (s.users.as_ref()).map(|u| u.iter().map(|n| names.intern_user(n)).collect());
+    }
     (config, names)
 }
 

@@ -1221,6 +1221,7 @@ impl MetaScheduler for MetaService {
                     cl.machines = status.machines;
                     cl.licence_pools = status.licence_pools;
                     cl.local_policy = status.policy;
+                    cl.users = status.users;
                 }
             }
         }

@@ -33,7 +33,11 @@ fn hex(d: &[u8]) -> String {
 
 /// The SHA-256 of a file's content.
 pub fn digest_file(path: &Path) -> io::Result<String> {
-    let mut f = File::open(path)?;
+    digest_reader(File::open(path)?)
+}
+
+/// The SHA-256 of what `f` reads to its end, in lower-case hex.
+pub fn digest_reader(mut f: impl Read) -> io::Result<String> {
     let mut h = Sha256::new();
     let mut buf = vec![0; CHUNK];
     loop {

@@ -12,6 +12,7 @@
 //! it is resumed; reports of live jobs carry their running time so far, suspended time excluded
 //! (`ran_ms`, read from the job's [`runner::RunClock`] when the report is sent).
 
+pub mod account;
 pub mod fetch;
 pub mod memory;
 pub mod runner;
@@ -245,6 +246,7 @@ impl Agent {
 /// Runs the agent until the process ends.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cli.work_dir)?;
+    account::close_dirs(&cli.work_dir, &cli.work_dir.join(".cache"))?;
     let metrics = AgentMetrics::default();
     if let Some(addr) = cli.metrics_listen {
         let mut registry = gridsched_telemetry::Registry::default();
@@ -351,6 +353,7 @@ async fn session(
     client: &mut Client,
     done_rx: &mut mpsc::UnboundedReceiver<v1::JobReport>,
 ) -> anyhow::Result<()> {
+    let account = account::agent();
     let reg = client
         .register_agent(v1::RegisterAgentRequest {
             machine: a.cli.machine.clone(),
@@ -361,6 +364,8 @@ async fn session(
             hostname: String::new(),
             agent_version: env!("CARGO_PKG_VERSION").into(),
             jobs: a.reports(),
+            account: account.0.clone(),
+            separates_users: account.1,
         })
         .await?
         .into_inner();

@@ -175,6 +175,13 @@ pub async fn run_job(
         clock: &clock,
         out: &out,
     };
+    // The local account it runs as (none: the agent's own), known before anything is written.
+    let account =
+        crate::account::resolve(start.local_account.as_deref(), start.local_group.as_deref());
+    let owner = account
+        .as_ref()
+        .ok()
+        .and_then(|a| a.as_ref().map(|a| a.uid));
     // An emulated job writes nothing: there is nothing to hand over.
     let command = matches!(start.execution, Some(Execution::Command(_)));
     let shipping = match (&cfg.shipper, start.node_rank) {
@@ -186,7 +193,10 @@ pub async fn run_job(
                 _ => None,
             };
             let declared = (cwd.unwrap_or_else(|| dir.clone()), start.outputs.clone());
-            Some((ended, tokio::spawn(s.clone().run(id, dir, declared, rx))))
+            Some((
+                ended,
+                tokio::spawn(s.clone().run(id, dir, declared, owner, rx)),
+            ))
         }
         _ => None,
     };
@@ -209,10 +219,7 @@ pub async fn run_job(
             for (k, v) in job_env {
                 c.env.entry(k.to_owned()).or_insert(v);
             }
-            match stage_in(&cfg, id, &c, &start.inputs)
-                .await
-                .and_then(|()| spawn(&cfg, id, &c))
-            {
+            match start_command(&cfg, id, &mut c, &start.inputs, account).await {
                 Ok(p) => {
                     job.supervise(Body::Process(p), &mut control, cfg.grace)
                         .await
@@ -251,6 +258,49 @@ pub async fn run_job(
     let _ = out.send(fin);
 }
 
+/// Starts a job's command as `account` (once resolved; `None`: the agent's own): a job of
+/// another account gets a fresh directory and the account's `HOME`, `USER` and `LOGNAME`
+/// (unless it sets them), its inputs are placed, then its process starts.
+async fn start_command(
+    cfg: &RunnerConfig,
+    id: u64,
+    c: &mut v1::Command,
+    inputs: &[v1::StagedInput],
+    account: Result<Option<crate::account::Account>, String>,
+) -> Result<Process, String> {
+    let account = account?;
+    if let Some(a) = &account {
+        if c.working_directory.is_some() && !inputs.is_empty() {
+            return Err(format!(
+                "a job run as `{}` gets its inputs in its own directory only: drop its working \
+                 directory",
+                a.name
+            ));
+        }
+        let dir = cfg.work_dir.join(id.to_string());
+        crate::account::fresh_dir(&dir)
+            .map_err(|e| format!("preparing {} for `{}`: {e}", dir.display(), a.name))?;
+        let home = a.home.to_string_lossy().into_owned();
+        for (k, v) in [
+            ("HOME", home),
+            ("USER", a.name.clone()),
+            ("LOGNAME", a.name.clone()),
+        ] {
+            c.env.entry(k.to_owned()).or_insert(v);
+        }
+    }
+    stage_in(cfg, id, c, inputs).await?;
+    if account.is_some() {
+        // Links to the agent's cache, readable by the job's account whatever the agent's umask.
+        let dir = cfg.work_dir.join(id.to_string());
+        for i in inputs {
+            let path = dir.join(&i.name);
+            crate::account::readable(&path).map_err(|e| format!("input `{}`: {e}", i.name))?;
+        }
+    }
+    spawn(cfg, id, c, account.as_ref())
+}
+
 /// Places the job's staged inputs in its working directory (the job's directory unless it names
 /// one).
 async fn stage_in(
@@ -273,14 +323,26 @@ async fn stage_in(
     f.place(inputs, &dir).await
 }
 
-/// Starts the job's process in its own process group, its output going to the job's directory.
-fn spawn(cfg: &RunnerConfig, id: u64, c: &v1::Command) -> Result<Process, String> {
+/// Starts the job's process in its own process group, its output going to the job's directory;
+/// as `account` when given (the directory and output files handed to it first).
+fn spawn(
+    cfg: &RunnerConfig,
+    id: u64,
+    c: &v1::Command,
+    account: Option<&crate::account::Account>,
+) -> Result<Process, String> {
     let dir = cfg.work_dir.join(id.to_string());
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let (o, e) = std::fs::File::create(dir.join("stdout"))
-        .and_then(|o| Ok((o, std::fs::File::create(dir.join("stderr"))?)))
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let (o, e) = std::fs::File::create(&out)
+        .and_then(|o| Ok((o, std::fs::File::create(&err)?)))
         .map_err(|e| format!("output files in {}: {e}", dir.display()))?;
     let mut cmd = Command::new(&c.program);
+    if let Some(a) = account {
+        crate::account::hand_over(&dir, &[&out, &err], a)
+            .map_err(|e| format!("handing {} to `{}`: {e}", dir.display(), a.name))?;
+        cmd.uid(a.uid).gid(a.gid);
+    }
     cmd.args(&c.args)
         .envs(&c.env)
         .current_dir(

@@ -46,6 +46,7 @@ impl Shipper {
         job: u64,
         dir: PathBuf,
         declared: (PathBuf, Vec<String>),
+        owner: Option<u32>,
         mut ended: oneshot::Receiver<()>,
     ) -> Vec<v1::OutputFile> {
         let mut streams = [
@@ -61,7 +62,7 @@ impl Shipper {
                 break;
             }
             for s in &mut streams {
-                if let Err(e) = s.round(&self.client, job, &dir).await
+                if let Err(e) = s.round(&self.client, job, &dir, owner).await
                     && !worth_retrying(&e)
                 {
                     tracing::warn!(job, "the local scheduler takes no output: {e}");
@@ -71,7 +72,7 @@ impl Shipper {
         }
         for s in &mut streams {
             let mut tries = 0;
-            while let Err(e) = s.round(&self.client, job, &dir).await {
+            while let Err(e) = s.round(&self.client, job, &dir, owner).await {
                 tries += 1;
                 if tries >= LAST_TRIES || !worth_retrying(&e) {
                     tracing::warn!(
@@ -94,7 +95,7 @@ impl Shipper {
         'files: for (path, name) in found.unwrap_or_default() {
             let mut s = Stream::file(path.clone(), name);
             let mut tries = 0;
-            while let Err(e) = s.round(&self.client, job, &dir).await {
+            while let Err(e) = s.round(&self.client, job, &dir, owner).await {
                 tries += 1;
                 if tries >= LAST_TRIES || !worth_retrying(&e) {
                     tracing::warn!(job, file = %s.name, "output file not handed over: {e}");
@@ -107,8 +108,10 @@ impl Shipper {
             let digest = match hashed {
                 Some(sha) => Ok(Ok(sha)),
                 None => {
-                    tokio::task::spawn_blocking(move || gridsched_proto::blobs::digest_file(&path))
-                        .await
+                    tokio::task::spawn_blocking(move || {
+                        gridsched_proto::blobs::digest_reader(open(&path, owner)?)
+                    })
+                    .await
                 }
             };
             match digest {
@@ -201,7 +204,13 @@ impl Stream {
     }
 
     /// Sends everything written since the last round; an error leaves the rest for the next.
-    async fn round(&mut self, client: &Client, job: u64, dir: &Path) -> Result<(), tonic::Status> {
+    async fn round(
+        &mut self,
+        client: &Client,
+        job: u64,
+        dir: &Path,
+        owner: Option<u32>,
+    ) -> Result<(), tonic::Status> {
         loop {
             let path = match &self.file {
                 Some(p) => p.clone(),
@@ -210,7 +219,7 @@ impl Stream {
             let offset = self.sent;
             let mut digest = self.digest.take();
             let (data, digest) = tokio::task::spawn_blocking(move || {
-                let data = read(&path, offset)?;
+                let data = read(&path, offset, owner)?;
                 if let Some(d) = digest.as_mut() {
                     d.take(offset, &data);
                 }
@@ -242,9 +251,27 @@ impl Stream {
     }
 }
 
+/// `path` opened for reading, not through a symbolic link; with an `owner` (a job run as
+/// another account), only a file of that account's (PermissionDenied otherwise): the agent
+/// reads no file for a job that the job's account could not.
+fn open(path: &Path, owner: Option<u32>) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
+    if !crate::account::owns(owner, &f.metadata()?) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} is not the job's account's file", path.display()),
+        ));
+    }
+    Ok(f)
+}
+
 /// Up to [`CHUNK`] bytes of `path` from `offset`; nothing when the file is not there.
-fn read(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
-    let mut f = match std::fs::File::open(path) {
+fn read(path: &Path, offset: u64, owner: Option<u32>) -> std::io::Result<Vec<u8>> {
+    let mut f = match open(path, owner) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
@@ -257,7 +284,25 @@ fn read(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::declared_files;
+    use super::{declared_files, open};
+
+    /// For a job run as another account the agent reads only that account's files, and never
+    /// through a symbolic link (a job swapping its output for a link to somebody else's file).
+    #[test]
+    fn output_is_read_only_from_the_jobs_own_files() {
+        use std::os::unix::fs::MetadataExt;
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("stdout");
+        std::fs::write(&file, "mine").unwrap();
+        let uid = std::fs::metadata(&file).unwrap().uid();
+        open(&file, None).unwrap();
+        open(&file, Some(uid)).unwrap();
+        let e = open(&file, Some(uid + 1)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+        let link = root.path().join("stderr");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(open(&link, None).is_err(), "a link is not followed");
+    }
 
     #[test]
     fn declared_files_match_globs_inside_the_working_directory_only() {

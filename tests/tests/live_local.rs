@@ -707,3 +707,148 @@ async fn a_held_job_is_cancelled_like_a_waiting_one_and_waits_again_without_its_
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Creates local account `name` on this machine unless it exists (a system account without a
+/// home directory; the test runs as root, as the agents that separate users do).
+fn local_account(name: &str) -> u32 {
+    let known = |name: &str| {
+        Command::new("id")
+            .args(["-u", name])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+    };
+    if let Some(uid) = known(name) {
+        return uid;
+    }
+    let st = Command::new("useradd")
+        .args(["--system", "--no-create-home", "--shell", "/bin/sh", name])
+        .status()
+        .expect("useradd (the test needs root and Debian's passwd package)");
+    assert!(st.success(), "useradd {name}: {st}");
+    known(name).expect("the account just made")
+}
+
+/// Two grid users mapped to two local accounts on one agent running as root: each job runs as
+/// its owner's account in a directory closed to the other, so the second user's job can neither
+/// read the first's output file, nor list the work directory, nor signal the first's process;
+/// a third user, not mapped, is refused at Enqueue with the reason; the status says the users are
+/// kept apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_users_on_one_agent_are_kept_apart() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test starts an agent as root, as a site separating users runs it"
+    );
+    let (alice, bob) = (
+        local_account("gridsched-alice"),
+        local_account("gridsched-bob"),
+    );
+    let g = Grid::new(
+        &[("m1", 4)],
+        "[users]\nalice = \"gridsched-alice\"\nbob = \"gridsched-bob\"\n",
+    );
+    // The accounts reach their own directories through the test's (0700) temporary one.
+    std::fs::set_permissions(g.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    g.online(1).await;
+    let mut c = g.client().await;
+    let of = |user: &str, script: &str| v1::JobSpec {
+        user: user.into(),
+        ..shell(1, 600, script)
+    };
+    enqueue(
+        &mut c,
+        1,
+        of(
+            "alice",
+            "id -un; echo $HOME; echo secret > secret.txt; echo $$ > pid; sleep 60",
+        ),
+    )
+    .await;
+    let first = g.dir.path().join("m1/1");
+    let t = Instant::now();
+    let pid = loop {
+        if let Some(p) = std::fs::read_to_string(first.join("pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            break p;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "alice's job never wrote its pid"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let meta = std::fs::metadata(&first).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (alice, 0o700));
+    assert_eq!(
+        std::fs::metadata(first.join("secret.txt")).unwrap().uid(),
+        alice
+    );
+    let probe = format!(
+        "id -un; cat {secret} && echo READ; ls {work} && echo LISTED; kill -0 {pid} && echo \
+         SIGNALLED; true",
+        secret = first.join("secret.txt").display(),
+        work = g.dir.path().join("m1").display(),
+    );
+    enqueue(&mut c, 2, of("bob", &probe)).await;
+    let (_, last) = local_events_until_ended(&mut c, &[2], 15).await;
+    assert_eq!(last[&2].state(), v1::JobState::Completed, "{:?}", last[&2]);
+    let second = g.dir.path().join("m1/2");
+    let out = std::fs::read_to_string(second.join("stdout")).unwrap();
+    let err = std::fs::read_to_string(second.join("stderr")).unwrap();
+    assert_eq!(out, "gridsched-bob\n", "stdout {out:?}, stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].contains("secret.txt: Permission denied"), "{err}");
+    assert!(lines[1].contains("Permission denied"), "{err}");
+    assert!(lines[2].contains("Operation not permitted"), "{err}");
+    assert_eq!(std::fs::metadata(&second).unwrap().uid(), bob);
+    // Alice's job still runs, as her account; the superuser (the test) may signal it.
+    let alice_out = std::fs::read_to_string(first.join("stdout")).unwrap();
+    let home = nix::unistd::User::from_name("gridsched-alice")
+        .unwrap()
+        .unwrap()
+        .dir;
+    assert_eq!(
+        alice_out,
+        format!("gridsched-alice\n{}\n", home.display()),
+        "the job runs as the account, with its HOME"
+    );
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).expect("alice's job runs");
+    // A user the site does not map is refused at the door, with the reason.
+    let e = c
+        .enqueue(v1::EnqueueRequest {
+            job_id: 3,
+            spec: Some(of("carol", "true")),
+            priority: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(
+        e.message(),
+        "spec.user: site `c1` maps no local account to user `carol` (its [users] table)"
+    );
+    let st = c.status(v1::StatusRequest {}).await.unwrap().into_inner();
+    assert_eq!(st.users, "separated: 2 users mapped");
+    assert_eq!(
+        (
+            st.machines[0].agent_account.as_str(),
+            st.machines[0].separates_users
+        ),
+        ("root", true)
+    );
+    c.cancel(v1::CancelRequest {
+        job_id: 1,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let (_, last) = local_events_until_ended(&mut c, &[1], 15).await;
+    assert_eq!(last[&1].state(), v1::JobState::Cancelled);
+}

@@ -186,6 +186,13 @@ impl GridRunner {
                 format!("{} processors exceed {what} (largest: {widest})", job.procs),
             ));
         }
+        if !sites.iter().any(|s| s.runs_user_of(job)) {
+            return Err(Refusal::new(
+                Field::User,
+                Kind::Invalid,
+                "no site of the grid maps the owner to a local account (each site's `users`)",
+            ));
+        }
         let longest = sites
             .iter()
             .map(|s| s.max_estimate.unwrap_or(i64::MAX))

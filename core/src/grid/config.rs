@@ -7,7 +7,7 @@ use super::coallocate;
 use crate::classify::{Classifier, ClassifierConfig, ClassifierError};
 use crate::dispatch::{ClusterCaps, DispatchConfig, MultiSiteConfig, Network, Priority};
 use crate::fairshare::{FairShareConfig, ShareError, UsageState};
-use crate::model::{Duration, Job, MachineId};
+use crate::model::{Duration, Job, MachineId, UserId};
 use serde::{Deserialize, Serialize};
 
 /// One site of the grid as the grid runner sees it.
@@ -28,6 +28,10 @@ pub struct SiteSpec {
     /// ([`Job::stage_in`]) goes only to sites that do.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub stages: bool,
+    /// The users whose jobs it runs, when it runs each job as a local account mapped from its
+    /// owner and maps only these (no catch-all entry); `None`: every user's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<Vec<UserId>>,
 }
 
 impl SiteSpec {
@@ -40,7 +44,14 @@ impl SiteSpec {
             max_estimate: None,
             machines: None,
             stages: true,
+            users: None,
         }
+    }
+
+    /// Whether the site runs jobs of `job`'s owner (it maps the owner to a local account, or
+    /// runs every user's jobs).
+    pub fn runs_user_of(&self, job: &Job) -> bool {
+        self.users.as_ref().is_none_or(|u| u.contains(&job.user))
     }
 
     /// What `job` takes on the site's fastest machine: its estimate, scaled by its benchmark

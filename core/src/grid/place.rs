@@ -88,8 +88,9 @@ impl Placer {
         let caps: Vec<ClusterCaps> = sites.iter().map(|s| s.caps.clone()).collect();
         let n = caps.len();
         Placer {
-            filters: (sites.iter())
-                .any(|s| s.max_estimate.is_some() || s.machines.is_some() || !s.stages),
+            filters: (sites.iter()).any(|s| {
+                s.max_estimate.is_some() || s.machines.is_some() || !s.stages || s.users.is_some()
+            }),
             sites,
             grid: GridState {
                 load: reads.then(|| vec![ClusterLoad::default(); n]),
@@ -164,11 +165,12 @@ impl Placer {
     }
 
     /// Whether `site` takes `job` on what the strategies do not know: its estimate (scaled by its
-    /// benchmark score) is within the site's limit, its inputs are on the site's machines, and the site stages the data it
-    /// reads.
+    /// benchmark score) is within the site's limit, its inputs are on the site's machines, the
+    /// site stages the data it reads, and it runs its owner's jobs.
     pub fn takes(&self, site: usize, job: &Job) -> bool {
         let s = &self.sites[site];
-        (s.stages || job.stage_in.is_empty())
+        s.runs_user_of(job)
+            && (s.stages || job.stage_in.is_empty())
             && s.within_limit(job)
             && s.machines.as_ref().is_none_or(|ms| {
                 job.inputs
@@ -292,6 +294,8 @@ impl Placer {
                     "site down".into()
                 } else if let Some((takes, m)) = limit {
                     format!("takes {takes} s there, above the site's limit of {m} s")
+                } else if !self.sites[i].runs_user_of(job) {
+                    "maps no local account to the job's owner".into()
                 } else if !self.sites[i].stages && !job.stage_in.is_empty() {
                     "does not stage inputs in (the job has some)".into()
                 } else if !takes {

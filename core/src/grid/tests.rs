@@ -6,7 +6,7 @@ use super::*;
 use crate::dispatch::{
     ClusterCaps, ClusterLoad, DispatchConfig, DispatchKind, MultiSiteConfig, Part,
 };
-use crate::model::LicenceId;
+use crate::model::{LicenceId, UserId};
 
 /// Site `i` of one machine of `procs` processors, named `s<i>`.
 pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
@@ -24,6 +24,7 @@ pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
         max_estimate: None,
         machines: None,
         stages: true,
+        users: None,
     }
 }
 
@@ -1470,6 +1471,64 @@ fn memory_decides_where_a_job_may_go() {
         [(4, 0)],
         "s0's memory is not known"
     );
+}
+
+/// A site that runs only the users it maps to local accounts gets no other user's job: user 1's
+/// jobs go round both sites, user 2's only to the site that runs every user's, and a user no
+/// site runs is refused at the door naming the owner; the explanation says why a site was out.
+#[test]
+fn a_site_gets_only_the_users_it_maps() {
+    let with = |s0: Option<Vec<u32>>, s1: Option<Vec<u32>>| {
+        let mut sites = vec![site(0, 8), site(1, 8)];
+        sites[0].users = s0.map(|u| u.into_iter().map(UserId).collect());
+        sites[1].users = s1.map(|u| u.into_iter().map(UserId).collect());
+        runner_of(
+            DispatchKind::RoundRobin,
+            sites,
+            GridSettings {
+                explain: true,
+                ..GridSettings::default()
+            },
+        )
+    };
+    let of = |id: u64, user: u32| Job {
+        user: UserId(user),
+        ..job(id, 1, 10)
+    };
+    let mut r = with(Some(vec![1]), None);
+    let mut at = Vec::new();
+    for (id, user) in [(1, 1), (2, 1), (3, 2), (4, 2), (5, 1)] {
+        at.extend(placed(&submit(&mut r, 0, of(id, user))));
+    }
+    assert_eq!(at, [(1, 0), (2, 1), (3, 1), (4, 1), (5, 0)]);
+    let e = submit(&mut r, 0, of(6, 2));
+    let why = e.iter().find_map(|e| match e {
+        Effect::Place {
+            explanation: Some(x),
+            ..
+        } => Some(x.candidates[0].note.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        why.as_deref(),
+        Some("maps no local account to the job's owner")
+    );
+    let mut r = with(Some(vec![1]), Some(vec![1, 3]));
+    let e = submit(&mut r, 0, of(7, 2));
+    assert!(
+        matches!(
+            &e[..],
+            [Effect::Refuse {
+                refusal: Some(Refusal {
+                    field: Field::User,
+                    ..
+                }),
+                ..
+            }]
+        ),
+        "{e:?}"
+    );
+    assert_eq!(placed(&submit(&mut r, 0, of(8, 3))), [(8, 1)]);
 }
 
 /// After a burst of 5,000 jobs has left, compaction gives the room of the runner's job map back

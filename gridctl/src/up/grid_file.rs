@@ -115,6 +115,12 @@ pub struct SitePart {
     /// `preempt_by`, `victims`); absent = urgent jobs queue like any other.
     #[serde(default)]
     pub urgent: Option<toml::Table>,
+    /// The site's grid users and the local accounts their jobs run as (`{ alice = "gs-alice",
+    /// "*" = "pool" }`): its local scheduler's `[users]` table, and the meta-scheduler's `users`
+    /// of its entry (unless `"*"` maps every user). The agents must run as root (`sudo gridctl
+    /// up`) to start jobs as these accounts.
+    #[serde(default)]
+    pub users: Option<toml::Table>,
 }
 
 fn default_policy() -> String {
@@ -307,6 +313,9 @@ impl GridFile {
                 l.copies
             );
         }
+        if let Some(u) = &s.users {
+            t.push_str(&section(&["users"], u));
+        }
         if let Some(section) = &s.slurm {
             let mut section = section.clone();
             section
@@ -382,6 +391,9 @@ impl GridFile {
             );
             if let Some(m) = s.max_estimate_s {
                 let _ = writeln!(t, "max_estimate_s = {m}");
+            }
+            if let Some(u) = s.users.as_ref().filter(|u| !u.contains_key("*")) {
+                let _ = writeln!(t, "users = [{}]", quoted(u.keys().cloned()));
             }
             // A Slurm-backed site does not stage inputs in yet.
             if s.slurm.is_some() {
@@ -520,6 +532,35 @@ mod tests {
             meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:0", None, dir, &eps))
                 .unwrap();
         assert_eq!(meta.sites[0].max_estimate_s, Some(3600));
+    }
+
+    /// A site's users reach its local scheduler as its `[users]` map and the meta-scheduler as
+    /// the users its entry runs (none listed with a catch-all `"*"`).
+    #[test]
+    fn a_sites_users_reach_both_schedulers() {
+        let text = "[[sites]]\nname = \"a\"\nmachines = [{ name = \"m\", processors = 2 }]\n\
+                    users = { alice = \"gs-alice\", bob = \"gs-bob:proj\" }\n\
+                    [[sites]]\nname = \"b\"\nmachines = [{ name = \"n\", processors = 2 }]\n\
+                    users = { alice = \"gs-alice\", \"*\" = \"pool\" }\n";
+        let g = GridFile::parse(text).unwrap();
+        let dir = Path::new("/tmp/x");
+        let a = local_scheduler::Config::from_toml(&g.local_toml(0, dir)).unwrap();
+        assert_eq!(
+            a.users.order("bob"),
+            (Some("gs-bob".into()), Some("proj".into()))
+        );
+        assert_eq!(a.users.order("carol"), (Some(String::new()), None));
+        let b = local_scheduler::Config::from_toml(&g.local_toml(1, dir)).unwrap();
+        assert_eq!(b.users.order("carol"), (Some("pool".into()), None));
+        let eps = ["127.0.0.1:6000".to_string(), "127.0.0.1:6001".to_string()];
+        let meta =
+            meta_scheduler::MetaConfig::from_toml(&g.meta_toml("127.0.0.1:0", None, dir, &eps))
+                .unwrap();
+        assert_eq!(
+            meta.sites[0].users,
+            Some(vec!["alice".to_string(), "bob".to_string()])
+        );
+        assert_eq!(meta.sites[1].users, None);
     }
 
     /// A Slurm site's section reaches its local scheduler (its jobs' directories under the

@@ -343,6 +343,21 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
                 format!(", licences {}", lic.join(", "))
             }
         );
+        if let Some(users) = &s.users {
+            let map: Vec<String> = users
+                .iter()
+                .map(|(u, a)| format!("{u} as {}", a.as_str().unwrap_or("?")))
+                .collect();
+            let root = nix::unistd::geteuid().is_root();
+            outln!(
+                "    users {}{}",
+                map.join(", "),
+                match root {
+                    true => "",
+                    false => " (the agents do not run as root: these jobs fail to start)",
+                }
+            );
+        }
     }
     outln!("state, logs and job outputs in {}", dir.display());
     outln!("try:  gridctl submit -n 2 --estimate 60 --wait -- echo hello");

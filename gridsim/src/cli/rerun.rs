@@ -135,6 +135,7 @@ mod tests {
             max_estimate: None,
             machines: None,
             stages: true,
+            users: None,
         };
         let cfg = GridConfig {
             sites: vec![site(0), site(1)],

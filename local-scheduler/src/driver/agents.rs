@@ -67,6 +67,8 @@ impl Driver {
             last_seen: mono,
             orders: None,
             placeholder: false,
+            account: r.account.clone(),
+            separates_users: r.separates_users,
         });
         // Jobs this machine should run that the (new) agent does not report are gone, unless their
         // start order was never delivered.

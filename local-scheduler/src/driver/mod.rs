@@ -201,6 +201,9 @@ struct Agent {
     orders: Option<mpsc::UnboundedSender<v1::AgentCommand>>,
     /// A placeholder after a restart: the machine's jobs wait for their agent to come back.
     placeholder: bool,
+    /// The account it runs as, and whether it can start jobs as others (it runs as root).
+    account: String,
+    separates_users: bool,
 }
 
 /// The state owned by the driver task.
@@ -523,6 +526,11 @@ impl Driver {
         self.journal
             .check_enqueue(&r, open, self.cfg.max_estimate_s)?;
         let spec = r.spec.as_ref().expect("checked");
+        let site = match self.cfg.site.is_empty() {
+            true => &self.cfg.cluster,
+            false => &self.cfg.site,
+        };
+        self.cfg.users.admit(&spec.user, site)?;
         let job = job_from_spec(spec, JobId(r.job_id), now, &mut self.names)
             .map_err(|e| Status::invalid_argument(format!("spec.{}: {}", e.field(), e.reason())))?;
         let priority = Some(r.priority.min(u32::from(u8::MAX)) as u8);
@@ -884,7 +892,10 @@ impl Driver {
         let empty = v1::JobSpec::default();
         let sp = spec.unwrap_or(&empty);
         let (user, outputs, inputs) = (sp.user.clone(), sp.outputs.clone(), sp.stage_in.clone());
+        let (local_account, local_group) = self.cfg.users.order(&user);
         let order = v1::StartJob {
+            local_account,
+            local_group,
             memory_kb: sp.memory_kb,
             inputs,
             job_id: s.job.0,

@@ -97,6 +97,8 @@ impl Driver {
                             last_seen: mono,
                             orders: None,
                             placeholder: true,
+                            account: String::new(),
+                            separates_users: false,
                         });
                     }
                     self.jobs.insert(id, rec);

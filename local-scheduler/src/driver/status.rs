@@ -135,7 +135,7 @@ impl Driver {
             })
             .collect();
         running.sort_by_key(|r| r.job_id);
-        let machines = self
+        let machines: Vec<v1::MachineInfo> = self
             .platform
             .machines
             .iter()
@@ -152,6 +152,9 @@ impl Driver {
                             .map(|n| (r.job_id, n.processors)),
                     })
                     .collect();
+                let agent = self.agents[m.id.index()]
+                    .as_ref()
+                    .filter(|a| !a.placeholder);
                 v1::MachineInfo {
                     name: m.name.clone(),
                     processors: m.procs,
@@ -162,9 +165,9 @@ impl Driver {
                         .iter()
                         .filter_map(|l| self.names.licence_name(*l).map(str::to_string))
                         .collect(),
-                    online: self.agents[m.id.index()]
-                        .as_ref()
-                        .is_some_and(|a| !a.placeholder),
+                    online: agent.is_some(),
+                    agent_account: agent.map(|a| a.account.clone()).unwrap_or_default(),
+                    separates_users: agent.is_some_and(|a| a.separates_users),
                     busy_processors: jobs.iter().map(|j| j.1).sum(),
                     running_jobs: jobs.iter().map(|j| j.0).collect(),
                 }
@@ -213,9 +216,15 @@ impl Driver {
             running,
             reservations,
             licence_pools,
-            machines,
             next_wakeup: self.runner.next_wakeup(),
             advance_reservations: self.advance_reservations(now),
+            users: self.cfg.users.describe(
+                machines
+                    .iter()
+                    .filter(|m| m.online)
+                    .map(|m| (m.name.as_str(), m.agent_account.as_str(), m.separates_users)),
+            ),
+            machines,
         }
     }
 }

@@ -1047,6 +1047,8 @@ impl SlurmSite {
                     node_locked_licences: Vec::new(),
                     online: self.up && node.is_some_and(SlurmNode::usable),
                     busy_processors: node.map_or(0, |n| n.alloc_cpus),
+                    agent_account: String::new(),
+                    separates_users: false,
                     running_jobs: running
                         .iter()
                         .filter(|r| r.machine == m.name)
@@ -1099,6 +1101,7 @@ impl SlurmSite {
             machines,
             next_wakeup: None,
             advance_reservations: Vec::new(),
+            users: format!("not separated: jobs run as Slurm user {}", self.slurm.user),
         }
     }
 }

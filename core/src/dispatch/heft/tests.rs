@@ -325,6 +325,7 @@ fn runner(sites: usize) -> GridRunner {
             max_estimate: None,
             machines: None,
             stages: true,
+            users: None,
         })
         .collect();
     GridRunner::from_config(&GridConfig {
