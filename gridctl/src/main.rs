@@ -21,6 +21,7 @@ mod job_file;
 mod out;
 mod replay;
 mod show;
+mod soak;
 mod up;
 mod when;
 mod workflow;
@@ -219,6 +220,9 @@ enum Cmd {
     /// Starts a whole grid on localhost (meta-scheduler, local schedulers, site agents) and runs
     /// it until interrupted.
     Up(up::UpArgs),
+    /// Chaos soak: starts a grid of real processes, feeds it jobs while a seeded loop kills and
+    /// stops its processes, then checks that every acknowledged job was run and accounted once.
+    Soak(soak::SoakArgs),
     /// Starts a benchmark grid and measures submissions per second, submit-to-start latency and
     /// the run of many one-second jobs against the ideal.
     Bench(bench::BenchArgs),
@@ -475,6 +479,11 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     };
     let cmd = match cli.cmd {
         Cmd::Up(a) => return up::up(a).await.map(|()| std::process::ExitCode::SUCCESS),
+        Cmd::Soak(a) => {
+            return soak::soak(a)
+                .await
+                .map(|()| std::process::ExitCode::SUCCESS);
+        }
         Cmd::Bench(a) if a.against == Some(bench::Against::SlurmFairshare) => {
             return bench_fairshare::against_slurm_fairshare(&a)
                 .await
@@ -836,6 +845,7 @@ async fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         }
         // Handled before connecting.
         Cmd::Up(_)
+        | Cmd::Soak(_)
         | Cmd::Bench(_)
         | Cmd::Certs { .. }
         | Cmd::Token

@@ -420,3 +420,41 @@ fn a_ten_thousand_task_array_runs_through_gridctl_up_within_its_limit() {
         "{list}"
     );
 }
+
+/// A short chaos soak of real processes (docs/reliability.md): for 45 s a fault every 3 s (kill
+/// -9 and restart, or SIGSTOP for seconds, of the meta-scheduler, a local scheduler or an agent)
+/// while jobs stream in, single and split over sites; then every acknowledged job has ended, is
+/// the grid's once, and no part of one started twice.
+#[test]
+fn a_short_chaos_soak_accounts_every_job_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(GRIDCTL)
+        .args([
+            "soak",
+            "--minutes",
+            "0.75",
+            "--fault-every",
+            "3",
+            "--rate",
+            "3",
+        ])
+        .args(["--seed", "7", "--dir"])
+        .arg(dir.path().join("soak"))
+        .output()
+        .expect("run gridctl soak");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("\n  rules broken       0\n"), "{text}");
+    let figure = |label: &str| -> usize {
+        let line = text.lines().find(|l| l.trim_start().starts_with(label));
+        let words = line.unwrap_or_else(|| panic!("no `{label}` in {text}"));
+        let n = words.trim_start()[label.len()..].split_whitespace().next();
+        n.and_then(|n| n.parse().ok()).expect("a figure")
+    };
+    assert!(figure("faults injected") >= 14, "{text}");
+    assert!(figure("jobs acknowledged") >= 100, "{text}");
+}

@@ -111,6 +111,10 @@ fn spawn(
 /// address.
 pub struct Launched {
     children: Children,
+    /// How each child was started (service, arguments), for [`Launched::restart`].
+    recipes: std::collections::HashMap<String, (String, Vec<String>)>,
+    /// Restarts so far (each restarted child logs to a file of its own).
+    restarts: usize,
     /// The meta-scheduler's configuration, less its listening address (for a restart).
     meta_config: (GridFile, Option<String>),
     /// `HOST:PORT` of the meta-scheduler.
@@ -182,6 +186,53 @@ impl Launched {
         Ok(())
     }
 
+    /// The names of the grid's processes (`meta-scheduler`, `local-scheduler alpha`,
+    /// `site-agent alpha-1`, ...), in start order.
+    pub fn names(&self) -> Vec<String> {
+        self.children.0.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Kills child `name` (SIGKILL) and starts it again as it was started, a local scheduler on
+    /// its address and the meta-scheduler on its own (from their stores): returns once it
+    /// listens (an agent: once started).
+    pub fn restart(&mut self, name: &str) -> anyhow::Result<()> {
+        if name == "meta-scheduler" {
+            return self.restart_meta();
+        }
+        let (service, mut args) = (self.recipes.get(name).cloned())
+            .ok_or_else(|| anyhow::anyhow!("no process `{name}` in this grid"))?;
+        if let Some(k) = self.children.0.iter().position(|(n, _)| n == name) {
+            let (_, mut c) = self.children.0.remove(k);
+            c.kill()?;
+            c.wait()?;
+        }
+        let listens = service == "local-scheduler";
+        if listens {
+            let site = name.trim_start_matches("local-scheduler ");
+            let i = (self.meta_config.0.sites.iter())
+                .position(|s| s.name == site)
+                .ok_or_else(|| anyhow::anyhow!("no site `{site}`"))?;
+            args.extend(["--listen".to_owned(), self.endpoints[i].clone()]);
+        }
+        self.restarts += 1;
+        let log = (self.dir.join("logs")).join(format!(
+            "{}.{}.log",
+            name.replace(' ', "-"),
+            self.restarts
+        ));
+        spawn(&mut self.children, name, &service, &args, &log, listens)?;
+        Ok(())
+    }
+
+    /// Sends `signal` to child `name` (SIGSTOP, SIGCONT, ...).
+    pub fn signal(&self, name: &str, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
+        let pid = self
+            .pid(name)
+            .ok_or_else(|| anyhow::anyhow!("no process `{name}` in this grid"))?;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)?;
+        Ok(())
+    }
+
     /// Kills site `i`'s local scheduler and agents (SIGKILL), for good: the grid loses the site.
     pub fn kill_site(&mut self, i: usize) -> anyhow::Result<()> {
         let site = &self.meta_config.0.sites[i];
@@ -230,6 +281,7 @@ pub fn launch(
     let dir = std::fs::canonicalize(dir)?;
     let log = |n: &str| dir.join("logs").join(format!("{n}.log"));
     let mut children = Children(Vec::new());
+    let mut recipes = std::collections::HashMap::new();
     let mut endpoints = Vec::new();
     for (i, s) in grid.sites.iter().enumerate() {
         let cfg = dir.join(format!("{}.toml", s.name));
@@ -245,6 +297,7 @@ pub fn launch(
             true,
         )?
         .unwrap_or_default();
+        recipes.insert(name, ("local-scheduler".to_owned(), args));
         // A Slurm site's machines are Slurm's nodes: no agents.
         let agents = if s.slurm.is_some() {
             &[][..]
@@ -277,6 +330,7 @@ pub fn launch(
                 &log(&m.name),
                 false,
             )?;
+            recipes.insert(name, ("site-agent".to_owned(), args));
         }
         endpoints.push(addr);
     }
@@ -294,6 +348,8 @@ pub fn launch(
     .unwrap_or_default();
     Ok(Launched {
         children,
+        recipes,
+        restarts: 0,
         meta_config: (grid.clone(), http.map(str::to_owned)),
         meta,
         endpoints,

@@ -1,0 +1,590 @@
+//! `gridctl soak`: a chaos soak of real processes, as Jepsen checks a real cluster under faults
+//! against stated invariants. It starts a grid of real processes (`gridctl up`'s, from a grid
+//! file: by default three sites, one meta-scheduler), sends it a steady stream of jobs (real
+//! commands; single jobs and jobs wider than any machine, split over sites and co-allocated),
+//! and meanwhile a seeded chaos loop kills processes with SIGKILL and starts them again (the
+//! meta-scheduler and the local schedulers from their stores, on their addresses), and stops
+//! processes with SIGSTOP for a few seconds (a hang: to its peers, like a cut link). Then the
+//! faults stop, the grid settles, and the run is checked:
+//!
+//! - every acknowledged submission is a job the meta-scheduler knows, once (its client token:
+//!   retried submissions are not new jobs), and no other job of the soak's user exists;
+//! - every such job has ended (completed, failed, lost with its agent, ...);
+//! - no part of a job started more often than it may: each start appends a line (job, head
+//!   node, rank) to a ledger, and each part may start once per run (1 + the job's requeues);
+//! - a job the grid calls completed did start.
+//!
+//! The figures (jobs, faults by kind, the meta-scheduler's takeover times) are printed; any
+//! broken rule makes the command fail.
+
+use crate::out::outln;
+use crate::up::{Launched, grid_file::GridFile, launch};
+use gridsched_proto::v1::{self, meta_scheduler_client::MetaSchedulerClient};
+use nix::sys::signal::Signal;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The grid of a soak when no --grid file is given.
+const DEFAULT_GRID: &str = include_str!("soak_grid.toml");
+
+/// The user the soak's jobs belong to.
+const USER: &str = "soak";
+
+/// Options of `gridctl soak`.
+#[derive(Debug, clap::Args)]
+pub struct SoakArgs {
+    /// How long faults are injected (minutes; fractions allowed).
+    #[arg(long, default_value_t = 5.0)]
+    pub minutes: f64,
+    /// Seed of the jobs and the faults.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seconds between two faults (each fault is drawn at random).
+    #[arg(long, default_value_t = 8.0)]
+    pub fault_every: f64,
+    /// Jobs submitted per second.
+    #[arg(long, default_value_t = 2.0)]
+    pub rate: f64,
+    /// How long the grid may take to end every job once the faults stop (seconds).
+    #[arg(long, default_value_t = 300)]
+    pub settle: u64,
+    /// Grid description (TOML, as `gridctl up --grid`); default: three sites.
+    #[arg(long)]
+    pub grid: Option<PathBuf>,
+    /// Directory of the grid's state, logs and the start ledger (emptied first).
+    #[arg(long, default_value = "gridsched-soak")]
+    pub dir: PathBuf,
+}
+
+/// One kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// SIGKILL, then started again at once from its store.
+    Crash,
+    /// SIGSTOP, then SIGCONT a few seconds later.
+    Hang,
+}
+
+/// A fault injected.
+#[derive(Clone, Debug)]
+struct Fault {
+    kind: Kind,
+    /// The process.
+    target: String,
+    /// A crash of the meta-scheduler: how long until it served again.
+    takeover: Option<Duration>,
+}
+
+/// An acknowledged submission.
+#[derive(Clone, Debug)]
+struct Acked {
+    id: u64,
+    /// A wide job, split over sites.
+    wide: bool,
+}
+
+/// What the submitter saw.
+#[derive(Debug, Default)]
+struct Submitted {
+    acked: Vec<Acked>,
+    /// Submissions tried again after an error (the meta-scheduler down or stopped).
+    retries: u64,
+    /// The longest time one submission took to be acknowledged.
+    longest: Duration,
+}
+
+/// `gridctl soak`: runs it and prints the report; an error when a rule was broken.
+pub async fn soak(a: SoakArgs) -> anyhow::Result<()> {
+    let text = match &a.grid {
+        Some(p) => std::fs::read_to_string(p)?,
+        None => DEFAULT_GRID.to_owned(),
+    };
+    let grid = GridFile::parse(&text)?.with_host_memory();
+    let widest = (grid.sites.iter())
+        .flat_map(|s| s.machines.iter().map(|m| m.processors))
+        .max()
+        .unwrap_or(1);
+    let _ = std::fs::remove_dir_all(&a.dir);
+    std::fs::create_dir_all(&a.dir)?;
+    let mut g = launch(&grid, &a.dir, "127.0.0.1:0", None, 1.0)?;
+    let ledger = g.dir.join("starts.ledger");
+    std::fs::write(&ledger, "")?;
+    let meta = g.meta.clone();
+    outln!(
+        "soak: {} processes, meta-scheduler at http://{meta}; faults for {} min, one every {} s \
+         (seed {})",
+        g.names().len(),
+        a.minutes,
+        a.fault_every,
+        a.seed
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let submitted = Arc::new(Mutex::new(Submitted::default()));
+    let feeder = tokio::spawn(submit(
+        meta.clone(),
+        Feed {
+            seed: a.seed,
+            rate: a.rate,
+            widest,
+            ledger: ledger.clone(),
+        },
+        stop.clone(),
+        submitted.clone(),
+    ));
+    let t0 = Instant::now();
+    let faults = chaos(&mut g, &a, t0).await?;
+    stop.store(true, Ordering::Relaxed);
+    feeder.await??;
+    let submitted = std::mem::take(&mut *submitted.lock().expect("submitted"));
+    outln!(
+        "soak: faults over after {:.0} s; {} jobs acknowledged; settling (up to {} s)",
+        t0.elapsed().as_secs_f64(),
+        submitted.acked.len(),
+        a.settle
+    );
+    let settled = settle(&meta, &submitted.acked, Duration::from_secs(a.settle)).await?;
+    let report = check(&meta, &submitted, &settled, &ledger).await?;
+    print(&report, &submitted, &faults, t0.elapsed())?;
+    if let Some(e) = g.exited()? {
+        anyhow::bail!("soak: a process of the grid died on its own: {e}");
+    }
+    match report.broken.is_empty() {
+        true => Ok(()),
+        false => anyhow::bail!("soak: {} rules broken", report.broken.len()),
+    }
+}
+
+/// The seeded chaos loop: a fault every `fault_every` seconds until the time is up; stopped
+/// processes are continued after their time, and all at the end.
+async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Vec<Fault>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0x736f_616b);
+    let end = t0 + Duration::from_secs_f64(a.minutes * 60.0);
+    let every = Duration::from_secs_f64(a.fault_every.max(0.5));
+    let mut next = t0 + every;
+    let mut stopped: Vec<(String, Instant)> = Vec::new();
+    let mut faults = Vec::new();
+    while Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = Instant::now();
+        for (name, _) in stopped.extract_if(.., |(_, until)| *until <= now) {
+            g.signal(&name, Signal::SIGCONT)?;
+        }
+        if now < next {
+            continue;
+        }
+        next = now + every;
+        let names: Vec<String> = (g.names().into_iter())
+            .filter(|n| !stopped.iter().any(|(s, _)| s == n))
+            .collect();
+        let target = names[rng.random_range(0..names.len())].clone();
+        let kind = match rng.random_bool(0.6) {
+            true => Kind::Crash,
+            false => Kind::Hang,
+        };
+        let at = t0.elapsed().as_secs_f64();
+        let mut takeover = None;
+        match kind {
+            Kind::Crash => {
+                let t = Instant::now();
+                g.restart(&target)?;
+                if target == "meta-scheduler" {
+                    takeover = Some(serves(&g.meta, t).await);
+                }
+            }
+            Kind::Hang => {
+                g.signal(&target, Signal::SIGSTOP)?;
+                let secs = rng.random_range(1.0..8.0);
+                stopped.push((target.clone(), now + Duration::from_secs_f64(secs)));
+            }
+        }
+        outln!("  {at:>6.1} s  {kind:?} {target}");
+        faults.push(Fault {
+            kind,
+            target,
+            takeover,
+        });
+    }
+    for (name, _) in stopped {
+        g.signal(&name, Signal::SIGCONT)?;
+    }
+    Ok(faults)
+}
+
+/// Waits until the meta-scheduler at `addr` answers a call: the time since `since`.
+async fn serves(addr: &str, since: Instant) -> Duration {
+    loop {
+        if let Ok(mut c) = client(addr).await
+            && c.list_sites(v1::ListSitesRequest::default()).await.is_ok()
+        {
+            return since.elapsed();
+        }
+        if since.elapsed() > Duration::from_secs(60) {
+            return since.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn client(addr: &str) -> anyhow::Result<MetaSchedulerClient<tonic::transport::Channel>> {
+    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?
+        .connect_timeout(Duration::from_millis(500))
+        .timeout(Duration::from_secs(3))
+        .connect()
+        .await?;
+    Ok(MetaSchedulerClient::new(ch))
+}
+
+/// What the submitter sends.
+struct Feed {
+    seed: u64,
+    rate: f64,
+    /// The widest machine's processors: a job wider than it is split over sites.
+    widest: u32,
+    ledger: PathBuf,
+}
+
+/// Job `n` of the stream: a command that writes its start to the ledger, then sleeps; one in
+/// six is wider than any machine.
+fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng) -> (v1::JobSpec, bool) {
+    let wide = rng.random_range(0..6) == 0;
+    let procs = match wide {
+        true => f.widest + rng.random_range(1..=f.widest / 2 + 1),
+        false => rng.random_range(1..=4),
+    };
+    let secs = rng.random_range(1..=5);
+    let script = format!(
+        "echo \"$GRIDSCHED_JOB_ID $GRIDSCHED_HEAD_NODE $GRIDSCHED_NODE_RANK\" >> '{}'; \
+         sleep {secs}",
+        f.ledger.display()
+    );
+    let spec = v1::JobSpec {
+        user: USER.into(),
+        processors: procs,
+        estimate_s: 60,
+        client_token: Some(format!("soak-{}-{n}", f.seed)),
+        command: Some(v1::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), script],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    (spec, wide)
+}
+
+/// Submits the stream until `stop`, each submission tried again until it is acknowledged.
+async fn submit(
+    meta: String,
+    f: Feed,
+    stop: Arc<AtomicBool>,
+    out: Arc<Mutex<Submitted>>,
+) -> anyhow::Result<()> {
+    let mut rng = ChaCha8Rng::seed_from_u64(f.seed);
+    let gap = Duration::from_secs_f64(1.0 / f.rate.max(0.01));
+    let mut c = None;
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let (spec, wide) = job(n, &f, &mut rng);
+        n += 1;
+        let t = Instant::now();
+        loop {
+            if c.is_none() {
+                c = client(&meta).await.ok();
+            }
+            let answer = match c.as_mut() {
+                Some(c) => c
+                    .submit(v1::SubmitRequest {
+                        spec: Some(spec.clone()),
+                    })
+                    .await
+                    .map(tonic::Response::into_inner),
+                None => Err(tonic::Status::unavailable("not connected")),
+            };
+            match answer {
+                Ok(r) => {
+                    let mut s = out.lock().expect("submitted");
+                    s.acked.push(Acked { id: r.job_id, wide });
+                    s.longest = s.longest.max(t.elapsed());
+                    break;
+                }
+                Err(e) if matches!(e.code(), tonic::Code::InvalidArgument) => {
+                    anyhow::bail!("soak: job {n} refused: {}", e.message());
+                }
+                Err(_) => {
+                    c = None;
+                    out.lock().expect("submitted").retries += 1;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+        tokio::time::sleep(gap).await;
+    }
+    Ok(())
+}
+
+/// Waits until every acknowledged job has ended, or `limit`: each job's last answer.
+async fn settle(
+    meta: &str,
+    acked: &[Acked],
+    limit: Duration,
+) -> anyhow::Result<HashMap<u64, v1::Job>> {
+    let t = Instant::now();
+    let mut seen: HashMap<u64, v1::Job> = HashMap::new();
+    loop {
+        let mut c = client(meta).await?;
+        for a in acked {
+            if seen.get(&a.id).is_some_and(|j| j.state().is_terminal()) {
+                continue;
+            }
+            if let Ok(r) = c.get_job(v1::GetJobRequest { job_id: a.id }).await
+                && let Some(j) = r.into_inner().job
+            {
+                seen.insert(a.id, j);
+            }
+        }
+        let open = (acked.iter())
+            .filter(|a| !seen.get(&a.id).is_some_and(|j| j.state().is_terminal()))
+            .count();
+        if open == 0 || t.elapsed() > limit {
+            return Ok(seen);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The run's outcome.
+#[derive(Debug, Default)]
+struct Report {
+    /// Jobs by final state.
+    states: BTreeMap<String, usize>,
+    /// Starts written to the ledger.
+    starts: usize,
+    /// Split jobs acknowledged.
+    wide: usize,
+    /// Every rule broken, said plainly.
+    broken: Vec<String>,
+}
+
+/// Checks the rules of the module documentation.
+async fn check(
+    meta: &str,
+    s: &Submitted,
+    jobs: &HashMap<u64, v1::Job>,
+    ledger: &Path,
+) -> anyhow::Result<Report> {
+    let mut r = rules(s, jobs, &std::fs::read_to_string(ledger)?);
+    // No job of the soak's user but the acknowledged ones.
+    let mut c = client(meta).await?;
+    let mut token = String::new();
+    let mut total = 0;
+    loop {
+        let page = c
+            .list_jobs(v1::ListJobsRequest {
+                user: Some(USER.into()),
+                limit: 1000,
+                page_token: token,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        total += page.jobs.len();
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    let acked: std::collections::HashSet<u64> = s.acked.iter().map(|a| a.id).collect();
+    if total != acked.len() {
+        r.broken.push(format!(
+            "the grid holds {total} jobs of user {USER}, {} were acknowledged",
+            acked.len()
+        ));
+    }
+    Ok(r)
+}
+
+/// The rules over what was acknowledged, the jobs as the grid ended them, and the ledger.
+fn rules(s: &Submitted, jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
+    let mut r = Report {
+        wide: s.acked.iter().filter(|a| a.wide).count(),
+        ..Report::default()
+    };
+    // Starts of each part: (job, its head node, the part's rank).
+    let mut starts: HashMap<u64, HashMap<(String, String), usize>> = HashMap::new();
+    for line in ledger.lines() {
+        let mut w = line.split_whitespace();
+        if let (Some(id), Some(head), Some(rank)) =
+            (w.next().and_then(|w| w.parse().ok()), w.next(), w.next())
+        {
+            *starts
+                .entry(id)
+                .or_default()
+                .entry((head.to_owned(), rank.to_owned()))
+                .or_default() += 1;
+            r.starts += 1;
+        }
+    }
+    let mut ids: HashMap<u64, usize> = HashMap::new();
+    for a in &s.acked {
+        *ids.entry(a.id).or_default() += 1;
+    }
+    for (id, n) in &ids {
+        if *n > 1 {
+            r.broken
+                .push(format!("job {id}: {n} submissions acknowledged as it"));
+        }
+    }
+    for a in &s.acked {
+        let Some(j) = jobs.get(&a.id) else {
+            r.broken
+                .push(format!("job {}: acknowledged, unknown to the grid", a.id));
+            continue;
+        };
+        let state = j.state();
+        *r.states
+            .entry(
+                state
+                    .as_str_name()
+                    .trim_start_matches("JOB_STATE_")
+                    .to_lowercase(),
+            )
+            .or_default() += 1;
+        if !state.is_terminal() {
+            r.broken.push(format!(
+                "job {}: still {} after the grid settled",
+                a.id,
+                state.as_str_name()
+            ));
+        }
+        let parts = starts.get(&a.id);
+        let may = 1 + j.requeues as usize;
+        for ((head, rank), n) in parts.into_iter().flatten() {
+            if *n > may {
+                r.broken.push(format!(
+                    "job {}: its part {rank} headed by {head} started {n} times, at most {may} \
+                     allowed",
+                    a.id
+                ));
+            }
+        }
+        if state == v1::JobState::Completed && parts.is_none() {
+            r.broken
+                .push(format!("job {}: completed, but never started", a.id));
+        }
+    }
+    r
+}
+
+fn print(r: &Report, s: &Submitted, faults: &[Fault], took: Duration) -> std::io::Result<()> {
+    let count = |k: Kind, meta: bool| {
+        (faults.iter())
+            .filter(|f| f.kind == k && (f.target == "meta-scheduler") == meta)
+            .count()
+    };
+    let mut takeovers: Vec<f64> = (faults.iter())
+        .filter_map(|f| f.takeover.map(|d| d.as_secs_f64()))
+        .collect();
+    takeovers.sort_by(f64::total_cmp);
+    let states: Vec<String> = r.states.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    outln!("soak report ({:.0} s in all)", took.as_secs_f64());
+    outln!(
+        "  jobs acknowledged  {} ({} split over sites); {}",
+        s.acked.len(),
+        r.wide,
+        states.join(", ")
+    );
+    outln!(
+        "  starts in ledger   {}; submissions retried {}; longest to acknowledge {:.1} s",
+        r.starts,
+        s.retries,
+        s.longest.as_secs_f64()
+    );
+    outln!(
+        "  faults injected    {} (crash: {} meta-scheduler, {} other; hang: {} meta-scheduler, {} other)",
+        faults.len(),
+        count(Kind::Crash, true),
+        count(Kind::Crash, false),
+        count(Kind::Hang, true),
+        count(Kind::Hang, false)
+    );
+    match takeovers.as_slice() {
+        [] => outln!("  takeovers          none"),
+        t => outln!(
+            "  takeovers          {} (meta-scheduler serving again after {:.2} s median, {:.2} s at most)",
+            t.len(),
+            t[t.len() / 2],
+            t[t.len() - 1]
+        ),
+    }
+    outln!("  rules broken       {}", r.broken.len());
+    for b in &r.broken {
+        outln!("    {b}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: u64, state: v1::JobState, requeues: u32) -> v1::Job {
+        v1::Job {
+            id,
+            state: state as i32,
+            requeues,
+            ..Default::default()
+        }
+    }
+
+    /// Each rule breaks on the run that breaks it, and a sound run breaks none.
+    #[test]
+    fn the_rules_catch_what_breaks_them() {
+        let acked = |ids: &[u64]| Submitted {
+            acked: ids.iter().map(|&id| Acked { id, wide: false }).collect(),
+            ..Submitted::default()
+        };
+        let jobs: HashMap<u64, v1::Job> = [
+            job(1, v1::JobState::Completed, 0),
+            job(2, v1::JobState::Lost, 0),
+            job(3, v1::JobState::Completed, 1),
+        ]
+        .into_iter()
+        .map(|j| (j.id, j))
+        .collect();
+        // Job 1 over two nodes, job 3 twice (requeued once): sound.
+        let ledger = "1 a-1 0\n1 a-1 1\n3 b-1 0\n3 b-1 0\n";
+        let sound = rules(&acked(&[1, 2, 3]), &jobs, ledger);
+        assert_eq!(sound.broken, Vec::<String>::new());
+        assert_eq!((sound.starts, sound.states["completed"]), (4, 2));
+        let broken = |ids: &[u64], jobs: &HashMap<u64, v1::Job>, ledger: &str| {
+            rules(&acked(ids), jobs, ledger).broken
+        };
+        assert_eq!(
+            broken(&[1, 2, 3, 4], &jobs, ledger),
+            ["job 4: acknowledged, unknown to the grid"]
+        );
+        assert_eq!(
+            broken(&[1, 1, 2, 3], &jobs, ledger)[0],
+            "job 1: 2 submissions acknowledged as it"
+        );
+        assert_eq!(
+            broken(&[1, 2, 3], &jobs, &format!("{ledger}1 a-1 1\n")),
+            ["job 1: its part 1 headed by a-1 started 2 times, at most 1 allowed"]
+        );
+        assert_eq!(
+            broken(&[1, 2, 3], &jobs, "1 a-1 0\n"),
+            ["job 3: completed, but never started"]
+        );
+        let mut open = jobs.clone();
+        open.insert(2, job(2, v1::JobState::Running, 0));
+        assert_eq!(
+            broken(&[1, 2, 3], &open, ledger),
+            ["job 2: still JOB_STATE_RUNNING after the grid settled"]
+        );
+    }
+}
