@@ -1,4 +1,4 @@
-//! `gridctl bench`: measures a live grid it starts itself (3 sites x 4 agents x
+//! `gridctl bench`: measures a live grid it starts itself (3 sites, `--sites`, x 4 agents x
 //! 8 processors, EASY, real processes on loopback): acknowledged-and-durable submissions per
 //! second through the meta endpoint (unary with concurrent clients, and batched), the latency from
 //! the submit call to the job's process running on an idle grid (read from the process's own
@@ -84,6 +84,10 @@ pub struct BenchArgs {
     /// history is submitted in waves of this size, each run to its end before the next).
     #[arg(long, default_value_t = 10_000)]
     pub backlog: usize,
+    /// Sites of the benchmark grid (each of four 8-processor machines); `--history 1000000
+    /// --sites 1` runs the whole history through one local scheduler.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=26))]
+    pub sites: u32,
     /// The meta-scheduler keeps its state in this PostgreSQL database (e.g. the URL
     /// `scripts/postgres.sh` prints; its tables are created there) instead of its embedded store.
     #[arg(long)]
@@ -134,10 +138,10 @@ pub enum Against {
     SlurmFairshare,
 }
 
-fn grid() -> GridFile {
+fn grid(sites: u32) -> GridFile {
     // Jobs wider than a site (32 processors) are split over sites at 10 % WAN overhead.
     let mut t = String::from("[meta]\nwan_overhead_pct = 10\n");
-    for s in ["s1", "s2", "s3"] {
+    for s in (1..=sites).map(|i| format!("s{i}")) {
         t += &format!("[[sites]]\nname = \"{s}\"\npolicy = \"easy\"\nmachines = [");
         t += &(1..=4)
             .map(|k| format!("{{ name = \"{s}-m{k}\", processors = 8 }}"))
@@ -293,7 +297,7 @@ pub(crate) fn pct(v: &mut [f64], p: f64) -> f64 {
 pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let dir = a.dir.clone().unwrap_or_else(|| tmp.path().to_owned());
-    let mut g = grid();
+    let mut g = grid(a.sites);
     g.meta.start_claims = !a.no_start_claims;
     g.meta.postgres_url.clone_from(&a.postgres);
     if a.submit_rate > 0.0 {
@@ -320,9 +324,10 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let mut c = MetaSchedulerClient::new(channel.clone());
-    wait_ready(&mut c, 12).await?;
+    wait_ready(&mut c, 4 * a.sites as usize).await?;
     outln!(
-        "benchmark grid: 3 sites x 4 agents x 8 processors (EASY), start claims {}, in {}",
+        "benchmark grid: {} sites x 4 agents x 8 processors (EASY), start claims {}, in {}",
+        a.sites,
         if a.no_start_claims { "off" } else { "on" },
         grid.dir.display()
     );

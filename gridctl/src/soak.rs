@@ -32,9 +32,6 @@ use std::time::{Duration, Instant};
 /// The grid of a soak when no --grid file is given.
 const DEFAULT_GRID: &str = include_str!("soak_grid.toml");
 
-/// The user the soak's jobs belong to.
-const USER: &str = "soak";
-
 /// Options of `gridctl soak`.
 #[derive(Debug, clap::Args)]
 pub struct SoakArgs {
@@ -56,6 +53,13 @@ pub struct SoakArgs {
     /// Grid description (TOML, as `gridctl up --grid`); default: three sites.
     #[arg(long)]
     pub grid: Option<PathBuf>,
+    /// The meta-scheduler keeps its state in this PostgreSQL database (e.g. the URL
+    /// `scripts/postgres.sh` prints; the jobs of earlier soaks there are left alone) ...
+    #[arg(long)]
+    pub postgres: Option<String>,
+    /// ... shared by this many replicas, one leading, the others taking over when it dies.
+    #[arg(long, default_value_t = 1, requires = "postgres")]
+    pub replicas: u32,
     /// Directory of the grid's state, logs and the start ledger (emptied first).
     #[arg(long, default_value = "gridsched-soak")]
     pub dir: PathBuf,
@@ -71,13 +75,13 @@ enum Kind {
 }
 
 /// A fault injected.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Fault {
     kind: Kind,
     /// The process.
     target: String,
-    /// A crash of the meta-scheduler: how long until it served again.
-    takeover: Option<Duration>,
+    /// A crash of the leading meta-scheduler: how long until a replica served again.
+    takeover: Option<tokio::task::JoinHandle<Duration>>,
 }
 
 /// An acknowledged submission.
@@ -98,13 +102,31 @@ struct Submitted {
     longest: Duration,
 }
 
-/// `gridctl soak`: runs it and prints the report; an error when a rule was broken.
+/// `gridctl soak`: runs it and prints the report; an error when a rule was broken. Interrupted
+/// (SIGINT, SIGTERM), it stops the grid it started.
 pub async fn soak(a: SoakArgs) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (mut int, mut term) = (
+        signal(SignalKind::interrupt())?,
+        signal(SignalKind::terminate())?,
+    );
+    tokio::select! {
+        r = run(a) => r,
+        _ = int.recv() => anyhow::bail!("soak: interrupted; its grid is stopped"),
+        _ = term.recv() => anyhow::bail!("soak: terminated; its grid is stopped"),
+    }
+}
+
+async fn run(a: SoakArgs) -> anyhow::Result<()> {
     let text = match &a.grid {
         Some(p) => std::fs::read_to_string(p)?,
         None => DEFAULT_GRID.to_owned(),
     };
-    let grid = GridFile::parse(&text)?.with_host_memory();
+    let mut grid = GridFile::parse(&text)?.with_host_memory();
+    if let Some(url) = &a.postgres {
+        grid.meta.postgres_url = Some(url.clone());
+        grid.meta.replicas = a.replicas;
+    }
     let widest = (grid.sites.iter())
         .flat_map(|s| s.machines.iter().map(|m| m.processors))
         .max()
@@ -114,21 +136,29 @@ pub async fn soak(a: SoakArgs) -> anyhow::Result<()> {
     let mut g = launch(&grid, &a.dir, "127.0.0.1:0", None, 1.0)?;
     let ledger = g.dir.join("starts.ledger");
     std::fs::write(&ledger, "")?;
-    let meta = g.meta.clone();
+    let metas = g.metas.clone();
     outln!(
-        "soak: {} processes, meta-scheduler at http://{meta}; faults for {} min, one every {} s \
+        "soak: {} processes, meta-scheduler at http://{}; faults for {} min, one every {} s \
          (seed {})",
         g.names().len(),
+        metas.join(", http://"),
         a.minutes,
         a.fault_every,
         a.seed
     );
+    let user = format!(
+        "soak-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis()
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let submitted = Arc::new(Mutex::new(Submitted::default()));
     let feeder = tokio::spawn(submit(
-        meta.clone(),
+        metas.clone(),
         Feed {
             seed: a.seed,
+            user: user.clone(),
             rate: a.rate,
             widest,
             ledger: ledger.clone(),
@@ -137,7 +167,7 @@ pub async fn soak(a: SoakArgs) -> anyhow::Result<()> {
         submitted.clone(),
     ));
     let t0 = Instant::now();
-    let faults = chaos(&mut g, &a, t0).await?;
+    let mut faults = chaos(&mut g, &a, t0).await?;
     stop.store(true, Ordering::Relaxed);
     feeder.await??;
     let submitted = std::mem::take(&mut *submitted.lock().expect("submitted"));
@@ -147,9 +177,15 @@ pub async fn soak(a: SoakArgs) -> anyhow::Result<()> {
         submitted.acked.len(),
         a.settle
     );
-    let settled = settle(&meta, &submitted.acked, Duration::from_secs(a.settle)).await?;
-    let report = check(&meta, &submitted, &settled, &ledger).await?;
-    print(&report, &submitted, &faults, t0.elapsed())?;
+    let settled = settle(&metas, &submitted.acked, Duration::from_secs(a.settle)).await?;
+    let report = check(&metas, &user, &submitted, &settled, &ledger).await?;
+    let mut takeovers = Vec::new();
+    for f in faults.iter_mut() {
+        if let Some(t) = f.takeover.take() {
+            takeovers.push(t.await?);
+        }
+    }
+    print(&report, &submitted, &faults, &mut takeovers, t0.elapsed())?;
     if let Some(e) = g.exited()? {
         anyhow::bail!("soak: a process of the grid died on its own: {e}");
     }
@@ -159,18 +195,24 @@ pub async fn soak(a: SoakArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The seeded chaos loop: a fault every `fault_every` seconds until the time is up; stopped
-/// processes are continued after their time, and all at the end.
+/// The seeded chaos loop: a fault every `fault_every` seconds until the time is up; killed
+/// processes are started again and stopped ones continued after their time, all of them at the
+/// end.
 async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Vec<Fault>> {
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0x736f_616b);
     let end = t0 + Duration::from_secs_f64(a.minutes * 60.0);
     let every = Duration::from_secs_f64(a.fault_every.max(0.5));
     let mut next = t0 + every;
+    // Processes killed (to start again) and stopped (to continue), and when.
+    let mut down: Vec<(String, Instant)> = Vec::new();
     let mut stopped: Vec<(String, Instant)> = Vec::new();
     let mut faults = Vec::new();
     while Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let now = Instant::now();
+        for (name, _) in down.extract_if(.., |(_, until)| *until <= now) {
+            g.start(&name)?;
+        }
         for (name, _) in stopped.extract_if(.., |(_, until)| *until <= now) {
             g.signal(&name, Signal::SIGCONT)?;
         }
@@ -178,36 +220,47 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
             continue;
         }
         next = now + every;
-        let names: Vec<String> = (g.names().into_iter())
-            .filter(|n| !stopped.iter().any(|(s, _)| s == n))
-            .collect();
+        let busy = |n: &String| down.iter().chain(&stopped).any(|(s, _)| s == n);
+        let names: Vec<String> = g.names().into_iter().filter(|n| !busy(n)).collect();
         let target = names[rng.random_range(0..names.len())].clone();
         let kind = match rng.random_bool(0.6) {
             true => Kind::Crash,
             false => Kind::Hang,
         };
-        let at = t0.elapsed().as_secs_f64();
-        let mut takeover = None;
+        let secs = Duration::from_secs_f64(match kind {
+            Kind::Crash => rng.random_range(0.0..10.0),
+            Kind::Hang => rng.random_range(1.0..8.0),
+        });
+        // A leader's crash: how long until a replica serves again (measured aside).
+        let leader = match (kind, replica(g, &target)) {
+            (Kind::Crash, Some(addr)) => answers(&addr).await,
+            _ => false,
+        };
+        let t = Instant::now();
         match kind {
             Kind::Crash => {
-                let t = Instant::now();
-                g.restart(&target)?;
-                if target == "meta-scheduler" {
-                    takeover = Some(serves(&g.meta, t).await);
-                }
+                g.kill(&target)?;
+                down.push((target.clone(), now + secs));
             }
             Kind::Hang => {
                 g.signal(&target, Signal::SIGSTOP)?;
-                let secs = rng.random_range(1.0..8.0);
-                stopped.push((target.clone(), now + Duration::from_secs_f64(secs)));
+                stopped.push((target.clone(), now + secs));
             }
         }
-        outln!("  {at:>6.1} s  {kind:?} {target}");
+        let takeover = leader.then(|| tokio::spawn(serves(g.metas.clone(), t)));
+        outln!(
+            "  {:>6.1} s  {kind:?} {target} for {:.1} s",
+            t0.elapsed().as_secs_f64(),
+            secs.as_secs_f64()
+        );
         faults.push(Fault {
             kind,
             target,
             takeover,
         });
+    }
+    for (name, _) in down {
+        g.start(&name)?;
     }
     for (name, _) in stopped {
         g.signal(&name, Signal::SIGCONT)?;
@@ -215,19 +268,50 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
     Ok(faults)
 }
 
-/// Waits until the meta-scheduler at `addr` answers a call: the time since `since`.
-async fn serves(addr: &str, since: Instant) -> Duration {
-    loop {
-        if let Ok(mut c) = client(addr).await
-            && c.list_sites(v1::ListSitesRequest::default()).await.is_ok()
-        {
-            return since.elapsed();
-        }
-        if since.elapsed() > Duration::from_secs(60) {
-            return since.elapsed();
+/// The address of replica `name` of the meta-scheduler, if it is one.
+fn replica(g: &Launched, name: &str) -> Option<String> {
+    let k = match name.strip_prefix("meta-scheduler") {
+        Some("") => 0,
+        Some(k) => k.trim().parse::<usize>().ok()? - 1,
+        None => return None,
+    };
+    g.metas.get(k).cloned()
+}
+
+/// Whether the meta-scheduler at `addr` answers a call (it leads).
+async fn answers(addr: &str) -> bool {
+    match client(addr).await {
+        Ok(mut c) => c.list_sites(v1::ListSitesRequest::default()).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Waits until one of the replicas at `addrs` answers a call: the time since `since`.
+async fn serves(addrs: Vec<String>, since: Instant) -> Duration {
+    while since.elapsed() < Duration::from_secs(120) {
+        for a in &addrs {
+            if answers(a).await {
+                return since.elapsed();
+            }
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    since.elapsed()
+}
+
+/// A client of whichever replica at `addrs` answers, the last good one `at` first.
+async fn leading(
+    addrs: &[String],
+    at: &mut usize,
+) -> anyhow::Result<MetaSchedulerClient<tonic::transport::Channel>> {
+    for k in 0..addrs.len() {
+        let i = (*at + k) % addrs.len();
+        if answers(&addrs[i]).await {
+            *at = i;
+            return client(&addrs[i]).await;
+        }
+    }
+    anyhow::bail!("no replica of the meta-scheduler answers")
 }
 
 async fn client(addr: &str) -> anyhow::Result<MetaSchedulerClient<tonic::transport::Channel>> {
@@ -242,6 +326,9 @@ async fn client(addr: &str) -> anyhow::Result<MetaSchedulerClient<tonic::transpo
 /// What the submitter sends.
 struct Feed {
     seed: u64,
+    /// The user the jobs belong to, one of this run's own (`soak-<unix ms>`): its jobs are this
+    /// run's, whatever an earlier soak left in a shared store.
+    user: String,
     rate: f64,
     /// The widest machine's processors: a job wider than it is split over sites.
     widest: u32,
@@ -263,10 +350,10 @@ fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng) -> (v1::JobSpec, bool) {
         f.ledger.display()
     );
     let spec = v1::JobSpec {
-        user: USER.into(),
+        user: f.user.clone(),
         processors: procs,
         estimate_s: 60,
-        client_token: Some(format!("soak-{}-{n}", f.seed)),
+        client_token: Some(format!("{}-{n}", f.user)),
         command: Some(v1::Command {
             program: "sh".into(),
             args: vec!["-c".into(), script],
@@ -279,14 +366,14 @@ fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng) -> (v1::JobSpec, bool) {
 
 /// Submits the stream until `stop`, each submission tried again until it is acknowledged.
 async fn submit(
-    meta: String,
+    metas: Vec<String>,
     f: Feed,
     stop: Arc<AtomicBool>,
     out: Arc<Mutex<Submitted>>,
 ) -> anyhow::Result<()> {
     let mut rng = ChaCha8Rng::seed_from_u64(f.seed);
     let gap = Duration::from_secs_f64(1.0 / f.rate.max(0.01));
-    let mut c = None;
+    let (mut c, mut at) = (None, 0);
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
         let (spec, wide) = job(n, &f, &mut rng);
@@ -294,7 +381,7 @@ async fn submit(
         let t = Instant::now();
         loop {
             if c.is_none() {
-                c = client(&meta).await.ok();
+                c = leading(&metas, &mut at).await.ok();
             }
             let answer = match c.as_mut() {
                 Some(c) => c
@@ -329,14 +416,15 @@ async fn submit(
 
 /// Waits until every acknowledged job has ended, or `limit`: each job's last answer.
 async fn settle(
-    meta: &str,
+    metas: &[String],
     acked: &[Acked],
     limit: Duration,
 ) -> anyhow::Result<HashMap<u64, v1::Job>> {
     let t = Instant::now();
     let mut seen: HashMap<u64, v1::Job> = HashMap::new();
+    let mut at = 0;
     loop {
-        let mut c = client(meta).await?;
+        let mut c = leading(metas, &mut at).await?;
         for a in acked {
             if seen.get(&a.id).is_some_and(|j| j.state().is_terminal()) {
                 continue;
@@ -372,20 +460,21 @@ struct Report {
 
 /// Checks the rules of the module documentation.
 async fn check(
-    meta: &str,
+    metas: &[String],
+    user: &str,
     s: &Submitted,
     jobs: &HashMap<u64, v1::Job>,
     ledger: &Path,
 ) -> anyhow::Result<Report> {
     let mut r = rules(s, jobs, &std::fs::read_to_string(ledger)?);
     // No job of the soak's user but the acknowledged ones.
-    let mut c = client(meta).await?;
+    let mut c = leading(metas, &mut 0).await?;
     let mut token = String::new();
     let mut total = 0;
     loop {
         let page = c
             .list_jobs(v1::ListJobsRequest {
-                user: Some(USER.into()),
+                user: Some(user.to_owned()),
                 limit: 1000,
                 page_token: token,
                 ..Default::default()
@@ -401,7 +490,7 @@ async fn check(
     let acked: std::collections::HashSet<u64> = s.acked.iter().map(|a| a.id).collect();
     if total != acked.len() {
         r.broken.push(format!(
-            "the grid holds {total} jobs of user {USER}, {} were acknowledged",
+            "the grid holds {total} jobs of user {user}, {} were acknowledged",
             acked.len()
         ));
     }
@@ -480,16 +569,19 @@ fn rules(s: &Submitted, jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
     r
 }
 
-fn print(r: &Report, s: &Submitted, faults: &[Fault], took: Duration) -> std::io::Result<()> {
+fn print(
+    r: &Report,
+    s: &Submitted,
+    faults: &[Fault],
+    takeovers: &mut [Duration],
+    took: Duration,
+) -> std::io::Result<()> {
     let count = |k: Kind, meta: bool| {
         (faults.iter())
-            .filter(|f| f.kind == k && (f.target == "meta-scheduler") == meta)
+            .filter(|f| f.kind == k && f.target.starts_with("meta-scheduler") == meta)
             .count()
     };
-    let mut takeovers: Vec<f64> = (faults.iter())
-        .filter_map(|f| f.takeover.map(|d| d.as_secs_f64()))
-        .collect();
-    takeovers.sort_by(f64::total_cmp);
+    takeovers.sort();
     let states: Vec<String> = r.states.iter().map(|(k, v)| format!("{v} {k}")).collect();
     outln!("soak report ({:.0} s in all)", took.as_secs_f64());
     outln!(
@@ -512,13 +604,14 @@ fn print(r: &Report, s: &Submitted, faults: &[Fault], took: Duration) -> std::io
         count(Kind::Hang, true),
         count(Kind::Hang, false)
     );
-    match takeovers.as_slice() {
+    match &*takeovers {
         [] => outln!("  takeovers          none"),
         t => outln!(
-            "  takeovers          {} (meta-scheduler serving again after {:.2} s median, {:.2} s at most)",
+            "  takeovers          {} (a leader killed: a replica serving again after {:.2} s \
+             median, {:.2} s at most)",
             t.len(),
-            t[t.len() / 2],
-            t[t.len() - 1]
+            t[t.len() / 2].as_secs_f64(),
+            t[t.len() - 1].as_secs_f64()
         ),
     }
     outln!("  rules broken       {}", r.broken.len());

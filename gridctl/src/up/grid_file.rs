@@ -40,6 +40,10 @@ pub struct MetaPart {
     /// "postgres"`, e.g. the URL `scripts/postgres.sh` prints) instead of its embedded store.
     #[serde(default)]
     pub postgres_url: Option<String>,
+    /// Replicas of the meta-scheduler sharing that PostgreSQL store (default 1): one leads, the
+    /// others follow and take over when it dies (`[replica]`, docs/live-grid.md).
+    #[serde(default = "one_replica")]
+    pub replicas: u32,
     /// Who may submit urgent jobs: the meta-scheduler's `[urgent]` section (`default`, and
     /// `allowance` by user).
     #[serde(default)]
@@ -61,6 +65,7 @@ impl Default for MetaPart {
             start_claims: true,
             wan_overhead_pct: None,
             postgres_url: None,
+            replicas: 1,
             urgent: None,
             network: None,
             submit_rate: None,
@@ -81,6 +86,10 @@ fn section(path: &[&str], table: &toml::Table) -> String {
 
 fn yes() -> bool {
     true
+}
+
+fn one_replica() -> u32 {
+    1
 }
 
 fn default_dispatch() -> String {
@@ -206,6 +215,13 @@ impl GridFile {
         let g: GridFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("grid file: {e}"))?;
         if g.sites.is_empty() {
             anyhow::bail!("grid file: `sites`: at least one site is needed");
+        }
+        if g.meta.replicas == 0 || (g.meta.replicas > 1 && g.meta.postgres_url.is_none()) {
+            anyhow::bail!(
+                "grid file: `meta.replicas`: {} replicas: one, or several sharing a \
+                 `meta.postgres_url`",
+                g.meta.replicas
+            );
         }
         g.meta
             .dispatch
@@ -335,6 +351,19 @@ impl GridFile {
         dir: &Path,
         endpoints: &[String],
     ) -> String {
+        self.replica_toml(0, listen, http, dir, endpoints)
+    }
+
+    /// The configuration of replica `k` (from 0) of the meta-scheduler: [`GridFile::meta_toml`]
+    /// with a replica name of its own.
+    pub fn replica_toml(
+        &self,
+        k: usize,
+        listen: &str,
+        http: Option<&str>,
+        dir: &Path,
+        endpoints: &[String],
+    ) -> String {
         let http = http.map_or(String::new(), |h| {
             format!("metrics_listen = {}\n", toml_str(h))
         });
@@ -359,11 +388,16 @@ impl GridFile {
             t.push_str(&section(&["submit_rate"], r));
         }
         if let Some(url) = &self.meta.postgres_url {
-            // The grid's one meta-scheduler, named, takes its lease back at once when restarted.
+            // Each replica, named, takes its lease back at once when restarted.
+            let name = match k {
+                0 => "meta".to_owned(),
+                k => format!("meta-{}", k + 1),
+            };
             let _ = write!(
                 t,
-                "[store]\nbackend = \"postgres\"\nurl = {}\n[replica]\nname = \"meta\"\n",
-                toml_str(url)
+                "[store]\nbackend = \"postgres\"\nurl = {}\n[replica]\nname = {}\n",
+                toml_str(url),
+                toml_str(&name)
             );
         }
         for (i, (s, ep)) in self.sites.iter().zip(endpoints).enumerate() {

@@ -117,8 +117,10 @@ pub struct Launched {
     restarts: usize,
     /// The meta-scheduler's configuration, less its listening address (for a restart).
     meta_config: (GridFile, Option<String>),
-    /// `HOST:PORT` of the meta-scheduler.
+    /// `HOST:PORT` of the meta-scheduler (its first replica).
     pub meta: String,
+    /// `HOST:PORT` of each replica of the meta-scheduler (`meta.replicas`), the first `meta`.
+    pub metas: Vec<String>,
     /// Each site's local-scheduler address.
     pub endpoints: Vec<String>,
     /// The grid's directory (absolute).
@@ -157,33 +159,7 @@ impl Launched {
     /// Kills the meta-scheduler (SIGKILL) and starts it again on the same address, from its
     /// store: returns once it listens.
     pub fn restart_meta(&mut self) -> anyhow::Result<()> {
-        if let Some(k) = self
-            .children
-            .0
-            .iter()
-            .position(|(n, _)| n == "meta-scheduler")
-        {
-            let (_, mut c) = self.children.0.remove(k);
-            c.kill()?;
-            c.wait()?;
-        }
-        let (grid, http) = &self.meta_config;
-        let cfg = self.dir.join("meta.toml");
-        std::fs::write(
-            &cfg,
-            grid.meta_toml(&self.meta, http.as_deref(), &self.dir, &self.endpoints),
-        )?;
-        let args = vec!["--config".into(), cfg.display().to_string()];
-        let log = self.dir.join("logs").join("meta-restarted.log");
-        spawn(
-            &mut self.children,
-            "meta-scheduler",
-            "meta-scheduler",
-            &args,
-            &log,
-            true,
-        )?;
-        Ok(())
+        self.restart("meta-scheduler")
     }
 
     /// The names of the grid's processes (`meta-scheduler`, `local-scheduler alpha`,
@@ -192,27 +168,44 @@ impl Launched {
         self.children.0.iter().map(|(n, _)| n.clone()).collect()
     }
 
-    /// Kills child `name` (SIGKILL) and starts it again as it was started, a local scheduler on
-    /// its address and the meta-scheduler on its own (from their stores): returns once it
-    /// listens (an agent: once started).
+    /// Kills child `name` (SIGKILL) and starts it again as it was started (see
+    /// [`Launched::start`]).
     pub fn restart(&mut self, name: &str) -> anyhow::Result<()> {
-        if name == "meta-scheduler" {
-            return self.restart_meta();
-        }
-        let (service, mut args) = (self.recipes.get(name).cloned())
-            .ok_or_else(|| anyhow::anyhow!("no process `{name}` in this grid"))?;
+        self.kill(name)?;
+        self.start(name)
+    }
+
+    /// Kills child `name` (SIGKILL) and waits for its end; nothing when it is not running.
+    pub fn kill(&mut self, name: &str) -> anyhow::Result<()> {
         if let Some(k) = self.children.0.iter().position(|(n, _)| n == name) {
             let (_, mut c) = self.children.0.remove(k);
             c.kill()?;
             c.wait()?;
         }
-        let listens = service == "local-scheduler";
-        if listens {
+        Ok(())
+    }
+
+    /// Starts child `name` again as it was first started, a local scheduler and a replica of the
+    /// meta-scheduler on their addresses (from their stores): returns once it listens (an
+    /// agent: once started).
+    pub fn start(&mut self, name: &str) -> anyhow::Result<()> {
+        let (service, mut args) = (self.recipes.get(name).cloned())
+            .ok_or_else(|| anyhow::anyhow!("no process `{name}` in this grid"))?;
+        let listens = service != "site-agent";
+        if service == "local-scheduler" {
             let site = name.trim_start_matches("local-scheduler ");
             let i = (self.meta_config.0.sites.iter())
                 .position(|s| s.name == site)
                 .ok_or_else(|| anyhow::anyhow!("no site `{site}`"))?;
             args.extend(["--listen".to_owned(), self.endpoints[i].clone()]);
+        }
+        if service == "meta-scheduler" {
+            // Its configuration again, on the address it had.
+            let k = replica_of(name);
+            let (grid, http) = &self.meta_config;
+            let http = http.as_deref().filter(|_| k == 0);
+            let toml = grid.replica_toml(k, &self.metas[k], http, &self.dir, &self.endpoints);
+            std::fs::write(&args[1], toml)?;
         }
         self.restarts += 1;
         let log = (self.dir.join("logs")).join(format!(
@@ -267,6 +260,13 @@ impl Launched {
         }
         Ok(None)
     }
+}
+
+/// The replica (from 0) of the meta-scheduler named `name` (`meta-scheduler`, `meta-scheduler 2`).
+fn replica_of(name: &str) -> usize {
+    (name.strip_prefix("meta-scheduler "))
+        .and_then(|k| k.parse::<usize>().ok())
+        .map_or(0, |k| k - 1)
 }
 
 /// Starts the local schedulers, one agent per machine and the meta-scheduler of `grid` in `dir`.
@@ -334,19 +334,38 @@ pub fn launch(
         }
         endpoints.push(addr);
     }
-    let cfg = dir.join("meta.toml");
-    std::fs::write(&cfg, grid.meta_toml(listen, http, &dir, &endpoints))?;
-    let args = vec!["--config".into(), cfg.display().to_string()];
-    let meta = spawn(
-        &mut children,
-        "meta-scheduler",
-        "meta-scheduler",
-        &args,
-        &log("meta"),
-        true,
-    )?
-    .unwrap_or_default();
+    let mut metas = Vec::new();
+    for k in 0..grid.meta.replicas.max(1) as usize {
+        let (name, file) = match k {
+            0 => ("meta-scheduler".to_owned(), "meta".to_owned()),
+            k => (
+                format!("meta-scheduler {}", k + 1),
+                format!("meta-{}", k + 1),
+            ),
+        };
+        let cfg = dir.join(format!("{file}.toml"));
+        // The first replica on the address asked for and with the HTTP endpoint; the others on
+        // addresses of their own.
+        let (listen, http) = match k {
+            0 => (listen, http),
+            _ => ("127.0.0.1:0", None),
+        };
+        std::fs::write(&cfg, grid.replica_toml(k, listen, http, &dir, &endpoints))?;
+        let args = vec!["--config".into(), cfg.display().to_string()];
+        let addr = spawn(
+            &mut children,
+            &name,
+            "meta-scheduler",
+            &args,
+            &log(&file),
+            true,
+        )?;
+        metas.push(addr.unwrap_or_default());
+        recipes.insert(name, ("meta-scheduler".to_owned(), args));
+    }
+    let meta = metas[0].clone();
     Ok(Launched {
+        metas,
         children,
         recipes,
         restarts: 0,
