@@ -89,10 +89,15 @@ async fn jobs_complete_fail_are_cancelled_time_out_and_share_licences_on_a_slurm
     g.ready().await;
     let mut c = g.client().await;
 
+    // The first asks for 64 MiB: Slurm gets it as the job's memory (`--mem`).
+    let hello = v1::JobSpec {
+        memory_kb: Some(64 * 1024),
+        ..sh_job(2, 60, "echo hello from $GRIDSCHED_JOB_ID; echo oops >&2")
+    };
     let ids = submit_all(
         &mut c,
         vec![
-            sh_job(2, 60, "echo hello from $GRIDSCHED_JOB_ID; echo oops >&2"),
+            hello,
             sh_job(1, 60, "exit 3"),
             sh_job(1, 60, "sleep 60"),
             sh_job(1, 2, "sleep 60"),
@@ -133,6 +138,15 @@ async fn jobs_complete_fail_are_cancelled_time_out_and_share_licences_on_a_slurm
             .unwrap();
         assert_eq!(String::from_utf8(got).unwrap(), want, "{stream:?}");
     }
+
+    let (sid, _) = slurm_jobs(&slurm, &g)[&ok][0].clone();
+    let record = std::process::Command::new("scontrol")
+        .args(["-o", "show", "job", &sid.to_string()])
+        .env("SLURM_CONF", slurm.dir.join("slurm.conf"))
+        .output()
+        .expect("scontrol");
+    let record = String::from_utf8_lossy(&record.stdout);
+    assert!(record.contains(" MinMemoryNode=64M "), "{record}");
 
     let j = state_of(&jobs, failed);
     assert_eq!(

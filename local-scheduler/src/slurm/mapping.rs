@@ -124,6 +124,10 @@ pub fn submission(
     if !spec.licences.is_empty() {
         o.insert("licenses".into(), spec.licences.join(",").into());
     }
+    // Slurm counts memory in MiB (`--mem`): a job's KiB rounded up.
+    if let Some(kb) = spec.memory_kb {
+        o.insert("memory_per_node".into(), kb.div_ceil(1024).into());
+    }
     if cfg.nice_per_priority > 0 {
         o.insert(
             "nice".into(),
@@ -393,6 +397,7 @@ mod tests {
             estimate_s: 61,
             deadline: Some(1_000_500),
             licences: vec!["matlab".into(), "fluent".into()],
+            memory_kb: Some(1_048_577),
             command: Some(v1::Command {
                 program: "/bin/echo".into(),
                 args: vec!["it's".into(), "a b".into()],
@@ -416,6 +421,7 @@ mod tests {
         assert_eq!(j["time_limit"], 2, "61 s is two of Slurm's minutes");
         assert_eq!(j["deadline"], "now+500");
         assert_eq!(j["licenses"], "matlab,fluent");
+        assert_eq!(j["memory_per_node"], 1025, "1 GiB and 1 KiB is 1025 MiB");
         assert_eq!(j["nice"], 1000 * (255 - 7));
         assert_eq!(j["partition"], "main");
         assert_eq!(j["qos"], "high");
