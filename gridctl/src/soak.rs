@@ -216,6 +216,15 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
         for (name, _) in stopped.extract_if(.., |(_, until)| *until <= now) {
             g.signal(&name, Signal::SIGCONT)?;
         }
+        // A leader that could not renew its lease (hung past it) steps down with exit code 75;
+        // a supervisor starts it again, as a follower.
+        for name in g.deposed()? {
+            outln!(
+                "  {:>6.1} s  {name} stepped down (exit 75): started again",
+                t0.elapsed().as_secs_f64()
+            );
+            g.start(&name)?;
+        }
         if now < next {
             continue;
         }
@@ -264,6 +273,10 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
     }
     for (name, _) in stopped {
         g.signal(&name, Signal::SIGCONT)?;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for name in g.deposed()? {
+        g.start(&name)?;
     }
     Ok(faults)
 }

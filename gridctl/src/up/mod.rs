@@ -251,6 +251,25 @@ impl Launched {
         Ok(())
     }
 
+    /// The replicas of the meta-scheduler that stepped down (exit code 75: a leader that could
+    /// not renew its lease stops, to be started again as a follower), taken out of the grid's
+    /// processes: their names.
+    pub fn deposed(&mut self) -> anyhow::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut k = 0;
+        while k < self.children.0.len() {
+            let (name, c) = &mut self.children.0[k];
+            let stepped_down = name.starts_with("meta-scheduler")
+                && c.try_wait()?.is_some_and(|st| st.code() == Some(75));
+            if stepped_down {
+                out.push(self.children.0.remove(k).0);
+            } else {
+                k += 1;
+            }
+        }
+        Ok(out)
+    }
+
     /// The first child that has exited, if any.
     pub fn exited(&mut self) -> anyhow::Result<Option<String>> {
         for (name, c) in &mut self.children.0 {
