@@ -241,8 +241,8 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
             Kind::Hang => rng.random_range(1.0..8.0),
         });
         // A leader's crash: how long until a replica serves again (measured aside).
-        let leader = match (kind, replica(g, &target)) {
-            (Kind::Crash, Some(addr)) => answers(&addr).await,
+        let leader = match (kind, g.replica_address(&target)) {
+            (Kind::Crash, Some(addr)) => answering(addr).await.is_some(),
             _ => false,
         };
         let t = Instant::now();
@@ -281,29 +281,18 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
     Ok(faults)
 }
 
-/// The address of replica `name` of the meta-scheduler, if it is one.
-fn replica(g: &Launched, name: &str) -> Option<String> {
-    let k = match name.strip_prefix("meta-scheduler") {
-        Some("") => 0,
-        Some(k) => k.trim().parse::<usize>().ok()? - 1,
-        None => return None,
-    };
-    g.metas.get(k).cloned()
-}
-
-/// Whether the meta-scheduler at `addr` answers a call (it leads).
-async fn answers(addr: &str) -> bool {
-    match client(addr).await {
-        Ok(mut c) => c.list_sites(v1::ListSitesRequest::default()).await.is_ok(),
-        Err(_) => false,
-    }
+/// A client of the meta-scheduler at `addr` when it answers a call (it leads).
+async fn answering(addr: &str) -> Option<MetaSchedulerClient<tonic::transport::Channel>> {
+    let mut c = client(addr).await.ok()?;
+    let answered = c.list_sites(v1::ListSitesRequest::default()).await.is_ok();
+    answered.then_some(c)
 }
 
 /// Waits until one of the replicas at `addrs` answers a call: the time since `since`.
 async fn serves(addrs: Vec<String>, since: Instant) -> Duration {
     while since.elapsed() < Duration::from_secs(120) {
         for a in &addrs {
-            if answers(a).await {
+            if answering(a).await.is_some() {
                 return since.elapsed();
             }
         }
@@ -319,9 +308,9 @@ async fn leading(
 ) -> anyhow::Result<MetaSchedulerClient<tonic::transport::Channel>> {
     for k in 0..addrs.len() {
         let i = (*at + k) % addrs.len();
-        if answers(&addrs[i]).await {
+        if let Some(c) = answering(&addrs[i]).await {
             *at = i;
-            return client(&addrs[i]).await;
+            return Ok(c);
         }
     }
     anyhow::bail!("no replica of the meta-scheduler answers")

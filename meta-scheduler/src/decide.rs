@@ -78,7 +78,7 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
         .wrapping_add(accepted_before.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let links = &cfg.links;
     let site_names: Vec<&str> = cfg.sites.iter().map(|s| s.name.as_str()).collect();
-    let config = GridConfig {
+    let mut config = GridConfig {
         sites,
         dispatch,
         classifier: Some(cfg.classifier),
@@ -110,7 +110,6 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
         usage_state: None,
     };
     // The users the sites run, interned after the fair-share accounts (whose ids are the first).
-    let mut config = config;
     for (site, s) in config.sites.iter_mut().zip(&cfg.sites) {
         site.users = (s.users.as_ref()).map(|u| u.iter().map(|n| names.intern_user(n)).collect());
     }
@@ -584,6 +583,33 @@ mod tests {
         let (s5, e5, _) = place(&mut d, 5, &spec(12, &[]), 0);
         assert_eq!(s5, None);
         assert!(e5.decided_by.starts_with("waiting"), "{}", e5.decided_by);
+    }
+
+    /// A site's `users` reach the runner under the same ids as the jobs' owners: a job goes
+    /// only to the sites that run its owner's jobs, and one no site runs is refused.
+    #[test]
+    fn a_site_runs_only_the_users_it_names() {
+        let text = "[[sites]]\nname = \"a\"\nusers = [\"alice\"]\n\
+                    machines = [{ name = \"a1\", processors = 8 }]\n\
+                    [[sites]]\nname = \"b\"\nusers = [\"alice\", \"bob\"]\n\
+                    machines = [{ name = \"b1\", processors = 8 }]\n";
+        let mut d = Decider::new(&MetaConfig::from_toml(text).unwrap(), 0).unwrap();
+        let of = |user: &str| v1::JobSpec {
+            user: user.into(),
+            ..spec(1, &[])
+        };
+        // Site a is idle and first, yet never chosen for bob's jobs.
+        for id in 1..=3 {
+            let (site, e, _) = place(&mut d, id, &of("bob"), 0);
+            assert_eq!(site, Some(1));
+            assert_eq!(
+                e.candidates[0].note,
+                "maps no local account to the job's owner"
+            );
+        }
+        assert_eq!(place(&mut d, 4, &of("alice"), 0).0, Some(0));
+        let carol = d.job(&of("carol"), 5, 0).unwrap();
+        assert!(!d.can_ever_run(0, &carol) && !d.can_ever_run(1, &carol));
     }
 
     #[test]

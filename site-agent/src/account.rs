@@ -153,6 +153,30 @@ pub fn close_dirs(work_dir: &Path, cache: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A job's directory is made afresh, closed to others, whatever an earlier run left there
+    /// (a link it planted to a file outside included, which is removed, not followed); a
+    /// placed input becomes readable by every account.
+    #[test]
+    fn a_jobs_directory_is_fresh_and_closed_and_its_inputs_readable() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        std::fs::write(&outside, "kept").unwrap();
+        let dir = root.path().join("7");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("stdout")).unwrap();
+        fresh_dir(&dir).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "kept");
+        let input = dir.join("data");
+        std::fs::write(&input, "x").unwrap();
+        std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o600)).unwrap();
+        readable(&input).unwrap();
+        let mode = std::fs::metadata(&input).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
     #[test]
     fn orders_resolve_to_the_agents_own_account_or_say_why_not() {
         assert_eq!(resolve(None, None), Ok(None));

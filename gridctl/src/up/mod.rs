@@ -201,7 +201,7 @@ impl Launched {
         }
         if service == "meta-scheduler" {
             // Its configuration again, on the address it had.
-            let k = replica_of(name);
+            let k = replica_of(name).unwrap_or_default();
             let (grid, http) = &self.meta_config;
             let http = http.as_deref().filter(|_| k == 0);
             let toml = grid.replica_toml(k, &self.metas[k], http, &self.dir, &self.endpoints);
@@ -215,6 +215,13 @@ impl Launched {
         ));
         spawn(&mut self.children, name, &service, &args, &log, listens)?;
         Ok(())
+    }
+
+    /// The address of `name` when it is a replica of the meta-scheduler (`meta-scheduler`,
+    /// `meta-scheduler 2`, ...).
+    pub fn replica_address(&self, name: &str) -> Option<&str> {
+        let k = replica_of(name)?;
+        self.metas.get(k).map(String::as_str)
     }
 
     /// Sends `signal` to child `name` (SIGSTOP, SIGCONT, ...).
@@ -281,11 +288,13 @@ impl Launched {
     }
 }
 
-/// The replica (from 0) of the meta-scheduler named `name` (`meta-scheduler`, `meta-scheduler 2`).
-fn replica_of(name: &str) -> usize {
-    (name.strip_prefix("meta-scheduler "))
-        .and_then(|k| k.parse::<usize>().ok())
-        .map_or(0, |k| k - 1)
+/// The replica (from 0) of the meta-scheduler named `name` (`meta-scheduler`, `meta-scheduler 2`);
+/// `None` for another process.
+fn replica_of(name: &str) -> Option<usize> {
+    match name.strip_prefix("meta-scheduler")? {
+        "" => Some(0),
+        k => k.trim_start().parse::<usize>().ok()?.checked_sub(1),
+    }
 }
 
 /// Starts the local schedulers, one agent per machine and the meta-scheduler of `grid` in `dir`.
