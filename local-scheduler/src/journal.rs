@@ -75,6 +75,16 @@ pub fn answer(admitted: Vec<Admitted>, state_of: impl Fn(u64) -> JobState) {
     }
 }
 
+/// Where a new event log's sequence numbers start, for a log begun at `unix_secs`: after
+/// `unix_secs × 10⁶`. A site whose state was wiped, or a site without a state directory started
+/// again, then numbers its events after every one its earlier life sent (unless that life sent
+/// more than a million a second), and a meta-scheduler that follows it from the last sequence it
+/// applied misses none of them (numbered from 1, they would all have been at or below that
+/// sequence, and skipped).
+pub fn log_base(unix_secs: Time) -> u64 {
+    u64::try_from(unix_secs).unwrap_or(0) * 1_000_000
+}
+
 /// A backlog of events plus the live feed that follows it without a gap.
 pub type EventFeed = (Vec<v1::JobEvent>, broadcast::Receiver<v1::JobEvent>);
 
@@ -89,6 +99,8 @@ pub struct Journal {
     last_sequence: u64,
     window: usize,
     live: broadcast::Sender<v1::JobEvent>,
+    /// The newest event committed, and so sent to the live feed and served in backlogs.
+    published: u64,
     unsaved: Vec<v1::JobEvent>,
     /// Job records for the next commit (`None`: the job ended, its record goes).
     dirty: BTreeMap<u64, Option<StoredJob>>,
@@ -112,11 +124,14 @@ pub struct Journal {
 
 impl Journal {
     /// The journal of `cluster`, durable in `state_dir` when given: the newest `window` events
-    /// and their jobs' ends recovered, and the stored records of the jobs that had not ended.
+    /// and their jobs' ends recovered, and the stored records of the jobs that had not ended. A
+    /// log without events (new, or not durable) numbers its first event `base + 1`
+    /// ([`log_base`]).
     pub fn open(
         cluster: &str,
         state_dir: Option<&Path>,
         window: usize,
+        base: u64,
     ) -> anyhow::Result<(Journal, Vec<StoredJob>)> {
         let store = match state_dir {
             Some(d) => Some(Store::open(d).map_err(|e| anyhow::anyhow!("state store: {e}"))?),
@@ -126,9 +141,10 @@ impl Journal {
             cluster: cluster.to_string(),
             store,
             events: VecDeque::new(),
-            last_sequence: 0,
+            last_sequence: base,
             window: window.max(1),
             live: broadcast::channel(1 << 16).0,
+            published: base,
             unsaved: Vec::new(),
             dirty: BTreeMap::new(),
             ended: HashMap::new(),
@@ -149,7 +165,10 @@ impl Journal {
         }
         j.max_ended = loaded.max_ended;
         j.events = loaded.events.into();
-        j.last_sequence = loaded.last_sequence;
+        if loaded.last_sequence > 0 {
+            j.last_sequence = loaded.last_sequence;
+            j.published = loaded.last_sequence;
+        }
         j.epoch = loaded.epoch;
         (loaded.jobs).sort_by_key(|j| j.request.as_ref().map_or(0, |r| r.job_id));
         Ok((j, loaded.jobs))
@@ -170,9 +189,10 @@ impl Journal {
         self.last_sequence
     }
 
-    /// Appends `ev` (its sequence and cluster filled in here) to the log and the live feed, with
-    /// its job's record to commit (`None` when the job has ended). A terminal event counts the
-    /// run as ended here, unless the job was withdrawn (`ev.withdrawn`).
+    /// Appends `ev` (its sequence and cluster filled in here) to the log, with its job's record
+    /// to commit (`None` when the job has ended); subscribers get it once it is committed. A
+    /// terminal event counts the run as ended here, unless the job was withdrawn
+    /// (`ev.withdrawn`).
     pub fn append(&mut self, mut ev: v1::JobEvent, record: Option<StoredJob>) {
         self.last_sequence += 1;
         ev.sequence = self.last_sequence;
@@ -182,8 +202,17 @@ impl Journal {
         }
         self.dirty.insert(ev.job_id, record);
         self.events.push_back(ev.clone());
-        self.unsaved.push(ev.clone());
-        let _ = self.live.send(ev);
+        self.unsaved.push(ev);
+    }
+
+    /// Sends the events just made durable to the live feed: a subscriber never sees an event that
+    /// a crash could take back (its sequence number would be given to another event after the
+    /// restart, and a meta-scheduler that had seen it would skip that one).
+    fn publish(&mut self) {
+        for ev in self.unsaved.drain(..) {
+            self.published = ev.sequence;
+            let _ = self.live.send(ev);
+        }
     }
 
     /// Records job `id`'s end (`None`: it no longer counts), to be committed.
@@ -227,7 +256,7 @@ impl Journal {
     /// failure nothing is committed and everything stays to be written with the next commit.
     pub fn commit(&mut self) -> Result<(), StoreError> {
         let Some(store) = &self.store else {
-            self.unsaved.clear();
+            self.publish();
             self.dirty.clear();
             return Ok(());
         };
@@ -241,7 +270,7 @@ impl Journal {
             }
             return Err(e);
         }
-        self.unsaved.clear();
+        self.publish();
         self.unsaved_ends.clear();
         while self.events.len() > self.window {
             self.events.pop_front();
@@ -273,8 +302,9 @@ impl Journal {
         Ok(())
     }
 
-    /// The events from sequence `from` on (none when `None`) and the live feed after them: the
-    /// older ones read from the store.
+    /// The committed events from sequence `from` on (none when `None`) and the live feed after
+    /// them: the older ones read from the store. Events not committed yet reach the feed when
+    /// they are.
     pub fn feed(&self, from: Option<u64>) -> Result<EventFeed, Status> {
         let rx = self.live.subscribe();
         let Some(from) = from else {
@@ -292,7 +322,10 @@ impl Journal {
                 .map_err(|e| Status::internal(format!("state store: {e}")))?;
         }
         let i = self.events.partition_point(|e| e.sequence < from);
-        backlog.extend(self.events.range(i..).cloned());
+        let end = self
+            .events
+            .partition_point(|e| e.sequence <= self.published);
+        backlog.extend(self.events.range(i..end.max(i)).cloned());
         Ok((backlog, rx))
     }
 
@@ -388,7 +421,7 @@ mod tests {
     #[test]
     fn a_bounded_journal_reads_older_events_and_ends_from_its_store() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, _) = Journal::open("c", Some(dir.path()), 3).unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 3, 0).unwrap();
         for id in 1..=10 {
             j.append(ended(id, 0), None);
         }
@@ -417,7 +450,7 @@ mod tests {
         j.commit().unwrap();
         drop(j);
 
-        let (j, _) = Journal::open("c", Some(dir.path()), 3).unwrap();
+        let (j, _) = Journal::open("c", Some(dir.path()), 3, 0).unwrap();
         assert_eq!(j.last_sequence(), 10);
         assert_eq!(
             sequences(&j.events().cloned().collect::<Vec<_>>()),
@@ -435,7 +468,7 @@ mod tests {
     /// Without a store nothing is forgotten: memory is all there is.
     #[test]
     fn a_journal_without_a_store_keeps_every_event() {
-        let (mut j, _) = Journal::open("c", None, 3).unwrap();
+        let (mut j, _) = Journal::open("c", None, 3, 0).unwrap();
         for id in 1..=10 {
             j.append(ended(id, 0), None);
         }
@@ -453,20 +486,20 @@ mod tests {
     #[test]
     fn a_new_job_is_checked_without_reading_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 2, 0).unwrap();
         for id in 1..=10 {
             j.append(ended(id, 0), None);
         }
         j.commit().unwrap();
         drop(j);
-        let (j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        let (j, _) = Journal::open("c", Some(dir.path()), 2, 0).unwrap();
         j.check_enqueue(&enqueue(11, 0), false, 100).unwrap();
         assert_eq!(j.store_reads.get(), 0);
         let old = j.check_enqueue(&enqueue(3, 0), false, 100).unwrap_err();
         assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
         assert_eq!(j.store_reads.get(), 1);
 
-        let (mut j, _) = Journal::open("c", None, 2).unwrap();
+        let (mut j, _) = Journal::open("c", None, 2, 0).unwrap();
         for id in 1..=10 {
             j.append(ended(id, 0), None);
         }
@@ -479,7 +512,7 @@ mod tests {
     #[test]
     fn a_failed_commit_is_written_by_the_next() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 2, 0).unwrap();
         let fail = |j: &Journal, on: bool| {
             let s = j.store().unwrap();
             s.fail_commits
@@ -499,23 +532,90 @@ mod tests {
         j.append(ended(5, 0), None);
         j.commit().unwrap();
         drop(j);
-        let (j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        let (j, _) = Journal::open("c", Some(dir.path()), 2, 0).unwrap();
         assert_eq!(sequences(&j.feed(Some(1)).unwrap().0), [1, 2, 3, 4, 5]);
         let old = j.check_enqueue(&enqueue(3, 0), false, 100).unwrap_err();
         assert_eq!(old.code(), tonic::Code::AlreadyExists, "{old:?}");
+    }
+
+    /// A new log numbers its events after its base; a durable one keeps its numbering over a
+    /// restart whatever base it is given; a wiped one (or one without a store) started later
+    /// numbers its events after every event of its earlier life, so a follower asking from the
+    /// last sequence it applied gets them.
+    #[test]
+    fn a_new_log_numbers_its_events_after_every_earlier_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 8, log_base(1_000)).unwrap();
+        j.append(ended(1, 0), None);
+        j.commit().unwrap();
+        assert_eq!(j.last_sequence(), 1_000_000_001);
+        drop(j);
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 8, log_base(2_000)).unwrap();
+        j.append(ended(2, 0), None);
+        j.commit().unwrap();
+        assert_eq!(
+            j.last_sequence(),
+            1_000_000_002,
+            "a durable log keeps its numbering"
+        );
+        drop(j);
+        // Its state wiped, the site starts again later: a follower at 1_000_000_002 gets job 3.
+        let wiped = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open("c", Some(wiped.path()), 8, log_base(3_000)).unwrap();
+        j.append(ended(3, 0), None);
+        j.commit().unwrap();
+        let backlog = j.feed(Some(1_000_000_003)).unwrap().0;
+        assert_eq!(sequences(&backlog), [3_000_000_001]);
+        assert_eq!(log_base(-5), 0);
+    }
+
+    /// An event reaches subscribers only once committed: one a crash takes back (its sequence
+    /// given to another event after the restart) is seen by no one, live or in a backlog.
+    #[test]
+    fn subscribers_see_only_committed_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 8, 0).unwrap();
+        j.append(ended(1, 0), None);
+        j.commit().unwrap();
+        let (_, mut live) = j.feed(None).unwrap();
+        j.append(ended(2, 0), None);
+        assert_eq!(sequences(&j.feed(Some(1)).unwrap().0), [1]);
+        assert!(live.try_recv().is_err(), "an uncommitted event was sent");
+        drop(j);
+
+        // The crash took event 2 back: its sequence now names job 3's end, the one a
+        // subscriber from sequence 2 gets.
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 8, 0).unwrap();
+        let (_, mut live) = j.feed(None).unwrap();
+        j.append(ended(3, 0), None);
+        assert_eq!(sequences(&j.feed(Some(1)).unwrap().0), [1]);
+        j.commit().unwrap();
+        let ev = live.try_recv().unwrap();
+        assert_eq!((ev.sequence, ev.job_id), (2, 3));
+        let backlog = j.feed(Some(2)).unwrap().0;
+        assert_eq!((backlog.len(), backlog[0].job_id), (1, 3));
+
+        // Without a store, committing publishes too.
+        let (mut j, _) = Journal::open("c", None, 8, 0).unwrap();
+        let (_, mut live) = j.feed(None).unwrap();
+        j.append(ended(1, 0), None);
+        assert!(live.try_recv().is_err());
+        assert!(j.feed(Some(1)).unwrap().0.is_empty());
+        j.commit().unwrap();
+        assert_eq!(live.try_recv().unwrap().sequence, 1);
     }
 
     /// The newest lease epoch is kept over a restart; an older one never replaces it.
     #[test]
     fn the_newest_epoch_survives_a_restart() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        let (mut j, _) = Journal::open("c", Some(dir.path()), 2, 0).unwrap();
         assert_eq!(j.epoch(), 0);
         j.save_epoch(5).unwrap();
         j.save_epoch(3).unwrap();
         assert_eq!(j.epoch(), 5);
         drop(j);
-        let (j, _) = Journal::open("c", Some(dir.path()), 2).unwrap();
+        let (j, _) = Journal::open("c", Some(dir.path()), 2, 0).unwrap();
         assert_eq!(j.epoch(), 5);
     }
 }

@@ -140,7 +140,7 @@ pub async fn serve(cfg: Config, listener: TcpListener) -> anyhow::Result<()> {
             let section =
                 section.ok_or_else(|| anyhow::anyhow!("slurm: the section is required"))?;
             let rest = slurm::rest::Rest::new(section)?;
-            let mut site = slurm::SlurmSite::new(cfg)?;
+            let mut site = slurm::SlurmSite::new(cfg, edge::now().secs)?;
             epoch = site.stored_epoch();
             site.set_metrics(gauges);
             let shell = slurm::edge::SlurmShell::start(site, rest, tx.clone());

@@ -304,8 +304,12 @@ impl Driver {
             }
             None => None,
         };
-        let (journal, stored) =
-            Journal::open(&cfg.cluster, cfg.state_dir.as_deref(), cfg.events_in_memory)?;
+        let (journal, stored) = Journal::open(
+            &cfg.cluster,
+            cfg.state_dir.as_deref(),
+            cfg.events_in_memory,
+            crate::journal::log_base(now.secs),
+        )?;
         let n = platform.machines.len();
         let machines: Vec<MachineId> = platform.machines.iter().map(|m| m.id).collect();
         let mut d = Driver {

@@ -172,15 +172,20 @@ fn internal(e: impl std::fmt::Display) -> Status {
 }
 
 impl SlurmSite {
-    /// The site of `cfg` (its `[slurm]` section required), its stored jobs recovered.
-    pub fn new(cfg: Config) -> anyhow::Result<SlurmSite> {
+    /// The site of `cfg` (its `[slurm]` section required), its stored jobs recovered, started
+    /// at `now` (Unix seconds).
+    pub fn new(cfg: Config, now: Time) -> anyhow::Result<SlurmSite> {
         let platform = cfg.platform()?;
         let slurm = cfg
             .slurm
             .clone()
             .ok_or_else(|| anyhow::anyhow!("slurm: the section is required"))?;
-        let (journal, stored) =
-            Journal::open(&cfg.cluster, cfg.state_dir.as_deref(), cfg.events_in_memory)?;
+        let (journal, stored) = Journal::open(
+            &cfg.cluster,
+            cfg.state_dir.as_deref(),
+            cfg.events_in_memory,
+            crate::journal::log_base(now),
+        )?;
         let tag = format!("{}.{}", cfg.cluster, incarnation(cfg.state_dir.as_deref())?);
         let mut s = SlurmSite {
             tag,

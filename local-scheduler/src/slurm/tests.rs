@@ -24,7 +24,7 @@ release_ahead_cpus = 0
 fn site_in(dir: Option<&std::path::Path>) -> SlurmSite {
     let mut cfg = Config::from_toml(CONF).unwrap();
     cfg.state_dir = dir.map(|d| d.to_path_buf());
-    SlurmSite::new(cfg).unwrap()
+    SlurmSite::new(cfg, 0).unwrap()
 }
 
 fn at(secs: Time, mono_ms: u64) -> Now {
