@@ -13,6 +13,8 @@ pub struct Alloc {
     pub procs: u32,
     /// Pool copies it holds.
     pub pooled: Vec<LicenceId>,
+    /// Memory it holds on the machine, KiB (0 where the machine's memory is not known).
+    pub memory_kb: u64,
     /// When it started.
     pub start: Time,
     /// Its predicted end.
@@ -74,6 +76,12 @@ impl ClusterState {
                 "Minimal Requirements not met".to_string()
             } else if job.procs > s.free || (!self.space_sharing && !s.jobs.is_empty()) {
                 format!("{} processors asked, {} free", job.procs, s.free)
+            } else if !super::memory_fits(job, s.free_memory_kb) {
+                format!(
+                    "{} KiB of memory asked, {} KiB free",
+                    job.memory_kb.unwrap_or(0),
+                    s.free_memory_kb.unwrap_or(0)
+                )
             } else {
                 "no free licence copy".to_string()
             };
@@ -96,6 +104,14 @@ impl ClusterState {
         }
         let s = &mut self.slots[slot];
         s.free -= job.procs;
+        let memory_kb = match &mut s.free_memory_kb {
+            Some(free) => {
+                let m = job.memory_kb.unwrap_or(0);
+                *free -= m;
+                m
+            }
+            None => 0,
+        };
         s.jobs.push(job.id);
         self.running.insert(
             job.id,
@@ -103,6 +119,7 @@ impl ClusterState {
                 slot,
                 procs: job.procs,
                 pooled,
+                memory_kb,
                 start,
                 end,
             },
@@ -115,6 +132,9 @@ impl ClusterState {
         let a = self.running.remove(&job)?;
         let s = &mut self.slots[a.slot];
         s.free += a.procs;
+        if let Some(free) = &mut s.free_memory_kb {
+            *free += a.memory_kb;
+        }
         s.jobs.retain(|j| *j != job);
         for l in &a.pooled {
             if let Some(p) = self.pools[l.index()].as_mut() {
@@ -197,6 +217,49 @@ mod tests {
         c.finish(JobId(1)).unwrap();
         c.start(&job(2, 2, &[0]), 2, 50, 90).unwrap();
         assert_eq!(c.pool(LicenceId(0)).unwrap().in_use, 1);
+    }
+
+    /// Memory is a consumable of its machine: two jobs whose memory together exceeds it do not
+    /// run there at once, and one asking for more than any machine has can never run.
+    #[test]
+    fn memory_is_held_on_its_machine() {
+        let mut c = cluster(true);
+        let mut machines: Vec<Machine> = c.slots().iter().map(|s| s.machine.clone()).collect();
+        machines[1].memory_kb = Some(1000);
+        c = ClusterState::from_parts(machines, &[], true).unwrap();
+        let with = |id, kb| {
+            let mut j = job(id, 1, &[]);
+            j.memory_kb = Some(kb);
+            j
+        };
+        c.start(&with(1, 600), 1, 0, 50).unwrap();
+        assert!(!c.fits_now(&with(2, 500), 1));
+        assert!(c.fits_now(&with(2, 400), 1));
+        assert!(
+            c.fits_now(&with(2, 5000), 2),
+            "memory not known there: not checked"
+        );
+        assert_eq!(c.free_memory_at(1, 49), Some(400));
+        assert_eq!(c.earliest_start(&with(2, 500), 1, 0), Some(50));
+        let e = c.start(&with(2, 500), 1, 0, 50).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("500 KiB of memory asked, 400 KiB free"),
+            "{e}"
+        );
+        assert!(!c.can_ever_run(&with(3, 1001), 1));
+        c.finish(JobId(1)).unwrap();
+        assert_eq!(c.slots()[1].free_memory_kb, Some(1000));
+        let mut all: Vec<Machine> = c.slots().iter().map(|s| s.machine.clone()).collect();
+        for m in &mut all {
+            m.memory_kb = Some(1000);
+        }
+        let c = ClusterState::from_parts(all, &[], true).unwrap();
+        let why = c.ineligibility(&with(4, 2000)).unwrap();
+        assert_eq!(
+            why,
+            "memory_kb: 2000 KiB asked, the largest machine has 1000 KiB"
+        );
     }
 
     #[test]

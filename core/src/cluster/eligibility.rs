@@ -16,6 +16,8 @@ pub(super) struct Eligibility {
     /// Per licence index, the slots where it can be activated.
     by_licence: Vec<Vec<u64>>,
     procs: Vec<u32>,
+    /// Per slot, its machine's memory (KiB), when known.
+    memory: Vec<Option<u64>>,
 }
 
 impl Eligibility {
@@ -41,10 +43,11 @@ impl Eligibility {
             slots,
             by_licence,
             procs: state.slots.iter().map(|s| s.machine.procs).collect(),
+            memory: state.slots.iter().map(|s| s.machine.memory_kb).collect(),
         }
     }
 
-    /// The slots where `job` can ever run (processors and every licence), ascending: the same as
+    /// The slots where `job` can ever run (processors, memory and every licence), ascending: the same as
     /// filtering every slot by [`ClusterState::can_ever_run`]. No allocation: each word is the AND
     /// of the job's licence sets.
     pub(super) fn slots_for(&self, job: &Job, out: &mut Vec<usize>) {
@@ -64,7 +67,10 @@ impl Eligibility {
             while b != 0 {
                 let s = w * 64 + b.trailing_zeros() as usize;
                 b &= b - 1;
-                if s < self.slots && job.procs <= self.procs[s] {
+                if s < self.slots
+                    && job.procs <= self.procs[s]
+                    && super::memory_fits(job, self.memory[s])
+                {
                     out.push(s);
                 }
             }
@@ -89,6 +95,7 @@ mod tests {
                 .map(|i| {
                     let procs = rng.random_range(1..9);
                     let mut m = Machine::new(MachineId(i), "m", procs, 100);
+                    m.memory_kb = rng.random_bool(0.5).then(|| rng.random_range(1..5) * 1000);
                     m.node_locked = (0..nlic)
                         .filter(|_| rng.random_bool(0.1))
                         .map(LicenceId)
@@ -114,6 +121,7 @@ mod tests {
             for k in 0..40 {
                 let procs = rng.random_range(1..10);
                 let mut job = Job::new(k, 0, procs, 10, 10);
+                job.memory_kb = rng.random_bool(0.5).then(|| rng.random_range(1..5) * 1000);
                 // Sometimes a licence the cluster does not know.
                 job.licences = (0..nlic + 1)
                     .filter(|_| rng.random_bool(0.3))

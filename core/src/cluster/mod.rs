@@ -13,6 +13,10 @@
 //! by_speed`] lists them fastest first (benchmark descending, then platform id ascending — the
 //! documented tie-break). Every running job carries its predicted end so that policies can compute
 //! when resources free up ([`ClusterState::earliest_start`]).
+//!
+//! Memory is a consumable of each machine whose memory is known (spec reading: the publications
+//! model none): a job's `memory_kb` is held on its machine for its run, beside its processors,
+//! and a job asking for more than a machine has can never run there.
 
 mod accounting;
 mod eligibility;
@@ -35,6 +39,8 @@ pub struct Slot {
     pub machine: Machine,
     /// Processors not in use.
     pub free: u32,
+    /// Memory not in use, KiB (`None`: the machine's memory is not known, and not checked).
+    pub free_memory_kb: Option<u64>,
     /// Jobs running on it.
     pub jobs: Vec<JobId>,
     /// Whether it accepts new work.
@@ -141,6 +147,7 @@ impl ClusterState {
             .into_iter()
             .map(|m| Slot {
                 free: m.procs,
+                free_memory_kb: m.memory_kb,
                 machine: m,
                 jobs: Vec::new(),
                 up: true,
@@ -293,7 +300,9 @@ impl ClusterState {
     /// licence of the job can be activated there (node-locked or a suitable pool).
     pub fn can_ever_run(&self, job: &Job, slot: usize) -> bool {
         let s = &self.slots[slot];
-        job.procs <= s.machine.procs && job.licences.iter().all(|&l| self.source(l, slot).is_some())
+        job.procs <= s.machine.procs
+            && memory_fits(job, s.machine.memory_kb)
+            && job.licences.iter().all(|&l| self.source(l, slot).is_some())
     }
 
     /// Why no machine of the cluster can ever run `job`, or `None` when one can.
@@ -315,6 +324,18 @@ impl ClusterState {
                 job.procs
             ));
         }
+        if let Some(need) = job.memory_kb
+            && !self
+                .slots
+                .iter()
+                .any(|s| memory_fits(job, s.machine.memory_kb))
+        {
+            let most = self.slots.iter().filter_map(|s| s.machine.memory_kb).max();
+            return Some(format!(
+                "memory_kb: {need} KiB asked, the largest machine has {} KiB",
+                most.unwrap_or(0)
+            ));
+        }
         for &l in &job.licences {
             if !(0..self.slots.len()).any(|s| self.source(l, s).is_some()) {
                 return Some(format!(
@@ -329,7 +350,11 @@ impl ClusterState {
     /// space sharing: runs nothing) and every pooled licence has a free copy.
     pub fn fits_now(&self, job: &Job, slot: usize) -> bool {
         let s = &self.slots[slot];
-        if !s.up || job.procs > s.free || (!self.space_sharing && !s.jobs.is_empty()) {
+        if !s.up
+            || job.procs > s.free
+            || !memory_fits(job, s.free_memory_kb)
+            || (!self.space_sharing && !s.jobs.is_empty())
+        {
             return false;
         }
         job.licences.iter().all(|&l| match self.source(l, slot) {
@@ -354,6 +379,18 @@ impl ClusterState {
                 .filter(|a| a.end <= t)
                 .map(|a| a.procs)
                 .sum::<u32>()
+    }
+
+    /// Memory of `slot` free at `t` if running jobs end at their predicted ends (`None`: not
+    /// known).
+    pub fn free_memory_at(&self, slot: usize, t: Time) -> Option<u64> {
+        let s = &self.slots[slot];
+        let ending: u64 = (s.jobs.iter())
+            .filter_map(|j| self.running.get(j))
+            .filter(|a| a.end <= t)
+            .map(|a| a.memory_kb)
+            .sum();
+        s.free_memory_kb.map(|free| free + ending)
     }
 
     /// Whether `slot` runs no job at `t` (predicted ends).
@@ -407,7 +444,9 @@ impl ClusterState {
             } else {
                 self.idle_at(slot, t)
             };
-            procs_ok && pooled.iter().all(|&l| self.free_copies_at(l, t) >= 1)
+            procs_ok
+                && memory_fits(job, self.free_memory_at(slot, t))
+                && pooled.iter().all(|&l| self.free_copies_at(l, t) >= 1)
         })
     }
 
@@ -425,5 +464,13 @@ impl ClusterState {
         if let Some(s) = self.slot_of(machine) {
             self.slots[s].up = up;
         }
+    }
+}
+
+/// Whether `job`'s memory fits in `available` KiB (`None`: not known, so it fits).
+fn memory_fits(job: &Job, available: Option<u64>) -> bool {
+    match (job.memory_kb, available) {
+        (Some(need), Some(have)) => need <= have,
+        _ => true,
     }
 }

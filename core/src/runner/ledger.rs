@@ -2,7 +2,12 @@
 //! policy decides is checked here against the machine (it must be up and belong to the cluster),
 //! its processors (one job per machine without space sharing), licence suitability and pool copies
 //! (Pasquali, thesis §3.2: a licence is a hard constraint; spec `two-level-grid-scheduler.md`
-//! D2.3), so no schedule a runner hands out can oversubscribe anything.
+//! D2.3) and its memory, so no schedule a runner hands out can oversubscribe anything.
+//!
+//! Memory (spec reading: the publications model none): a job's `memory_kb` is its memory in all;
+//! on several nodes each part holds its processors' share, `memory_kb × part / procs` KiB rounded
+//! down (memory per processor, as Slurm's `--mem-per-cpu`). A machine whose memory is not known
+//! is not checked.
 
 use super::NodePart;
 use crate::model::{ClusterId, Job, LicenceId, Machine, MachineId, Platform};
@@ -12,6 +17,8 @@ use rustc_hash::FxHashMap;
 struct MachineUse {
     machine: Machine,
     free: u32,
+    /// Memory not held, KiB (`None`: the machine's memory is not known).
+    free_memory_kb: Option<u64>,
     jobs: u32,
     up: bool,
 }
@@ -32,6 +39,18 @@ pub struct Held {
     pub procs: u32,
     /// Pool copies, by licence.
     pub pooled: Vec<LicenceId>,
+    /// Memory, KiB (0 on a machine whose memory is not known).
+    pub memory_kb: u64,
+}
+
+/// The memory a part of `procs` of `job`'s processors holds: its share of the job's memory.
+fn memory_share(job: &Job, procs: u32) -> u64 {
+    match job.memory_kb {
+        Some(m) if job.procs > 0 => {
+            (u128::from(m) * u128::from(procs) / u128::from(job.procs)) as u64
+        }
+        _ => 0,
+    }
 }
 
 /// Resource usage of one cluster.
@@ -59,6 +78,7 @@ impl Ledger {
             slot_of.insert(m, machines.len());
             machines.push(MachineUse {
                 free: machine.procs,
+                free_memory_kb: machine.memory_kb,
                 machine,
                 jobs: 0,
                 up: true,
@@ -174,6 +194,16 @@ impl Ledger {
         if !self.space_sharing && m.jobs > 0 {
             return Err("the machine already runs a job (no space sharing)".into());
         }
+        let memory_kb = match m.free_memory_kb {
+            Some(free) => {
+                let share = memory_share(job, procs);
+                if share > free {
+                    return Err(format!("{share} KiB of memory needed, {free} KiB free"));
+                }
+                share
+            }
+            None => 0,
+        };
         let mut pooled = Vec::new();
         for &l in &job.licences {
             if m.machine.node_locked.contains(&l) {
@@ -196,6 +226,9 @@ impl Ledger {
         }
         let m = &mut self.machines[s];
         m.free -= procs;
+        if let Some(free) = &mut m.free_memory_kb {
+            *free -= memory_kb;
+        }
         m.jobs += 1;
         if m.jobs == 1 {
             self.active_machines += 1;
@@ -206,6 +239,7 @@ impl Ledger {
             machine,
             procs,
             pooled,
+            memory_kb,
         })
     }
 
@@ -216,6 +250,9 @@ impl Ledger {
         };
         let m = &mut self.machines[s];
         m.free += held.procs;
+        if let Some(free) = &mut m.free_memory_kb {
+            *free += held.memory_kb;
+        }
         m.jobs -= 1;
         if m.jobs == 0 {
             self.active_machines -= 1;
@@ -236,6 +273,12 @@ impl Ledger {
                 return Err(format!(
                     "machine {}: {} free of {}",
                     m.machine.id, m.free, m.machine.procs
+                ));
+            }
+            if m.free_memory_kb > m.machine.memory_kb {
+                return Err(format!(
+                    "machine {}: {:?} KiB of memory free of {:?}",
+                    m.machine.id, m.free_memory_kb, m.machine.memory_kb
                 ));
             }
         }

@@ -394,10 +394,59 @@ pub struct ClusterRunner {
     decided: Decisions,
     /// Set when the cluster is a partition of alike nodes run as one pool.
     partition: Option<Partition>,
-    /// The benchmark score of the one machine (or of a partition's nodes) a single-machine
-    /// policy sees: such a policy plans with a job's estimate as given, so it is handed the job
-    /// scaled to that machine ([`ClusterRunner::as_seen`]).
-    seen_benchmark: Option<u32>,
+    /// The one machine (or a partition's node) a single-machine policy sees, to hand it each
+    /// job as it sees it ([`ClusterRunner::as_seen`]).
+    view: View,
+}
+
+/// The one machine a single-machine policy (FCFS, the backfilling and planning family) sees, or
+/// a node of the partition it sees as one machine.
+#[derive(Clone, Copy, Debug, Default)]
+struct View {
+    /// Its benchmark score: such a policy plans with a job's estimate as given, so it is handed
+    /// the job scaled to that machine.
+    benchmark: Option<u32>,
+    /// Its processors and memory (KiB), when its memory is known: such a policy counts
+    /// processors only, so a job asking for more memory than its processors' share of the
+    /// machine is handed to it as taking the processors its memory amounts to, its *processor
+    /// equivalent* `⌈memory_kb × procs / memory⌉` (Jackson, Snell and Clement, "Core algorithms
+    /// of the Maui scheduler", JSSPP 2001, where a job's dedicated resources are counted in
+    /// processor equivalents; spec reading: the publications model no memory). On a partition
+    /// every processor of the job then carries at most a node's memory per processor, so no node
+    /// is ever short of memory whatever nodes its processors land on.
+    node: Option<(u32, u64)>,
+}
+
+impl View {
+    /// `job` as the policy sees it.
+    fn of(self, job: &Job) -> std::borrow::Cow<'_, Job> {
+        let scaled = match (self.benchmark, job.benchmark) {
+            (Some(to), Some(from)) if to != from => Some((from, to)),
+            _ => None,
+        };
+        let procs = match (self.node, job.memory_kb) {
+            (Some((procs, memory)), Some(asked)) if memory > 0 => {
+                let equivalent =
+                    (u128::from(asked) * u128::from(procs)).div_ceil(u128::from(memory));
+                let equivalent = u32::try_from(equivalent).unwrap_or(u32::MAX);
+                (equivalent > job.procs).then_some(equivalent)
+            }
+            _ => None,
+        };
+        if scaled.is_none() && procs.is_none() {
+            return std::borrow::Cow::Borrowed(job);
+        }
+        let mut j = job.clone();
+        if let Some((from, to)) = scaled {
+            j.estimate = scale_duration(job.estimate, from, to);
+            j.runtime = job.runtime.map(|r| scale_duration(r, from, to));
+            j.benchmark = Some(to);
+        }
+        if let Some(p) = procs {
+            j.procs = p;
+        }
+        std::borrow::Cow::Owned(j)
+    }
 }
 
 impl ClusterRunner {
@@ -430,13 +479,16 @@ impl ClusterRunner {
             }
             _ => None,
         };
-        let seen_benchmark = policy
+        let seen = policy
             .single_machine()
-            .and_then(|(m, _)| platform.machine(m))
-            .map(|m| m.benchmark);
+            .and_then(|(m, _)| platform.machine(m));
+        let view = View {
+            benchmark: seen.map(|m| m.benchmark),
+            node: seen.and_then(|m| Some((m.procs, m.memory_kb?))),
+        };
         Ok(ClusterRunner {
             partition,
-            seen_benchmark,
+            view,
             config,
             policy,
             ledger,
@@ -492,16 +544,50 @@ impl ClusterRunner {
             }
             .into());
         }
-        if let Some(need) = job.memory_kb
-            && machines().all(|m| m.memory_kb.is_some_and(|have| have < need))
-        {
-            return Err(Rejection::NoEligibleMachine {
-                job: job.id,
-                reason: format!("{need} KiB of memory"),
+        self.memory_admissible(job, max)
+    }
+
+    /// Whether `job`'s memory can ever be had here, on a cluster whose largest machine (or
+    /// partition) has `max` processors: for a single-machine policy, its processor equivalent
+    /// ([`View`]) is at most `max`; else some machine has the memory (one whose memory is not
+    /// known is not checked).
+    fn memory_admissible(&self, job: &Job, max: u32) -> Result<(), RunnerError> {
+        let Some(need) = job.memory_kb else {
+            return Ok(());
+        };
+        let reason = match self.view.node {
+            Some((procs, memory)) => {
+                let seen = self.as_seen(job);
+                (seen.procs > max).then(|| {
+                    format!(
+                        "memory_kb: {need} KiB on {} processors amounts to {} processors' worth \
+                         of memory on machines of {procs} processors and {memory} KiB, and it \
+                         has {max} processors",
+                        job.procs, seen.procs
+                    )
+                })
             }
-            .into());
+            None => {
+                let mut machines = self.ledger.machines();
+                machines
+                    .all(|m| m.memory_kb.is_some_and(|have| have < need))
+                    .then(|| {
+                        let most = self.ledger.machines().filter_map(|m| m.memory_kb).max();
+                        format!(
+                            "memory_kb: {need} KiB asked, the largest machine has {} KiB",
+                            most.unwrap_or(0)
+                        )
+                    })
+            }
+        };
+        match reason {
+            Some(reason) => Err(Rejection::NoEligibleMachine {
+                job: job.id,
+                reason,
+            }
+            .into()),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The next time the policy wants a pass even if nothing happens.
@@ -664,6 +750,9 @@ impl ClusterRunner {
         if self.jobs.contains_key(&job.id) {
             return Err(RunnerError::Duplicate(job.id));
         }
+        if let Some((_, procs)) = self.policy.single_machine() {
+            self.memory_admissible(&job, procs)?;
+        }
         let seen = self.as_seen(&job);
         crate::policy::check_reservation(self.policy.as_ref(), &seen)?;
         self.policy.submit(now, &seen)?;
@@ -676,20 +765,12 @@ impl ClusterRunner {
 
     /// `job` as the policy sees it: for a single-machine policy, its estimate and run time scaled
     /// to that machine's benchmark (D2.1, as the runner scales its run), since such a policy
-    /// (FCFS, the backfilling and planning family) plans in the machine's own seconds. Unscaled,
+    /// (FCFS, the backfilling and planning family) plans in the machine's own seconds (unscaled,
     /// a job on a machine slower than its benchmark would end, to the policy, before it does, and
-    /// the policy would start others on its processors.
+    /// the policy would start others on its processors); and its processors raised to its
+    /// memory's processor equivalent ([`View`]). The ledger holds what the policy saw.
     fn as_seen<'a>(&self, job: &'a Job) -> std::borrow::Cow<'a, Job> {
-        match (self.seen_benchmark, job.benchmark) {
-            (Some(to), Some(from)) if to != from => {
-                let mut j = job.clone();
-                j.estimate = scale_duration(job.estimate, from, to);
-                j.runtime = job.runtime.map(|r| scale_duration(r, from, to));
-                j.benchmark = Some(to);
-                std::borrow::Cow::Owned(j)
-            }
-            _ => std::borrow::Cow::Borrowed(job),
-        }
+        self.view.of(job)
     }
 
     /// Stops a running job at `now`, releasing its resources and keeping its progress.
@@ -812,21 +893,17 @@ impl ClusterRunner {
             .machine(machine)
             .ok_or(RunnerError::UnknownMachine(machine))?;
         let predicted_end = started + job.duration_on(job.estimate, m);
+        let seen = self.view.of(&job).into_owned();
         let parts = match nodes.is_empty() {
             true => vec![NodePart {
                 node: machine,
-                procs: job.procs,
+                procs: seen.procs,
             }],
             false => nodes,
         };
         let policy_machine = self.partition.as_ref().map_or(machine, |p| p.head);
-        self.policy.restore_running(
-            now,
-            &self.as_seen(&job),
-            started,
-            policy_machine,
-            job.procs,
-        )?;
+        self.policy
+            .restore_running(now, &seen, started, policy_machine, seen.procs)?;
         if let Some(p) = priority {
             self.policy.meta_priority(job.id, p);
         }
@@ -835,7 +912,7 @@ impl ClusterRunner {
             job: job.id,
             why,
         };
-        let mut holds = match self.ledger.acquire_parts(&job, &parts) {
+        let mut holds = match self.ledger.acquire_parts(&seen, &parts) {
             Ok(h) => h,
             Err(why) => {
                 self.policy.terminate(now, job.id);
@@ -957,8 +1034,9 @@ impl ClusterRunner {
                 out.push(Effect::Dropped { job: s.job });
                 continue;
             }
+            let seen = self.view.of(&t.job);
             let (held, others) = match &mut self.partition {
-                None => match self.ledger.acquire(&t.job, s.machine, s.procs) {
+                None => match self.ledger.acquire(&seen, s.machine, s.procs) {
                     Ok(held) => (held, Vec::new()),
                     Err(_) if t.job.reservation.is_some() => {
                         self.put_back(now, s.job, out);
@@ -979,7 +1057,7 @@ impl ClusterRunner {
                             format!("{} processors are not free on the nodes", s.procs),
                         )
                     })?;
-                    let mut holds = match self.ledger.acquire_parts(&t.job, &parts) {
+                    let mut holds = match self.ledger.acquire_parts(&seen, &parts) {
                         Ok(h) => h,
                         Err(why) => {
                             p.nodes.release(s.job);

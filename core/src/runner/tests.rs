@@ -1052,3 +1052,86 @@ fn a_reservation_job_waits_for_a_late_end_and_is_dropped_once_it_no_longer_fits(
         r.ledger().check().unwrap();
     }
 }
+
+/// `platform` with every machine's memory known.
+fn with_memory(mut p: Platform, kb: u64) -> Platform {
+    for m in &mut p.machines {
+        m.memory_kb = Some(kb);
+    }
+    p
+}
+
+fn job_with_memory(id: u64, at: Time, procs: u32, kb: u64) -> Job {
+    let mut j = Job::new(id, at, procs, 100, 100);
+    j.memory_kb = Some(kb);
+    j
+}
+
+/// Memory is held like processors: two jobs whose memory together exceeds a machine do not run
+/// on it at once. A single-machine policy sees a job by its processor equivalent (one processor
+/// asking 600 of a 4-processor node's 1,000 KiB counts as 3), so on a partition no node is ever
+/// short of memory wherever the pool places a job.
+#[test]
+fn memory_is_held_like_processors() {
+    // One 8-processor machine of 1,000 KiB under EASY: 500 + 600 KiB do not fit together.
+    let p = with_memory(platform(&[(8, 100)]), 1000);
+    let mut r = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+    submit(&mut r, 0, job_with_memory(1, 0, 1, 500), None);
+    submit(&mut r, 0, job_with_memory(2, 0, 1, 600), None);
+    submit(&mut r, 0, Job::new(3, 0, 3, 100, 100), None);
+    let s = started(&on(&mut r, 0, Input::Pass));
+    assert_eq!(s.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 3]);
+    r.ledger().check().unwrap();
+    on(&mut r, 100, Input::Ended { job: JobId(1) });
+    assert_eq!(started(&on(&mut r, 100, Input::Pass))[0].0, 2);
+
+    // Two nodes of 4 processors and 1,000 KiB as one pool: 600 KiB on one processor counts as
+    // 3, so a third such job waits for the first to end instead of landing on a node that
+    // already holds 600 KiB.
+    let p = with_memory(platform(&[(4, 100); 2]), 1000);
+    let mut r = runner(&p, PolicyKind::Easy, RunnerConfig::default());
+    assert!(r.is_partition());
+    for id in 1..=3 {
+        submit(&mut r, 0, job_with_memory(id, 0, 1, 600), None);
+    }
+    let s = started(&on(&mut r, 0, Input::Pass));
+    assert_eq!(s.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(nodes(&r, 1), [(0, 3)]);
+    assert_eq!(nodes(&r, 2), [(1, 3)]);
+    r.ledger().check().unwrap();
+    on(&mut r, 100, Input::Ended { job: JobId(1) });
+    assert_eq!(started(&on(&mut r, 100, Input::Pass))[0].0, 3);
+    assert_eq!(nodes(&r, 3), [(0, 3)]);
+    // A job asking no more memory than its processors' share is seen as it is.
+    submit(&mut r, 100, job_with_memory(4, 100, 2, 400), None);
+    on(&mut r, 100, Input::Pass);
+    assert_eq!(
+        r.ledger().busy_procs(),
+        8,
+        "3 + 3 + 2: job 4 took its 2 processors"
+    );
+}
+
+/// The ledger refuses a start that would oversubscribe a machine's memory, whatever the policy
+/// decided.
+#[test]
+fn a_start_beyond_a_machines_memory_is_refused() {
+    let p = with_memory(platform(&[(8, 100)]), 1000);
+    let policy = Box::new(Blind {
+        machine: MachineId(0),
+        procs: None,
+        queue: Vec::new(),
+    });
+    let mut r = ClusterRunner::new(&p, ClusterId(0), policy, RunnerConfig::default()).unwrap();
+    submit(&mut r, 0, job_with_memory(1, 0, 1, 500), None);
+    submit(&mut r, 0, job_with_memory(2, 0, 1, 600), None);
+    let mut out = Vec::new();
+    let Err(RunnerError::BadDecision { job, why, .. }) = r.on(0, Input::Pass, &mut out) else {
+        panic!("memory oversubscribed")
+    };
+    assert_eq!(
+        (job, why.as_str()),
+        (JobId(2), "600 KiB of memory needed, 500 KiB free")
+    );
+    r.ledger().check().unwrap();
+}

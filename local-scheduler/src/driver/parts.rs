@@ -120,6 +120,11 @@ impl Driver {
             .map(|(rank, p)| {
                 let mut o = order.clone();
                 o.processors = p.procs;
+                // Each part is held to its processors' share of the job's memory, the share the
+                // runner's ledger holds on its node.
+                o.memory_kb = order.memory_kb.map(|kb| {
+                    (u128::from(kb) * u128::from(p.procs) / u128::from(s.procs.max(1))) as u64
+                });
                 o.nodes = names.clone();
                 o.node_rank = rank as u32;
                 (p.node, o)

@@ -491,8 +491,9 @@ fn a_cluster_reservation_names_its_machine_and_licence_and_survives_a_restart() 
 
 /// Enqueues job `id` running `true` on `procs` processors with estimate `estimate_s`; it must be
 /// accepted.
-pub(super) fn enqueue_true(d: &mut Driver, id: u64, procs: u32, estimate_s: i64, now: Now) {
-    let req = v1::EnqueueRequest {
+/// An Enqueue of job `id` running `true` on `procs` processors.
+pub(super) fn true_request(id: u64, procs: u32, estimate_s: i64) -> v1::EnqueueRequest {
+    v1::EnqueueRequest {
         job_id: id,
         spec: Some(v1::JobSpec {
             user: "u".into(),
@@ -506,7 +507,11 @@ pub(super) fn enqueue_true(d: &mut Driver, id: u64, procs: u32, estimate_s: i64,
         }),
         priority: 1,
         ..Default::default()
-    };
+    }
+}
+
+pub(super) fn enqueue_true(d: &mut Driver, id: u64, procs: u32, estimate_s: i64, now: Now) {
+    let req = true_request(id, procs, estimate_s);
     let (tx, mut rx) = oneshot::channel();
     d.enqueue_group(vec![(req, tx)], now);
     rx.try_recv().unwrap().unwrap();

@@ -258,3 +258,45 @@ fn a_lost_node_ends_the_other_parts_and_the_job_is_lost() {
         )
     );
 }
+
+/// Memory is per processor over a job's nodes: a 10-processor job asking 2,000 KiB on nodes of
+/// 1,000 KiB gets 800, 800 and 400 KiB on its 4 + 4 + 2 processors, each part's agent held to
+/// its share; one asking 6,000 KiB amounts to 24 processors' worth and is refused at the door.
+#[test]
+fn each_part_of_a_job_holds_its_processors_share_of_its_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = format!(
+        "cluster = \"c1\"\nstate_dir = {:?}\n[policy]\npolicy = \"easy\"\n",
+        dir.path().join("state")
+    );
+    for n in NODES {
+        text += &format!("[[machines]]\nname = \"{n}\"\nprocessors = 4\nmemory_kb = 1000\n");
+    }
+    let mut d = Driver::new(Config::from_toml(&text).unwrap(), at(0)).unwrap();
+    register(&mut d, Default::default(), at(0));
+    let ask = |id, kb| {
+        let mut r = super::super::tests::true_request(id, 10, 100);
+        r.spec.as_mut().unwrap().memory_kb = Some(kb);
+        r
+    };
+    let (tx, mut rx) = oneshot::channel();
+    d.enqueue_group(vec![(ask(1, 2000), tx)], at(1));
+    rx.try_recv().unwrap().unwrap();
+    let limits: Vec<Option<u64>> = std::mem::take(&mut d.pending)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| match c.kind {
+            Some(Kind::Start(s)) => Some(s.memory_kb),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(limits, [Some(800), Some(800), Some(400)]);
+    let (tx, mut rx) = oneshot::channel();
+    d.enqueue_group(vec![(ask(2, 6000), tx)], at(1));
+    let e = rx.try_recv().unwrap().unwrap_err();
+    assert!(
+        e.message()
+            .contains("memory_kb: 6000 KiB on 10 processors amounts to 24 processors' worth"),
+        "{e:?}"
+    );
+}
