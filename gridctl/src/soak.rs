@@ -60,6 +60,17 @@ pub struct SoakArgs {
     /// ... shared by this many replicas, one leading, the others taking over when it dies.
     #[arg(long, default_value_t = 1, requires = "postgres")]
     pub replicas: u32,
+    /// Adds a Slurm-backed site, `delta`, to the grid: the REST address of an existing Slurm
+    /// (`scripts/slurm.sh start` prints it). Its local scheduler is faulted like the others;
+    /// Slurm's own daemons are not ...
+    #[arg(long, requires = "slurm_token_file")]
+    pub slurm: Option<String>,
+    /// ... with the JWT in this file (`scripts/slurm.sh token > FILE`) ...
+    #[arg(long, requires = "slurm")]
+    pub slurm_token_file: Option<PathBuf>,
+    /// ... and this node of it (8 of its processors taken), as Slurm names it.
+    #[arg(long, default_value = "localhost")]
+    pub slurm_node: String,
     /// Directory of the grid's state, logs and the start ledger (emptied first).
     #[arg(long, default_value = "gridsched-soak")]
     pub dir: PathBuf,
@@ -118,10 +129,13 @@ pub async fn soak(a: SoakArgs) -> anyhow::Result<()> {
 }
 
 async fn run(a: SoakArgs) -> anyhow::Result<()> {
-    let text = match &a.grid {
+    let mut text = match &a.grid {
         Some(p) => std::fs::read_to_string(p)?,
         None => DEFAULT_GRID.to_owned(),
     };
+    if let (Some(url), Some(token)) = (&a.slurm, &a.slurm_token_file) {
+        text += &slurm_site(url, token, &a.slurm_node);
+    }
     let mut grid = GridFile::parse(&text)?.with_host_memory();
     if let Some(url) = &a.postgres {
         grid.meta.postgres_url = Some(url.clone());
@@ -335,6 +349,18 @@ struct Feed {
     /// The widest machine's processors: a job wider than it is split over sites.
     widest: u32,
     ledger: PathBuf,
+}
+
+/// The grid file's entry of a Slurm-backed site `delta` on `node` of the Slurm at `url`.
+fn slurm_site(url: &str, token: &Path, node: &str) -> String {
+    let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
+    format!(
+        "\n[[sites]]\nname = \"delta\"\nmachines = [{{ name = {}, processors = 8 }}]\n\
+         slurm = {{ rest_url = {}, token_file = {}, poll_ms = 500 }}\n",
+        q(node),
+        q(url),
+        q(&token.display().to_string())
+    )
 }
 
 /// Job `n` of the stream: a command that writes its start to the ledger, then sleeps; one in
@@ -626,6 +652,30 @@ fn print(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--slurm` adds a fourth site that hands its jobs to Slurm: its local scheduler gets the
+    /// REST address and token file, and the meta-scheduler keeps split jobs' fragments away
+    /// from it.
+    #[test]
+    fn the_slurm_site_joins_the_default_grid() {
+        let text = DEFAULT_GRID.to_owned()
+            + &slurm_site("http://127.0.0.1:6820", Path::new("/t/s \"q\".jwt"), "n1");
+        let g = GridFile::parse(&text).unwrap();
+        assert_eq!(g.sites.len(), 4);
+        let local = local_scheduler::Config::from_toml(&g.local_toml(3, Path::new("/g"))).unwrap();
+        assert_eq!(local.backend, local_scheduler::config::Backend::Slurm);
+        let slurm = local.slurm.unwrap();
+        assert_eq!(slurm.rest_url, "http://127.0.0.1:6820");
+        assert_eq!(local.machines[0].name, "n1");
+        let meta = g.meta_toml(
+            "127.0.0.1:1",
+            None,
+            Path::new("/g"),
+            &vec!["127.0.0.1:2".to_string(); 4],
+        );
+        let m = meta_scheduler::MetaConfig::from_toml(&meta).unwrap();
+        assert!(!m.sites[3].holds_reservations && m.sites[0].holds_reservations);
+    }
 
     fn job(id: u64, state: v1::JobState, requeues: u32) -> v1::Job {
         v1::Job {

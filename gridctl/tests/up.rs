@@ -422,26 +422,38 @@ fn a_ten_thousand_task_array_runs_through_gridctl_up_within_its_limit() {
 }
 
 /// A short chaos soak of real processes (docs/reliability.md): for 45 s a fault every 3 s (kill
-/// -9 and restart, or SIGSTOP for seconds, of the meta-scheduler, a local scheduler or an agent)
-/// while jobs stream in, single and split over sites; then every acknowledged job has ended, is
-/// the grid's once, and no part of one started twice.
+/// -9 and restart, or SIGSTOP for seconds, of a meta-scheduler replica, a local scheduler or an
+/// agent) while jobs stream in, single and split over sites; then every acknowledged job has
+/// ended, is the grid's once, and no part of one started twice. Two replicas share a scratch
+/// PostgreSQL database, and a fourth site hands its jobs to Slurm, where `.ci/run` provides them
+/// (under `CI=true` both must be there).
 #[test]
 fn a_short_chaos_soak_accounts_every_job_once() {
+    use meta_scheduler::store::postgres::{ScratchDatabase, test_server};
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(GRIDCTL)
-        .args([
-            "soak",
-            "--minutes",
-            "0.75",
-            "--fault-every",
-            "3",
-            "--rate",
-            "3",
-        ])
-        .args(["--seed", "7", "--dir"])
-        .arg(dir.path().join("soak"))
-        .output()
-        .expect("run gridctl soak");
+    let mut soak = Command::new(GRIDCTL);
+    soak.args([
+        "soak",
+        "--minutes",
+        "0.75",
+        "--fault-every",
+        "3",
+        "--rate",
+        "3",
+    ])
+    .args(["--seed", "7", "--dir"])
+    .arg(dir.path().join("soak"));
+    let db = test_server().map(|admin| ScratchDatabase::create(&admin).unwrap());
+    if let Some(db) = &db {
+        soak.args(["--postgres", &db.url, "--replicas", "2"]);
+    }
+    let slurm = gridsched_tests::slurm::cluster();
+    if let Some(s) = &slurm {
+        let token = s.token_file(&dir.path().join("slurm.jwt"));
+        soak.args(["--slurm", &s.rest_url, "--slurm-token-file"])
+            .arg(token);
+    }
+    let out = soak.output().expect("run gridctl soak");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

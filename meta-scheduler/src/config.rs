@@ -220,6 +220,11 @@ pub struct SiteConfig {
     /// refused at submission when none can run it.
     #[serde(default = "default_true")]
     pub stages_inputs: bool,
+    /// Whether the site holds advance reservations (default true; a Slurm-backed site does not,
+    /// and `gridctl up` says so): a job split over sites has its fragments co-allocated in
+    /// reservations only at sites that do.
+    #[serde(default = "default_true")]
+    pub holds_reservations: bool,
     /// The grid users whose jobs the site runs, when its local scheduler maps each to a local
     /// account (its `[users]` table) and has no catch-all `"*"` entry: the same names. Absent =
     /// every user's. A job is dispatched only to the sites that run its owner's jobs, and

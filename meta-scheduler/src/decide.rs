@@ -69,6 +69,7 @@ pub fn grid_config(cfg: &MetaConfig, accepted_before: u64) -> (GridConfig, NameT
             machines: Some(machines),
             stages: s.stages_inputs,
             users: None,
+            reserves: s.holds_reservations,
         });
     }
     let mut dispatch = cfg.dispatch.clone();

@@ -188,15 +188,15 @@ impl CoAllocation {
         Step::Commit { start: latest }
     }
 
-    /// Fragment `i`'s site refused to hold it (or could not be reached).
-    pub fn refused(&mut self, i: usize, why: &str) -> Step {
+    /// Fragment `i`'s site, named `site`, refused to hold it (or could not be reached).
+    pub fn refused(&mut self, i: usize, site: &str, why: &str) -> Step {
         if self.phase == Phase::Done {
             return Step::Wait;
         }
         self.phase = Phase::Done;
         self.asked[i] = false;
         Step::Abort {
-            why: format!("fragment {i} at site {}: {why}", self.parts[i].cluster),
+            why: format!("fragment {i} at {site}: {why}"),
         }
     }
 
@@ -286,10 +286,10 @@ mod tests {
         let mut c = CoAllocation::new(parts(2), 50, 5, None);
         c.start(0);
         c.held(0, 10);
-        let Step::Abort { why } = c.refused(1, "too wide") else {
+        let Step::Abort { why } = c.refused(1, "beta", "too wide") else {
             panic!()
         };
-        assert_eq!(why, "fragment 1 at site c1: too wide");
+        assert_eq!(why, "fragment 1 at beta: too wide");
         assert_eq!(c.holds(), [(0, 10)]);
         assert_eq!(c.held(1, 10), Step::Wait, "over");
 

@@ -165,10 +165,12 @@ impl GridRunner {
             .unwrap_or(0);
         let splits = self.splits();
         let widest = match splits {
-            true => sites
-                .iter()
+            // Fragments go only to sites that hold reservations.
+            true => (sites.iter())
+                .filter(|s| s.reserves)
                 .map(|s| u64::from(s.caps.max_machine_procs))
-                .sum(),
+                .sum::<u64>()
+                .max(u64::from(one_site)),
             false => u64::from(one_site),
         };
         if u64::from(job.procs) > widest {

@@ -322,6 +322,7 @@ impl GridRunner {
             return;
         }
         let cut = self.links.cut(site);
+        let name = self.placer.sites[site].name.clone();
         let c = self.coalloc(id).expect("co-allocating");
         let step = match answer {
             Ok(start) => c.c.held(fragment, start),
@@ -333,7 +334,7 @@ impl GridRunner {
                     Failure::Refused
                 };
                 c.failed = c.failed.max(f);
-                c.c.refused(fragment, &why)
+                c.c.refused(fragment, &name, &why)
             }
         };
         self.step(now, id, step, out);
@@ -348,12 +349,17 @@ impl GridRunner {
         answer: Result<(), String>,
         out: &mut Vec<Effect>,
     ) {
-        let Some(c) = self.coalloc(id) else {
+        let sites = &self.placer.sites;
+        let Some(At::Coallocating(c)) = self.jobs.get_mut(&id).map(|j| &mut j.at) else {
             return;
         };
         let step = match answer {
             Ok(()) => c.c.committed(fragment),
-            Err(why) => c.c.refused(fragment, &format!("commit: {why}")),
+            Err(why) => {
+                let site = (c.c.parts().get(fragment)).map(|p| p.cluster.index());
+                let name = site.and_then(|i| sites.get(i)).map_or("?", |s| &s.name);
+                c.c.refused(fragment, name, &format!("commit: {why}"))
+            }
         };
         self.step(now, id, step, out);
     }

@@ -32,6 +32,10 @@ pub struct SiteSpec {
     /// owner and maps only these (no catch-all entry); `None`: every user's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<Vec<UserId>>,
+    /// Whether it holds advance reservations (a Slurm-backed site does not): a job split over
+    /// sites is co-allocated in reservations, so its fragments go only to sites that do.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub reserves: bool,
 }
 
 impl SiteSpec {
@@ -45,6 +49,7 @@ impl SiteSpec {
             machines: None,
             stages: true,
             users: None,
+            reserves: true,
         }
     }
 

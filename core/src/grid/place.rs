@@ -89,7 +89,11 @@ impl Placer {
         let n = caps.len();
         Placer {
             filters: (sites.iter()).any(|s| {
-                s.max_estimate.is_some() || s.machines.is_some() || !s.stages || s.users.is_some()
+                s.max_estimate.is_some()
+                    || s.machines.is_some()
+                    || !s.stages
+                    || s.users.is_some()
+                    || !s.reserves
             }),
             sites,
             grid: GridState {
@@ -179,6 +183,13 @@ impl Placer {
             })
     }
 
+    /// Whether `job` is split if the strategy splits: no site runs it as one job. Its fragments
+    /// are co-allocated in advance reservations.
+    pub fn split(&self, job: &Job) -> bool {
+        self.splits()
+            && (0..self.sites.len()).all(|i| job.procs > self.grid.caps[i].max_machine_procs)
+    }
+
     /// Whether `site`'s static capabilities fit `job` (processors as one job, every licence),
     /// up or not.
     pub fn fits(&self, site: usize, job: &Job) -> bool {
@@ -214,8 +225,13 @@ impl Placer {
         let elsewhere = |i: usize| only.is_some_and(|o| o != i);
         let mut hidden: Vec<(usize, bool)> = Vec::new();
         if self.filters || exclude.is_some() || only.is_some() {
+            let split = self.split(job);
             for i in 0..n {
-                if exclude == Some(i) || elsewhere(i) || !self.takes(i, job) {
+                if exclude == Some(i)
+                    || elsewhere(i)
+                    || !self.takes(i, job)
+                    || (split && !self.sites[i].reserves)
+                {
                     hidden.push((i, std::mem::replace(&mut self.grid.caps[i].up, false)));
                 }
             }
@@ -296,6 +312,10 @@ impl Placer {
                     format!("takes {takes} s there, above the site's limit of {m} s")
                 } else if !self.sites[i].runs_user_of(job) {
                     "maps no local account to the job's owner".into()
+                } else if self.split(job) && !self.sites[i].reserves {
+                    "holds no advance reservations (the job is split over sites, its fragments \
+                     co-allocated in reservations)"
+                        .into()
                 } else if !self.sites[i].stages && !job.stage_in.is_empty() {
                     "does not stage inputs in (the job has some)".into()
                 } else if !takes {

@@ -25,6 +25,7 @@ pub(super) fn site(i: u32, procs: u32) -> SiteSpec {
         machines: None,
         stages: true,
         users: None,
+        reserves: true,
     }
 }
 
@@ -1585,4 +1586,80 @@ fn a_logged_effect_reads_back_to_the_last_digit() {
     assert_eq!(text, "0.37149857228423716");
     let back: f64 = serde_json::from_str(&text).unwrap();
     assert_eq!(back.to_bits(), factor.to_bits());
+}
+
+/// A site that holds no advance reservations (a Slurm-backed one) takes whole jobs but no
+/// fragment of a split one; the widest job the grid takes is the reserving sites together (or
+/// its widest site), and `explain` says why the site was passed over.
+#[test]
+fn a_split_jobs_fragments_go_only_to_sites_that_hold_reservations() {
+    let mut sites: Vec<SiteSpec> = [8, 4, 6]
+        .iter()
+        .zip(0..)
+        .map(|(&p, i)| site(i, p))
+        .collect();
+    sites[2].reserves = false;
+    let settings = GridSettings {
+        explain: true,
+        ..splitting()
+    };
+    let mut r = runner_of(DispatchKind::LoadOrdering, sites, settings);
+    // Six processors fit site 2 as one job: it goes there (Load-Ordering's idle widest first
+    // would be site 0 otherwise, so take sites 0 and 1 first).
+    assert_eq!(placed(&submit(&mut r, 0, job(1, 8, 100))), [(1, 0)]);
+    assert_eq!(placed(&submit(&mut r, 0, job(2, 4, 100))), [(2, 1)]);
+    assert_eq!(placed(&submit(&mut r, 0, job(3, 6, 100))), [(3, 2)]);
+    // Ten processors are split: over sites 0 and 1 only, though site 2 is idle once job 3 ends.
+    on(
+        &mut r,
+        1,
+        Input::Ended {
+            job: JobId(3),
+            site: 2,
+            outcome: crate::model::Outcome::Completed,
+            exit: None,
+        },
+    );
+    let e = submit(&mut r, 1, job(4, 10, 100));
+    let note = e.iter().find_map(|e| match e {
+        Effect::Wait {
+            held: true,
+            explanation: Some(x),
+            ..
+        } => Some(x.candidates[2].note.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        note.as_deref(),
+        Some(
+            "holds no advance reservations (the job is split over sites, its fragments \
+             co-allocated in reservations)"
+        ),
+        "{e:?}"
+    );
+    for id in [1, 2] {
+        let site = if id == 1 { 0 } else { 1 };
+        on(
+            &mut r,
+            2,
+            Input::Ended {
+                job: JobId(id),
+                site,
+                outcome: crate::model::Outcome::Completed,
+                exit: None,
+            },
+        );
+    }
+    let holds: Vec<(usize, u32)> = on(&mut r, 2, Input::Release)
+        .iter()
+        .filter_map(|e| match *e {
+            Effect::Hold { site, procs, .. } => Some((site, procs)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(holds, [(0, 8), (1, 2)]);
+    // Thirteen processors exceed the reserving sites together (12): refused at the door.
+    let refusal = r.admit(3, &job(5, 13, 100)).unwrap_err();
+    assert_eq!(refusal.field, Field::Procs);
+    assert!(refusal.why.contains("(largest: 12)"), "{}", refusal.why);
 }

@@ -429,12 +429,9 @@ impl GridFile {
             if let Some(u) = s.users.as_ref().filter(|u| !u.contains_key("*")) {
                 let _ = writeln!(t, "users = [{}]", quoted(u.keys().cloned()));
             }
-            // A Slurm-backed site does not stage inputs in yet.
+            // A Slurm-backed site does not stage inputs in yet, nor hold advance reservations.
             if s.slurm.is_some() {
-                t.push_str(
-                    "stages_inputs = false
-",
-                );
+                t.push_str("stages_inputs = false\nholds_reservations = false\n");
             }
             // Its local scheduler decides whether it runs jobs over several machines.
             if self.pools_machines(i) {
@@ -615,6 +612,10 @@ mod tests {
         assert!(
             !m.sites[0].stages_inputs,
             "a Slurm site does not stage inputs"
+        );
+        assert!(
+            !m.sites[0].holds_reservations,
+            "nor hold advance reservations"
         );
         let e = GridFile::parse(&text.replace("token_file", "tokn_file"))
             .unwrap_err()

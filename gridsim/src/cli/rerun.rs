@@ -136,6 +136,7 @@ mod tests {
             machines: None,
             stages: true,
             users: None,
+            reserves: true,
         };
         let cfg = GridConfig {
             sites: vec![site(0), site(1)],

@@ -55,9 +55,15 @@ fn quote(s: &str) -> String {
     shlex::try_quote(s).map_or_else(|_| "''".into(), |q| q.into_owned())
 }
 
+/// What every job is told of its machines, as a site agent tells it (`GRIDSCHED_NODES`,
+/// `GRIDSCHED_HEAD_NODE`, ...): a Slurm job of this site runs on one node, the one Slurm chose.
+const NODE_ENV: &str = "GRIDSCHED_HEAD_NODE=\"${SLURMD_NODENAME:-$(hostname)}\" \
+GRIDSCHED_NODES=\"$GRIDSCHED_HEAD_NODE\" GRIDSCHED_NODE_RANK=0 GRIDSCHED_NODE_COUNT=1\n\
+export GRIDSCHED_HEAD_NODE GRIDSCHED_NODES GRIDSCHED_NODE_RANK GRIDSCHED_NODE_COUNT\n";
+
 /// The batch script of `spec`.
 pub fn script(spec: &v1::JobSpec) -> String {
-    let mut s = String::from("#!/bin/sh\n");
+    let mut s = format!("#!/bin/sh\n{NODE_ENV}");
     match (&spec.command, spec.emulate_runtime_s) {
         (_, Some(t)) => s += &format!("exec sleep {}\n", t.max(0)),
         (Some(c), None) => {
@@ -410,7 +416,7 @@ mod tests {
         assert_eq!(s.dir, PathBuf::from("/w/42"));
         assert_eq!(
             s.body["script"],
-            "#!/bin/sh\nexec /bin/echo \"it's\" 'a b'\n"
+            format!("#!/bin/sh\n{NODE_ENV}exec /bin/echo \"it's\" 'a b'\n")
         );
         let j = &s.body["job"];
         assert_eq!(j["name"], "gridsched.c1.42.1");
@@ -444,7 +450,10 @@ mod tests {
             ..Default::default()
         };
         let s = submission(&cfg(), "c1", &req(spec), false, 100);
-        assert_eq!(s.body["script"], "#!/bin/sh\nexec sleep 5\n");
+        assert_eq!(
+            s.body["script"],
+            format!("#!/bin/sh\n{NODE_ENV}exec sleep 5\n")
+        );
         assert_eq!(s.body["job"]["hold"], false);
         assert_eq!(s.body["job"]["time_limit"], 1);
         assert!(s.body["job"].get("deadline").is_none());

@@ -326,6 +326,7 @@ fn runner(sites: usize) -> GridRunner {
             machines: None,
             stages: true,
             users: None,
+            reserves: true,
         })
         .collect();
     GridRunner::from_config(&GridConfig {
