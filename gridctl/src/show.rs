@@ -476,14 +476,72 @@ pub fn explain(r: &v1::ExplainResponse, json: bool) -> std::io::Result<()> {
             "decided_by": d.decided_by, "queue_position": r.queue_position, "text": r.text});
         outln!("{v}");
     } else {
-        outln!("{}", r.text);
+        outln!("{}", local_times(&r.text, crate::when::now()));
     }
     Ok(())
+}
+
+/// `text` with the Unix times the meta-scheduler writes (`at 1796627137`, `[1796627137,
+/// 1796630737)`) as local times with how far they are from `now`; `--json` keeps the raw text.
+/// A number counts as a time after `at `, `[` or `, ` and within ten years of `now`.
+fn local_times(text: &str, now: i64) -> String {
+    const TEN_YEARS: i64 = 10 * 365 * 86_400;
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(|c: char| c.is_ascii_digit()) {
+        let (before, from) = rest.split_at(i);
+        out.push_str(before);
+        let n = from
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(from.len());
+        let (digits, after) = from.split_at(n);
+        let led = [
+            out.ends_with("at "),
+            out.ends_with('['),
+            out.ends_with(", "),
+        ];
+        let time = digits
+            .parse::<i64>()
+            .ok()
+            .filter(|t| (t - now).abs() < TEN_YEARS);
+        match time {
+            Some(t) if led.contains(&true) && !out.ends_with(|c: char| c.is_ascii_digit()) => {
+                out.push_str(&format!(
+                    "{} ({})",
+                    crate::when::local(t),
+                    crate::when::from_now(t, now)
+                ));
+            }
+            _ => out.push_str(digits),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Explain's Unix times read as local times; ids, counts and far numbers stay.
+    #[test]
+    fn explain_shows_its_times_as_local_times() {
+        let now = 1_796_627_081;
+        let text = "job 1796627 is QUEUED; planned to start at 1796627137 on delta-1; inside \
+                    reservation r3 (8 processors on [1796627137, 1796630737)); 1796627137 bytes";
+        let shown = local_times(text, now);
+        let t = crate::when::local(1_796_627_137);
+        assert!(shown.starts_with("job 1796627 is QUEUED"), "{shown}");
+        assert!(
+            shown.contains(&format!("at {t} (in 56 s) on delta-1")),
+            "{shown}"
+        );
+        assert!(shown.contains(&format!("on [{t} (in 56 s), ")), "{shown}");
+        assert!(shown.contains("(in 60 min))"), "{shown}");
+        assert!(shown.ends_with("; 1796627137 bytes"), "{shown}");
+        assert_eq!(local_times("at 12 s", now), "at 12 s");
+    }
 
     #[test]
     fn a_job_lists_where_its_inputs_come_from_and_what_its_site_kept() {

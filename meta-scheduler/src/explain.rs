@@ -52,6 +52,15 @@ pub fn state_name(s: JobState) -> &'static str {
     s.as_str_name().trim_start_matches("JOB_STATE_")
 }
 
+/// `kb` KiB as people read it: `15.0 GiB`, `512 MiB`, `700 KiB`.
+fn kib(kb: u64) -> String {
+    match kb {
+        k if k >= 1 << 20 => format!("{:.1} GiB", k as f64 / f64::from(1u32 << 20)),
+        k if k >= 1 << 10 => format!("{} MiB", k >> 10),
+        k => format!("{k} KiB"),
+    }
+}
+
 /// What keeps a queued job waiting, from its local scheduler's status.
 fn blockers(spec: &v1::JobSpec, id: u64, status: &v1::StatusResponse) -> Vec<v1::Blocker> {
     // A site that hands its jobs to a batch system says why that system keeps it waiting.
@@ -101,6 +110,34 @@ fn blockers(spec: &v1::JobSpec, id: u64, status: &v1::StatusResponse) -> Vec<v1:
                 spec.processors
             ),
         ));
+    }
+    // Memory, for a job one machine can run: no online machine that has the processors also has
+    // the memory free.
+    if let Some(need) = spec.memory_kb
+        && wide > 0
+    {
+        let free = |m: &v1::MachineInfo| {
+            m.memory_kb
+                .map_or(u64::MAX, |kb| kb.saturating_sub(m.busy_memory_kb))
+        };
+        let fitting = online
+            .iter()
+            .filter(|m| m.processors.saturating_sub(m.busy_processors) >= spec.processors);
+        if fitting.clone().all(|m| free(m) < need) {
+            let most = fitting.map(|m| free(m)).max().unwrap_or(0);
+            let holder = status.running.first().map(|r| r.job_id);
+            out.push(blocker(
+                BlockerKind::Memory,
+                None,
+                holder,
+                format!(
+                    "no online machine with {} free processors has {} of memory free (most: {})",
+                    spec.processors,
+                    kib(need),
+                    kib(most)
+                ),
+            ));
+        }
     }
     for l in &spec.licences {
         if let Some(pool) = status.licence_pools.iter().find(|p| &p.licence == l)
@@ -566,5 +603,58 @@ mod tests {
         assert_eq!(kinds, vec![BlockerKind::QueueOrder, BlockerKind::Licence]);
         assert_eq!(e.blockers[1].job_id, Some(3));
         assert!(e.text.contains("position 1"), "{}", e.text);
+    }
+
+    /// A job whose memory no machine with its processors free has free waits for memory, and
+    /// `explain` says how much the freest such machine has.
+    #[test]
+    fn a_queued_job_waits_for_memory() {
+        let job = v1::Job {
+            id: 6,
+            state: JobState::Queued.into(),
+            site: Some("delta".into()),
+            spec: Some(v1::JobSpec {
+                processors: 1,
+                memory_kb: Some(15 << 20),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let machine = |busy_gib: u64| v1::MachineInfo {
+            online: true,
+            processors: 16,
+            busy_processors: 1,
+            memory_kb: Some(23 << 20),
+            busy_memory_kb: busy_gib << 20,
+            ..Default::default()
+        };
+        let status = |machines| v1::StatusResponse {
+            policy: "dynp".into(),
+            queue: vec![v1::QueuedJob {
+                job_id: 6,
+                ..Default::default()
+            }],
+            running: vec![v1::RunningJob {
+                job_id: 4,
+                ..Default::default()
+            }],
+            machines,
+            ..Default::default()
+        };
+        let e = explain(
+            &job,
+            Decision::default(),
+            Some(Ok(status(vec![machine(15), machine(20)]))),
+            Vec::new(),
+        );
+        assert_eq!(e.blockers.len(), 1, "{:?}", e.blockers);
+        assert_eq!(e.blockers[0].kind(), BlockerKind::Memory);
+        assert_eq!(
+            e.blockers[0].detail,
+            "no online machine with 1 free processors has 15.0 GiB of memory free (most: 8.0 GiB)"
+        );
+        let free = status(vec![machine(15), machine(8)]);
+        let e = explain(&job, Decision::default(), Some(Ok(free)), Vec::new());
+        assert!(e.blockers.is_empty(), "{:?}", e.blockers);
     }
 }

@@ -140,16 +140,25 @@ impl Driver {
             .machines
             .iter()
             .map(|m| {
-                // What each running job takes here: all of it, or its part on this node.
-                let jobs: Vec<(u64, u32)> = running
+                // What each running job takes here: all of it, or its part on this node (its
+                // processors' share of the job's memory).
+                let memory = |id: u64, procs: u32, of: u32| {
+                    let kb = self
+                        .jobs
+                        .get(&id)
+                        .and_then(|r| r.job.memory_kb)
+                        .unwrap_or(0);
+                    (u128::from(kb) * u128::from(procs) / u128::from(of.max(1))) as u64
+                };
+                let jobs: Vec<(u64, u32, u64)> = running
                     .iter()
                     .filter_map(|r| match r.nodes.is_empty() {
-                        true => (r.machine == m.name).then_some((r.job_id, r.processors)),
-                        false => r
-                            .nodes
-                            .iter()
-                            .find(|n| n.machine == m.name)
-                            .map(|n| (r.job_id, n.processors)),
+                        true => (r.machine == m.name)
+                            .then(|| (r.job_id, r.processors, memory(r.job_id, 1, 1))),
+                        false => r.nodes.iter().find(|n| n.machine == m.name).map(|n| {
+                            let all = r.nodes.iter().map(|n| n.processors).sum();
+                            (r.job_id, n.processors, memory(r.job_id, n.processors, all))
+                        }),
                     })
                     .collect();
                 let agent = self.agents[m.id.index()]
@@ -169,6 +178,7 @@ impl Driver {
                     agent_account: agent.map(|a| a.account.clone()).unwrap_or_default(),
                     separates_users: agent.is_some_and(|a| a.separates_users),
                     busy_processors: jobs.iter().map(|j| j.1).sum(),
+                    busy_memory_kb: jobs.iter().map(|j| j.2).sum(),
                     running_jobs: jobs.iter().map(|j| j.0).collect(),
                 }
             })

@@ -1052,6 +1052,8 @@ impl SlurmSite {
                     node_locked_licences: Vec::new(),
                     online: self.up && node.is_some_and(SlurmNode::usable),
                     busy_processors: node.map_or(0, |n| n.alloc_cpus),
+                    // Slurm keeps its own account of memory (its pending reason says so).
+                    busy_memory_kb: 0,
                     agent_account: String::new(),
                     separates_users: false,
                     running_jobs: running
