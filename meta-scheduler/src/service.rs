@@ -878,6 +878,19 @@ impl MetaService {
             (_, Some(i)) => {
                 let name = self.inner.cfg.sites[i].name.clone();
                 let mut c = self.client(i)?;
+                // The request is kept before the site is asked: were the site's answer lost and
+                // the job withdrawn from it, the job is sent nowhere again.
+                let asked = reason.clone();
+                self.mutate(move |st, b, t| {
+                    st.update(b, id, t, |j| {
+                        (!j.state().is_terminal() && j.cancel_requested.is_none()).then(|| {
+                            j.cancel_requested = Some(asked);
+                            format!("cancellation asked of {name}")
+                        })
+                    });
+                    Ok(())
+                })?;
+                let name = self.inner.cfg.sites[i].name.clone();
                 let req = v1::CancelRequest {
                     job_id: id,
                     reason: reason.clone(),

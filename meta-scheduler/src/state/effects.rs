@@ -361,7 +361,17 @@ impl State {
         cause: Cause,
         explanation: Option<Explanation>,
     ) {
-        if !self.jobs.contains_key(&id) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        // Withdrawn from the site its cancellation was asked of (unanswered): it goes nowhere
+        // else, and the runner forgets it.
+        if let Some(why) = job.cancel_requested.clone() {
+            if let Cause::Withdrawn { from } = cause {
+                self.leave(id, from);
+            }
+            self.drive(b, time, Input::Cancel { job: JobId(id) });
+            self.end_unstarted(b, time, id, JobState::Cancelled, why);
             return;
         }
         self.count_dispatch(site);

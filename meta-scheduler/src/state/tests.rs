@@ -492,3 +492,33 @@ fn a_suspended_job_keeps_its_first_start_and_its_machine_until_it_resumes() {
     let s = apply(ev(6, JobState::Queued, 50, "requeued"));
     assert_eq!((s.0, s.1, s.2, s.3), (JobState::Queued, None, None, None));
 }
+
+/// A job whose cancellation was asked of its site, unanswered (seed 17194 of the grid's
+/// deterministic simulation): withdrawn from that site when it goes down, it is sent to no site
+/// again but ends CANCELLED with the user's reason; a job without the request moves on.
+#[test]
+fn a_job_whose_cancellation_was_asked_is_never_sent_again() {
+    let mut st = grid(true);
+    for id in [1, 2] {
+        at_a(&mut st, id, &[]);
+        send(&mut st, 0, id);
+    }
+    st.update(&mut Batch::default(), 1, 2, |j| {
+        j.cancel_requested = Some("not needed".into());
+        Some("cancellation asked of a".into())
+    });
+    let b = down(&mut st, 0, 3);
+    assert_eq!(st.jobs[&1].state(), JobState::Cancelled);
+    assert_eq!(st.jobs[&1].reason, "not needed");
+    assert!(b.jobs.contains(&1), "its end is committed");
+    assert!(
+        !st.decider.runner().contains(JobId(1)),
+        "the runner forgot it"
+    );
+    assert!(!st.outbox.iter().any(|o| o.contains(&1)), "sent nowhere");
+    assert_eq!(
+        site(&st, 2),
+        ("b", JobState::Accepted),
+        "the other moves on"
+    );
+}
