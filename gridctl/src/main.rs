@@ -14,6 +14,7 @@ mod bench_accounting;
 mod bench_fairshare;
 mod bench_flood;
 mod bench_slurm;
+mod cut;
 #[cfg(test)]
 mod fuzz;
 mod inputs;

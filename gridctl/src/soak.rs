@@ -4,8 +4,10 @@
 //! commands; single jobs and jobs wider than any machine, split over sites and co-allocated),
 //! and meanwhile a seeded chaos loop kills processes with SIGKILL and starts them again (the
 //! meta-scheduler and the local schedulers from their stores, on their addresses), and stops
-//! processes with SIGSTOP for a few seconds (a hang: to its peers, like a cut link). Then the
-//! faults stop, the grid settles, and the run is checked:
+//! processes with SIGSTOP for a few seconds (a hang), and cuts the links into a process for a few
+//! seconds (its port's packets dropped by nftables: [`crate::cut`]; with `--cut-shared` also the
+//! PostgreSQL store's and Slurm's). Then the faults stop, the grid settles, and the run is
+//! checked:
 //!
 //! - every acknowledged submission is a job the meta-scheduler knows, once (its client token:
 //!   retried submissions are not new jobs), and no other job of the soak's user exists;
@@ -71,6 +73,14 @@ pub struct SoakArgs {
     /// ... and this node of it (8 of its processors taken), as Slurm names it.
     #[arg(long, default_value = "localhost")]
     pub slurm_node: String,
+    /// Inject no link cuts (they need nftables and root), only crashes and hangs.
+    #[arg(long)]
+    pub no_cuts: bool,
+    /// Cut also the links to the PostgreSQL server of --postgres and to Slurm's REST API of
+    /// --slurm: every client of theirs on this machine is cut with the grid (run it on a machine
+    /// of its own).
+    #[arg(long, conflicts_with = "no_cuts")]
+    pub cut_shared: bool,
     /// Directory of the grid's state, logs and the start ledger (emptied first).
     #[arg(long, default_value = "gridsched-soak")]
     pub dir: PathBuf,
@@ -83,6 +93,8 @@ enum Kind {
     Crash,
     /// SIGSTOP, then SIGCONT a few seconds later.
     Hang,
+    /// The links into a process (its listening port) cut, then healed a few seconds later.
+    Cut,
 }
 
 /// A fault injected.
@@ -136,6 +148,10 @@ async fn run(a: SoakArgs) -> anyhow::Result<()> {
     if let (Some(url), Some(token)) = (&a.slurm, &a.slurm_token_file) {
         text += &slurm_site(url, token, &a.slurm_node);
     }
+    let cutter = match a.no_cuts {
+        true => None,
+        false => Some(crate::cut::Cutter::new()?),
+    };
     let mut grid = GridFile::parse(&text)?.with_host_memory();
     if let Some(url) = &a.postgres {
         grid.meta.postgres_url = Some(url.clone());
@@ -181,7 +197,7 @@ async fn run(a: SoakArgs) -> anyhow::Result<()> {
         submitted.clone(),
     ));
     let t0 = Instant::now();
-    let mut faults = chaos(&mut g, &a, t0).await?;
+    let mut faults = chaos(&mut g, &a, cutter.as_ref(), t0).await?;
     stop.store(true, Ordering::Relaxed);
     feeder.await??;
     let submitted = std::mem::take(&mut *submitted.lock().expect("submitted"));
@@ -210,9 +226,34 @@ async fn run(a: SoakArgs) -> anyhow::Result<()> {
 }
 
 /// The seeded chaos loop: a fault every `fault_every` seconds until the time is up; killed
-/// processes are started again and stopped ones continued after their time, all of them at the
-/// end.
-async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Vec<Fault>> {
+/// processes are started again, stopped ones continued and cut links healed after their time,
+/// all of them at the end.
+async fn chaos(
+    g: &mut Launched,
+    a: &SoakArgs,
+    cutter: Option<&crate::cut::Cutter>,
+    t0: Instant,
+) -> anyhow::Result<Vec<Fault>> {
+    // What may be cut: the processes that listen, and with --cut-shared the store and Slurm.
+    let mut links: Vec<(String, u16)> = (g.names().into_iter())
+        .filter_map(|n| {
+            let port = g.listening(&n).and_then(crate::cut::port_of)?;
+            Some((n, port))
+        })
+        .collect();
+    if a.cut_shared {
+        let shared = [("PostgreSQL", &a.postgres), ("Slurm REST", &a.slurm)];
+        for (name, url) in shared {
+            if let Some(port) = url.as_deref().and_then(crate::cut::port_of) {
+                links.push((name.to_owned(), port));
+            }
+        }
+    }
+    let links = match cutter {
+        Some(c) => links.into_iter().map(|(n, p)| (n, p, c)).collect(),
+        None => Vec::new(),
+    };
+    let mut cut: Vec<(u16, &crate::cut::Cutter, Instant)> = Vec::new();
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0x736f_616b);
     let end = t0 + Duration::from_secs_f64(a.minutes * 60.0);
     let every = Duration::from_secs_f64(a.fault_every.max(0.5));
@@ -230,6 +271,9 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
         for (name, _) in stopped.extract_if(.., |(_, until)| *until <= now) {
             g.signal(&name, Signal::SIGCONT)?;
         }
+        for (port, c, _) in cut.extract_if(.., |(_, _, until)| *until <= now) {
+            c.heal(port)?;
+        }
         // A leader that could not renew its lease (hung past it) steps down with exit code 75;
         // a supervisor starts it again, as a follower.
         for name in g.deposed()? {
@@ -243,16 +287,32 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
             continue;
         }
         next = now + every;
-        let busy = |n: &String| down.iter().chain(&stopped).any(|(s, _)| s == n);
-        let names: Vec<String> = g.names().into_iter().filter(|n| !busy(n)).collect();
-        let target = names[rng.random_range(0..names.len())].clone();
-        let kind = match rng.random_bool(0.6) {
-            true => Kind::Crash,
-            false => Kind::Hang,
+        // Half crashes, a quarter hangs, a quarter cuts (hangs where nothing can be cut).
+        let whole: Vec<_> = (links.iter())
+            .filter(|(_, p, _)| !cut.iter().any(|(q, _, _)| q == p))
+            .collect();
+        let kind = match rng.random_range(0..4) {
+            0 | 1 => Kind::Crash,
+            3 if !whole.is_empty() => Kind::Cut,
+            _ => Kind::Hang,
+        };
+        let mut link = None;
+        let target = match kind {
+            Kind::Cut => {
+                let (name, port, c) = whole[rng.random_range(0..whole.len())];
+                link = Some((*port, *c));
+                name.clone()
+            }
+            _ => {
+                let busy = |n: &String| down.iter().chain(&stopped).any(|(s, _)| s == n);
+                let names: Vec<String> = g.names().into_iter().filter(|n| !busy(n)).collect();
+                names[rng.random_range(0..names.len())].clone()
+            }
         };
         let secs = Duration::from_secs_f64(match kind {
             Kind::Crash => rng.random_range(0.0..10.0),
             Kind::Hang => rng.random_range(1.0..8.0),
+            Kind::Cut => rng.random_range(1.0..10.0),
         });
         // A leader's crash: how long until a replica serves again (measured aside).
         let leader = match (kind, g.replica_address(&target)) {
@@ -269,10 +329,20 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
                 g.signal(&target, Signal::SIGSTOP)?;
                 stopped.push((target.clone(), now + secs));
             }
+            Kind::Cut => {
+                let (port, c) = link.expect("the link chosen");
+                c.cut(port)?;
+                cut.push((port, c, now + secs));
+            }
         }
         let takeover = leader.then(|| tokio::spawn(serves(g.metas.clone(), t)));
+        let what = match kind {
+            Kind::Cut => "Cut the links of",
+            Kind::Crash => "Crash",
+            Kind::Hang => "Hang",
+        };
         outln!(
-            "  {:>6.1} s  {kind:?} {target} for {:.1} s",
+            "  {:>6.1} s  {what} {target} for {:.1} s",
             t0.elapsed().as_secs_f64(),
             secs.as_secs_f64()
         );
@@ -287,6 +357,9 @@ async fn chaos(g: &mut Launched, a: &SoakArgs, t0: Instant) -> anyhow::Result<Ve
     }
     for (name, _) in stopped {
         g.signal(&name, Signal::SIGCONT)?;
+    }
+    for (port, c, _) in cut {
+        c.heal(port)?;
     }
     tokio::time::sleep(Duration::from_secs(5)).await;
     for name in g.deposed()? {
@@ -625,12 +698,15 @@ fn print(
         s.longest.as_secs_f64()
     );
     outln!(
-        "  faults injected    {} (crash: {} meta-scheduler, {} other; hang: {} meta-scheduler, {} other)",
+        "  faults injected    {} (crash: {} meta-scheduler, {} other; hang: {} meta-scheduler, \
+         {} other; links cut: {} meta-scheduler, {} other)",
         faults.len(),
         count(Kind::Crash, true),
         count(Kind::Crash, false),
         count(Kind::Hang, true),
-        count(Kind::Hang, false)
+        count(Kind::Hang, false),
+        count(Kind::Cut, true),
+        count(Kind::Cut, false)
     );
     match &*takeovers {
         [] => outln!("  takeovers          none"),

@@ -423,10 +423,11 @@ fn a_ten_thousand_task_array_runs_through_gridctl_up_within_its_limit() {
 
 /// A short chaos soak of real processes (docs/reliability.md): for 45 s a fault every 3 s (kill
 /// -9 and restart, or SIGSTOP for seconds, of a meta-scheduler replica, a local scheduler or an
-/// agent) while jobs stream in, single and split over sites; then every acknowledged job has
-/// ended, is the grid's once, and no part of one started twice. Two replicas share a scratch
-/// PostgreSQL database, and a fourth site hands its jobs to Slurm, where `.ci/run` provides them
-/// (under `CI=true` both must be there).
+/// agent, or the links into a replica or a local scheduler cut) while jobs stream in, single and
+/// split over sites; then every acknowledged job has ended, is the grid's once, and no part of
+/// one started twice. Two replicas share a scratch PostgreSQL database, and a fourth site hands
+/// its jobs to Slurm, where `.ci/run` provides them; links are cut where nftables can be used
+/// (root). Under `CI=true` all three must be there.
 #[test]
 fn a_short_chaos_soak_accounts_every_job_once() {
     use meta_scheduler::store::postgres::{ScratchDatabase, test_server};
@@ -453,6 +454,14 @@ fn a_short_chaos_soak_accounts_every_job_once() {
         soak.args(["--slurm", &s.rest_url, "--slurm-token-file"])
             .arg(token);
     }
+    let cuts = Command::new("nft")
+        .args(["list", "tables"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+        || std::env::var_os("CI").is_some();
+    if !cuts {
+        soak.arg("--no-cuts");
+    }
     let out = soak.output().expect("run gridctl soak");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -469,4 +478,7 @@ fn a_short_chaos_soak_accounts_every_job_once() {
     };
     assert!(figure("faults injected") >= 14, "{text}");
     assert!(figure("jobs acknowledged") >= 100, "{text}");
+    if cuts {
+        assert!(text.contains("Cut the links of local-scheduler"), "{text}");
+    }
 }

@@ -62,7 +62,7 @@ impl Cli {
 /// The binary's main: parses `args`, binds, prints `listening on http://ADDR` and serves until
 /// Ctrl-C or SIGTERM (as the leader, or as a replica that follows until it leads). A replica
 /// that lost the lead ends the process at once with exit status 75 (its supervisor starts it
-/// again, as a follower).
+/// again, as a follower), and so does one whose store cannot be reached at start.
 pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
     let cli = Cli::try_parse_from(args)?;
     let _ = tracing_subscriber::fmt()
@@ -100,5 +100,13 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<
         .await
     });
     rt.shutdown_background();
+    // A store that cannot be reached now (cut off, not started yet) is a temporary failure:
+    // the same exit status as a replica deposed, for its supervisor to start it again.
+    if let Err(e) = &outcome
+        && let Some(crate::store::StoreError::Unavailable(_)) = e.downcast_ref()
+    {
+        eprintln!("meta-scheduler: {e}: stopping (exit status 75: try again later)");
+        std::process::exit(75);
+    }
     outcome
 }

@@ -224,6 +224,17 @@ impl Launched {
         self.metas.get(k).map(String::as_str)
     }
 
+    /// The address `name` listens on: a replica of the meta-scheduler or a local scheduler
+    /// (an agent listens on none).
+    pub fn listening(&self, name: &str) -> Option<&str> {
+        if let Some(a) = self.replica_address(name) {
+            return Some(a);
+        }
+        let site = name.strip_prefix("local-scheduler ")?;
+        let i = (self.meta_config.0.sites.iter()).position(|s| s.name == site)?;
+        self.endpoints.get(i).map(String::as_str)
+    }
+
     /// Sends `signal` to child `name` (SIGSTOP, SIGCONT, ...).
     pub fn signal(&self, name: &str, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
         let pid = self

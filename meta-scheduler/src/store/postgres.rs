@@ -213,7 +213,9 @@ impl Link {
                         Ok(c)
                     }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(said(&e)));
+                        // Not reached (refused, cut off, no such host) rather than refused by
+                        // the server (credentials, database).
+                        let _ = ready_tx.send(Err((e.as_db_error().is_none(), said(&e))));
                         return;
                     }
                 };
@@ -230,7 +232,13 @@ impl Link {
             .map_err(|_| {
                 StoreError::Failed("the PostgreSQL connection's thread has stopped".into())
             })?
-            .map_err(|e| StoreError::Failed(format!("PostgreSQL at {shown}: {e}")))?;
+            .map_err(|(unreached, e)| {
+                let m = format!("PostgreSQL at {shown}: {e}");
+                match unreached {
+                    true => StoreError::Unavailable(m),
+                    false => StoreError::Failed(m),
+                }
+            })?;
         Ok(Link { tasks, shown })
     }
 
@@ -996,13 +1004,20 @@ mod tests {
     }
 
     /// A malformed URL names the key; wrong credentials and a layout from a newer build are
-    /// refused at open, naming the server (password masked) and the versions.
+    /// refused at open, naming the server (password masked) and the versions; a server not
+    /// reached is unavailable.
     #[test]
     fn bad_urls_credentials_and_newer_layouts_are_refused_at_open() {
         let e = Postgres::open("postgres://a:b@h:notaport/x").unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("store: key `store.url`: `postgres://a:***@h:notaport/x`"),
+            "{e}"
+        );
+        // No server there: unavailable (its supervisor may try again), not refused.
+        let e = Postgres::open("postgres://a:b@127.0.0.1:1/x").unwrap_err();
+        assert!(
+            matches!(&e, StoreError::Unavailable(m) if m.contains("a:***@127.0.0.1:1")),
             "{e}"
         );
         let Some(admin) = test_server() else {
