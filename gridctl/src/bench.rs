@@ -310,7 +310,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         crate::bench_accounting::fill(a.accounting, &dir, a.postgres.as_deref())?;
     }
     let mut grid = crate::up::launch(&g, &dir, "127.0.0.1:0", None, 1.0)?;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", grid.meta))?
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", grid.meta()))?
         .connect()
         .await?;
     // A meta-scheduler over PostgreSQL serves the API once it holds the lease.
@@ -347,7 +347,7 @@ pub async fn bench(a: BenchArgs) -> anyhow::Result<()> {
         } else {
             "no [submit_rate]".to_owned()
         };
-        return crate::bench_flood::measure(&grid.meta, a.clients, a.flood, &rate).await;
+        return crate::bench_flood::measure(grid.meta(), a.clients, a.flood, &rate).await;
     }
     if a.staging > 0 {
         return staging(&a, &grid.dir, channel, c).await;
@@ -695,7 +695,7 @@ async fn history(
     let t = Instant::now();
     grid.restart_meta()?;
     let listening = t.elapsed().as_secs_f64();
-    let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta)).await?;
+    let mut c = MetaSchedulerClient::connect(format!("http://{}", grid.meta())).await?;
     loop {
         if let Ok(j) = c.get_job(v1::GetJobRequest { job_id: last }).await
             && j.into_inner().job.is_some()

@@ -183,7 +183,7 @@ async fn through_grid(
     n: usize,
 ) -> anyhow::Result<Figures> {
     let mut grid = crate::up::launch(g, dir, "127.0.0.1:0", None, 1.0)?;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", grid.meta))?
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", grid.meta()))?
         .connect()
         .await?;
     let mut c = MetaSchedulerClient::new(channel);

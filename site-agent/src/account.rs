@@ -26,13 +26,19 @@ pub struct Account {
 }
 
 /// Who the agent is: the account it runs as, and whether it can start jobs as others (root).
+/// Looked up once (the process keeps its user), not at every job's start.
 pub fn agent() -> (String, bool) {
-    let uid = nix::unistd::geteuid();
-    let name = User::from_uid(uid)
-        .ok()
-        .flatten()
-        .map_or_else(|| uid.to_string(), |u| u.name);
-    (name, uid.is_root())
+    static AGENT: std::sync::OnceLock<(String, bool)> = std::sync::OnceLock::new();
+    AGENT
+        .get_or_init(|| {
+            let uid = nix::unistd::geteuid();
+            let name = User::from_uid(uid)
+                .ok()
+                .flatten()
+                .map_or_else(|| uid.to_string(), |u| u.name);
+            (name, uid.is_root())
+        })
+        .clone()
 }
 
 /// The account an order asks for (`local_account`, `local_group`): `None` = the agent's own (no

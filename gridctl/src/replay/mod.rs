@@ -326,7 +326,7 @@ async fn replay_up(a: ReplayArgs, json: bool) -> anyhow::Result<ExitCode> {
     let dir = tempfile::tempdir()?;
     let launched = crate::up::launch(&p.grid, dir.path(), "127.0.0.1:0", None, 1.0)?;
     let conn = crate::Conn {
-        endpoint: format!("http://{}", launched.meta),
+        endpoint: format!("http://{}", launched.meta()),
         failover_wait: 10,
         token: None,
         token_file: None,

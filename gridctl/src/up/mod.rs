@@ -117,9 +117,8 @@ pub struct Launched {
     restarts: usize,
     /// The meta-scheduler's configuration, less its listening address (for a restart).
     meta_config: (GridFile, Option<String>),
-    /// `HOST:PORT` of the meta-scheduler (its first replica).
-    pub meta: String,
-    /// `HOST:PORT` of each replica of the meta-scheduler (`meta.replicas`), the first `meta`.
+    /// `HOST:PORT` of each replica of the meta-scheduler (`meta.replicas`), the first
+    /// [`Launched::meta`].
     pub metas: Vec<String>,
     /// Each site's local-scheduler address.
     pub endpoints: Vec<String>,
@@ -132,13 +131,18 @@ impl std::fmt::Debug for Launched {
         write!(
             f,
             "grid at {} ({} processes)",
-            self.meta,
+            self.meta(),
             self.children.0.len()
         )
     }
 }
 
 impl Launched {
+    /// `HOST:PORT` of the meta-scheduler (its first replica).
+    pub fn meta(&self) -> &str {
+        &self.metas[0]
+    }
+
     /// The process id of the child named `name` (`meta-scheduler`, `local-scheduler alpha`, ...).
     pub fn pid(&self, name: &str) -> Option<u32> {
         self.children
@@ -402,14 +406,12 @@ pub fn launch(
         metas.push(addr.unwrap_or_default());
         recipes.insert(name, ("meta-scheduler".to_owned(), args));
     }
-    let meta = metas[0].clone();
     Ok(Launched {
         metas,
         children,
         recipes,
         restarts: 0,
         meta_config: (grid.clone(), http.map(str::to_owned)),
-        meta,
         endpoints,
         dir,
     })
@@ -429,7 +431,7 @@ pub async fn up(a: UpArgs) -> anyhow::Result<()> {
     let grid = GridFile::parse(&text)?.with_host_memory();
     let http = (a.http != "none").then_some(a.http.as_str());
     let mut g = launch(&grid, &a.dir, &a.listen, http, a.time_scale)?;
-    let (meta, dir) = (g.meta.clone(), g.dir.clone());
+    let (meta, dir) = (g.meta().to_owned(), g.dir.clone());
     let endpoints = g.endpoints.clone();
     outln!("gridsched grid up: meta-scheduler at http://{meta}");
     if let Some(h) = http {
