@@ -24,6 +24,7 @@ fn job_json(j: &v1::Job) -> Value {
         "submit_time": j.submit_time, "start_time": j.start_time, "end_time": j.end_time,
         "exit_code": j.exit_code, "reason": j.reason, "planned_start": j.planned_start,
         "reservation": s.reservation.map(|r| format!("r{r}")), "requeues": j.requeues,
+        "restarts": j.restarts,
         "array_id": j.array_id, "array_index": j.array_index,
         "array": j.array.map(|p| json!({
             "tasks": p.tasks, "pending": p.pending, "queued": p.queued, "running": p.running,
@@ -294,6 +295,13 @@ pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
         .collect();
         if !times.is_empty() {
             outln!("{}", times.join(", "));
+        }
+        if j.restarts > 0 {
+            outln!(
+                "started again from scratch at its site {} time(s) (preempted by a kill, or its \
+                 process lost)",
+                j.restarts
+            );
         }
         for line in data_lines(j) {
             outln!("{line}");

@@ -1,7 +1,9 @@
 //! `gridctl soak`: a chaos soak of real processes, as Jepsen checks a real cluster under faults
 //! against stated invariants. It starts a grid of real processes (`gridctl up`'s, from a grid
 //! file: by default three sites, one meta-scheduler), sends it a steady stream of jobs (real
-//! commands; single jobs and jobs wider than any machine, split over sites and co-allocated),
+//! commands; single jobs, jobs wider than any machine, split over sites and co-allocated, urgent
+//! jobs, jobs with a deadline, jobs that wait for another, and jobs in advance reservations the
+//! stream makes),
 //! and meanwhile a seeded chaos loop kills processes with SIGKILL and starts them again (the
 //! meta-scheduler and the local schedulers from their stores, on their addresses), and stops
 //! processes with SIGSTOP for a few seconds (a hang), and cuts the links into a process for a few
@@ -73,6 +75,10 @@ pub struct SoakArgs {
     /// ... and this node of it (8 of its processors taken), as Slurm names it.
     #[arg(long, default_value = "localhost")]
     pub slurm_node: String,
+    /// Only single jobs and jobs split over sites: no urgent jobs, deadlines, dependencies or
+    /// advance reservations in the stream.
+    #[arg(long)]
+    pub plain: bool,
     /// Inject no link cuts (they need nftables and root), only crashes and hangs.
     #[arg(long)]
     pub no_cuts: bool,
@@ -107,12 +113,28 @@ struct Fault {
     takeover: Option<tokio::task::JoinHandle<Duration>>,
 }
 
+/// What kind of job of the mixed stream a submission is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Mix {
+    /// A job of 1 to 4 processors.
+    Plain,
+    /// Wider than any machine: split over sites, its fragments co-allocated.
+    Wide,
+    /// Urgency high or critical.
+    Urgent,
+    /// With a deadline two minutes ahead.
+    Deadline,
+    /// Waits for an earlier job of the stream to end (`afterany:ID`).
+    After,
+    /// Runs in a user's advance reservation made by the stream.
+    Reserved,
+}
+
 /// An acknowledged submission.
 #[derive(Clone, Debug)]
 struct Acked {
     id: u64,
-    /// A wide job, split over sites.
-    wide: bool,
+    mix: Mix,
 }
 
 /// What the submitter saw.
@@ -123,6 +145,8 @@ struct Submitted {
     retries: u64,
     /// The longest time one submission took to be acknowledged.
     longest: Duration,
+    /// Advance reservations made.
+    reservations: u64,
 }
 
 /// `gridctl soak`: runs it and prints the report; an error when a rule was broken. Interrupted
@@ -191,6 +215,11 @@ async fn run(a: SoakArgs) -> anyhow::Result<()> {
             user: user.clone(),
             rate: a.rate,
             widest,
+            reserving: (grid.sites.iter())
+                .filter(|s| s.slurm.is_none())
+                .map(|s| s.name.clone())
+                .collect(),
+            plain: a.plain,
             ledger: ledger.clone(),
         },
         stop.clone(),
@@ -421,7 +450,19 @@ struct Feed {
     rate: f64,
     /// The widest machine's processors: a job wider than it is split over sites.
     widest: u32,
+    /// The sites that hold advance reservations (not Slurm-backed): where the stream reserves.
+    reserving: Vec<String>,
+    /// Single and split jobs only (`--plain`).
+    plain: bool,
     ledger: PathBuf,
+}
+
+/// What the stream refers back to: the jobs acknowledged lately (for `after`), and its current
+/// advance reservation with the number of jobs it may still send there.
+#[derive(Debug, Default)]
+struct Recent {
+    ids: std::collections::VecDeque<u64>,
+    reservation: Option<(u64, u32)>,
 }
 
 /// The grid file's entry of a Slurm-backed site `delta` on `node` of the Slurm at `url`.
@@ -436,13 +477,24 @@ fn slurm_site(url: &str, token: &Path, node: &str) -> String {
     )
 }
 
-/// Job `n` of the stream: a command that writes its start to the ledger, then sleeps; one in
-/// six is wider than any machine.
-fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng) -> (v1::JobSpec, bool) {
-    let wide = rng.random_range(0..6) == 0;
-    let procs = match wide {
-        true => f.widest + rng.random_range(1..=f.widest / 2 + 1),
-        false => rng.random_range(1..=4),
+/// Job `n` of the stream: a command that writes its start to the ledger, then sleeps. One in
+/// six is wider than any machine; of the others, one in ten is urgent, one in ten has a deadline,
+/// one in eight waits for a recent job, and while the stream holds an advance reservation, its
+/// next jobs run in it.
+fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng, recent: &mut Recent) -> (v1::JobSpec, Mix) {
+    let mix = match rng.random_range(0..120) {
+        _ if recent.reservation.is_some() => Mix::Reserved,
+        0..20 => Mix::Wide,
+        _ if f.plain => Mix::Plain,
+        20..30 => Mix::Urgent,
+        30..40 => Mix::Deadline,
+        40..55 if !recent.ids.is_empty() => Mix::After,
+        _ => Mix::Plain,
+    };
+    let procs = match mix {
+        Mix::Wide => f.widest + rng.random_range(1..=f.widest / 2 + 1),
+        Mix::Reserved => rng.random_range(1..=2),
+        _ => rng.random_range(1..=4),
     };
     let secs = rng.random_range(1..=5);
     let script = format!(
@@ -462,7 +514,61 @@ fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng) -> (v1::JobSpec, bool) {
         }),
         ..Default::default()
     };
-    (spec, wide)
+    let mut spec = spec;
+    match mix {
+        Mix::Urgent => spec.set_urgency(match rng.random_bool(0.5) {
+            true => v1::Urgency::High,
+            false => v1::Urgency::Critical,
+        }),
+        Mix::Deadline => spec.deadline = Some(unix_now() + 120),
+        Mix::After => {
+            let back = rng.random_range(0..recent.ids.len());
+            spec.after = Some(format!("afterany:{}", recent.ids[back]));
+        }
+        Mix::Reserved => {
+            let (id, left) = recent.reservation.as_mut().expect("a reservation");
+            spec.reservation = Some(*id);
+            *left -= 1;
+            if *left == 0 {
+                recent.reservation = None;
+            }
+        }
+        Mix::Plain | Mix::Wide => {}
+    }
+    (spec, mix)
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    t.map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Every 60 jobs the stream reserves 4 processors of a site for 90 s, 15 s ahead, and sends its
+/// next 6 jobs there; a reservation the grid refuses or cannot make now (its site down) is
+/// skipped.
+async fn reserve(
+    c: &mut MetaSchedulerClient<tonic::transport::Channel>,
+    f: &Feed,
+    rng: &mut ChaCha8Rng,
+) -> Option<u64> {
+    let site = f
+        .reserving
+        .get(rng.random_range(0..f.reserving.len().max(1)))?;
+    let start = unix_now() + 15;
+    let req = v1::ReserveRequest {
+        reservation: Some(v1::AdvanceReservation {
+            start_time: start,
+            end_time: start + 90,
+            processors: 4,
+            site: site.clone(),
+            user: f.user.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let r = c.reserve(req).await.ok()?.into_inner();
+    r.reservation.map(|r| r.id)
 }
 
 /// Submits the stream until `stop`, each submission tried again until it is acknowledged.
@@ -476,10 +582,20 @@ async fn submit(
     let gap = Duration::from_secs_f64(1.0 / f.rate.max(0.01));
     let (mut c, mut at) = (None, 0);
     let mut n = 0;
+    let mut recent = Recent::default();
     while !stop.load(Ordering::Relaxed) {
-        let (spec, wide) = job(n, &f, &mut rng);
+        if n % 60 == 59
+            && !f.plain
+            && let Some(c) = c.as_mut()
+        {
+            let id = reserve(c, &f, &mut rng).await;
+            recent.reservation = id.map(|id| (id, 6));
+            out.lock().expect("submitted").reservations += u64::from(id.is_some());
+        }
+        let (mut spec, mut mix) = job(n, &f, &mut rng, &mut recent);
         n += 1;
         let t = Instant::now();
+        let mut said = Duration::ZERO;
         loop {
             if c.is_none() {
                 c = leading(&metas, &mut at).await.ok();
@@ -496,16 +612,54 @@ async fn submit(
             match answer {
                 Ok(r) => {
                     let mut s = out.lock().expect("submitted");
-                    s.acked.push(Acked { id: r.job_id, wide });
+                    s.acked.push(Acked { id: r.job_id, mix });
                     s.longest = s.longest.max(t.elapsed());
+                    recent.ids.push_back(r.job_id);
+                    if recent.ids.len() > 20 {
+                        recent.ids.pop_front();
+                    }
                     break;
                 }
-                Err(e) if matches!(e.code(), tonic::Code::InvalidArgument) => {
-                    anyhow::bail!("soak: job {n} refused: {}", e.message());
+                // A reservation that cannot hold the job (or has gone): sent without it.
+                Err(e)
+                    if spec.reservation.is_some()
+                        && matches!(
+                            e.code(),
+                            tonic::Code::FailedPrecondition | tonic::Code::NotFound
+                        ) =>
+                {
+                    spec.reservation = None;
+                    mix = Mix::Plain;
+                    recent.reservation = None;
                 }
-                Err(_) => {
+                // Refused for good (not a grid down or busy): the stream is wrong.
+                Err(e)
+                    if !matches!(
+                        e.code(),
+                        tonic::Code::Unavailable
+                            | tonic::Code::DeadlineExceeded
+                            | tonic::Code::Unknown
+                            | tonic::Code::Cancelled
+                            | tonic::Code::Internal
+                            | tonic::Code::Aborted
+                            | tonic::Code::ResourceExhausted
+                    ) =>
+                {
+                    anyhow::bail!("soak: job {n} refused: {:?}: {}", e.code(), e.message());
+                }
+                Err(e) => {
                     c = None;
                     out.lock().expect("submitted").retries += 1;
+                    // Said once a minute while one submission is not acknowledged.
+                    if t.elapsed() >= said + Duration::from_secs(60) {
+                        said = t.elapsed();
+                        eprintln!(
+                            "soak: job {n} not acknowledged after {:.0} s: {:?}: {}",
+                            said.as_secs_f64(),
+                            e.code(),
+                            e.message()
+                        );
+                    }
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             }
@@ -553,8 +707,8 @@ struct Report {
     states: BTreeMap<String, usize>,
     /// Starts written to the ledger.
     starts: usize,
-    /// Split jobs acknowledged.
-    wide: usize,
+    /// Jobs acknowledged by kind.
+    mix: BTreeMap<Mix, usize>,
     /// Every rule broken, said plainly.
     broken: Vec<String>,
 }
@@ -601,7 +755,10 @@ async fn check(
 /// The rules over what was acknowledged, the jobs as the grid ended them, and the ledger.
 fn rules(s: &Submitted, jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
     let mut r = Report {
-        wide: s.acked.iter().filter(|a| a.wide).count(),
+        mix: (s.acked.iter()).fold(BTreeMap::new(), |mut m, a| {
+            *m.entry(a.mix).or_default() += 1;
+            m
+        }),
         ..Report::default()
     };
     // Starts of each part: (job, its head node, the part's rank).
@@ -652,7 +809,8 @@ fn rules(s: &Submitted, jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
             ));
         }
         let parts = starts.get(&a.id);
-        let may = 1 + j.requeues as usize;
+        // Once per run: the first, each requeue of a split job, each restart at its site.
+        let may = 1 + j.requeues as usize + j.restarts as usize;
         for ((head, rank), n) in parts.into_iter().flatten() {
             if *n > may {
                 r.broken.push(format!(
@@ -685,10 +843,17 @@ fn print(
     takeovers.sort();
     let states: Vec<String> = r.states.iter().map(|(k, v)| format!("{v} {k}")).collect();
     outln!("soak report ({:.0} s in all)", took.as_secs_f64());
+    let mix = |m: Mix| r.mix.get(&m).copied().unwrap_or(0);
     outln!(
-        "  jobs acknowledged  {} ({} split over sites); {}",
+        "  jobs acknowledged  {} ({} split over sites, {} urgent, {} with a deadline, {} after \
+         another, {} in {} advance reservations); {}",
         s.acked.len(),
-        r.wide,
+        mix(Mix::Wide),
+        mix(Mix::Urgent),
+        mix(Mix::Deadline),
+        mix(Mix::After),
+        mix(Mix::Reserved),
+        s.reservations,
         states.join(", ")
     );
     outln!(
@@ -766,7 +931,12 @@ mod tests {
     #[test]
     fn the_rules_catch_what_breaks_them() {
         let acked = |ids: &[u64]| Submitted {
-            acked: ids.iter().map(|&id| Acked { id, wide: false }).collect(),
+            acked: (ids.iter())
+                .map(|&id| Acked {
+                    id,
+                    mix: Mix::Plain,
+                })
+                .collect(),
             ..Submitted::default()
         };
         let jobs: HashMap<u64, v1::Job> = [

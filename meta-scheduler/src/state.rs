@@ -634,6 +634,10 @@ impl State {
             j.state = ev.state;
             match new {
                 JobState::Queued => {
+                    // Started there, back in its queue: its next run is from scratch.
+                    if matches!(cur, JobState::Running | JobState::Suspended) {
+                        j.restarts += 1;
+                    }
                     j.machine = None;
                     j.start_time = None;
                     j.suspended_since = None;

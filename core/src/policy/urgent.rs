@@ -140,6 +140,8 @@ pub struct UrgentLayer {
     /// The processors held for the head urgent job while it waits (under the policy below, a
     /// running job with the urgent job's id).
     hold: Option<u32>,
+    /// Whether the machine is up: while it is down, no urgent job starts, preempts or holds.
+    up: bool,
     seq: u64,
     preemptions: u64,
     urgent_started: u64,
@@ -168,6 +170,7 @@ impl UrgentLayer {
             typical_busy: 0,
             jobs: FxHashMap::default(),
             hold: None,
+            up: true,
             seq: 0,
             preemptions: 0,
             urgent_started: 0,
@@ -176,7 +179,8 @@ impl UrgentLayer {
     }
 
     fn free(&self) -> u32 {
-        self.capacity - self.urgent_busy - self.typical_busy - self.hold.unwrap_or(0)
+        let taken = self.urgent_busy + self.typical_busy + self.hold.unwrap_or(0);
+        self.capacity.saturating_sub(taken)
     }
 
     /// The urgent job as the policy below sees it: running on `procs` processors until `end`.
@@ -239,7 +243,7 @@ impl UrgentLayer {
     /// Step 1 and 2 of a pass: the urgent jobs that can start now, with their victims.
     fn serve_urgent(&mut self, now: Time, out: &mut Decisions) {
         let mut preempted = Vec::new();
-        while let Some(head) = self.waiting.first() {
+        while let Some(head) = self.waiting.first().filter(|_| self.up) {
             let need = head.job.procs;
             if need > self.free() {
                 if !self.opts.mode.preempts() || need > self.capacity - self.urgent_busy {
@@ -278,7 +282,7 @@ impl UrgentLayer {
         if !self.opts.mode.holds() {
             return;
         }
-        let Some(head) = self.waiting.first() else {
+        let Some(head) = self.waiting.first().filter(|_| self.up) else {
             return;
         };
         let procs = head.job.procs.min(self.free());
@@ -470,6 +474,13 @@ impl Policy for UrgentLayer {
 
 impl Machines for UrgentLayer {
     fn set_machine_available(&mut self, now: Time, machine: MachineId, available: bool) {
+        if machine == self.machine && available != self.up {
+            self.release_hold(now);
+            self.up = available;
+            self.inner.set_machine_available(now, machine, available);
+            self.hold_for_head(now);
+            return;
+        }
         self.inner.set_machine_available(now, machine, available);
     }
 

@@ -491,6 +491,15 @@ fn a_suspended_job_keeps_its_first_start_and_its_machine_until_it_resumes() {
     apply(ev(5, JobState::Suspended, 40, "suspended on a1"));
     let s = apply(ev(6, JobState::Queued, 50, "requeued"));
     assert_eq!((s.0, s.1, s.2, s.3), (JobState::Queued, None, None, None));
+    // Started again, then preempted by a kill: two restarts (its resumption was none).
+    apply(ev(7, JobState::Running, 60, "restarted from scratch on a1"));
+    apply(ev(
+        8,
+        JobState::Queued,
+        70,
+        "preempted: killed and requeued",
+    ));
+    assert_eq!(st.jobs[&1].restarts, 2, "each next run is from scratch");
 }
 
 /// A job whose cancellation was asked of its site, unanswered (seed 17194 of the grid's

@@ -346,3 +346,46 @@ fn random_streams_keep_the_invariants() {
         assert_eq!(r.len(), 0, "seed {seed}: jobs left");
     }
 }
+
+/// While its machine is down no urgent job starts there (nor preempts, nor holds processors),
+/// and the layer's books stay whole: found by the chaos soak, where an agent killed while an
+/// urgent job arrived made the layer start it on the down machine, the runner refuse the pass,
+/// and a later pass underflow the layer's free processors. Up again, it starts.
+#[test]
+fn an_urgent_job_waits_while_its_machine_is_down() {
+    for mode in [UrgentMode::PreemptWithReservation, UrgentMode::NextToRun] {
+        let opts = UrgentOptions {
+            mode,
+            ..UrgentOptions::default()
+        };
+        let mut r = runner(8, PolicyKind::Easy, opts);
+        assert_eq!(starts(&at(&mut r, 0, vec![job(1, 0, 4, 100)])).len(), 1);
+        let mut out = Vec::new();
+        r.on(
+            5,
+            Input::Machine {
+                machine: MachineId(0),
+                up: false,
+            },
+            &mut out,
+        )
+        .unwrap();
+        // The driver reports the job on the lost machine as ended.
+        end(&mut r, 5, 1);
+        let e = at(&mut r, 10, vec![urgent(2, 10, 8, 50), job(3, 10, 2, 10)]);
+        assert!(starts(&e).is_empty() && kills(&e).is_empty(), "{e:?}");
+        r.on(
+            20,
+            Input::Machine {
+                machine: MachineId(0),
+                up: true,
+            },
+            &mut out,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        r.on(20, Input::Pass, &mut out).unwrap();
+        let started: Vec<u64> = starts(&out).iter().map(|s| s.0).collect();
+        assert_eq!(started.first(), Some(&2), "{mode:?}: {out:?}");
+    }
+}
