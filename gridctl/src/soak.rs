@@ -845,7 +845,7 @@ fn print(
     outln!("soak report ({:.0} s in all)", took.as_secs_f64());
     let mix = |m: Mix| r.mix.get(&m).copied().unwrap_or(0);
     outln!(
-        "  jobs acknowledged  {} ({} split over sites, {} urgent, {} with a deadline, {} after \
+        "  jobs acknowledged  {} ({} wider than any machine, {} urgent, {} with a deadline, {} after \
          another, {} in {} advance reservations); {}",
         s.acked.len(),
         mix(Mix::Wide),
