@@ -442,8 +442,8 @@ fn a_short_chaos_soak_accounts_every_job_once() {
         "--rate",
         "3",
     ])
-    // The plain stream (single and split jobs): the mixed one still finds a job whose process
-    // ran twice at a site while the grid counts one run (docs/reliability.md, open).
+    // The plain stream (single and split jobs): the mixed one can still leave a job RUNNING
+    // after urgent kills and an agent crash (docs/reliability.md, open).
     .args(["--plain", "--seed", "7", "--dir"])
     .arg(dir.path().join("soak"));
     let db = test_server().map(|admin| ScratchDatabase::create(&admin).unwrap());

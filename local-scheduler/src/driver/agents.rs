@@ -338,7 +338,8 @@ impl Driver {
         }
     }
 
-    /// Suspended jobs whose stopped process is gone: they keep waiting, from scratch.
+    /// Suspended jobs whose stopped process is gone: they keep waiting, from scratch (QUEUED
+    /// again: the meta-scheduler counts the restart).
     pub(super) fn forget_stopped(&mut self, now: Time, ids: &[u64]) {
         for &id in ids {
             let Some(rec) = self.jobs.get_mut(&id) else {
@@ -347,8 +348,18 @@ impl Driver {
             if rec.suspended_on.take().is_none() {
                 continue;
             }
-            if let Err(e) = self.feed(now, Input::Requeue { job: JobId(id) }).1 {
-                tracing::warn!("job {id}: {e}");
+            rec.machine = None;
+            rec.start = None;
+            rec.reported_running = false;
+            match self.feed(now, Input::Requeue { job: JobId(id) }).1 {
+                Ok(()) => self.emit(
+                    id,
+                    JobState::Queued,
+                    now,
+                    "requeued: its stopped process is gone; it starts again from scratch",
+                    None,
+                ),
+                Err(e) => tracing::warn!("job {id}: {e}"),
             }
         }
     }

@@ -924,6 +924,12 @@ impl Driver {
                     reason: "restarted on another machine".into(),
                 }),
             );
+            // Back in the queue for a moment: the meta-scheduler counts a run from scratch.
+            let detail = format!(
+                "requeued: its stopped process on {} is killed; it starts again from scratch",
+                self.names.machine_name(old).unwrap_or("?")
+            );
+            self.emit(s.job.0, JobState::Queued, now, &detail, None);
         }
         let rec = self.jobs.get_mut(&s.job.0).expect("checked");
         if rec.req.claim_before_start && !rec.claimed {

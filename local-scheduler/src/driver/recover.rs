@@ -123,6 +123,11 @@ impl Driver {
                         tracing::warn!(job = id, "requeued after a restart: {why}");
                         let detail = format!("requeued after a restart: {why}");
                         self.emit(id, JobState::Queued, now, &detail, None);
+                    } else if sj.state == JobState::Suspended as i32 {
+                        // Its stopped process is not followed over a restart: a run from scratch.
+                        let detail = "requeued after a restart: it was suspended; it starts again \
+                                      from scratch";
+                        self.emit(id, JobState::Queued, now, detail, None);
                     }
                 }
             }

@@ -211,6 +211,40 @@ pub(super) fn report(id: u64, state: v1::AgentJobState, exit: Option<i32>) -> v1
     }
 }
 
+/// Enqueues job `id` (one processor, runs 60 s; a deadline makes the Preemptor preempt for it).
+fn enqueue(d: &mut Driver, id: u64, deadline: Option<i64>, now: Now) {
+    let req = v1::EnqueueRequest {
+        job_id: id,
+        spec: Some(v1::JobSpec {
+            user: "u".into(),
+            processors: 1,
+            estimate_s: 100,
+            emulate_runtime_s: Some(60),
+            deadline,
+            ..Default::default()
+        }),
+        priority: 1,
+        ..Default::default()
+    };
+    let (tx, _rx) = oneshot::channel();
+    d.enqueue_group(vec![(req, tx)], now);
+}
+
+/// A heartbeat of `agent` reporting `jobs`: the orders its answer carries.
+fn beat(d: &mut Driver, agent: &str, jobs: Vec<v1::JobReport>, now: Now) -> Vec<String> {
+    let res = d
+        .heartbeat(
+            v1::HeartbeatRequest {
+                agent_id: agent.to_owned(),
+                jobs,
+                time: now.secs,
+            },
+            now,
+        )
+        .unwrap();
+    named(res.commands)
+}
+
 #[test]
 fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     use gridsched_core::runner::replay;
@@ -225,40 +259,9 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
     let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
     let agent = register_m1(&mut d);
-    let enqueue = |d: &mut Driver, id: u64, deadline: Option<i64>, now: Now| {
-        let req = v1::EnqueueRequest {
-            job_id: id,
-            spec: Some(v1::JobSpec {
-                user: "u".into(),
-                processors: 1,
-                estimate_s: 100,
-                emulate_runtime_s: Some(60),
-                deadline,
-                ..Default::default()
-            }),
-            priority: 1,
-            ..Default::default()
-        };
-        let (tx, _rx) = oneshot::channel();
-        d.enqueue_group(vec![(req, tx)], now);
-    };
-    // The orders a heartbeat's answer carries.
-    let beat = |d: &mut Driver, jobs: Vec<v1::JobReport>, now: Now| {
-        let res = d
-            .heartbeat(
-                v1::HeartbeatRequest {
-                    agent_id: agent.clone(),
-                    jobs,
-                    time: now.secs,
-                },
-                now,
-            )
-            .unwrap();
-        named(res.commands)
-    };
     enqueue(&mut d, 1, None, at(0));
     assert_eq!(orders(&mut d), ["start 1"]);
-    assert!(beat(&mut d, vec![report(1, A::Running, None)], at(1)).is_empty());
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
     // An urgent job: job 1 is stopped where it runs, job 2 takes the machine.
     enqueue(&mut d, 2, Some(1_500), at(10));
     assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
@@ -266,13 +269,13 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     // The agent may still report job 1 running before it handles the order: it is not killed.
     let running_both = vec![report(1, A::Running, None), report(2, A::Running, None)];
     assert!(
-        beat(&mut d, running_both, at(11)).is_empty(),
+        beat(&mut d, &agent, running_both, at(11)).is_empty(),
         "nothing killed"
     );
     // Job 2 is done: job 1 continues on m1, where its stopped process waits.
     let done = vec![report(1, A::Suspended, None), report(2, A::Exited, Some(0))];
-    assert_eq!(beat(&mut d, done, at(70)), ["resume 1"]);
-    assert!(beat(&mut d, vec![report(1, A::Running, None)], at(71)).is_empty());
+    assert_eq!(beat(&mut d, &agent, done, at(70)), ["resume 1"]);
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(71)).is_empty());
     let details: Vec<String> = d
         .journal
         .events()
@@ -303,7 +306,7 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
             JobState::Running
         ]
     );
-    assert!(beat(&mut d, vec![report(1, A::Exited, Some(0))], at(121)).is_empty());
+    assert!(beat(&mut d, &agent, vec![report(1, A::Exited, Some(0))], at(121)).is_empty());
     assert!(d.jobs.is_empty());
     d.flush().unwrap();
     // The logged inputs give the same decisions again.
@@ -318,6 +321,58 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     })
     .unwrap();
     assert_eq!((checked.starts, checked.suspensions), (3, 1));
+}
+
+/// A suspended job whose stopped process ends (killed, or its agent lost it) waits again from
+/// scratch, and says so: a QUEUED event before its next RUNNING one, from which the
+/// meta-scheduler counts a run from scratch (`Job.restarts`). Found by the chaos soak, where such a
+/// job ran twice while the grid counted one run.
+#[test]
+fn a_suspended_job_whose_process_is_gone_is_queued_again_and_says_so() {
+    use v1::AgentJobState as A;
+    let cfg = Config::from_toml("cluster = \"c1\"\n[[machines]]\nname = \"m1\"\nprocessors = 2\n")
+        .unwrap();
+    let platform = cfg.platform().unwrap();
+    let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
+    let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
+    let agent = register_m1(&mut d);
+    enqueue(&mut d, 1, None, at(0));
+    assert_eq!(orders(&mut d), ["start 1"]);
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
+    enqueue(&mut d, 2, Some(1_500), at(10));
+    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    // Its stopped process ended: job 1 waits, from scratch, and starts again after job 2.
+    let gone = vec![
+        report(1, A::KilledByOrder, None),
+        report(2, A::Running, None),
+    ];
+    beat(&mut d, &agent, gone, at(20));
+    assert_eq!(d.jobs[&1].state, JobState::Queued);
+    let done = vec![report(2, A::Exited, Some(0))];
+    assert_eq!(beat(&mut d, &agent, done, at(70)), ["start 1"]);
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(71)).is_empty());
+    let events: Vec<(JobState, String)> = d
+        .journal
+        .events()
+        .filter(|e| e.job_id == 1)
+        .map(|e| (e.state(), e.detail.clone()))
+        .collect();
+    let states: Vec<JobState> = events.iter().map(|e| e.0).collect();
+    assert_eq!(
+        states,
+        [
+            JobState::Queued,
+            JobState::Running,
+            JobState::Suspended,
+            JobState::Queued,
+            JobState::Running
+        ],
+        "{events:?}"
+    );
+    assert!(
+        events[3].1.contains("starts again from scratch"),
+        "{events:?}"
+    );
 }
 
 #[test]
