@@ -477,10 +477,10 @@ fn slurm_site(url: &str, token: &Path, node: &str) -> String {
     )
 }
 
-/// Job `n` of the stream: a command that writes its start to the ledger, then sleeps. One in
-/// six is wider than any machine; of the others, one in ten is urgent, one in ten has a deadline,
-/// one in eight waits for a recent job, and while the stream holds an advance reservation, its
-/// next jobs run in it.
+/// Job `n` of the stream: a command that writes its start to the ledger, then sleeps. Of 120
+/// draws, 20 are wider than any machine, 10 urgent, 10 with a deadline and 15 wait for a recent
+/// job (`--plain`: the wide ones only); while the stream holds an advance reservation, its next
+/// jobs run in it.
 fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng, recent: &mut Recent) -> (v1::JobSpec, Mix) {
     let mix = match rng.random_range(0..120) {
         _ if recent.reservation.is_some() => Mix::Reserved,

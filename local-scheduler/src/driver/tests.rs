@@ -211,6 +211,20 @@ pub(super) fn report(id: u64, state: v1::AgentJobState, exit: Option<i32>) -> v1
     }
 }
 
+/// A driver of one 2-processor machine `m1` under the test Preemptor (`extra`: more keys of its
+/// configuration), with m1's agent registered: the driver and the agent's id.
+fn preempting(extra: &str) -> (Driver, String) {
+    let cfg = Config::from_toml(&format!(
+        "cluster = \"c1\"\n{extra}[[machines]]\nname = \"m1\"\nprocessors = 2\n"
+    ))
+    .unwrap();
+    let platform = cfg.platform().unwrap();
+    let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
+    let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
+    let agent = register_m1(&mut d);
+    (d, agent)
+}
+
 /// Enqueues job `id` (one processor, runs 60 s; a deadline makes the Preemptor preempt for it).
 fn enqueue(d: &mut Driver, id: u64, deadline: Option<i64>, now: Now) {
     let req = v1::EnqueueRequest {
@@ -251,14 +265,7 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     use v1::AgentJobState as A;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("inputs.jsonl");
-    let cfg = Config::from_toml(&format!(
-        "cluster = \"c1\"\ninput_log = {log:?}\n[[machines]]\nname = \"m1\"\nprocessors = 2\n"
-    ))
-    .unwrap();
-    let platform = cfg.platform().unwrap();
-    let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
-    let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
-    let agent = register_m1(&mut d);
+    let (mut d, agent) = preempting(&format!("input_log = {log:?}\n"));
     enqueue(&mut d, 1, None, at(0));
     assert_eq!(orders(&mut d), ["start 1"]);
     assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
@@ -330,12 +337,7 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
 #[test]
 fn a_suspended_job_whose_process_is_gone_is_queued_again_and_says_so() {
     use v1::AgentJobState as A;
-    let cfg = Config::from_toml("cluster = \"c1\"\n[[machines]]\nname = \"m1\"\nprocessors = 2\n")
-        .unwrap();
-    let platform = cfg.platform().unwrap();
-    let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
-    let mut d = Driver::with_policy(cfg, platform, policy, at(0)).unwrap();
-    let agent = register_m1(&mut d);
+    let (mut d, agent) = preempting("");
     enqueue(&mut d, 1, None, at(0));
     assert_eq!(orders(&mut d), ["start 1"]);
     assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
