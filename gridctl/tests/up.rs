@@ -423,9 +423,10 @@ fn a_ten_thousand_task_array_runs_through_gridctl_up_within_its_limit() {
 
 /// A short chaos soak of real processes (docs/reliability.md): for 45 s a fault every 3 s (kill
 /// -9 and restart, or SIGSTOP for seconds, of a meta-scheduler replica, a local scheduler or an
-/// agent, or the links into a replica or a local scheduler cut) while jobs stream in, single and
-/// split over sites; then every acknowledged job has ended, is the grid's once, and no part of
-/// one started twice. Two replicas share a scratch PostgreSQL database, and a fourth site hands
+/// agent, or the links into a replica or a local scheduler cut) while the mixed stream comes in
+/// (single and split jobs, urgent ones that kill or suspend others, deadlines, dependencies,
+/// advance reservations); then every acknowledged job has ended, is the grid's once, and no run
+/// or part of one started twice. Two replicas share a scratch PostgreSQL database, and a fourth site hands
 /// its jobs to Slurm, where `.ci/run` provides them; links are cut where nftables can be used
 /// (root). Under `CI=true` all three must be there.
 #[test]
@@ -442,9 +443,7 @@ fn a_short_chaos_soak_accounts_every_job_once() {
         "--rate",
         "3",
     ])
-    // The plain stream (single and split jobs): the mixed one can still leave a job RUNNING
-    // after urgent kills and an agent crash (docs/reliability.md, open).
-    .args(["--plain", "--seed", "7", "--dir"])
+    .args(["--seed", "7", "--dir"])
     .arg(dir.path().join("soak"));
     let db = test_server().map(|admin| ScratchDatabase::create(&admin).unwrap());
     if let Some(db) = &db {
@@ -480,6 +479,12 @@ fn a_short_chaos_soak_accounts_every_job_once() {
     };
     assert!(figure("faults injected") >= 14, "{text}");
     assert!(figure("jobs acknowledged") >= 100, "{text}");
+    // The stream was the mixed one: "N (W wider than any machine, U urgent, ...".
+    let urgent = (text.lines())
+        .find(|l| l.trim_start().starts_with("jobs acknowledged"))
+        .and_then(|l| l.split(", ").find(|p| p.ends_with(" urgent")))
+        .and_then(|p| p.trim_end_matches(" urgent").parse::<usize>().ok());
+    assert!(urgent.is_some_and(|u| u > 0), "{text}");
     if cuts {
         assert!(text.contains("Cut the links of local-scheduler"), "{text}");
     }

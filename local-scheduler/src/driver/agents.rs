@@ -3,7 +3,7 @@
 //! jobs LOST or requeued, per `lost_agent`) found by the periodic tick, which also hands the runner
 //! its overrun checks and due wake-ups.
 
-use super::{Agent, Driver, Now};
+use super::{Agent, Driver, JobRec, Now, Order};
 use crate::config::LostAgent;
 use gridsched_core::Time;
 use gridsched_core::model::{JobId, MachineId};
@@ -86,20 +86,24 @@ impl Driver {
                 rec.state == JobState::Running
                     && rec.runs_on(m)
                     && !pending.contains(id)
+                    && rec.after_kill.is_none()
                     && !r.jobs.iter().any(|j| j.job_id == **id)
             })
             .map(|(id, _)| *id)
             .collect();
         self.lose_on(now, m, &gone, "its agent restarted without it");
+        // Processes killed here that the (new) agent does not report have ended.
+        let unreported = |d: &Driver, here: fn(&JobRec, MachineId) -> bool| -> Vec<u64> {
+            (d.jobs.iter())
+                .filter(|(id, rec)| here(rec, m) && !r.jobs.iter().any(|j| j.job_id == **id))
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        for id in unreported(self, |rec, m| rec.killed_on == Some(m)) {
+            self.killed_ended(now, id);
+        }
         // Suspended jobs whose stopped process the agent no longer has lose their progress.
-        let stopped: Vec<u64> = self
-            .jobs
-            .iter()
-            .filter(|(id, rec)| {
-                rec.suspended_on == Some(m) && !r.jobs.iter().any(|j| j.job_id == **id)
-            })
-            .map(|(id, _)| *id)
-            .collect();
+        let stopped = unreported(self, |rec, m| rec.suspended_on == Some(m));
         self.forget_stopped(now, &stopped);
         self.note(
             now,
@@ -188,14 +192,12 @@ impl Driver {
                 }
                 continue;
             }
-            if st != AgentJobState::Running
-                && st != AgentJobState::Suspended
-                && let Some(rec) = self.jobs.get_mut(&id)
-                && rec.killed_on == Some(m)
-            {
-                // The end of the process killed to requeue the job, not of a later run.
-                rec.killed_on = None;
-                acked.push(id);
+            if self.jobs.get(&id).is_some_and(|r| r.killed_on == Some(m)) {
+                // The process killed to requeue the job, not a later run: still ending, or ended.
+                if st != AgentJobState::Running && st != AgentJobState::Suspended {
+                    acked.push(id);
+                    self.killed_ended(now, id);
+                }
                 continue;
             }
             let stopped_here = self
@@ -362,6 +364,34 @@ impl Driver {
                 Err(e) => tracing::warn!("job {id}: {e}"),
             }
         }
+    }
+
+    /// The process of job `id` killed on its `killed_on` machine has ended: a start order of a
+    /// later run there, kept back until now, leaves with the next flush (an agent holds one run of
+    /// a job at a time), unless its cancellation was asked meanwhile: then it ends CANCELLED.
+    pub(super) fn killed_ended(&mut self, now: Time, id: u64) {
+        let Some(rec) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let Some(m) = rec.killed_on.take() else {
+            return;
+        };
+        let Some(order) = rec.after_kill.take() else {
+            return;
+        };
+        if !(rec.state == JobState::Running && rec.runs_on(m)) {
+            return;
+        }
+        if rec.cancel_requested {
+            let (_, res) = self.feed(now, Input::Ended { job: JobId(id) });
+            if let Err(e) = res {
+                tracing::warn!("job {id}: {e}");
+            }
+            let detail = "cancelled before its process started";
+            self.emit(id, JobState::Cancelled, now, detail, None);
+            return;
+        }
+        self.starts.push((m, Order::Start(order)));
     }
 
     /// The detail of a RUNNING event.

@@ -133,6 +133,9 @@ struct JobRec {
     /// Where a process of it was killed to requeue it (preempted by an urgent job), until its
     /// agent reports that process's end.
     killed_on: Option<MachineId>,
+    /// A start order to `killed_on` that waits for the killed process's end: an agent holds one
+    /// run of a job at a time, and would take the order for the old run's duplicate.
+    after_kill: Option<Box<v1::StartJob>>,
     /// How its current run began.
     launch: Launch,
     cancel_requested: bool,
@@ -168,6 +171,7 @@ impl JobRec {
             reported_running: false,
             suspended_on: None,
             killed_on: None,
+            after_kill: None,
             launch: Launch::First,
             cancel_requested: false,
             claimed: false,
@@ -509,17 +513,23 @@ impl Driver {
         }
         for (m, order) in std::mem::take(&mut self.starts) {
             // Not if it was cancelled or lost while its order waited.
-            if self
+            let Some(rec) = self
                 .jobs
-                .get(&order.job())
-                .is_some_and(|r| r.state == JobState::Running && r.runs_on(m))
-            {
-                let kind = match order {
-                    Order::Start(o) => Kind::Start(*o),
-                    Order::Resume(job_id) => Kind::Resume(v1::ResumeJob { job_id }),
-                };
-                self.order(m, kind);
-            }
+                .get_mut(&order.job())
+                .filter(|r| r.state == JobState::Running && r.runs_on(m))
+            else {
+                continue;
+            };
+            let kind = match order {
+                // Not while the process killed there is still ending (see `killed_ended`).
+                Order::Start(o) if rec.killed_on == Some(m) => {
+                    rec.after_kill = Some(o);
+                    continue;
+                }
+                Order::Start(o) => Kind::Start(*o),
+                Order::Resume(job_id) => Kind::Resume(v1::ResumeJob { job_id }),
+            };
+            self.order(m, kind);
         }
         Ok(())
     }

@@ -747,3 +747,194 @@ fn the_newest_lease_epoch_is_stored_before_its_call_is_served() {
     assert_eq!(e.code(), tonic::Code::Internal, "{e:?}");
     assert_eq!(d.stored_epoch(), 7);
 }
+
+/// Enqueues job `id` on `procs` processors (runs 10 s), critical when `urgent`.
+fn enqueue_urgent(d: &mut Driver, id: u64, procs: u32, urgent: bool, now: Now) {
+    let mut req = request(id, 0);
+    let spec = req.spec.as_mut().unwrap();
+    spec.processors = procs;
+    if urgent {
+        spec.urgency = v1::Urgency::Critical as i32;
+    }
+    let (tx, _rx) = oneshot::channel();
+    d.enqueue_group(vec![(req, tx)], now);
+}
+
+/// One 2-processor machine `m1` under FCFS whose urgent layer kills typical jobs for urgent ones:
+/// job 1 (2 processors) runs, urgent job 2 arrives (job 1 is killed) and ends at time 15 while the
+/// agent still reports job 1's killed process running. The driver and the agent's id.
+fn killed_for_an_urgent_job() -> (Driver, String) {
+    use v1::AgentJobState as A;
+    let cfg = Config::from_toml(
+        "cluster = \"c1\"\n[policy]\npolicy = \"fcfs\"\nurgent = { preempt_by = \"kill\" }\n\
+         [[machines]]\nname = \"m1\"\nprocessors = 2\n",
+    )
+    .unwrap();
+    let mut d = Driver::new(cfg, at(0)).unwrap();
+    let agent = register_m1(&mut d);
+    enqueue_urgent(&mut d, 1, 2, false, at(0));
+    assert_eq!(orders(&mut d), ["start 1"]);
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
+    enqueue_urgent(&mut d, 2, 1, true, at(5));
+    assert_eq!(orders(&mut d), ["kill 1", "start 2"]);
+    assert_eq!(d.jobs[&1].state, JobState::Queued);
+    // Job 1 starts again on m1 in the runner, but its order waits.
+    let dying = vec![report(1, A::Running, None), report(2, A::Exited, Some(0))];
+    assert!(beat(&mut d, &agent, dying, at(15)).is_empty());
+    assert_eq!(d.jobs[&1].state, JobState::Running);
+    (d, agent)
+}
+
+/// A job killed for an urgent one and started again on the same machine gets its new start order
+/// only once the killed process has ended: the agent holds one run of a job at a time and took
+/// the earlier order for a duplicate, so the job stayed RUNNING at the grid with no process (the
+/// chaos soak's mixed stream). The killed process's last RUNNING reports are not the new run's.
+#[test]
+fn a_job_killed_for_an_urgent_one_starts_again_only_once_its_process_has_ended() {
+    use v1::AgentJobState as A;
+    let (mut d, agent) = killed_for_an_urgent_job();
+    // The killed process's RUNNING report was not taken for the new run's.
+    assert!(!d.jobs[&1].reported_running);
+    // Its end comes: acknowledged, and the start order leaves with the same answer.
+    let ended = vec![report(1, A::KilledByOrder, None)];
+    let res = d
+        .heartbeat(
+            v1::HeartbeatRequest {
+                agent_id: agent.clone(),
+                jobs: ended,
+                time: 0,
+            },
+            at(16),
+        )
+        .unwrap();
+    assert_eq!(res.acknowledged_jobs, [1]);
+    assert_eq!(named(res.commands), ["start 1"]);
+    assert_eq!(
+        d.jobs[&1].state,
+        JobState::Running,
+        "not ended by the old end"
+    );
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(17)).is_empty());
+    assert!(beat(&mut d, &agent, vec![report(1, A::Exited, Some(0))], at(27)).is_empty());
+    let states: Vec<JobState> = d
+        .journal
+        .events()
+        .filter(|e| e.job_id == 1)
+        .map(|e| e.state())
+        .collect();
+    use JobState::{Completed, Queued, Running};
+    assert_eq!(states, [Queued, Running, Queued, Running, Completed]);
+}
+
+/// The same, when the agent dies with the killed process's end unreported: the new agent does not
+/// report the job, so that process is gone, and the held start order leaves then; the later run's
+/// end is its own, not taken for the killed process's.
+#[test]
+fn a_killed_process_that_a_new_agent_does_not_report_has_ended() {
+    use v1::AgentJobState as A;
+    let (mut d, _) = killed_for_an_urgent_job();
+    // The agent is killed and comes back with nothing.
+    let again = d
+        .register(
+            v1::RegisterAgentRequest {
+                machine: "m1".into(),
+                processors: 2,
+                ..Default::default()
+            },
+            at(20),
+        )
+        .unwrap()
+        .agent_id;
+    assert_eq!(orders(&mut d), ["start 1"]);
+    assert_eq!(d.jobs[&1].state, JobState::Running);
+    assert!(beat(&mut d, &again, vec![report(1, A::Running, None)], at(21)).is_empty());
+    assert!(beat(&mut d, &again, vec![report(1, A::Exited, Some(0))], at(31)).is_empty());
+    assert!(d.jobs.is_empty(), "job 1 ended: {:?}", d.jobs.keys());
+}
+
+/// A job whose cancellation is asked while its start waits for its killed process's end ends
+/// CANCELLED when that end comes, and is never started.
+#[test]
+fn a_job_cancelled_while_its_start_waits_for_a_kill_is_never_started() {
+    use v1::AgentJobState as A;
+    let (mut d, agent) = killed_for_an_urgent_job();
+    let cancel = v1::CancelRequest {
+        job_id: 1,
+        ..Default::default()
+    };
+    d.cancel(cancel, at(16).secs).unwrap();
+    assert_eq!(orders(&mut d), ["kill 1"]);
+    let ended = vec![report(1, A::KilledByOrder, None)];
+    assert!(beat(&mut d, &agent, ended, at(17)).is_empty(), "no start");
+    let last = d.journal.events().filter(|e| e.job_id == 1).last().unwrap();
+    assert_eq!(last.state(), JobState::Cancelled, "{last:?}");
+    assert!(d.jobs.is_empty());
+}
+
+/// A suspended job the policy starts again on another machine: its stopped process is killed
+/// where it waits, and it says QUEUED ("starts again from scratch") before its new start, from
+/// which the meta-scheduler counts a run from scratch.
+#[test]
+fn a_suspended_job_restarted_elsewhere_is_queued_again_and_says_so() {
+    use v1::AgentJobState as A;
+    let cfg = Config::from_toml(
+        "cluster = \"c1\"\n[[machines]]\nname = \"m1\"\nprocessors = 2\n\
+         [[machines]]\nname = \"m2\"\nprocessors = 2\n",
+    )
+    .unwrap();
+    let platform = cfg.platform().unwrap();
+    let policy = gridsched_core::runner::testing::Preemptor::resuming_on(MachineId(1));
+    let mut d = Driver::with_policy(cfg, platform, Box::new(policy), at(0)).unwrap();
+    let agent = register_m1(&mut d);
+    let m2 = v1::RegisterAgentRequest {
+        machine: "m2".into(),
+        processors: 2,
+        ..Default::default()
+    };
+    d.register(m2, at(0)).unwrap();
+    enqueue(&mut d, 1, None, at(0));
+    assert_eq!(orders(&mut d), ["start 1"]);
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
+    enqueue(&mut d, 2, Some(1_500), at(10));
+    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    let done = vec![report(1, A::Suspended, None), report(2, A::Exited, Some(0))];
+    assert_eq!(beat(&mut d, &agent, done, at(70)), ["kill 1"]);
+    assert_eq!(named(std::mem::take(&mut d.pending[1])), ["start 1"]);
+    let last = d.journal.events().filter(|e| e.job_id == 1).last().unwrap();
+    assert_eq!(last.state(), JobState::Queued, "{last:?}");
+    assert_eq!(
+        last.detail,
+        "requeued: its stopped process on m1 is killed; it starts again from scratch"
+    );
+}
+
+/// A job suspended when its local scheduler restarts is queued again from scratch (its stopped
+/// process is not followed over the restart), and says so.
+#[test]
+fn a_suspended_job_is_queued_again_after_a_restart_and_says_so() {
+    use gridsched_core::runner::testing::Preemptor;
+    use v1::AgentJobState as A;
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state_dir = {:?}\n", dir.path().join("state"));
+    let (mut d, agent) = preempting(&state);
+    enqueue(&mut d, 1, None, at(0));
+    assert_eq!(orders(&mut d), ["start 1"]);
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
+    enqueue(&mut d, 2, Some(1_500), at(10));
+    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    d.flush().unwrap();
+    drop(d);
+    let cfg = Config::from_toml(&format!(
+        "cluster = \"c1\"\n{state}[[machines]]\nname = \"m1\"\nprocessors = 2\n"
+    ))
+    .unwrap();
+    let platform = cfg.platform().unwrap();
+    let d = Driver::with_policy(cfg, platform, Box::new(Preemptor::default()), at(20)).unwrap();
+    assert_eq!(d.jobs[&1].state, JobState::Queued);
+    let last = d.journal.events().filter(|e| e.job_id == 1).last().unwrap();
+    assert_eq!(last.state(), JobState::Queued, "{last:?}");
+    assert_eq!(
+        last.detail,
+        "requeued after a restart: it was suspended; it starts again from scratch"
+    );
+}
