@@ -244,6 +244,17 @@ fn enqueue(d: &mut Driver, id: u64, deadline: Option<i64>, now: Now) {
     d.enqueue_group(vec![(req, tx)], now);
 }
 
+/// Job 1 starts on m1 and runs; urgent job 2 (a deadline) arrives at time 10: job 1 is
+/// suspended, job 2 starts.
+fn suspend_for_an_urgent_job(d: &mut Driver, agent: &str) {
+    use v1::AgentJobState as A;
+    enqueue(d, 1, None, at(0));
+    assert_eq!(orders(d), ["start 1"]);
+    assert!(beat(d, agent, vec![report(1, A::Running, None)], at(1)).is_empty());
+    enqueue(d, 2, Some(1_500), at(10));
+    assert_eq!(orders(d), ["suspend 1", "start 2"]);
+}
+
 /// A heartbeat of `agent` reporting `jobs`: the orders its answer carries.
 fn beat(d: &mut Driver, agent: &str, jobs: Vec<v1::JobReport>, now: Now) -> Vec<String> {
     let res = d
@@ -266,12 +277,8 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("inputs.jsonl");
     let (mut d, agent) = preempting(&format!("input_log = {log:?}\n"));
-    enqueue(&mut d, 1, None, at(0));
-    assert_eq!(orders(&mut d), ["start 1"]);
-    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
     // An urgent job: job 1 is stopped where it runs, job 2 takes the machine.
-    enqueue(&mut d, 2, Some(1_500), at(10));
-    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    suspend_for_an_urgent_job(&mut d, &agent);
     assert_eq!(d.jobs[&1].state, JobState::Suspended);
     // The agent may still report job 1 running before it handles the order: it is not killed.
     let running_both = vec![report(1, A::Running, None), report(2, A::Running, None)];
@@ -338,11 +345,7 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
 fn a_suspended_job_whose_process_is_gone_is_queued_again_and_says_so() {
     use v1::AgentJobState as A;
     let (mut d, agent) = preempting("");
-    enqueue(&mut d, 1, None, at(0));
-    assert_eq!(orders(&mut d), ["start 1"]);
-    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
-    enqueue(&mut d, 2, Some(1_500), at(10));
-    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    suspend_for_an_urgent_job(&mut d, &agent);
     // Its stopped process ended: job 1 waits, from scratch, and starts again after job 2.
     let gone = vec![
         report(1, A::KilledByOrder, None),
@@ -892,11 +895,7 @@ fn a_suspended_job_restarted_elsewhere_is_queued_again_and_says_so() {
         ..Default::default()
     };
     d.register(m2, at(0)).unwrap();
-    enqueue(&mut d, 1, None, at(0));
-    assert_eq!(orders(&mut d), ["start 1"]);
-    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
-    enqueue(&mut d, 2, Some(1_500), at(10));
-    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    suspend_for_an_urgent_job(&mut d, &agent);
     let done = vec![report(1, A::Suspended, None), report(2, A::Exited, Some(0))];
     assert_eq!(beat(&mut d, &agent, done, at(70)), ["kill 1"]);
     assert_eq!(named(std::mem::take(&mut d.pending[1])), ["start 1"]);
@@ -913,15 +912,10 @@ fn a_suspended_job_restarted_elsewhere_is_queued_again_and_says_so() {
 #[test]
 fn a_suspended_job_is_queued_again_after_a_restart_and_says_so() {
     use gridsched_core::runner::testing::Preemptor;
-    use v1::AgentJobState as A;
     let dir = tempfile::tempdir().unwrap();
     let state = format!("state_dir = {:?}\n", dir.path().join("state"));
     let (mut d, agent) = preempting(&state);
-    enqueue(&mut d, 1, None, at(0));
-    assert_eq!(orders(&mut d), ["start 1"]);
-    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(1)).is_empty());
-    enqueue(&mut d, 2, Some(1_500), at(10));
-    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    suspend_for_an_urgent_job(&mut d, &agent);
     d.flush().unwrap();
     drop(d);
     let cfg = Config::from_toml(&format!(
