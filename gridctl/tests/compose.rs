@@ -428,7 +428,7 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
     all_completed(&mut c, &acked).await;
 
     // 6. Jobs wider than every site (20 > 16 processors) run as fragments over beta (16, the
-    //    widest) and alpha (4), co-allocated to start in the same second, their estimates
+    //    widest) and alpha (4), co-allocated to start together, their estimates
     //    stretched by the compose grid's 10 % WAN overhead.
     let split = submit_all(
         &mut c,
@@ -456,7 +456,10 @@ async fn compose_grid_survives_a_stopped_site_and_a_killed_meta_scheduler() {
             "{f:?}"
         );
         assert!(f.iter().all(|f| f.state() == JobState::Completed), "{f:?}");
-        assert_eq!(f[0].start_time, f[1].start_time, "{f:?}");
+        // Both sites start their fragment at the reservation's start; one whose pass runs late
+        // on a loaded machine crosses into the next second (the grace is 2 s).
+        let (a, b) = (f[0].start_time.unwrap(), f[1].start_time.unwrap());
+        assert!((a - b).abs() <= 1, "{f:?}");
     }
     eprintln!(
         "scenario 6: {} jobs split over beta and alpha completed",
