@@ -245,11 +245,18 @@ fn reason_of(j: &v1::Job) -> String {
     out
 }
 
-/// The lines under a job's table naming its staged inputs (where each comes from) and the
-/// declared outputs its site kept.
+/// The lines under a job's table: its runs from scratch at its site, its staged inputs (where
+/// each comes from) and the declared outputs its site kept.
 fn data_lines(j: &v1::Job) -> Vec<String> {
     use meta_scheduler::inputs::human_bytes;
     let mut out = Vec::new();
+    if j.restarts > 0 {
+        out.push(format!(
+            "started again from scratch at its site {} time(s) (preempted by a kill, or its \
+             process lost)",
+            j.restarts
+        ));
+    }
     let inputs = j.spec.as_ref().map_or(&[][..], |s| &s.stage_in[..]);
     if !inputs.is_empty() {
         out.push(format!("inputs ({}):", inputs.len()));
@@ -295,13 +302,6 @@ pub fn job(j: Option<v1::Job>, json: bool) -> std::io::Result<()> {
         .collect();
         if !times.is_empty() {
             outln!("{}", times.join(", "));
-        }
-        if j.restarts > 0 {
-            outln!(
-                "started again from scratch at its site {} time(s) (preempted by a kill, or its \
-                 process lost)",
-                j.restarts
-            );
         }
         for line in data_lines(j) {
             outln!("{line}");
@@ -590,6 +590,18 @@ mod tests {
             ]
         );
         assert!(data_lines(&v1::Job::default()).is_empty());
+        let again = v1::Job {
+            restarts: 2,
+            ..v1::Job::default()
+        };
+        assert_eq!(
+            data_lines(&again),
+            [
+                "started again from scratch at its site 2 time(s) (preempted by a kill, or its \
+              process lost)"
+            ]
+        );
+        assert_eq!(job_json(&again)["restarts"], 2);
         let v = job_json(&j);
         assert_eq!(v["stage_in"][2]["site"], "alpha");
         assert_eq!(v["outputs"][0]["size"], 12);

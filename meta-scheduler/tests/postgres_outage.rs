@@ -99,3 +99,35 @@ async fn an_unreachable_database_makes_submissions_unavailable_and_leaves_nothin
     let m = meta(dir.path(), &db.url);
     assert_eq!(ids(&m).await, vec![1, two], "after a restart");
 }
+
+/// A replica whose PostgreSQL server cannot be reached when it starts (cut off, or not started
+/// yet) stops with exit status 75, "try again later", as a deposed one does, so that its
+/// supervisor starts it again; it is not a configuration error (exit 1).
+#[test]
+fn a_replica_that_cannot_reach_its_database_at_start_exits_75() {
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("postgres://gridsched:gridsched@127.0.0.1:{port}/gridsched");
+    let cfg = dir.path().join("meta.toml");
+    let toml = format!(
+        "listen = \"127.0.0.1:0\"\n[store]\nbackend = \"postgres\"\nurl = {url:?}\n\
+         [[sites]]\nname = \"a\"\nendpoint = \"http://127.0.0.1:2\"\n\
+         machines = [{{ name = \"a1\", processors = 4 }}]\n"
+    );
+    std::fs::write(&cfg, toml).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meta-scheduler"))
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(75), "{err}");
+    assert!(err.contains("try again later"), "{err}");
+}
