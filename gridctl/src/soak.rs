@@ -2,8 +2,8 @@
 //! against stated invariants. It starts a grid of real processes (`gridctl up`'s, from a grid
 //! file: by default three sites, one meta-scheduler), sends it a steady stream of jobs (real
 //! commands; single jobs, jobs wider than any machine, split over sites and co-allocated, urgent
-//! jobs, jobs with a deadline, jobs that wait for another, and jobs in advance reservations the
-//! stream makes),
+//! jobs, jobs with a deadline, jobs that wait for another, job arrays, and jobs in advance
+//! reservations the stream makes),
 //! and meanwhile a seeded chaos loop kills processes with SIGKILL and starts them again (the
 //! meta-scheduler and the local schedulers from their stores, on their addresses), and stops
 //! processes with SIGSTOP for a few seconds (a hang), and cuts the links into a process for a few
@@ -13,10 +13,11 @@
 //!
 //! - every acknowledged submission is a job the meta-scheduler knows, once (its client token:
 //!   retried submissions are not new jobs), and no other job of the soak's user exists;
-//! - every such job has ended (completed, failed, lost with its agent, ...);
+//! - every such job has ended (completed, failed, lost with its agent, ...), and every task of an
+//!   array too, the array counting as many tasks as it has;
 //! - no part of a job started more often than it may: each start appends a line (job, head
 //!   node, rank) to a ledger, and each part may start once per run (1 + the job's requeues);
-//! - a job the grid calls completed did start.
+//! - a job (or task) the grid calls completed did start.
 //!
 //! The figures (jobs, faults by kind, the meta-scheduler's takeover times) are printed; any
 //! broken rule makes the command fail.
@@ -128,6 +129,10 @@ enum Mix {
     After,
     /// Runs in a user's advance reservation made by the stream.
     Reserved,
+    /// A job array of 4 tasks, 2 at a time (Slurm's `--array 0-3%2`).
+    Array,
+    /// A task of an array of the stream (listed once the array has ended).
+    Task,
 }
 
 /// An acknowledged submission.
@@ -236,8 +241,9 @@ async fn run(a: SoakArgs) -> anyhow::Result<()> {
         submitted.acked.len(),
         a.settle
     );
-    let settled = settle(&metas, &submitted.acked, Duration::from_secs(a.settle)).await?;
-    let report = check(&metas, &user, &submitted, &settled, &ledger).await?;
+    let mut settled = settle(&metas, &submitted.acked, Duration::from_secs(a.settle)).await?;
+    let tasks = tasks(&metas, &user, &submitted.acked, &mut settled).await?;
+    let report = check(&metas, &user, &submitted, &tasks, &settled, &ledger).await?;
     let mut takeovers = Vec::new();
     for f in faults.iter_mut() {
         if let Some(t) = f.takeover.take() {
@@ -477,10 +483,13 @@ fn slurm_site(url: &str, token: &Path, node: &str) -> String {
     )
 }
 
+/// The stream's job arrays: 4 tasks, at most 2 of them out at a time.
+const ARRAY: &str = "0-3%2";
+
 /// Job `n` of the stream: a command that writes its start to the ledger, then sleeps. Of 120
-/// draws, 20 are wider than any machine, 10 urgent, 10 with a deadline and 15 wait for a recent
-/// job (`--plain`: the wide ones only); while the stream holds an advance reservation, its next
-/// jobs run in it.
+/// draws, 20 are wider than any machine, 10 urgent, 10 with a deadline, 15 wait for a recent
+/// job and 8 are arrays (`--plain`: the wide ones only); while the stream holds an advance
+/// reservation, its next jobs run in it.
 fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng, recent: &mut Recent) -> (v1::JobSpec, Mix) {
     let mix = match rng.random_range(0..120) {
         _ if recent.reservation.is_some() => Mix::Reserved,
@@ -489,11 +498,12 @@ fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng, recent: &mut Recent) -> (v1::JobS
         20..30 => Mix::Urgent,
         30..40 => Mix::Deadline,
         40..55 if !recent.ids.is_empty() => Mix::After,
+        55..63 => Mix::Array,
         _ => Mix::Plain,
     };
     let procs = match mix {
         Mix::Wide => f.widest + rng.random_range(1..=f.widest / 2 + 1),
-        Mix::Reserved => rng.random_range(1..=2),
+        Mix::Reserved | Mix::Array => rng.random_range(1..=2),
         _ => rng.random_range(1..=4),
     };
     let secs = rng.random_range(1..=5);
@@ -535,7 +545,8 @@ fn job(n: u64, f: &Feed, rng: &mut ChaCha8Rng, recent: &mut Recent) -> (v1::JobS
                 recent.reservation = None;
             }
         }
-        Mix::Plain | Mix::Wide => {}
+        Mix::Array => spec.array = Some(ARRAY.into()),
+        Mix::Plain | Mix::Wide | Mix::Task => {}
     }
     (spec, mix)
 }
@@ -616,7 +627,11 @@ async fn submit(
                     let mut s = out.lock().expect("submitted");
                     s.acked.push(Acked { id: r.job_id, mix });
                     s.longest = s.longest.max(t.elapsed());
-                    recent.ids.push_back(r.job_id);
+                    // Later jobs wait for plain ones (what a dependency on an array means is
+                    // the arrays' own tests').
+                    if mix != Mix::Array {
+                        recent.ids.push_back(r.job_id);
+                    }
                     if recent.ids.len() > 20 {
                         recent.ids.pop_front();
                     }
@@ -702,6 +717,37 @@ async fn settle(
     }
 }
 
+/// The tasks of the acknowledged arrays, each by its own id, added to `jobs` as the grid ended
+/// them (the arrays have settled: so have their tasks).
+async fn tasks(
+    metas: &[String],
+    user: &str,
+    acked: &[Acked],
+    jobs: &mut HashMap<u64, v1::Job>,
+) -> anyhow::Result<Vec<Acked>> {
+    let mut c = leading(metas, &mut 0).await?;
+    let mut tasks = Vec::new();
+    for a in acked.iter().filter(|a| a.mix == Mix::Array) {
+        let page = c
+            .list_jobs(v1::ListJobsRequest {
+                user: Some(user.to_owned()),
+                array: Some(a.id),
+                limit: 1000,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        for j in page.jobs {
+            tasks.push(Acked {
+                id: j.id,
+                mix: Mix::Task,
+            });
+            jobs.insert(j.id, j);
+        }
+    }
+    Ok(tasks)
+}
+
 /// The run's outcome.
 #[derive(Debug, Default)]
 struct Report {
@@ -720,10 +766,11 @@ async fn check(
     metas: &[String],
     user: &str,
     s: &Submitted,
+    tasks: &[Acked],
     jobs: &HashMap<u64, v1::Job>,
     ledger: &Path,
 ) -> anyhow::Result<Report> {
-    let mut r = rules(s, jobs, &std::fs::read_to_string(ledger)?);
+    let mut r = rules(s, tasks, jobs, &std::fs::read_to_string(ledger)?);
     // No job of the soak's user but the acknowledged ones.
     let mut c = leading(metas, &mut 0).await?;
     let mut token = String::new();
@@ -754,10 +801,11 @@ async fn check(
     Ok(r)
 }
 
-/// The rules over what was acknowledged, the jobs as the grid ended them, and the ledger.
-fn rules(s: &Submitted, jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
+/// The rules over what was acknowledged (and the tasks of its arrays), the jobs as the grid ended
+/// them, and the ledger.
+fn rules(s: &Submitted, tasks: &[Acked], jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
     let mut r = Report {
-        mix: (s.acked.iter()).fold(BTreeMap::new(), |mut m, a| {
+        mix: (s.acked.iter().chain(tasks)).fold(BTreeMap::new(), |mut m, a| {
             *m.entry(a.mix).or_default() += 1;
             m
         }),
@@ -788,21 +836,18 @@ fn rules(s: &Submitted, jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
                 .push(format!("job {id}: {n} submissions acknowledged as it"));
         }
     }
-    for a in &s.acked {
+    for a in s.acked.iter().chain(tasks) {
         let Some(j) = jobs.get(&a.id) else {
             r.broken
                 .push(format!("job {}: acknowledged, unknown to the grid", a.id));
             continue;
         };
         let state = j.state();
-        *r.states
-            .entry(
-                state
-                    .as_str_name()
-                    .trim_start_matches("JOB_STATE_")
-                    .to_lowercase(),
-            )
-            .or_default() += 1;
+        // An array's own record sums its tasks, which are counted one by one.
+        if a.mix != Mix::Array {
+            let name = state.as_str_name().trim_start_matches("JOB_STATE_");
+            *r.states.entry(name.to_lowercase()).or_default() += 1;
+        }
         if !state.is_terminal() {
             r.broken.push(format!(
                 "job {}: still {} after the grid settled",
@@ -821,6 +866,20 @@ fn rules(s: &Submitted, jobs: &HashMap<u64, v1::Job>, ledger: &str) -> Report {
                     a.id
                 ));
             }
+        }
+        if a.mix == Mix::Array {
+            // An array runs as its tasks: as many as it counts, each ended.
+            let listed = (tasks.iter())
+                .filter(|t| jobs.get(&t.id).and_then(|t| t.array_id) == Some(a.id))
+                .count();
+            let counted = j.array.map_or(0, |p| p.tasks as usize);
+            if listed != counted {
+                r.broken.push(format!(
+                    "array {}: {counted} tasks counted, {listed} listed",
+                    a.id
+                ));
+            }
+            continue;
         }
         if state == v1::JobState::Completed && parts.is_none() {
             r.broken
@@ -848,7 +907,7 @@ fn print(
     let mix = |m: Mix| r.mix.get(&m).copied().unwrap_or(0);
     outln!(
         "  jobs acknowledged  {} ({} wider than any machine, {} urgent, {} with a deadline, {} after \
-         another, {} in {} advance reservations); {}",
+         another, {} in {} advance reservations, {} arrays of {} tasks); jobs and tasks ended: {}",
         s.acked.len(),
         mix(Mix::Wide),
         mix(Mix::Urgent),
@@ -856,6 +915,8 @@ fn print(
         mix(Mix::After),
         mix(Mix::Reserved),
         s.reservations,
+        mix(Mix::Array),
+        mix(Mix::Task),
         states.join(", ")
     );
     outln!(
@@ -951,11 +1012,11 @@ mod tests {
         .collect();
         // Job 1 over two nodes, job 3 twice (requeued once): sound.
         let ledger = "1 a-1 0\n1 a-1 1\n3 b-1 0\n3 b-1 0\n";
-        let sound = rules(&acked(&[1, 2, 3]), &jobs, ledger);
+        let sound = rules(&acked(&[1, 2, 3]), &[], &jobs, ledger);
         assert_eq!(sound.broken, Vec::<String>::new());
         assert_eq!((sound.starts, sound.states["completed"]), (4, 2));
         let broken = |ids: &[u64], jobs: &HashMap<u64, v1::Job>, ledger: &str| {
-            rules(&acked(ids), jobs, ledger).broken
+            rules(&acked(ids), &[], jobs, ledger).broken
         };
         assert_eq!(
             broken(&[1, 2, 3, 4], &jobs, ledger),
@@ -978,6 +1039,50 @@ mod tests {
         assert_eq!(
             broken(&[1, 2, 3], &open, ledger),
             ["job 2: still JOB_STATE_RUNNING after the grid settled"]
+        );
+    }
+
+    /// An array is its tasks: each ended and started as a job must, and as many as it counts.
+    #[test]
+    fn an_array_is_checked_through_its_tasks() {
+        let array = Submitted {
+            acked: vec![Acked {
+                id: 10,
+                mix: Mix::Array,
+            }],
+            ..Submitted::default()
+        };
+        let task = |id: u64| Acked { id, mix: Mix::Task };
+        let mut jobs: HashMap<u64, v1::Job> = HashMap::new();
+        let mut a = job(10, v1::JobState::Completed, 0);
+        a.array = Some(v1::ArrayProgress {
+            tasks: 2,
+            completed: 2,
+            ..Default::default()
+        });
+        jobs.insert(10, a);
+        for id in [11, 12] {
+            let mut t = job(id, v1::JobState::Completed, 0);
+            t.array_id = Some(10);
+            jobs.insert(id, t);
+        }
+        let ledger = "11 a-1 0\n12 a-2 0\n";
+        let sound = rules(&array, &[task(11), task(12)], &jobs, ledger);
+        assert_eq!(sound.broken, Vec::<String>::new());
+        assert_eq!((sound.states["completed"], sound.mix[&Mix::Task]), (2, 2));
+        // A task missing from the list, one that never started, one that started twice.
+        assert_eq!(
+            rules(&array, &[task(11)], &jobs, ledger).broken,
+            ["array 10: 2 tasks counted, 1 listed"]
+        );
+        assert_eq!(
+            rules(&array, &[task(11), task(12)], &jobs, "11 a-1 0\n").broken,
+            ["job 12: completed, but never started"]
+        );
+        let twice = format!("{ledger}11 a-1 0\n");
+        assert_eq!(
+            rules(&array, &[task(11), task(12)], &jobs, &twice).broken,
+            ["job 11: its part 0 headed by a-1 started 2 times, at most 1 allowed"]
         );
     }
 }

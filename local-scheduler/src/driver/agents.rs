@@ -209,13 +209,7 @@ impl Driver {
                 // its way), or stopped before a resume order arrived; a stopped process nobody
                 // waits for is killed.
                 if !ours && !stopped_here {
-                    self.order(
-                        m,
-                        Kind::Kill(v1::KillJob {
-                            job_id: id,
-                            reason: "not scheduled here".into(),
-                        }),
-                    );
+                    self.kill_stray(m, id, "not scheduled here");
                 }
                 continue;
             }
@@ -228,13 +222,7 @@ impl Driver {
             }
             if st == AgentJobState::Running {
                 if !ours {
-                    self.order(
-                        m,
-                        Kind::Kill(v1::KillJob {
-                            job_id: id,
-                            reason: "not scheduled here".into(),
-                        }),
-                    );
+                    self.kill_stray(m, id, "not scheduled here");
                 } else if let Some(rec) = self.jobs.get_mut(&id)
                     && !rec.reported_running
                 {
@@ -363,6 +351,25 @@ impl Driver {
                 ),
                 Err(e) => tracing::warn!("job {id}: {e}"),
             }
+        }
+    }
+
+    /// Orders killed the process of job `id` on `m` that is not the job's current run there (an
+    /// earlier run's, stopped or still going). Until its end is reported, its reports are that
+    /// process's and a start of the job on `m` waits ([`Driver::killed_ended`]): the agent holds
+    /// one run of a job at a time.
+    pub(super) fn kill_stray(&mut self, m: MachineId, id: u64, reason: &str) {
+        self.order(
+            m,
+            Kind::Kill(v1::KillJob {
+                job_id: id,
+                reason: reason.into(),
+            }),
+        );
+        if let Some(rec) = self.jobs.get_mut(&id)
+            && rec.killed_on.is_none()
+        {
+            rec.killed_on = Some(m);
         }
     }
 

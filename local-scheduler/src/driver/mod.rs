@@ -927,13 +927,7 @@ impl Driver {
         if let Some(old) = rec.suspended_on.take()
             && s.launch != Launch::Resume
         {
-            self.order(
-                old,
-                Kind::Kill(v1::KillJob {
-                    job_id: s.job.0,
-                    reason: "restarted on another machine".into(),
-                }),
-            );
+            self.kill_stray(old, s.job.0, "restarted on another machine");
             // Back in the queue for a moment: the meta-scheduler counts a run from scratch.
             let detail = format!(
                 "requeued: its stopped process on {} is killed; it starts again from scratch",

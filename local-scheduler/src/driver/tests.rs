@@ -907,23 +907,28 @@ fn a_suspended_job_restarted_elsewhere_is_queued_again_and_says_so() {
     );
 }
 
+/// The driver of `preempting(state)` started again at `now` from its state directory.
+fn restarted(state: &str, now: Now) -> Driver {
+    let cfg = Config::from_toml(&format!(
+        "cluster = \"c1\"\n{state}[[machines]]\nname = \"m1\"\nprocessors = 2\n"
+    ))
+    .unwrap();
+    let platform = cfg.platform().unwrap();
+    let policy = Box::new(gridsched_core::runner::testing::Preemptor::default());
+    Driver::with_policy(cfg, platform, policy, now).unwrap()
+}
+
 /// A job suspended when its local scheduler restarts is queued again from scratch (its stopped
 /// process is not followed over the restart), and says so.
 #[test]
 fn a_suspended_job_is_queued_again_after_a_restart_and_says_so() {
-    use gridsched_core::runner::testing::Preemptor;
     let dir = tempfile::tempdir().unwrap();
     let state = format!("state_dir = {:?}\n", dir.path().join("state"));
     let (mut d, agent) = preempting(&state);
     suspend_for_an_urgent_job(&mut d, &agent);
     d.flush().unwrap();
     drop(d);
-    let cfg = Config::from_toml(&format!(
-        "cluster = \"c1\"\n{state}[[machines]]\nname = \"m1\"\nprocessors = 2\n"
-    ))
-    .unwrap();
-    let platform = cfg.platform().unwrap();
-    let d = Driver::with_policy(cfg, platform, Box::new(Preemptor::default()), at(20)).unwrap();
+    let d = restarted(&state, at(20));
     assert_eq!(d.jobs[&1].state, JobState::Queued);
     let last = d.journal.events().filter(|e| e.job_id == 1).last().unwrap();
     assert_eq!(last.state(), JobState::Queued, "{last:?}");
@@ -931,4 +936,51 @@ fn a_suspended_job_is_queued_again_after_a_restart_and_says_so() {
         last.detail,
         "requeued after a restart: it was suspended; it starts again from scratch"
     );
+}
+
+/// After a restart of its site, the stopped process of a job suspended before is killed when its
+/// agent reports it, and the job's new run is ordered only once that process has ended: the agent
+/// would take the order for the old process's, and its end for the new run's (the mixed soak:
+/// jobs suspended at gamma ended FAILED "killed" after gamma's local scheduler was killed).
+#[test]
+fn a_stopped_process_left_by_a_restart_ends_before_the_job_starts_again() {
+    use v1::AgentJobState as A;
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state_dir = {:?}\n", dir.path().join("state"));
+    let (mut d, agent) = preempting(&state);
+    suspend_for_an_urgent_job(&mut d, &agent);
+    let done = vec![report(1, A::Suspended, None), report(2, A::Exited, Some(0))];
+    // Job 2 has ended; the site is killed before it resumes job 1.
+    d.reports(at(30).secs, MachineId(0), &done);
+    d.flush().unwrap();
+    drop(d);
+    let mut d = restarted(&state, at(40));
+    let back = v1::RegisterAgentRequest {
+        machine: "m1".into(),
+        processors: 2,
+        jobs: vec![report(1, A::Suspended, None)],
+        ..Default::default()
+    };
+    let agent = d.register(back, at(41)).unwrap().agent_id;
+    assert_eq!(
+        d.jobs[&1].state,
+        JobState::Running,
+        "started again in the runner"
+    );
+    assert_eq!(
+        orders(&mut d),
+        ["kill 1"],
+        "no start while the old process is there"
+    );
+    let gone = vec![report(1, A::KilledByOrder, None)];
+    assert_eq!(beat(&mut d, &agent, gone, at(42)), ["start 1"]);
+    assert_eq!(
+        d.jobs[&1].state,
+        JobState::Running,
+        "not ended by the old end"
+    );
+    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(43)).is_empty());
+    assert!(beat(&mut d, &agent, vec![report(1, A::Exited, Some(0))], at(103)).is_empty());
+    let last = d.journal.events().filter(|e| e.job_id == 1).last().unwrap();
+    assert_eq!(last.state(), JobState::Completed, "{last:?}");
 }
