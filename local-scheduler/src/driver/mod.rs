@@ -884,10 +884,17 @@ impl Driver {
             // Never ordered: back in the queue without a word to its agent.
             return None;
         }
+        let (reported, launch) = (rec.reported_running, rec.launch);
         rec.machine = None;
         rec.start = None;
         rec.reported_running = false;
         self.order(m, order);
+        if !reported {
+            // Its start was ordered, its agent's report of it not in yet: said now, so that the
+            // grid counts the run this stop ends (its next start is another one).
+            let started = Self::started_detail(launch, self.names.machine_name(m));
+            self.emit(id, JobState::Running, now, &started, None);
+        }
         self.emit(id, state, now, detail, None);
         self.jobs.get_mut(&id)
     }

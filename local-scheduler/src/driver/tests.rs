@@ -984,3 +984,26 @@ fn a_stopped_process_left_by_a_restart_ends_before_the_job_starts_again() {
     let last = d.journal.events().filter(|e| e.job_id == 1).last().unwrap();
     assert_eq!(last.state(), JobState::Completed, "{last:?}");
 }
+
+/// A job suspended before its agent reported it running is said RUNNING first: its start was
+/// ordered, and the meta-scheduler, which takes SUSPENDED only of a running job, counts the run
+/// the suspension ends (the mixed soak: a job suspended 19 ms after its start, queued afresh by
+/// its site's restart, started twice with one run counted).
+#[test]
+fn a_job_suspended_before_its_running_report_is_said_running_first() {
+    let (mut d, _agent) = preempting("");
+    enqueue(&mut d, 1, None, at(0));
+    assert_eq!(orders(&mut d), ["start 1"]);
+    enqueue(&mut d, 2, Some(1_500), at(1));
+    assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
+    let states: Vec<JobState> = d
+        .journal
+        .events()
+        .filter(|e| e.job_id == 1)
+        .map(|e| e.state())
+        .collect();
+    assert_eq!(
+        states,
+        [JobState::Queued, JobState::Running, JobState::Suspended]
+    );
+}
