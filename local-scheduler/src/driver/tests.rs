@@ -255,6 +255,14 @@ fn suspend_for_an_urgent_job(d: &mut Driver, agent: &str) {
     assert_eq!(orders(d), ["suspend 1", "start 2"]);
 }
 
+/// The states of job `id`'s events, in order.
+fn states_of(d: &Driver, id: u64) -> Vec<JobState> {
+    (d.journal.events())
+        .filter(|e| e.job_id == id)
+        .map(|e| e.state())
+        .collect()
+}
+
 /// A heartbeat of `agent` reporting `jobs`: the orders its answer carries.
 fn beat(d: &mut Driver, agent: &str, jobs: Vec<v1::JobReport>, now: Now) -> Vec<String> {
     let res = d
@@ -305,12 +313,7 @@ fn a_suspended_job_is_stopped_and_resumed_where_it_ran_and_the_log_reruns() {
             "resumed on m1 with its progress"
         ]
     );
-    let states: Vec<JobState> = d
-        .journal
-        .events()
-        .filter(|e| e.job_id == 1)
-        .map(|e| e.state())
-        .collect();
+    let states = states_of(&d, 1);
     assert_eq!(
         states,
         [
@@ -819,12 +822,7 @@ fn a_job_killed_for_an_urgent_one_starts_again_only_once_its_process_has_ended()
     );
     assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(17)).is_empty());
     assert!(beat(&mut d, &agent, vec![report(1, A::Exited, Some(0))], at(27)).is_empty());
-    let states: Vec<JobState> = d
-        .journal
-        .events()
-        .filter(|e| e.job_id == 1)
-        .map(|e| e.state())
-        .collect();
+    let states = states_of(&d, 1);
     use JobState::{Completed, Queued, Running};
     assert_eq!(states, [Queued, Running, Queued, Running, Completed]);
 }
@@ -996,12 +994,7 @@ fn a_job_suspended_before_its_running_report_is_said_running_first() {
     assert_eq!(orders(&mut d), ["start 1"]);
     enqueue(&mut d, 2, Some(1_500), at(1));
     assert_eq!(orders(&mut d), ["suspend 1", "start 2"]);
-    let states: Vec<JobState> = d
-        .journal
-        .events()
-        .filter(|e| e.job_id == 1)
-        .map(|e| e.state())
-        .collect();
+    let states = states_of(&d, 1);
     assert_eq!(
         states,
         [JobState::Queued, JobState::Running, JobState::Suspended]
