@@ -428,6 +428,9 @@ impl State {
         if model.array.is_some() {
             self.metrics.arrays.inc();
         }
+        // Its record is in the commit that acknowledges it, whatever the decisions (an array's
+        // own record is otherwise written only when its tasks start or end).
+        b.jobs.insert(id);
         self.carry_out(b, time, effects);
         Ok(())
     }

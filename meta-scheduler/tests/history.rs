@@ -309,3 +309,33 @@ async fn adh_classifies_live_and_keeps_its_state_across_a_restart() {
     let e = format!("{:#}", bad.expect_err("refused"));
     assert!(e.contains("adh.delta"), "{e}");
 }
+
+/// An acknowledged array is in the store from its submission on: a restart before any of its
+/// tasks started still knows it, and releases its tasks (the chaos soak with arrays: a leader
+/// killed just after acknowledging one lost it, its tasks' records left without their array).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_array_survives_a_restart_before_its_tasks_start() {
+    let d = tempfile::tempdir().unwrap();
+    let m = meta(d.path(), 0);
+    let mut s = spec("ann", "arr", None);
+    s.array = Some("0-3%2".into());
+    let id = submit(&m, s).await.job_id;
+    drop(m);
+    let m = meta(d.path(), 0);
+    let get = |id: u64| m.get_job(Request::new(v1::GetJobRequest { job_id: id }));
+    let array = get(id)
+        .await
+        .expect("the array after a restart")
+        .into_inner();
+    let progress = array.job.and_then(|j| j.array).expect("an array");
+    assert_eq!(progress.tasks, 4);
+    let (tasks, _) = list(
+        &m,
+        v1::ListJobsRequest {
+            array: Some(id),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(tasks.len(), 4, "{tasks:?}");
+}
