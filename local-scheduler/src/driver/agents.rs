@@ -193,8 +193,17 @@ impl Driver {
                 continue;
             }
             if self.jobs.get(&id).is_some_and(|r| r.killed_on == Some(m)) {
-                // The process killed to requeue the job, not a later run: still ending, or ended.
-                if st != AgentJobState::Running && st != AgentJobState::Suspended {
+                // A process killed here that is not the job's current run: still there (its kill
+                // on its way, or lost: ordered again), or ended.
+                if st == AgentJobState::Running || st == AgentJobState::Suspended {
+                    self.order(
+                        m,
+                        Kind::Kill(v1::KillJob {
+                            job_id: id,
+                            reason: "not the job's current run".into(),
+                        }),
+                    );
+                } else {
                     acked.push(id);
                     self.killed_ended(now, id);
                 }
