@@ -369,6 +369,7 @@ async fn session(
         })
         .await?
         .into_inner();
+    forget_acknowledged(a, &reg.acknowledged_jobs);
     let mut orders = client
         .agent_orders(v1::AgentOrdersRequest {
             agent_id: reg.agent_id.clone(),
@@ -409,11 +410,7 @@ async fn session(
             .await
             .map_err(|_| anyhow::anyhow!("heartbeat unanswered for {CALL_TIMEOUT:?}"))??
             .into_inner();
-        for id in resp.acknowledged_jobs {
-            if a.reports.get(&id).is_some_and(|r| !is_live(r.state)) {
-                a.reports.remove(&id);
-            }
-        }
+        forget_acknowledged(a, &resp.acknowledged_jobs);
         for c in resp.commands {
             a.order(c);
         }
@@ -423,6 +420,15 @@ async fn session(
         next = tokio::time::Instant::now() + interval;
         if !stream_open {
             anyhow::bail!("order stream closed");
+        }
+    }
+}
+
+/// Forgets the reports of ended jobs the local scheduler has recorded.
+fn forget_acknowledged(a: &mut Agent, ids: &[u64]) {
+    for id in ids {
+        if a.reports.get(id).is_some_and(|r| !is_live(r.state)) {
+            a.reports.remove(id);
         }
     }
 }

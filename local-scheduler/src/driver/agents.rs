@@ -112,13 +112,14 @@ impl Driver {
                 up: true,
             },
         );
-        self.reports(now, m, &r.jobs);
+        let acknowledged_jobs = self.reports(now, m, &r.jobs);
         self.pass(now);
         Ok(v1::RegisterAgentResponse {
             agent_id: id,
             heartbeat_interval_ms: self.cfg.heartbeat_interval_ms,
             lost_after_ms: self.cfg.lost_after_ms,
             cluster: self.cfg.cluster.clone(),
+            acknowledged_jobs,
         })
     }
 

@@ -1001,3 +1001,27 @@ fn a_job_suspended_before_its_running_report_is_said_running_first() {
         [JobState::Queued, JobState::Running, JobState::Suspended]
     );
 }
+
+/// An agent that registers again (its session lost, the process the same) with the end of a
+/// process killed for an urgent job gets that end acknowledged in the registration's answer, and
+/// the held start leaves with it: an agent still holding the report would take the start for
+/// that process's, and its next report of the end would end the new run (FAILED "killed").
+#[test]
+fn a_registration_acknowledges_the_ends_it_records() {
+    use v1::AgentJobState as A;
+    let (mut d, _) = killed_for_an_urgent_job();
+    let again = v1::RegisterAgentRequest {
+        machine: "m1".into(),
+        processors: 2,
+        jobs: vec![report(1, A::KilledByOrder, None)],
+        ..Default::default()
+    };
+    let res = d.register(again, at(20)).unwrap();
+    assert_eq!(res.acknowledged_jobs, [1]);
+    assert_eq!(orders(&mut d), ["start 1"]);
+    assert_eq!(
+        d.jobs[&1].state,
+        JobState::Running,
+        "not ended by the old end"
+    );
+}
