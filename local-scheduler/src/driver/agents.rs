@@ -197,13 +197,7 @@ impl Driver {
                 // A process killed here that is not the job's current run: still there (its kill
                 // on its way, or lost: ordered again), or ended.
                 if st == AgentJobState::Running || st == AgentJobState::Suspended {
-                    self.order(
-                        m,
-                        Kind::Kill(v1::KillJob {
-                            job_id: id,
-                            reason: "not the job's current run".into(),
-                        }),
-                    );
+                    self.kill_stray(m, id, "not the job's current run");
                 } else {
                     acked.push(id);
                     self.killed_ended(now, id);

@@ -25,16 +25,36 @@ fn driver(dir: &std::path::Path) -> Driver {
 
 /// Registers the agent of machine `m1` (2 processors) at time 0; returns its session id.
 fn register_m1(d: &mut Driver) -> String {
-    d.register(
-        v1::RegisterAgentRequest {
-            machine: "m1".into(),
-            processors: 2,
-            ..Default::default()
-        },
-        at(0),
-    )
-    .unwrap()
-    .agent_id
+    register_m1_with(d, Vec::new(), at(0)).agent_id
+}
+
+/// Registers an agent of machine `m1` (2 processors) at `now`, reporting `jobs`: the answer.
+fn register_m1_with(
+    d: &mut Driver,
+    jobs: Vec<v1::JobReport>,
+    now: Now,
+) -> v1::RegisterAgentResponse {
+    let r = v1::RegisterAgentRequest {
+        machine: "m1".into(),
+        processors: 2,
+        jobs,
+        ..Default::default()
+    };
+    d.register(r, now).unwrap()
+}
+
+/// Job 1, started again on m1 and not ended by its earlier process's end, runs from `t` and
+/// completes 10 s later.
+fn runs_to_completion(d: &mut Driver, agent: &str, t: i64) {
+    use v1::AgentJobState as A;
+    assert_eq!(
+        d.jobs[&1].state,
+        JobState::Running,
+        "not ended by the old end"
+    );
+    assert!(beat(d, agent, vec![report(1, A::Running, None)], at(t)).is_empty());
+    assert!(beat(d, agent, vec![report(1, A::Exited, Some(0))], at(t + 10)).is_empty());
+    assert_eq!(states_of(d, 1).last(), Some(&JobState::Completed));
 }
 
 fn fail_commits(d: &Driver, fail: bool) {
@@ -816,13 +836,7 @@ fn a_job_killed_for_an_urgent_one_starts_again_only_once_its_process_has_ended()
         .unwrap();
     assert_eq!(res.acknowledged_jobs, [1]);
     assert_eq!(named(res.commands), ["start 1"]);
-    assert_eq!(
-        d.jobs[&1].state,
-        JobState::Running,
-        "not ended by the old end"
-    );
-    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(17)).is_empty());
-    assert!(beat(&mut d, &agent, vec![report(1, A::Exited, Some(0))], at(27)).is_empty());
+    runs_to_completion(&mut d, &agent, 17);
     let states = states_of(&d, 1);
     use JobState::{Completed, Queued, Running};
     assert_eq!(states, [Queued, Running, Queued, Running, Completed]);
@@ -833,24 +847,11 @@ fn a_job_killed_for_an_urgent_one_starts_again_only_once_its_process_has_ended()
 /// end is its own, not taken for the killed process's.
 #[test]
 fn a_killed_process_that_a_new_agent_does_not_report_has_ended() {
-    use v1::AgentJobState as A;
     let (mut d, _) = killed_for_an_urgent_job();
     // The agent is killed and comes back with nothing.
-    let again = d
-        .register(
-            v1::RegisterAgentRequest {
-                machine: "m1".into(),
-                processors: 2,
-                ..Default::default()
-            },
-            at(20),
-        )
-        .unwrap()
-        .agent_id;
+    let again = register_m1_with(&mut d, Vec::new(), at(20)).agent_id;
     assert_eq!(orders(&mut d), ["start 1"]);
-    assert_eq!(d.jobs[&1].state, JobState::Running);
-    assert!(beat(&mut d, &again, vec![report(1, A::Running, None)], at(21)).is_empty());
-    assert!(beat(&mut d, &again, vec![report(1, A::Exited, Some(0))], at(31)).is_empty());
+    runs_to_completion(&mut d, &again, 21);
     assert!(d.jobs.is_empty(), "job 1 ended: {:?}", d.jobs.keys());
 }
 
@@ -954,13 +955,8 @@ fn a_stopped_process_left_by_a_restart_ends_before_the_job_starts_again() {
     d.flush().unwrap();
     drop(d);
     let mut d = restarted(&state, at(40));
-    let back = v1::RegisterAgentRequest {
-        machine: "m1".into(),
-        processors: 2,
-        jobs: vec![report(1, A::Suspended, None)],
-        ..Default::default()
-    };
-    let agent = d.register(back, at(41)).unwrap().agent_id;
+    let back = vec![report(1, A::Suspended, None)];
+    let agent = register_m1_with(&mut d, back, at(41)).agent_id;
     assert_eq!(
         d.jobs[&1].state,
         JobState::Running,
@@ -973,15 +969,7 @@ fn a_stopped_process_left_by_a_restart_ends_before_the_job_starts_again() {
     );
     let gone = vec![report(1, A::KilledByOrder, None)];
     assert_eq!(beat(&mut d, &agent, gone, at(42)), ["start 1"]);
-    assert_eq!(
-        d.jobs[&1].state,
-        JobState::Running,
-        "not ended by the old end"
-    );
-    assert!(beat(&mut d, &agent, vec![report(1, A::Running, None)], at(43)).is_empty());
-    assert!(beat(&mut d, &agent, vec![report(1, A::Exited, Some(0))], at(103)).is_empty());
-    let last = d.journal.events().filter(|e| e.job_id == 1).last().unwrap();
-    assert_eq!(last.state(), JobState::Completed, "{last:?}");
+    runs_to_completion(&mut d, &agent, 43);
 }
 
 /// A job suspended before its agent reported it running is said RUNNING first: its start was
@@ -1010,13 +998,7 @@ fn a_job_suspended_before_its_running_report_is_said_running_first() {
 fn a_registration_acknowledges_the_ends_it_records() {
     use v1::AgentJobState as A;
     let (mut d, _) = killed_for_an_urgent_job();
-    let again = v1::RegisterAgentRequest {
-        machine: "m1".into(),
-        processors: 2,
-        jobs: vec![report(1, A::KilledByOrder, None)],
-        ..Default::default()
-    };
-    let res = d.register(again, at(20)).unwrap();
+    let res = register_m1_with(&mut d, vec![report(1, A::KilledByOrder, None)], at(20));
     assert_eq!(res.acknowledged_jobs, [1]);
     assert_eq!(orders(&mut d), ["start 1"]);
     assert_eq!(
